@@ -1,0 +1,64 @@
+"""AWS clients: endpoint resolution in one place, clients built on demand, never at import."""
+
+from __future__ import annotations
+
+import threading
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+import boto3
+from botocore.config import Config
+
+from dlpipe.config import Settings
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_s3 import S3Client
+    from mypy_boto3_secretsmanager import SecretsManagerClient
+    from mypy_boto3_sqs import SQSClient
+
+# Standard retry mode retries throttling and 5xx with backoff and jitter at the I/O edge.
+_BOTO_CONFIG = Config(
+    retries={"max_attempts": 8, "mode": "standard"},
+    connect_timeout=5,
+    read_timeout=30,
+    max_pool_connections=32,
+)
+
+
+class AwsClients:
+    """Lazily built boto3 clients sharing one session; safe to share between threads."""
+
+    def __init__(self, settings: Settings, session: boto3.Session | None = None) -> None:
+        self.settings = settings
+        self._session = session or boto3.Session(region_name=settings.region)
+        self._lock = threading.Lock()
+
+    def _client(self, service: str) -> object:
+        # boto3 client creation is not thread-safe; the clients themselves are.
+        with self._lock:
+            return self._session.client(
+                service,  # type: ignore[call-overload]
+                endpoint_url=self.settings.endpoint_url,
+                config=_BOTO_CONFIG,
+            )
+
+    @cached_property
+    def dynamodb(self) -> DynamoDBClient:
+        """DynamoDB client."""
+        return self._client("dynamodb")  # type: ignore[return-value]
+
+    @cached_property
+    def sqs(self) -> SQSClient:
+        """SQS client."""
+        return self._client("sqs")  # type: ignore[return-value]
+
+    @cached_property
+    def s3(self) -> S3Client:
+        """S3 client."""
+        return self._client("s3")  # type: ignore[return-value]
+
+    @cached_property
+    def secretsmanager(self) -> SecretsManagerClient:
+        """Secrets Manager client."""
+        return self._client("secretsmanager")  # type: ignore[return-value]

@@ -1,0 +1,104 @@
+"""Configuration: read once from the environment into a typed, immutable object."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+# Environment variable names: the only place they are spelled.
+ENV_ENDPOINT_URL = "AWS_ENDPOINT_URL"
+ENV_REGION = "AWS_REGION"
+ENV_DEFAULT_REGION = "AWS_DEFAULT_REGION"
+ENV_NAME_PREFIX = "DLPIPE_NAME_PREFIX"
+ENV_JOBS_TABLE = "DLPIPE_JOBS_TABLE"
+ENV_BATCHES_TABLE = "DLPIPE_BATCHES_TABLE"
+ENV_QUEUE_URL = "DLPIPE_QUEUE_URL"
+ENV_DLQ_URL = "DLPIPE_DLQ_URL"
+ENV_DEST_BUCKET = "DLPIPE_DEST_BUCKET"
+ENV_PROVIDER_URL = "DLPIPE_PROVIDER_URL"
+ENV_PROVIDER_TOKEN = "DLPIPE_PROVIDER_TOKEN"  # local use only; AWS reads the secret below
+ENV_PROVIDER_TOKEN_SECRET = "DLPIPE_PROVIDER_TOKEN_SECRET"
+ENV_PRIVATE_KEY_FILE = "DLPIPE_PRIVATE_KEY_FILE"  # local use only
+ENV_PRIVATE_KEY_SECRET = "DLPIPE_PRIVATE_KEY_SECRET"
+ENV_LEASE_SECONDS = "DLPIPE_LEASE_SECONDS"
+ENV_POLL_INTERVAL_SECONDS = "DLPIPE_POLL_INTERVAL_SECONDS"
+ENV_MAX_POLLS = "DLPIPE_MAX_POLLS"
+ENV_DATE_OFFSET_DAYS = "DLPIPE_DATE_OFFSET_DAYS"
+ENV_LOG_LEVEL = "DLPIPE_LOG_LEVEL"
+
+DEFAULT_REGION = "us-east-1"
+JOBS_TABLE_BASE_NAME = "data-download-jobs"
+BATCHES_TABLE_BASE_NAME = "data-download-batches"
+
+
+class ConfigError(ValueError):
+    """A setting is missing or malformed; the message names the variable."""
+
+
+def _int_setting(env: Mapping[str, str], name: str, default: int, minimum: int = 1) -> int:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError as exc:
+        raise ConfigError(f"{name} must be a whole number, got {raw!r}") from exc
+    if value < minimum:
+        raise ConfigError(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything dlpipe reads from its environment, with the units in the names."""
+
+    region: str = DEFAULT_REGION
+    endpoint_url: str | None = None
+    jobs_table: str = JOBS_TABLE_BASE_NAME
+    batches_table: str = BATCHES_TABLE_BASE_NAME
+    queue_url: str | None = None
+    dlq_url: str | None = None
+    destination_bucket: str | None = None
+    provider_base_url: str | None = None
+    provider_token: str | None = field(default=None, repr=False)
+    provider_token_secret_id: str | None = None
+    private_key_file: str | None = None
+    private_key_secret_id: str | None = None
+    lease_seconds: int = 300
+    poll_interval_seconds: int = 300
+    max_polls: int = 12
+    date_offset_days: int = 1
+    log_level: str = "INFO"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        """Build settings from `env` (default: the process environment)."""
+        env = os.environ if env is None else env
+        prefix = env.get(ENV_NAME_PREFIX, "")
+        return cls(
+            region=env.get(ENV_REGION) or env.get(ENV_DEFAULT_REGION) or DEFAULT_REGION,
+            endpoint_url=env.get(ENV_ENDPOINT_URL) or None,
+            jobs_table=env.get(ENV_JOBS_TABLE) or f"{prefix}{JOBS_TABLE_BASE_NAME}",
+            batches_table=env.get(ENV_BATCHES_TABLE) or f"{prefix}{BATCHES_TABLE_BASE_NAME}",
+            queue_url=env.get(ENV_QUEUE_URL) or None,
+            dlq_url=env.get(ENV_DLQ_URL) or None,
+            destination_bucket=env.get(ENV_DEST_BUCKET) or None,
+            provider_base_url=env.get(ENV_PROVIDER_URL) or None,
+            provider_token=env.get(ENV_PROVIDER_TOKEN) or None,
+            provider_token_secret_id=env.get(ENV_PROVIDER_TOKEN_SECRET) or None,
+            private_key_file=env.get(ENV_PRIVATE_KEY_FILE) or None,
+            private_key_secret_id=env.get(ENV_PRIVATE_KEY_SECRET) or None,
+            lease_seconds=_int_setting(env, ENV_LEASE_SECONDS, 300),
+            poll_interval_seconds=_int_setting(env, ENV_POLL_INTERVAL_SECONDS, 300),
+            max_polls=_int_setting(env, ENV_MAX_POLLS, 12),
+            date_offset_days=_int_setting(env, ENV_DATE_OFFSET_DAYS, 1, minimum=0),
+            log_level=(env.get(ENV_LOG_LEVEL) or "INFO").upper(),
+        )
+
+    def require(self, attribute: str) -> str:
+        """Return a setting that this code path cannot run without, or raise ConfigError."""
+        value = getattr(self, attribute)
+        if not value:
+            raise ConfigError(f"setting {attribute!r} is not configured (see README: configuration)")
+        return str(value)

@@ -1,0 +1,87 @@
+"""structlog JSON logging with a redaction pass: no signature, key or token ever leaves."""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+from collections.abc import MutableMapping
+from typing import Any
+
+import structlog
+
+# Query parameters of a presigned URL that grant access; the rest of a URL is harmless.
+_SIGNED_PARAMS = re.compile(
+    r"(?i)((?:X-Amz-Signature|X-Amz-Credential|X-Amz-Security-Token|Signature|AWSAccessKeyId)=)[^&\s\"']+"
+)
+_PEM_BLOCK = re.compile(r"-----BEGIN [A-Z ]+-----.*?-----END [A-Z ]+-----", re.DOTALL)
+# Keys whose values are secret whatever they hold.
+_SECRET_KEYS = frozenset(
+    {
+        "authorization",
+        "token",
+        "provider_token",
+        "private_key",
+        "aes_key",
+        "encrypted_key",
+        "encrypted_aes_key",
+        "secret",
+        "password",
+        "plaintext",
+    }
+)
+REDACTED = "***"
+
+
+def redact_text(text: str) -> str:
+    """Mask presigned-URL signatures and PEM blocks inside free text."""
+    return _PEM_BLOCK.sub("-----REDACTED PEM-----", _SIGNED_PARAMS.sub(rf"\g<1>{REDACTED}", text))
+
+
+def _redact_value(key: str, value: Any) -> Any:
+    if key.lower() in _SECRET_KEYS:
+        return REDACTED
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, bytes):
+        return f"<{len(value)} bytes>"
+    if isinstance(value, dict):
+        return {k: _redact_value(str(k), v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_redact_value(key, v) for v in value]
+    return value
+
+
+def redact_processor(
+    _logger: Any, _method: str, event_dict: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
+    """structlog processor: redact every field of the event."""
+    for key in list(event_dict):
+        event_dict[key] = _redact_value(key, event_dict[key])
+    return event_dict
+
+
+SHARED_PROCESSORS: list[Any] = [
+    structlog.contextvars.merge_contextvars,
+    structlog.processors.add_log_level,
+    structlog.processors.TimeStamper(fmt="iso", utc=True),
+    structlog.processors.format_exc_info,
+    redact_processor,
+]
+
+
+def configure_logging(level: str = "INFO", stream: Any = None) -> None:
+    """Send JSON log lines to stderr (or `stream`); safe to call more than once."""
+    structlog.configure(
+        processors=[*SHARED_PROCESSORS, structlog.processors.JSONRenderer()],
+        wrapper_class=structlog.make_filtering_bound_logger(
+            logging.getLevelNamesMapping().get(level.upper(), logging.INFO)
+        ),
+        logger_factory=structlog.PrintLoggerFactory(stream or sys.stderr),
+        cache_logger_on_first_use=False,
+    )
+
+
+def get_logger(**bound: Any) -> Any:
+    """A structlog logger with `bound` context."""
+    return structlog.get_logger("dlpipe").bind(**bound)

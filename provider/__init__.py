@@ -1,0 +1,1 @@
+"""dlpipe: provider."""
