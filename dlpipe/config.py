@@ -100,5 +100,7 @@ class Settings:
         """Return a setting that this code path cannot run without, or raise ConfigError."""
         value = getattr(self, attribute)
         if not value:
-            raise ConfigError(f"setting {attribute!r} is not configured (see README: configuration)")
+            raise ConfigError(
+                f"setting {attribute!r} is not configured (see README: configuration)"
+            )
         return str(value)

@@ -24,7 +24,12 @@ BATCHES_INDEXES: Final = {
     POLLING_DATE_INDEX: ("PollingDate", "Status"),
 }
 
-JOBS_KEY_ATTRIBUTE_TYPES: Final = {"FileID": "S", "Status": "S", "StatusUpdatedAt": "N", "BatchID": "S"}
+JOBS_KEY_ATTRIBUTE_TYPES: Final = {
+    "FileID": "S",
+    "Status": "S",
+    "StatusUpdatedAt": "N",
+    "BatchID": "S",
+}
 BATCHES_KEY_ATTRIBUTE_TYPES: Final = {"BatchID": "S", "PollingDate": "S", "Status": "S"}
 
 TTL_ATTRIBUTE: Final = "TTL"

@@ -1,0 +1,227 @@
+"""The embedded AWS emulator: moto in server mode, made as strict as AWS where dlpipe relies on it.
+
+Two gaps of moto 5.x are closed by a thin WSGI layer around its app:
+- moto serves requests on parallel threads and its conditional writes are check-then-write,
+  so two racing conditional UpdateItems can both win. Real DynamoDB never lets that happen;
+  we serialize DynamoDB requests (SQS long polls and S3 transfers stay concurrent).
+- moto never refuses an expired presigned URL. S3 answers 403 AccessDenied "Request has
+  expired"; so do we, for SigV4 (X-Amz-Date + X-Amz-Expires) and SigV2 (Expires) URLs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import calendar
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from types import TracebackType
+from typing import Any
+from urllib.parse import parse_qs
+
+import requests
+from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_fixed
+
+DEFAULT_HOST = "127.0.0.1"
+READY_PREFIX = "dlpipe-emulator listening on port "
+
+WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+
+def presigned_url_expired(query_string: str, now_s: float) -> bool:
+    """True when a presigned URL's query string says it expired before `now_s`."""
+    params = parse_qs(query_string)
+    if "X-Amz-Date" in params and "X-Amz-Expires" in params:
+        try:
+            signed = datetime.strptime(params["X-Amz-Date"][0], "%Y%m%dT%H%M%SZ")
+            expires_s = int(params["X-Amz-Expires"][0])
+        except ValueError:
+            return True
+        return calendar.timegm(signed.timetuple()) + expires_s < now_s
+    if "Expires" in params and "Signature" in params:
+        try:
+            return int(params["Expires"][0]) < now_s
+        except ValueError:
+            return True
+    return False
+
+
+_EXPIRED_BODY = (
+    b'<?xml version="1.0" encoding="UTF-8"?>\n'
+    b"<Error><Code>AccessDenied</Code><Message>Request has expired</Message></Error>"
+)
+
+
+class StrictEmulatorApp:
+    """WSGI middleware: serialize DynamoDB calls and refuse expired presigned URLs."""
+
+    def __init__(self, app: WsgiApp) -> None:
+        self._app = app
+        self._dynamodb_lock = threading.Lock()
+
+    def __call__(
+        self, environ: dict[str, Any], start_response: Callable[..., Any]
+    ) -> Iterable[bytes]:
+        if presigned_url_expired(environ.get("QUERY_STRING", ""), time.time()):
+            start_response(
+                "403 Forbidden",
+                [("Content-Type", "application/xml"), ("Content-Length", str(len(_EXPIRED_BODY)))],
+            )
+            return [_EXPIRED_BODY]
+        if environ.get("HTTP_X_AMZ_TARGET", "").startswith("DynamoDB_"):
+            with self._dynamodb_lock:
+                # Materialize the body inside the lock: the write happens while it is produced.
+                result = self._app(environ, start_response)
+                try:
+                    return [b"".join(result)]
+                finally:
+                    close = getattr(result, "close", None)
+                    if close is not None:
+                        close()
+        return self._app(environ, start_response)
+
+
+def build_app() -> StrictEmulatorApp:
+    """moto's full server app behind the strictness layer."""
+    # Imported here: moto is heavy and only the emulator child process needs it.
+    from moto.moto_server.werkzeug_app import (  # noqa: PLC0415
+        DomainDispatcherApplication,
+        create_backend_app,
+    )
+
+    return StrictEmulatorApp(DomainDispatcherApplication(create_backend_app))
+
+
+def serve(host: str, port: int) -> None:
+    """Run the emulator in this process until SIGTERM/SIGINT; print the bound port first."""
+    from werkzeug.serving import make_server  # noqa: PLC0415 - child process only
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = make_server(host, port, build_app(), threaded=True)
+    os.environ.setdefault("MOTO_PORT", str(server.port))
+
+    def shutdown(_signum: int, _frame: Any) -> None:
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, shutdown)
+    signal.signal(signal.SIGINT, shutdown)
+    print(f"{READY_PREFIX}{server.port}", flush=True)
+    server.serve_forever()
+
+
+class EmulatorError(RuntimeError):
+    """The emulator could not be started or did not answer."""
+
+
+class Emulator:
+    """A moto server child process on 127.0.0.1, started and stopped by PID."""
+
+    def __init__(self, port: int = 0, host: str = DEFAULT_HOST, log_path: str | None = None):
+        self.host = host
+        self.requested_port = port
+        self.port: int | None = None
+        self._log_path = log_path
+        self._process: subprocess.Popen[str] | None = None
+
+    @property
+    def endpoint_url(self) -> str:
+        """http://host:port of the running emulator."""
+        if self.port is None:
+            raise EmulatorError("emulator is not running")
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        """PID of the child process, while it runs."""
+        return self._process.pid if self._process else None
+
+    def start(self, timeout_s: float = 30.0) -> str:
+        """Start the child, wait until it answers, and return its endpoint URL."""
+        stderr = open(self._log_path, "a") if self._log_path else subprocess.DEVNULL  # noqa: SIM115
+        cmd = [sys.executable, "-m", "dlpipe.local.emulator", "--host", self.host]
+        cmd += ["--port", str(self.requested_port)]
+        self._process = subprocess.Popen(  # noqa: S603 - our own module, fixed arguments
+            cmd, stdout=subprocess.PIPE, stderr=stderr, text=True
+        )
+        assert self._process.stdout is not None
+        line = self._process.stdout.readline()
+        if not line.startswith(READY_PREFIX):
+            self.stop()
+            raise EmulatorError(f"emulator failed to start (port {self.requested_port} in use?)")
+        self.port = int(line[len(READY_PREFIX) :])
+        self._wait_ready(timeout_s)
+        return self.endpoint_url
+
+    def _wait_ready(self, timeout_s: float) -> None:
+        @retry(
+            stop=stop_after_delay(timeout_s),
+            wait=wait_fixed(0.1),
+            retry=retry_if_exception_type(requests.RequestException),
+            reraise=True,
+        )
+        def ping() -> None:
+            requests.get(f"{self.endpoint_url}/moto-api/data.json", timeout=2).raise_for_status()
+
+        try:
+            ping()
+        except requests.RequestException as exc:
+            self.stop()
+            raise EmulatorError(f"emulator did not answer within {timeout_s}s") from exc
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Stop the child by PID: SIGTERM, then SIGKILL if it lingers."""
+        process, self._process = self._process, None
+        if process is None:
+            return
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout_s)
+        if process.stdout:
+            process.stdout.close()
+        self.port = None
+
+    def __enter__(self) -> Emulator:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def local_environment(endpoint_url: str) -> dict[str, str]:
+    """The AWS variables a process needs to talk to the emulator (dummy credentials)."""
+    return {
+        "AWS_ENDPOINT_URL": endpoint_url,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_REGION": "us-east-1",
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`python -m dlpipe.local.emulator [--host H] [--port P]`."""
+    parser = argparse.ArgumentParser(description="dlpipe's strict moto server")
+    parser.add_argument("--host", default=DEFAULT_HOST)
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    args = parser.parse_args(argv)
+    serve(args.host, args.port)
+
+
+if __name__ == "__main__":
+    main()

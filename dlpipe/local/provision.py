@@ -1,0 +1,176 @@
+"""Create dlpipe's tables, queues and buckets on an emulator from the definitions in terraform/."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
+
+from dlpipe.local.terraform import TerraformModule, TerraformReadError
+from records import schema
+
+if TYPE_CHECKING:
+    from dlpipe.aws import AwsClients
+
+QUEUE_RESOURCE = "downloads"
+DLQ_RESOURCE = "downloads_dlq"
+DESTINATION_BUCKET_RESOURCE = "destination"
+DEFAULT_MAX_RECEIVE_COUNT = 5
+
+
+@dataclass(frozen=True)
+class TableDefinition:
+    """A CreateTable request and the TTL attribute, as terraform/ defines the table."""
+
+    name: str
+    create_request: dict[str, Any]
+    ttl_attribute: str | None
+
+
+@dataclass(frozen=True)
+class Provisioned:
+    """Names and URLs of what `provision` created (or found already there)."""
+
+    jobs_table: str
+    batches_table: str
+    queue_url: str | None = None
+    dlq_url: str | None = None
+    destination_bucket: str | None = None
+
+
+def _index_keys(module: TerraformModule, index: dict[str, Any]) -> list[dict[str, str]]:
+    # The provider's current form is key_schema blocks; hash_key/range_key is the older one.
+    if "key_schema" in index:
+        return [
+            {
+                "AttributeName": module.value(k["attribute_name"]),
+                "KeyType": module.value(k["key_type"]),
+            }
+            for k in index["key_schema"]
+        ]
+    keys = [{"AttributeName": module.value(index["hash_key"]), "KeyType": "HASH"}]
+    if "range_key" in index:
+        keys.append({"AttributeName": module.value(index["range_key"]), "KeyType": "RANGE"})
+    return keys
+
+
+def table_definition(module: TerraformModule, label: str) -> TableDefinition:
+    """Translate `aws_dynamodb_table.<label>` into a CreateTable request."""
+    body = module.resource("aws_dynamodb_table", label)
+    request: dict[str, Any] = {
+        "TableName": module.value(body["name"]),
+        "BillingMode": module.value(body.get("billing_mode", '"PROVISIONED"')),
+        "AttributeDefinitions": [
+            {"AttributeName": module.value(a["name"]), "AttributeType": module.value(a["type"])}
+            for a in body.get("attribute", [])
+        ],
+        "KeySchema": _index_keys(module, body),
+    }
+    if request["BillingMode"] != "PAY_PER_REQUEST":
+        raise TerraformReadError(f"table {label} must be PAY_PER_REQUEST")
+    indexes = [
+        {
+            "IndexName": module.value(index["name"]),
+            "KeySchema": _index_keys(module, index),
+            "Projection": {"ProjectionType": module.value(index["projection_type"])},
+        }
+        for index in body.get("global_secondary_index", [])
+    ]
+    if indexes:
+        request["GlobalSecondaryIndexes"] = indexes
+    ttl_blocks = [module.value(t) for t in body.get("ttl", [])]
+    ttl = next((t["attribute_name"] for t in ttl_blocks if t.get("enabled")), None)
+    return TableDefinition(request["TableName"], request, ttl)
+
+
+def table_definitions(module: TerraformModule) -> list[TableDefinition]:
+    """Both tracking tables, jobs first."""
+    return [
+        table_definition(module, label) for label in (schema.JOBS_RESOURCE, schema.BATCHES_RESOURCE)
+    ]
+
+
+def _create_table(clients: AwsClients, table: TableDefinition) -> None:
+    try:
+        clients.dynamodb.create_table(**table.create_request)
+    except ClientError as exc:
+        if exc.response["Error"]["Code"] != "ResourceInUseException":
+            raise
+    clients.dynamodb.get_waiter("table_exists").wait(
+        TableName=table.name, WaiterConfig={"Delay": 1, "MaxAttempts": 60}
+    )
+    if table.ttl_attribute:
+        clients.dynamodb.update_time_to_live(
+            TableName=table.name,
+            TimeToLiveSpecification={"Enabled": True, "AttributeName": table.ttl_attribute},
+        )
+
+
+def _queue_attributes(module: TerraformModule, body: dict[str, Any]) -> dict[Any, str]:
+    attributes: dict[Any, str] = {}
+    for hcl_name, sqs_name in (
+        ("visibility_timeout_seconds", "VisibilityTimeout"),
+        ("message_retention_seconds", "MessageRetentionPeriod"),
+        ("receive_wait_time_seconds", "ReceiveMessageWaitTimeSeconds"),
+    ):
+        if hcl_name in body:
+            attributes[sqs_name] = str(module.value(body[hcl_name]))
+    return attributes
+
+
+def _provision_queues(clients: AwsClients, module: TerraformModule) -> tuple[str, str] | None:
+    queues = module.resources.get("aws_sqs_queue", {})
+    if QUEUE_RESOURCE not in queues or DLQ_RESOURCE not in queues:
+        return None
+    dlq_body, queue_body = queues[DLQ_RESOURCE], queues[QUEUE_RESOURCE]
+    dlq_url = clients.sqs.create_queue(
+        QueueName=module.value(dlq_body["name"]), Attributes=_queue_attributes(module, dlq_body)
+    )["QueueUrl"]
+    dlq_arn = clients.sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])[
+        "Attributes"
+    ]["QueueArn"]
+    max_receive = module.variables.get("max_receive_count", DEFAULT_MAX_RECEIVE_COUNT)
+    attributes = _queue_attributes(module, queue_body)
+    attributes["RedrivePolicy"] = json.dumps(
+        {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": int(module.value(max_receive))}
+    )
+    queue_url = clients.sqs.create_queue(
+        QueueName=module.value(queue_body["name"]), Attributes=attributes
+    )["QueueUrl"]
+    return queue_url, dlq_url
+
+
+def _provision_bucket(clients: AwsClients, module: TerraformModule) -> str | None:
+    buckets = module.resources.get("aws_s3_bucket", {})
+    if DESTINATION_BUCKET_RESOURCE not in buckets:
+        return None
+    name = str(module.value(buckets[DESTINATION_BUCKET_RESOURCE]["bucket"]))
+    ensure_bucket(clients, name)
+    return name
+
+
+def ensure_bucket(clients: AwsClients, name: str) -> None:
+    """Create bucket `name` unless it exists already."""
+    try:
+        clients.s3.create_bucket(Bucket=name)
+    except ClientError as exc:
+        if exc.response["Error"]["Code"] not in {"BucketAlreadyOwnedByYou", "BucketAlreadyExists"}:
+            raise
+
+
+def provision(clients: AwsClients, module: TerraformModule | None = None) -> Provisioned:
+    """Create (idempotently) everything dlpipe needs that terraform/ defines."""
+    module = module or TerraformModule.load()
+    jobs, batches = table_definitions(module)
+    for table in (jobs, batches):
+        _create_table(clients, table)
+    queues = _provision_queues(clients, module)
+    return Provisioned(
+        jobs_table=jobs.name,
+        batches_table=batches.name,
+        queue_url=queues[0] if queues else None,
+        dlq_url=queues[1] if queues else None,
+        destination_bucket=_provision_bucket(clients, module),
+    )

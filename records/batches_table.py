@@ -1,0 +1,210 @@
+"""data-download-batches: every read and conditional write of a daily batch lives here."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
+
+from records import dynamo
+from records.clock import Clock, SystemClock, iso_from_ms
+from records.errors import BatchExistsError, BatchTransitionRefusedError, NotFoundError
+from records.items import batch_from_item, batch_to_item, serialize
+from records.model import Batch, BatchStatus
+from records.rules import batch_sources, ttl_expired
+from records.schema import POLLING_DATE_INDEX
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+# Keeps each UpdateItem far below DynamoDB's expression size limits however large the day.
+SET_CHUNK = 500
+_NAMES = {
+    "#id": "BatchID",
+    "#status": "Status",
+    "#date": "PollingDate",
+    "#updated": "UpdatedAt",
+    "#expected": "ExpectedFiles",
+    "#done": "CompletedFiles",
+    "#failed": "FailedFiles",
+    "#timeout": "TimeoutAt",
+    "#error": "ErrorMessage",
+    "#ttl": "TTL",
+}
+
+
+def _names(expression: str) -> dict[str, str]:
+    return {k: v for k, v in _NAMES.items() if k in expression}
+
+
+def _chunks(values: Iterable[str]) -> list[set[str]]:
+    ordered = sorted(set(values))
+    return [set(ordered[i : i + SET_CHUNK]) for i in range(0, len(ordered), SET_CHUNK)]
+
+
+class BatchesTable:
+    """Repository of Batch records in data-download-batches."""
+
+    def __init__(self, client: DynamoDBClient, table_name: str, clock: Clock | None = None):
+        self._client = client
+        self.table_name = table_name
+        self._clock = clock or SystemClock()
+
+    def _now_iso(self) -> str:
+        return iso_from_ms(self._clock.now_ms())
+
+    def _live(self, item: dict[str, Any] | None) -> Batch | None:
+        if not item:
+            return None
+        batch = batch_from_item(item)
+        return None if ttl_expired(batch.ttl_epoch_s, self._clock.now_ms() // 1000) else batch
+
+    def create(self, batch: Batch) -> Batch:
+        """Write a new batch; BatchExistsError if the BatchID is taken."""
+        # Race: a replayed create-batch step re-putting the same BatchID must not reset it.
+        try:
+            dynamo.call(
+                self.table_name,
+                self._client.put_item,
+                Item=batch_to_item(batch),
+                ConditionExpression="attribute_not_exists(#id)",
+                ExpressionAttributeNames={"#id": "BatchID"},
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as exc:
+            if not dynamo.is_condition_failure(exc):
+                raise
+            old = dynamo.old_item(exc)
+            raise BatchExistsError(
+                f"batch {batch.batch_id} exists already",
+                condition="attribute_not_exists(BatchID)",
+                current=batch_from_item(old) if old else None,
+            ) from exc
+        return batch
+
+    def get(self, batch_id: str) -> Batch | None:
+        """The batch, or None (absent or past its TTL)."""
+        response = dynamo.call(
+            self.table_name,
+            self._client.get_item,
+            Key={"BatchID": {"S": batch_id}},
+            ConsistentRead=True,
+        )
+        return self._live(response.get("Item"))
+
+    def require(self, batch_id: str) -> Batch:
+        """The batch, or NotFoundError."""
+        batch = self.get(batch_id)
+        if batch is None:
+            raise NotFoundError(f"no batch {batch_id!r} in {self.table_name}")
+        return batch
+
+    def query_by_date(self, polling_date: str, status: BatchStatus | None = None) -> list[Batch]:
+        """The batches of a polling date (PollingDateIndex), optionally only in `status`."""
+        key = "#date = :date"
+        values: dict[str, Any] = {":date": {"S": polling_date}}
+        if status is not None:
+            key += " AND #status = :status"
+            values[":status"] = {"S": str(status)}
+        request = {
+            "IndexName": POLLING_DATE_INDEX,
+            "KeyConditionExpression": key,
+            "ExpressionAttributeNames": _names(key),
+            "ExpressionAttributeValues": values,
+        }
+        items = dynamo.paginate_query(self._client, self.table_name, request)
+        batches = [b for b in (self._live(i) for i in items) if b is not None]
+        return sorted(batches, key=lambda b: b.start_time)
+
+    def _update(
+        self, batch_id: str, update: str, condition: str, values: dict[str, Any], rule: str
+    ) -> Batch:
+        try:
+            response = dynamo.call(
+                self.table_name,
+                self._client.update_item,
+                Key={"BatchID": {"S": batch_id}},
+                UpdateExpression=update,
+                ConditionExpression=condition,
+                ExpressionAttributeNames=_names(update + condition),
+                ExpressionAttributeValues={k: serialize(v) for k, v in values.items()},
+                ReturnValues="ALL_NEW",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as exc:
+            if not dynamo.is_condition_failure(exc):
+                raise
+            old = dynamo.old_item(exc)
+            current = batch_from_item(old) if old else None
+            state = f"it is {current.status}" if current else "it does not exist"
+            raise BatchTransitionRefusedError(
+                f"{rule} refused for {batch_id}: {state}", condition=rule, current=current
+            ) from exc
+        return batch_from_item(response["Attributes"])
+
+    def mark_queued(self, batch_id: str, expected_files: Iterable[str]) -> Batch:
+        """initiated -> queued, adding `expected_files` to ExpectedFiles (replay-safe: ADD is idempotent)."""
+        # Race: a replay of fetch-and-queue after the batch already moved on (completed)
+        # must not drag it back to queued.
+        condition = "#status IN (:initiated, :queued)"
+        base = {":initiated": str(BatchStatus.INITIATED), ":queued": str(BatchStatus.QUEUED)}
+        chunks = _chunks(expected_files) or [set()]
+        batch: Batch | None = None
+        for chunk in chunks:
+            values: dict[str, Any] = {**base, ":now": self._now_iso()}
+            update = "SET #status = :queued, #updated = :now"
+            if chunk:
+                update += " ADD #expected :files"
+                values[":files"] = chunk
+            batch = self._update(batch_id, update, condition, values, "mark queued")
+        assert batch is not None
+        return batch
+
+    def record_outcomes(
+        self, batch_id: str, *, completed: Iterable[str] = (), failed: Iterable[str] = ()
+    ) -> Batch | None:
+        """Grow CompletedFiles / FailedFiles; a file that completes leaves FailedFiles."""
+        completed_set, failed_set = set(completed), set(failed) - set(completed)
+        batch: Batch | None = None
+        for chunk in _chunks(completed_set):
+            # A requeued file that was failed and now completed moves between the sets.
+            batch = self._set_update(batch_id, "ADD #done :files DELETE #failed :files", chunk)
+        for chunk in _chunks(failed_set):
+            batch = self._set_update(batch_id, "ADD #failed :files", chunk)
+        return batch
+
+    def _set_update(self, batch_id: str, update: str, files: set[str]) -> Batch:
+        values = {":files": files, ":now": self._now_iso()}
+        return self._update(
+            batch_id,
+            f"SET #updated = :now {update}",
+            "attribute_exists(#id)",
+            values,
+            "record outcomes",
+        )
+
+    def finish(
+        self,
+        batch_id: str,
+        status: BatchStatus,
+        *,
+        timeout_at: str | None = None,
+        error_message: str | None = None,
+    ) -> Batch:
+        """Move the batch to a final status, if the status machine allows it from where it is."""
+        # Race: two pollers (or a replay) deciding the end; only a legal transition lands.
+        sources = sorted(batch_sources(status))
+        if not sources:
+            raise ValueError(f"no batch status leads to {status}")
+        placeholders = {f":from{i}": str(s) for i, s in enumerate(sources)}
+        condition = f"#status IN ({', '.join(placeholders)})"
+        update = "SET #status = :final, #updated = :now"
+        values: dict[str, Any] = {**placeholders, ":final": str(status), ":now": self._now_iso()}
+        if timeout_at:
+            update += ", #timeout = :timeout"
+            values[":timeout"] = timeout_at
+        if error_message:
+            update += ", #error = :error"
+            values[":error"] = error_message[:1000]
+        return self._update(batch_id, update, condition, values, f"finish {status}")

@@ -1,0 +1,88 @@
+"""What both table modules share: error translation and paginated queries."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from records.errors import StoreUnavailableError, TableMissingError
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+CONDITION_FAILED = "ConditionalCheckFailedException"
+_TRANSIENT_CODES = frozenset(
+    {
+        "ProvisionedThroughputExceededException",
+        "ThrottlingException",
+        "RequestLimitExceeded",
+        "InternalServerError",
+        "ServiceUnavailable",
+        "TransactionConflictException",
+    }
+)
+
+
+def is_condition_failure(exc: ClientError) -> bool:
+    """True when a conditional write lost."""
+    return exc.response.get("Error", {}).get("Code") == CONDITION_FAILED
+
+
+def old_item(exc: ClientError) -> dict[str, Any] | None:
+    """What the item held when its condition failed (ReturnValuesOnConditionCheckFailure=ALL_OLD)."""
+    item: Any = exc.response.get("Item")
+    return dict(item) if item else None
+
+
+def raise_store_error(exc: Exception, table: str) -> NoReturn:
+    """Re-raise a boto error as TableMissingError, StoreUnavailableError or as it is."""
+    if isinstance(exc, ClientError):
+        code = exc.response.get("Error", {}).get("Code", "")
+        if code == "ResourceNotFoundException":
+            raise TableMissingError(
+                f"table {table!r} does not exist at this endpoint (run: dlpipe local provision)"
+            ) from exc
+        if code in _TRANSIENT_CODES:
+            raise StoreUnavailableError(f"DynamoDB kept refusing ({code}) on {table!r}") from exc
+        raise exc
+    if isinstance(exc, BotoCoreError):
+        raise StoreUnavailableError(f"DynamoDB unreachable for {table!r}: {exc}") from exc
+    raise exc
+
+
+def paginate_query(
+    client: DynamoDBClient, table: str, request: dict[str, Any], limit: int | None = None
+) -> Iterator[dict[str, Any]]:
+    """Yield items of a Query, following LastEvaluatedKey to the end (or to `limit` items)."""
+    yielded = 0
+    start_key: dict[str, Any] | None = None
+    while True:
+        page_request = dict(request, TableName=table)
+        if start_key:
+            page_request["ExclusiveStartKey"] = start_key
+        try:
+            page = client.query(**page_request)
+        except (ClientError, BotoCoreError) as exc:
+            raise_store_error(exc, table)
+        for item in page.get("Items", []):
+            yield item
+            yielded += 1
+            if limit is not None and yielded >= limit:
+                return
+        start_key = page.get("LastEvaluatedKey")
+        if not start_key:
+            return
+
+
+def call(table: str, operation: Callable[..., Any], **request: Any) -> Any:
+    """Run one DynamoDB call, translating infrastructure errors (not condition failures)."""
+    try:
+        return operation(TableName=table, **request)
+    except ClientError as exc:
+        if is_condition_failure(exc):
+            raise
+        raise_store_error(exc, table)
+    except BotoCoreError as exc:
+        raise_store_error(exc, table)

@@ -1,0 +1,62 @@
+"""The records layer's errors: one base, subclasses that carry what the store held."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class RecordsError(Exception):
+    """Base of every error raised by the records layer."""
+
+
+class InvalidIdentifierError(RecordsError, ValueError):
+    """A FileID, BatchID, entity or date is malformed; nothing was read or written."""
+
+
+class IllegalTransitionError(RecordsError):
+    """A status change that the status machine forbids."""
+
+
+class NotFoundError(RecordsError):
+    """The item does not exist (or has passed its TTL)."""
+
+
+class StoreUnavailableError(RecordsError):
+    """DynamoDB could not be reached or kept throttling after retries: transient."""
+
+
+class TableMissingError(RecordsError):
+    """A tracking table does not exist at this endpoint: provisioning has not run."""
+
+
+class ConditionFailedError(RecordsError):
+    """A conditional write lost; `condition` names the rule and `current` is what the item held."""
+
+    def __init__(self, message: str, *, condition: str, current: Any = None) -> None:
+        super().__init__(message)
+        self.condition = condition
+        self.current = current
+
+
+class JobExistsError(ConditionFailedError):
+    """A job with this FileID exists already (idempotent create lost)."""
+
+
+class ClaimRefusedError(ConditionFailedError):
+    """The job is not claimable: terminal, or held by a live lease."""
+
+
+class LeaseLostError(ConditionFailedError):
+    """The caller no longer owns the claim: another worker took over, or it finished."""
+
+
+class RequeueRefusedError(ConditionFailedError):
+    """The job may not go back to available (live claim, completed, or changed meanwhile)."""
+
+
+class BatchExistsError(ConditionFailedError):
+    """A batch with this BatchID exists already."""
+
+
+class BatchTransitionRefusedError(ConditionFailedError):
+    """The batch was not in a status from which this change is legal."""

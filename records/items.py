@@ -1,0 +1,124 @@
+"""Map records to DynamoDB items and back; the attribute names of DESIGN.md live here."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import TYPE_CHECKING, Any
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+
+from records.model import Batch, BatchStatus, FileJob, JobStatus
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
+
+JOB_ATTRIBUTES: dict[str, str] = {
+    "file_id": "FileID",
+    "batch_id": "BatchID",
+    "status": "Status",
+    "entity": "Entity",
+    "download_date": "DownloadDate",
+    "presigned_url": "PresignedURL",
+    "encrypted_aes_key": "EncryptedAESKey",
+    "encoded_aes_iv": "EncodedAESIV",
+    "cipher": "Cipher",
+    "created_at": "CreatedAt",
+    "status_updated_at_ms": "StatusUpdatedAt",
+    "ttl_epoch_s": "TTL",
+    "expected_size": "ExpectedSize",
+    "expected_sha256": "ExpectedSHA256",
+    "url_expires_at": "URLExpiresAt",
+    "completed_at": "CompletedAt",
+    "error_message": "ErrorMessage",
+    "lease_owner": "LeaseOwner",
+    "lease_expires_at_ms": "LeaseExpiresAt",
+    "attempts": "Attempts",
+    "byte_count": "ByteCount",
+    "sha256": "SHA256",
+    "destination_key": "DestinationKey",
+}
+
+BATCH_ATTRIBUTES: dict[str, str] = {
+    "batch_id": "BatchID",
+    "polling_date": "PollingDate",
+    "status": "Status",
+    "start_time": "StartTime",
+    "created_at": "CreatedAt",
+    "updated_at": "UpdatedAt",
+    "ttl_epoch_s": "TTL",
+    "expected_files": "ExpectedFiles",
+    "completed_files": "CompletedFiles",
+    "failed_files": "FailedFiles",
+    "timeout_at": "TimeoutAt",
+    "error_message": "ErrorMessage",
+}
+
+_INT_FIELDS = frozenset(
+    {
+        "status_updated_at_ms",
+        "ttl_epoch_s",
+        "expected_size",
+        "lease_expires_at_ms",
+        "attempts",
+        "byte_count",
+    }
+)
+_SET_FIELDS = frozenset({"expected_files", "completed_files", "failed_files"})
+_serializer = TypeSerializer()
+_deserializer = TypeDeserializer()
+
+
+def serialize(value: Any) -> AttributeValueTypeDef:
+    """One Python value as a DynamoDB AttributeValue (sets become String Sets)."""
+    if isinstance(value, frozenset):
+        value = set(value)
+    return _serializer.serialize(value)
+
+
+def _to_item(record: FileJob | Batch, names: dict[str, str]) -> dict[str, AttributeValueTypeDef]:
+    item: dict[str, AttributeValueTypeDef] = {}
+    for f in fields(record):
+        value = getattr(record, f.name)
+        # DynamoDB has no empty sets and we store no nulls: absent means "not yet".
+        if value is None or (f.name in _SET_FIELDS and not value):
+            continue
+        item[names[f.name]] = serialize(str(value) if f.name == "status" else value)
+    return item
+
+
+def _from_item(item: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for field_name, attribute in names.items():
+        if attribute not in item:
+            continue
+        value = _deserializer.deserialize(item[attribute])
+        if field_name in _INT_FIELDS:
+            value = int(value)
+        elif field_name in _SET_FIELDS:
+            value = frozenset(value)
+        values[field_name] = value
+    return values
+
+
+def job_to_item(job: FileJob) -> dict[str, AttributeValueTypeDef]:
+    """A FileJob as a DynamoDB item."""
+    return _to_item(job, JOB_ATTRIBUTES)
+
+
+def job_from_item(item: dict[str, Any]) -> FileJob:
+    """A DynamoDB item as a FileJob."""
+    values = _from_item(item, JOB_ATTRIBUTES)
+    values["status"] = JobStatus(values["status"])
+    return FileJob(**values)
+
+
+def batch_to_item(batch: Batch) -> dict[str, AttributeValueTypeDef]:
+    """A Batch as a DynamoDB item."""
+    return _to_item(batch, BATCH_ATTRIBUTES)
+
+
+def batch_from_item(item: dict[str, Any]) -> Batch:
+    """A DynamoDB item as a Batch."""
+    values = _from_item(item, BATCH_ATTRIBUTES)
+    values["status"] = BatchStatus(values["status"])
+    return Batch(**values)

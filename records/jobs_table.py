@@ -1,0 +1,367 @@
+"""data-download-jobs: every read and conditional write of a file's job lives here."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_random_exponential
+
+from records import dynamo
+from records.clock import Clock, SystemClock, iso_from_ms
+from records.errors import (
+    ClaimRefusedError,
+    JobExistsError,
+    LeaseLostError,
+    NotFoundError,
+    RequeueRefusedError,
+    StoreUnavailableError,
+)
+from records.items import job_from_item, job_to_item, serialize
+from records.model import FileJob, JobStatus
+from records.rules import lease_expiry_ms, ttl_expired
+from records.schema import BATCH_INDEX, STATUS_INDEX
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+_BATCH_GET_MAX = 100
+# Names of every attribute used in expressions ("Status" and "TTL" are reserved words).
+_NAMES = {
+    "#id": "FileID",
+    "#status": "Status",
+    "#updated": "StatusUpdatedAt",
+    "#owner": "LeaseOwner",
+    "#lease": "LeaseExpiresAt",
+    "#attempts": "Attempts",
+    "#error": "ErrorMessage",
+    "#completed": "CompletedAt",
+    "#bytes": "ByteCount",
+    "#sha": "SHA256",
+    "#dest": "DestinationKey",
+    "#url": "PresignedURL",
+    "#urlexp": "URLExpiresAt",
+    "#batch": "BatchID",
+    "#ttl": "TTL",
+}
+
+
+def _names(expression: str) -> dict[str, str]:
+    return {k: v for k, v in _NAMES.items() if k in expression}
+
+
+class UnprocessedKeysError(StoreUnavailableError):
+    """BatchGetItem kept returning unprocessed keys (throttling)."""
+
+
+class JobsTable:
+    """Repository of FileJob records in data-download-jobs."""
+
+    def __init__(self, client: DynamoDBClient, table_name: str, clock: Clock | None = None):
+        self._client = client
+        self.table_name = table_name
+        self._clock = clock or SystemClock()
+
+    # ---- reads -------------------------------------------------------------------------
+
+    def _live(self, item: dict[str, Any] | None) -> FileJob | None:
+        if not item:
+            return None
+        job = job_from_item(item)
+        return None if ttl_expired(job.ttl_epoch_s, self._clock.now_ms() // 1000) else job
+
+    def get(self, file_id: str, *, consistent: bool = True) -> FileJob | None:
+        """The job for `file_id`, or None (absent or past its TTL)."""
+        response = dynamo.call(
+            self.table_name,
+            self._client.get_item,
+            Key={"FileID": {"S": file_id}},
+            ConsistentRead=consistent,
+        )
+        return self._live(response.get("Item"))
+
+    def require(self, file_id: str) -> FileJob:
+        """The job for `file_id`, or NotFoundError."""
+        job = self.get(file_id)
+        if job is None:
+            raise NotFoundError(f"no job {file_id!r} in {self.table_name}")
+        return job
+
+    def batch_get(self, file_ids: Iterable[str], *, consistent: bool = False) -> dict[str, FileJob]:
+        """Jobs by FileID via BatchGetItem (100 keys a call, unprocessed keys retried)."""
+        unique = sorted(set(file_ids))
+        found: dict[str, FileJob] = {}
+        for start in range(0, len(unique), _BATCH_GET_MAX):
+            chunk = unique[start : start + _BATCH_GET_MAX]
+            for item in self._batch_get_chunk(chunk, consistent):
+                job = self._live(item)
+                if job is not None:
+                    found[job.file_id] = job
+        return found
+
+    def _batch_get_chunk(self, file_ids: list[str], consistent: bool) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        request: dict[str, Any] = {
+            self.table_name: {
+                "Keys": [{"FileID": {"S": f}} for f in file_ids],
+                "ConsistentRead": consistent,
+            }
+        }
+
+        @retry(
+            stop=stop_after_attempt(8),
+            wait=wait_random_exponential(multiplier=0.05, max=2),
+            retry=retry_if_exception_type(UnprocessedKeysError),
+            reraise=True,
+        )
+        def fetch() -> None:
+            nonlocal request
+            try:
+                response = self._client.batch_get_item(RequestItems=request)
+            except (ClientError, BotoCoreError) as exc:
+                dynamo.raise_store_error(exc, self.table_name)
+            items.extend(response.get("Responses", {}).get(self.table_name, []))
+            unprocessed = response.get("UnprocessedKeys") or {}
+            if unprocessed:
+                request = dict(unprocessed)
+                raise UnprocessedKeysError(f"{self.table_name}: unprocessed keys remain")
+
+        fetch()
+        return items
+
+    def query_by_status(
+        self, status: JobStatus, *, older_than_ms: int | None = None, limit: int | None = None
+    ) -> Iterator[FileJob]:
+        """Jobs in `status` (StatusIndex), oldest first; only those last changed before `older_than_ms`."""
+        key = "#status = :status"
+        values: dict[str, Any] = {":status": {"S": str(status)}}
+        if older_than_ms is not None:
+            key += " AND #updated < :cut"
+            values[":cut"] = {"N": str(older_than_ms)}
+        yield from self._query(STATUS_INDEX, key, values, limit)
+
+    def query_by_batch(
+        self, batch_id: str, status: JobStatus | None = None, *, limit: int | None = None
+    ) -> Iterator[FileJob]:
+        """Jobs of `batch_id` (BatchIndex), optionally only those in `status`."""
+        key = "#batch = :batch"
+        values: dict[str, Any] = {":batch": {"S": batch_id}}
+        if status is not None:
+            key += " AND #status = :status"
+            values[":status"] = {"S": str(status)}
+        yield from self._query(BATCH_INDEX, key, values, limit)
+
+    def _query(
+        self, index: str, key: str, values: dict[str, Any], limit: int | None
+    ) -> Iterator[FileJob]:
+        # Items past their TTL may linger (DynamoDB deletes lazily): filter them out.
+        filter_expression = "attribute_not_exists(#ttl) OR #ttl >= :now_s"
+        request = {
+            "IndexName": index,
+            "KeyConditionExpression": key,
+            "FilterExpression": filter_expression,
+            "ExpressionAttributeNames": _names(key + filter_expression),
+            "ExpressionAttributeValues": {
+                **values,
+                ":now_s": {"N": str(self._clock.now_ms() // 1000)},
+            },
+            "ScanIndexForward": True,
+        }
+        for item in dynamo.paginate_query(self._client, self.table_name, request, limit):
+            yield job_from_item(item)
+
+    # ---- writes ------------------------------------------------------------------------
+
+    def _update(
+        self,
+        file_id: str,
+        *,
+        update: str,
+        condition: str,
+        values: dict[str, Any],
+        error: type[ClaimRefusedError | LeaseLostError | RequeueRefusedError],
+        rule: str,
+    ) -> FileJob:
+        try:
+            response = dynamo.call(
+                self.table_name,
+                self._client.update_item,
+                Key={"FileID": {"S": file_id}},
+                UpdateExpression=update,
+                ConditionExpression=condition,
+                ExpressionAttributeNames=_names(update + condition),
+                ExpressionAttributeValues={k: serialize(v) for k, v in values.items()},
+                ReturnValues="ALL_NEW",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as exc:
+            if not dynamo.is_condition_failure(exc):
+                raise
+            old = dynamo.old_item(exc)
+            current = job_from_item(old) if old else None
+            state = f"it is {current.status}" if current else "it does not exist"
+            raise error(
+                f"{rule} refused for {file_id}: {state}", condition=rule, current=current
+            ) from exc
+        return job_from_item(response["Attributes"])
+
+    def create(self, job: FileJob) -> FileJob:
+        """Write a new job; JobExistsError (with the stored job) if the FileID exists."""
+        # Race: a replayed or concurrent poller writing the same day's file. The first
+        # write wins; the loser learns what is stored without a second read.
+        try:
+            dynamo.call(
+                self.table_name,
+                self._client.put_item,
+                Item=job_to_item(job),
+                ConditionExpression="attribute_not_exists(#id)",
+                ExpressionAttributeNames={"#id": "FileID"},
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as exc:
+            if not dynamo.is_condition_failure(exc):
+                raise
+            old = dynamo.old_item(exc)
+            current = job_from_item(old) if old else None
+            raise JobExistsError(
+                f"job {job.file_id} exists already",
+                condition="attribute_not_exists(FileID)",
+                current=current,
+            ) from exc
+        return job
+
+    def claim(self, file_id: str, owner: str, lease_seconds: int) -> FileJob:
+        """available -> downloading (or take over an expired lease), owned by `owner`."""
+        now_ms = self._clock.now_ms()
+        # Race: two workers got the same message, or a stale one arrives after completion.
+        # Only an available job, or one whose holder's lease ran out, can be claimed.
+        condition = (
+            "attribute_exists(#id) AND (#status = :available"
+            " OR (#status = :downloading AND #lease < :now))"
+        )
+        update = (
+            "SET #status = :downloading, #owner = :owner, #lease = :expiry, #updated = :now,"
+            " #attempts = if_not_exists(#attempts, :zero) + :one"
+        )
+        values = {
+            ":available": str(JobStatus.AVAILABLE),
+            ":downloading": str(JobStatus.DOWNLOADING),
+            ":owner": owner,
+            ":expiry": lease_expiry_ms(now_ms, lease_seconds),
+            ":now": now_ms,
+            ":zero": 0,
+            ":one": 1,
+        }
+        return self._update(
+            file_id,
+            update=update,
+            condition=condition,
+            values=values,
+            error=ClaimRefusedError,
+            rule="claim",
+        )
+
+    # Race for every owner-conditioned write: a worker whose lease expired and was taken
+    # over must not overwrite the result of the worker that holds the claim now.
+    _OWNED = "#status = :downloading AND #owner = :owner"
+
+    def _owned_update(
+        self, file_id: str, owner: str, update: str, values: dict[str, Any], rule: str
+    ) -> FileJob:
+        values = {":downloading": str(JobStatus.DOWNLOADING), ":owner": owner, **values}
+        return self._update(
+            file_id,
+            update=update,
+            condition=self._OWNED,
+            values=values,
+            error=LeaseLostError,
+            rule=rule,
+        )
+
+    def extend_lease(self, file_id: str, owner: str, lease_seconds: int) -> FileJob:
+        """Push the lease of a claim we still own further out."""
+        now_ms = self._clock.now_ms()
+        values = {
+            ":expiry": lease_expiry_ms(now_ms, lease_seconds),
+        }
+        return self._owned_update(file_id, owner, "SET #lease = :expiry", values, "extend lease")
+
+    def update_url(self, file_id: str, owner: str, url: str, url_expires_at: str | None) -> FileJob:
+        """Store a freshly signed URL for a claim we own."""
+        update = "SET #url = :url" + (", #urlexp = :urlexp" if url_expires_at else "")
+        values: dict[str, Any] = {":url": url}
+        if url_expires_at:
+            values[":urlexp"] = url_expires_at
+        return self._owned_update(file_id, owner, update, values, "update url")
+
+    def complete(
+        self, file_id: str, owner: str, *, byte_count: int, sha256: str, destination_key: str
+    ) -> FileJob:
+        """downloading -> completed with the verified object's facts, if we still own it."""
+        now_ms = self._clock.now_ms()
+        update = (
+            "SET #status = :completed, #updated = :now, #completed = :at, #bytes = :bytes,"
+            " #sha = :sha, #dest = :dest REMOVE #owner, #lease, #error"
+        )
+        values = {
+            ":completed": str(JobStatus.COMPLETED),
+            ":now": now_ms,
+            ":at": iso_from_ms(now_ms),
+            ":bytes": byte_count,
+            ":sha": sha256,
+            ":dest": destination_key,
+        }
+        return self._owned_update(file_id, owner, update, values, "complete")
+
+    def finish_unsuccessfully(
+        self, file_id: str, owner: str, status: JobStatus, error_message: str
+    ) -> FileJob:
+        """downloading -> failed (transient, retries used up) or error (permanent), if owned."""
+        if status not in (JobStatus.FAILED, JobStatus.ERROR):
+            raise ValueError(f"finish_unsuccessfully takes failed or error, not {status}")
+        update = "SET #status = :final, #updated = :now, #error = :message REMOVE #owner, #lease"
+        values = {
+            ":final": str(status),
+            ":now": self._clock.now_ms(),
+            ":message": error_message[:1000],
+        }
+        return self._owned_update(file_id, owner, update, values, str(status))
+
+    def release(self, file_id: str, owner: str) -> FileJob:
+        """downloading -> available: give a claim back (clean shutdown), if owned."""
+        update = "SET #status = :available, #updated = :now REMOVE #owner, #lease"
+        values = {
+            ":available": str(JobStatus.AVAILABLE),
+            ":now": self._clock.now_ms(),
+        }
+        return self._owned_update(file_id, owner, update, values, "release")
+
+    def requeue(self, file_id: str, *, force: bool = False) -> FileJob:
+        """Operator recovery: failed, error, available or an expired claim -> available.
+
+        A live claim is refused unless `force`; a completed job never goes back.
+        """
+        # Race: a worker may finish or renew the claim between the operator's look and
+        # this write; the condition re-checks at write time.
+        condition = "#status IN (:failed, :error, :available) OR (#status = :downloading AND " + (
+            "attribute_exists(#id))" if force else "#lease < :now)"
+        )
+        update = (
+            "SET #status = :available, #updated = :now REMOVE #owner, #lease, #error, #completed"
+        )
+        values = {
+            ":failed": str(JobStatus.FAILED),
+            ":error": str(JobStatus.ERROR),
+            ":available": str(JobStatus.AVAILABLE),
+            ":downloading": str(JobStatus.DOWNLOADING),
+            ":now": self._clock.now_ms(),
+        }
+        return self._update(
+            file_id,
+            update=update,
+            condition=condition,
+            values=values,
+            error=RequeueRefusedError,
+            rule="requeue",
+        )

@@ -1,0 +1,164 @@
+"""Typed records for a file job and a daily batch, and the identifiers they are keyed by."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import date
+from enum import StrEnum
+
+from records.errors import InvalidIdentifierError
+
+
+class JobStatus(StrEnum):
+    """Status of one file's job (DESIGN.md: job status machine)."""
+
+    AVAILABLE = "available"
+    DOWNLOADING = "downloading"
+    COMPLETED = "completed"
+    FAILED = "failed"  # transient faults, retries used up: an operator may requeue
+    ERROR = "error"  # permanent: bad data, bad key, bad input
+
+
+TERMINAL_JOB_STATUSES = frozenset({JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.ERROR})
+
+
+class BatchStatus(StrEnum):
+    """Status of one daily batch (DESIGN.md: batch status machine)."""
+
+    INITIATED = "initiated"
+    QUEUED = "queued"
+    COMPLETED = "completed"
+    TIMEOUT = "timeout"
+    FAILED = "failed"
+
+
+TERMINAL_BATCH_STATUSES = frozenset(
+    {BatchStatus.COMPLETED, BatchStatus.TIMEOUT, BatchStatus.FAILED}
+)
+
+# Entities become S3 key segments and file names: a strict allow-list, no dots, no slashes.
+_ENTITY = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9_-]{0,62}[A-Za-z0-9])?$")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_BATCH_ID = re.compile(
+    r"^batch-(\d{4}-\d{2}-\d{2})-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+)
+
+
+def validate_date(value: object) -> str:
+    """Return `value` if it is a real calendar date written YYYY-MM-DD."""
+    if not isinstance(value, str) or not _DATE.match(value):
+        raise InvalidIdentifierError(f"date must be YYYY-MM-DD, got {value!r}")
+    try:
+        date.fromisoformat(value)
+    except ValueError as exc:
+        raise InvalidIdentifierError(f"{value!r} is not a calendar date") from exc
+    return value
+
+
+def validate_entity(value: object) -> str:
+    """Return `value` if it is a safe entity name (letters, digits, '_' and '-', <= 64)."""
+    if not isinstance(value, str) or not _ENTITY.match(value):
+        raise InvalidIdentifierError(
+            f"entity must be 1-64 letters, digits, '_' or '-' (no dots, slashes or spaces), got {value!r}"
+        )
+    return value
+
+
+def make_file_id(entity: str, download_date: str) -> str:
+    """FileID = {entity}-{YYYY-MM-DD}, both parts validated."""
+    return f"{validate_entity(entity)}-{validate_date(download_date)}"
+
+
+def parse_file_id(file_id: object) -> tuple[str, str]:
+    """Split a FileID into (entity, date), refusing anything that is not one."""
+    if not isinstance(file_id, str) or len(file_id) < 12 or file_id[-11] != "-":
+        raise InvalidIdentifierError(f"FileID must be {{entity}}-{{YYYY-MM-DD}}, got {file_id!r}")
+    entity, day = file_id[:-11], file_id[-10:]
+    return validate_entity(entity), validate_date(day)
+
+
+def validate_batch_id(value: object) -> str:
+    """Return `value` if it is batch-{YYYY-MM-DD}-{uuid4}."""
+    match = _BATCH_ID.match(value) if isinstance(value, str) else None
+    if match is None:
+        raise InvalidIdentifierError(
+            f"BatchID must be batch-{{YYYY-MM-DD}}-{{uuid}}, got {value!r}"
+        )
+    validate_date(match.group(1))
+    return str(value)
+
+
+def make_batch_id(polling_date: str, uuid_hex: str) -> str:
+    """BatchID = batch-{YYYY-MM-DD}-{uuid}."""
+    return validate_batch_id(f"batch-{validate_date(polling_date)}-{uuid_hex}")
+
+
+@dataclass(frozen=True)
+class FileJob:
+    """One file of one day: where to fetch it, how to decrypt it, and who holds it."""
+
+    file_id: str
+    batch_id: str
+    status: JobStatus
+    entity: str
+    download_date: str
+    presigned_url: str
+    encrypted_aes_key: str
+    encoded_aes_iv: str
+    cipher: str
+    created_at: str
+    status_updated_at_ms: int
+    ttl_epoch_s: int
+    expected_size: int | None = None
+    expected_sha256: str | None = None
+    url_expires_at: str | None = None
+    completed_at: str | None = None
+    error_message: str | None = None
+    lease_owner: str | None = None
+    lease_expires_at_ms: int | None = None
+    attempts: int = 0
+    byte_count: int | None = None
+    sha256: str | None = None
+    destination_key: str | None = None
+
+    @property
+    def is_terminal(self) -> bool:
+        """True once the job is completed, failed or error."""
+        return self.status in TERMINAL_JOB_STATUSES
+
+    def lease_live(self, now_ms: int) -> bool:
+        """True while a `downloading` job's lease has not expired."""
+        return (
+            self.status is JobStatus.DOWNLOADING
+            and self.lease_expires_at_ms is not None
+            and self.lease_expires_at_ms > now_ms
+        )
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One daily run: what was expected and what has finished."""
+
+    batch_id: str
+    polling_date: str
+    status: BatchStatus
+    start_time: str
+    created_at: str
+    updated_at: str
+    ttl_epoch_s: int
+    expected_files: frozenset[str] = field(default_factory=frozenset)
+    completed_files: frozenset[str] = field(default_factory=frozenset)
+    failed_files: frozenset[str] = field(default_factory=frozenset)
+    timeout_at: str | None = None
+    error_message: str | None = None
+
+    @property
+    def is_terminal(self) -> bool:
+        """True once the batch is completed, failed or timed out."""
+        return self.status in TERMINAL_BATCH_STATUSES
+
+    @property
+    def pending_files(self) -> frozenset[str]:
+        """Expected files not yet known to be completed or failed."""
+        return self.expected_files - self.completed_files - self.failed_files

@@ -1,0 +1,84 @@
+"""Shared fixtures: one strict moto server per test session, reached over HTTP."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dlpipe.aws import AwsClients
+from dlpipe.config import Settings
+from dlpipe.local.emulator import Emulator, local_environment
+from dlpipe.local.provision import Provisioned, provision
+from records.batches_table import BatchesTable
+from records.jobs_table import JobsTable
+from tests.support import ManualClock
+
+
+@pytest.fixture(scope="session")
+def emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
+    """A moto server child process on 127.0.0.1, stopped by PID at the end of the session."""
+    log = tmp_path_factory.mktemp("emulator") / "emulator.log"
+    emu = Emulator(log_path=str(log))
+    emu.start()
+    try:
+        yield emu
+    finally:
+        emu.stop()
+
+
+@pytest.fixture(scope="session")
+def aws_env(emulator: Emulator) -> Iterator[dict[str, str]]:
+    """Point boto3 at the emulator (dummy credentials) for the whole session."""
+    env = local_environment(emulator.endpoint_url)
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in env.items():
+            patch.setenv(key, value)
+        for key in ("AWS_PROFILE", "AWS_SESSION_TOKEN"):
+            patch.delenv(key, raising=False)
+        yield env
+
+
+@pytest.fixture(scope="session")
+def clients(aws_env: dict[str, str]) -> AwsClients:
+    """boto3 clients bound to the emulator."""
+    return AwsClients(Settings.from_env(os.environ))
+
+
+@pytest.fixture(scope="session")
+def provisioned(clients: AwsClients) -> Provisioned:
+    """Tables, queues and buckets created from terraform/ once per session."""
+    return provision(clients)
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    """A clock that stands still until a test moves it."""
+    return ManualClock()
+
+
+@pytest.fixture
+def jobs(clients: AwsClients, provisioned: Provisioned, clock: ManualClock) -> JobsTable:
+    """The jobs table on the emulator, on the test's clock."""
+    return JobsTable(clients.dynamodb, provisioned.jobs_table, clock)
+
+
+@pytest.fixture
+def batches(clients: AwsClients, provisioned: Provisioned, clock: ManualClock) -> BatchesTable:
+    """The batches table on the emulator, on the test's clock."""
+    return BatchesTable(clients.dynamodb, provisioned.batches_table, clock)
+
+
+@pytest.fixture
+def entity() -> str:
+    """An entity name no other test uses, so tests share tables without sharing items."""
+    return f"ent{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    """The repository's top folder."""
+    return Path(__file__).resolve().parents[1]

@@ -1,0 +1,100 @@
+"""The batches repository against the emulator over HTTP."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from dlpipe.aws import AwsClients
+from dlpipe.local.provision import Provisioned
+from records.batches_table import SET_CHUNK, BatchesTable
+from records.errors import BatchExistsError, BatchTransitionRefusedError
+from records.model import BatchStatus
+from tests.support import BASE_MS, make_batch
+
+pytestmark = pytest.mark.integration
+
+
+def unique_day() -> str:
+    """A polling date no other test uses (year 2100 + random day)."""
+    n = uuid.uuid4().int
+    return f"{2100 + n % 800}-{1 + n % 12:02d}-{1 + n % 28:02d}"
+
+
+def test_created_batch_reads_back_and_a_second_create_is_refused(batches: BatchesTable) -> None:
+    """create is idempotent-safe: the same BatchID cannot be written twice."""
+    batch = batches.create(make_batch())
+    assert batches.get(batch.batch_id) == batch
+    with pytest.raises(BatchExistsError) as refused:
+        batches.create(batch)
+    assert refused.value.current == batch
+
+
+def test_mark_queued_adds_expected_files_and_a_replay_changes_nothing(batches: BatchesTable) -> None:
+    """ADD to the ExpectedFiles set is idempotent, so a replayed fetch-and-queue is harmless."""
+    batch = batches.create(make_batch())
+    files = {f"e{i}-2026-02-28" for i in range(3)}
+    queued = batches.mark_queued(batch.batch_id, files)
+    assert (queued.status, queued.expected_files) == (BatchStatus.QUEUED, files)
+    assert batches.mark_queued(batch.batch_id, files).expected_files == files
+
+
+def test_mark_queued_handles_more_files_than_one_update_carries(batches: BatchesTable) -> None:
+    """A day larger than one UpdateItem's chunk lands whole."""
+    batch = batches.create(make_batch())
+    files = {f"e{i}-2026-02-28" for i in range(SET_CHUNK + 7)}
+    assert batches.mark_queued(batch.batch_id, files).expected_files == files
+
+
+def test_outcome_sets_grow_and_a_completed_file_leaves_failed_files(batches: BatchesTable) -> None:
+    """ADD grows CompletedFiles/FailedFiles; DELETE moves a repaired file out of FailedFiles."""
+    batch = batches.create(make_batch())
+    batches.mark_queued(batch.batch_id, {"a-2026-02-28", "b-2026-02-28", "c-2026-02-28"})
+    after = batches.record_outcomes(batch.batch_id, completed={"a-2026-02-28"}, failed={"b-2026-02-28"})
+    assert after is not None
+    assert (after.completed_files, after.failed_files) == ({"a-2026-02-28"}, {"b-2026-02-28"})
+    repaired = batches.record_outcomes(batch.batch_id, completed={"b-2026-02-28"})
+    assert repaired is not None
+    assert repaired.completed_files == {"a-2026-02-28", "b-2026-02-28"}
+    assert repaired.failed_files == frozenset()
+    assert repaired.pending_files == {"c-2026-02-28"}
+
+
+def test_finish_follows_the_batch_status_machine(batches: BatchesTable) -> None:
+    """queued -> timeout sets TimeoutAt; timeout -> completed is allowed; completed is final."""
+    batch = batches.create(make_batch())
+    with pytest.raises(BatchTransitionRefusedError):
+        batches.finish(batch.batch_id, BatchStatus.COMPLETED)  # still initiated
+    batches.mark_queued(batch.batch_id, {"a-2026-02-28"})
+    timed_out = batches.finish(batch.batch_id, BatchStatus.TIMEOUT, timeout_at="2026-02-28T06:00:00.000+00:00")
+    assert (timed_out.status, timed_out.timeout_at) == (BatchStatus.TIMEOUT, "2026-02-28T06:00:00.000+00:00")
+    assert batches.finish(batch.batch_id, BatchStatus.COMPLETED).status is BatchStatus.COMPLETED
+    with pytest.raises(BatchTransitionRefusedError) as refused:
+        batches.finish(batch.batch_id, BatchStatus.FAILED)
+    assert refused.value.current.status is BatchStatus.COMPLETED
+
+
+def test_initiated_batch_may_fail_with_a_message(batches: BatchesTable) -> None:
+    """A provider outage before queueing ends the batch failed with ErrorMessage."""
+    batch = batches.create(make_batch())
+    failed = batches.finish(batch.batch_id, BatchStatus.FAILED, error_message="provider unreachable")
+    assert (failed.status, failed.error_message) == (BatchStatus.FAILED, "provider unreachable")
+
+
+def test_polling_date_index_lists_a_days_batches_by_status(batches: BatchesTable) -> None:
+    """PollingDateIndex: a date's batches, all or only timed-out ones."""
+    day = unique_day()
+    first = batches.create(make_batch(day))
+    second = batches.create(make_batch(day, now_ms=BASE_MS + 1000))
+    batches.mark_queued(second.batch_id, {"a-2026-02-28"})
+    batches.finish(second.batch_id, BatchStatus.TIMEOUT)
+    assert [b.batch_id for b in batches.query_by_date(day)] == [first.batch_id, second.batch_id]
+    assert [b.batch_id for b in batches.query_by_date(day, BatchStatus.TIMEOUT)] == [second.batch_id]
+
+
+def test_stored_batch_ttl_is_epoch_seconds_ninety_days_ahead(clients: AwsClients, provisioned: Provisioned, batches: BatchesTable) -> None:
+    """The raw item's TTL is a Number of seconds, 90 days after creation."""
+    batch = batches.create(make_batch())
+    raw = clients.dynamodb.get_item(TableName=provisioned.batches_table, Key={"BatchID": {"S": batch.batch_id}})["Item"]
+    assert int(raw["TTL"]["N"]) - BASE_MS // 1000 == 90 * 86_400

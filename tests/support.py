@@ -1,0 +1,68 @@
+"""Small test helpers: a manual clock and record factories."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import replace
+
+from records.clock import iso_from_ms
+from records.model import Batch, BatchStatus, FileJob, JobStatus, make_batch_id, make_file_id
+from records.rules import batch_ttl_epoch_s, job_ttl_epoch_s
+
+# 2026-02-28T00:00:00Z: a fixed "now" keeps tests independent of the wall clock.
+BASE_MS = 1_772_236_800_000
+
+
+class ManualClock:
+    """A clock that only moves when told to."""
+
+    def __init__(self, now_ms: int = BASE_MS) -> None:
+        self.now = now_ms
+
+    def now_ms(self) -> int:
+        """The current (manual) time."""
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        """Move time forward."""
+        self.now += int(seconds * 1000)
+
+
+def new_batch_id(day: str = "2026-02-28") -> str:
+    """A fresh BatchID for `day`."""
+    return make_batch_id(day, str(uuid.uuid4()))
+
+
+def make_job(entity: str, day: str = "2026-02-28", *, batch_id: str | None = None, now_ms: int = BASE_MS, **changes: object) -> FileJob:
+    """An available job as the poller would write it."""
+    job = FileJob(
+        file_id=make_file_id(entity, day),
+        batch_id=batch_id or new_batch_id(day),
+        status=JobStatus.AVAILABLE,
+        entity=entity,
+        download_date=day,
+        presigned_url="http://127.0.0.1:1/provider/file?X-Amz-Signature=abc",
+        encrypted_aes_key="a2V5",
+        encoded_aes_iv="aXY=",
+        cipher="AES-256-GCM",
+        created_at=iso_from_ms(now_ms),
+        status_updated_at_ms=now_ms,
+        ttl_epoch_s=job_ttl_epoch_s(now_ms // 1000),
+        expected_size=123,
+        expected_sha256="0" * 64,
+    )
+    return replace(job, **changes)  # type: ignore[arg-type]
+
+
+def make_batch(day: str = "2026-02-28", *, now_ms: int = BASE_MS, **changes: object) -> Batch:
+    """An initiated batch as create-batch would write it."""
+    batch = Batch(
+        batch_id=new_batch_id(day),
+        polling_date=day,
+        status=BatchStatus.INITIATED,
+        start_time=iso_from_ms(now_ms),
+        created_at=iso_from_ms(now_ms),
+        updated_at=iso_from_ms(now_ms),
+        ttl_epoch_s=batch_ttl_epoch_s(now_ms // 1000),
+    )
+    return replace(batch, **changes)  # type: ignore[arg-type]
