@@ -1,15 +1,54 @@
-"""The `dlpipe` command line: entry point only; commands live in their packages."""
+"""The `dlpipe` command line: the group, error rendering, and where each command lives."""
 
 from __future__ import annotations
 
+import sys
+
 import click
+from botocore.exceptions import (
+    EndpointConnectionError,
+    NoCredentialsError,
+    NoRegionError,
+    PartialCredentialsError,
+)
+
+from dlpipe.config import ConfigError
+from dlpipe.local.cli import local_group
+from dlpipe.run import run_command
+from records.errors import RecordsError
+
+# Expected failures become one line and exit code 1, never a traceback.
+_EXPECTED: dict[type[Exception], str] = {
+    EndpointConnectionError: "cannot reach AWS at {exc.kwargs[endpoint_url]} (is the emulator running? `dlpipe local up`)",
+    NoCredentialsError: "no AWS credentials found (set AWS_PROFILE or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY)",
+    PartialCredentialsError: "incomplete AWS credentials: {exc}",
+    NoRegionError: "no AWS region configured (set AWS_REGION)",
+    ConfigError: "configuration error: {exc}",
+    RecordsError: "{exc}",
+}
 
 
 @click.group()
+@click.version_option(package_name="dlpipe")
 def cli() -> None:
     """dlpipe: daily download-pipeline orchestrator on AWS."""
 
 
+cli.add_command(local_group)
+cli.add_command(run_command)
+
+
 def main() -> None:
     """Console-script entry point."""
-    cli()
+    try:
+        cli(standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except tuple(_EXPECTED) as exc:
+        template = next(t for cls, t in _EXPECTED.items() if isinstance(exc, cls))
+        click.echo(f"dlpipe: {template.format(exc=exc)}", err=True)
+        sys.exit(1)

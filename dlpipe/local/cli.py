@@ -1,0 +1,98 @@
+"""`dlpipe local ...`: run and provision the embedded emulator."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from dlpipe.aws import AwsClients
+from dlpipe.config import ENV_DEST_BUCKET, ENV_DLQ_URL, ENV_QUEUE_URL, Settings
+from dlpipe.local.emulator import Emulator, EmulatorError, local_environment
+from dlpipe.local.provision import Provisioned, provision
+
+console = Console(stderr=True)
+
+
+def provisioned_table(clients: AwsClients, provisioned: Provisioned) -> Table:
+    """A rich table describing the provisioned tables (keys, GSIs, TTL) and queues."""
+    table = Table(title="dlpipe resources on the emulator")
+    for column in ("resource", "name", "keys", "indexes", "ttl"):
+        table.add_column(column)
+    for name in (provisioned.jobs_table, provisioned.batches_table):
+        described = clients.dynamodb.describe_table(TableName=name)["Table"]
+        ttl = clients.dynamodb.describe_time_to_live(TableName=name)["TimeToLiveDescription"]
+        keys = ", ".join(k["AttributeName"] for k in described["KeySchema"])
+        indexes = "; ".join(
+            f"{g['IndexName']}({', '.join(k['AttributeName'] for k in g['KeySchema'])})"
+            for g in described.get("GlobalSecondaryIndexes", [])
+        )
+        table.add_row("table", name, keys, indexes, ttl.get("AttributeName", "-"))
+    for label, url in (("queue", provisioned.queue_url), ("dlq", provisioned.dlq_url)):
+        if url:
+            table.add_row(label, url.rsplit("/", 1)[-1], "", "", "")
+    if provisioned.destination_bucket:
+        table.add_row("bucket", provisioned.destination_bucket, "", "", "")
+    return table
+
+
+def provisioned_environment(endpoint_url: str, provisioned: Provisioned) -> dict[str, str]:
+    """The variables a second shell sets to use the provisioned emulator."""
+    env = local_environment(endpoint_url)
+    for key, value in (
+        (ENV_QUEUE_URL, provisioned.queue_url),
+        (ENV_DLQ_URL, provisioned.dlq_url),
+        (ENV_DEST_BUCKET, provisioned.destination_bucket),
+    ):
+        if value:
+            env[key] = value
+    return env
+
+
+@click.group("local")
+def local_group() -> None:
+    """Run dlpipe's embedded AWS emulator (moto, no Docker) and provision it."""
+
+
+@local_group.command("up")
+@click.option("--port", type=int, default=4566, show_default=True, help="0 picks a free port.")
+def up(port: int) -> None:
+    """Start the emulator in the foreground, provision it, print the environment to use it."""
+    emulator = Emulator(port=port)
+    try:
+        endpoint = emulator.start()
+    except EmulatorError as exc:
+        raise click.ClickException(str(exc)) from exc
+    try:
+        os.environ.update(local_environment(endpoint))
+        clients = AwsClients(Settings.from_env())
+        provisioned = provision(clients)
+        console.print(provisioned_table(clients, provisioned))
+        click.echo("# In another shell:")
+        for key, value in provisioned_environment(endpoint, provisioned).items():
+            click.echo(f"export {key}={value}")
+        console.print(f"emulator running at {endpoint} (pid {emulator.pid}); Ctrl-C stops it")
+        stop = threading.Event()
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        with contextlib.suppress(KeyboardInterrupt):
+            stop.wait()
+    finally:
+        emulator.stop()
+
+
+@local_group.command("provision")
+def provision_command() -> None:
+    """Create the tables, queues and buckets of terraform/ at AWS_ENDPOINT_URL (idempotent)."""
+    settings = Settings.from_env()
+    if not settings.endpoint_url:
+        raise click.ClickException(
+            "AWS_ENDPOINT_URL is not set: provision targets an emulator only"
+        )
+    clients = AwsClients(settings)
+    provisioned = provision(clients)
+    console.print(provisioned_table(clients, provisioned))
