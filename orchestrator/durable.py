@@ -1,0 +1,151 @@
+"""Durable shell: the batch sequence (inline.run_batch) on the SDK's durable steps and waits.
+
+Behaviour measured with aws-durable-execution-sdk-python 3.0.0 and its local runner
+(DurableFunctionTestRunner, testing package 1.4.0); tests/unit/test_orchestrator_durable.py
+pins the parts we rely on:
+- Every resume re-runs the handler from the top; a step with a stored result returns it
+  without running its function. Waits and step-retry delays suspend the execution (no compute)
+  and, with skip_time=True, pass in virtual time.
+- A step that raises is retried by its StepConfig.retry_strategy: a RETRY checkpoint, a
+  suspension, then a fresh invocation that replays and runs the step again (attempt 2, ...).
+  When the strategy declines, the step fails for good and the handler sees StepError whose
+  error_type is the escaped exception's "module.QualName"; the original object is not kept.
+- A plain exception raised in the handler body (outside any step) fails the execution at
+  once, without retry. Only InvocationError subclasses escape the handler so that Lambda
+  re-invokes it; the local runner then replays after 5 real seconds
+  (Executor.RETRY_BACKOFF_SECONDS) and fails the execution after 5 consecutive failures.
+  Such a crash inside a step leaves no result checkpoint, so the step runs again on replay
+  (steps are at-least-once: every flow method must be idempotent).
+- The local runner arms the execution timeout in real seconds, never in virtual time.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from aws_durable_execution_sdk_python import DurableContext, StepError, durable_execution
+from aws_durable_execution_sdk_python.config import Duration, StepConfig
+from aws_durable_execution_sdk_python.retries import (
+    RetryDecision,
+    RetryStrategyConfig,
+    create_retry_strategy,
+)
+
+from orchestrator.events import parse_event
+from orchestrator.inline import PollingPlan, run_batch
+from orchestrator.ports import BatchFlow, FetchFailed, FlowContractError
+
+if TYPE_CHECKING:
+    from aws_durable_execution_sdk_python.types import LambdaContext
+
+_T = TypeVar("_T")
+
+# Time for everything but the waits: create and fetch (a big listing, one put per file), each
+# check's own run time, and step-retry backoffs. Without it the last check, the one that
+# marks the batch timeout, could be cut off by the execution timeout. Same default as
+# terraform's durable_setup_margin_seconds.
+DEFAULT_MARGIN_SECONDS = 1800
+
+# The flow retries I/O blips itself (tenacity, seconds). A durable retry is for what outlasts
+# that: it suspends the execution between attempts, so a minutes-long backoff costs nothing.
+_TRANSIENT_RETRY = create_retry_strategy(
+    RetryStrategyConfig(
+        max_attempts=3,
+        initial_delay=Duration.from_seconds(30),
+        max_delay=Duration.from_minutes(2),
+        backoff_rate=2,
+    )
+)
+# Retrying these cannot help: the provider said no for good, or the flow broke its contract.
+_PERMANENT_ERRORS = (FetchFailed, FlowContractError)
+
+
+def step_retry_strategy(error: Exception, attempts_made: int) -> RetryDecision:
+    """Retry a failed step a few times with backoff, except for permanent errors."""
+    if isinstance(error, _PERMANENT_ERRORS):
+        return RetryDecision.no_retry()
+    return _TRANSIENT_RETRY(error, attempts_made)
+
+
+STEP_CONFIG = StepConfig(retry_strategy=step_retry_strategy)
+
+
+class PollingBudgetError(ValueError):
+    """The polling plan does not fit in the durable execution's timeout."""
+
+
+def assert_polling_fits(
+    poll_interval_seconds: int,
+    max_polls: int,
+    execution_timeout_seconds: int,
+    margin_seconds: int = DEFAULT_MARGIN_SECONDS,
+) -> None:
+    """Raise PollingBudgetError unless polls x interval + margin fits in the execution timeout."""
+    needed_seconds = poll_interval_seconds * max_polls + margin_seconds
+    if needed_seconds > execution_timeout_seconds:
+        raise PollingBudgetError(
+            f"{max_polls} polls x {poll_interval_seconds}s + {margin_seconds}s margin = "
+            f"{needed_seconds}s exceeds the execution timeout of {execution_timeout_seconds}s: "
+            "raise the timeout or lower DLPIPE_MAX_POLLS / DLPIPE_POLL_INTERVAL_SECONDS"
+        )
+
+
+def build_durable_handler(
+    flow_factory: Callable[[], BatchFlow],
+    poll_interval_seconds: int,
+    max_polls: int,
+    *,
+    date_offset_days: int = 1,
+) -> Callable[[Any, LambdaContext], Any]:
+    """Return the Lambda handler that runs one day's batch as a durable execution.
+
+    `flow_factory` is called at most once per invocation, inside the first step that runs.
+    """
+    plan = PollingPlan(poll_interval_seconds, max_polls)
+
+    @durable_execution
+    def orchestrate(event: Any, context: DurableContext) -> dict[str, Any]:
+        # An invalid event raises InvalidEventError here, in the body: the SDK fails the
+        # execution with that error and does not retry it.
+        request = parse_event(event, date_offset_days)
+        # Built lazily inside a step, so a failure to build it (a secret read, say) is a step
+        # failure that gets retried, and pure replays build nothing.
+        flow = functools.cache(flow_factory)
+        return run_batch(_DurableSteps(context), flow, request, plan).to_dict()
+
+    return orchestrate
+
+
+# A hand-rolled loop of wait + step "check-completion-{n}" rather than wait_for_condition:
+# wait_for_condition runs its first check at once (no wait first), fails terminally when the
+# check raises (no retry strategy, so one DynamoDB outage would end the day's run), and
+# raises instead of returning when its attempts run out. The loop costs two small operations
+# per poll (about 100 bytes each, far below the 256 KB checkpoint limit), names each poll in the
+# execution history, and replays deterministically: names depend only on the poll number, and
+# max_polls is fixed per function version.
+class _DurableSteps:
+    """StepRunner on a DurableContext; turns a failed step's FetchFailed back into FetchFailed."""
+
+    def __init__(self, context: DurableContext) -> None:
+        self._context = context
+
+    def step(self, name: str, func: Callable[[], _T]) -> _T:
+        try:
+            return self._context.step(lambda _step_context: func(), name=name, config=STEP_CONFIG)
+        except StepError as exc:
+            if exc.error_type in _wire_names(FetchFailed):
+                raise FetchFailed(exc.message or f"{name} failed") from exc
+            raise
+
+    def wait(self, name: str, seconds: int) -> None:
+        self._context.wait(Duration.from_seconds(seconds), name=name)
+
+
+def _wire_names(error_class: type[Exception]) -> set[str]:
+    """The checkpoint's error_type for `error_class` and every subclass of it."""
+    names = {f"{error_class.__module__}.{error_class.__qualname__}"}
+    for subclass in error_class.__subclasses__():
+        names |= _wire_names(subclass)
+    return names

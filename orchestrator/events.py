@@ -1,0 +1,76 @@
+"""Turn the invoking event into the polling date: pure, no clock, so replays agree."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+# date.fromisoformat alone would also accept the basic form 20260228 (Python 3.11+).
+_DATE_PATTERN = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+# EventBridge Scheduler passes <aws.scheduler.scheduled-time> in our input template as
+# "scheduled_time" (terraform/scheduler.tf); an EventBridge rule's scheduled event carries "time".
+_SCHEDULE_TIME_KEYS = ("scheduled_time", "time")
+
+
+class InvalidEventError(ValueError):
+    """The invoking event names no valid polling date; the message says what is wrong."""
+
+
+@dataclass(frozen=True)
+class PollingRequest:
+    """The run the event asks for: which day to poll, and whether it is an operator rerun."""
+
+    polling_date: str
+    rerun: bool = False
+
+
+def parse_event(event: object, date_offset_days: int = 1) -> PollingRequest:
+    """Read `{"date": "YYYY-MM-DD"}`, or a schedule's time (its UTC day minus the offset).
+
+    An explicit `date` wins over a schedule time; `rerun`, if present, must be a boolean.
+    """
+    if not isinstance(event, Mapping):
+        raise InvalidEventError(f"event must be a JSON object, got {type(event).__name__}")
+    rerun = event.get("rerun", False)
+    if not isinstance(rerun, bool):
+        raise InvalidEventError(f"'rerun' must be true or false, got {rerun!r}")
+    if "date" in event:
+        return PollingRequest(parse_polling_date(event["date"]), rerun)
+    for key in _SCHEDULE_TIME_KEYS:
+        if key in event:
+            return PollingRequest(_date_from_schedule(key, event[key], date_offset_days), rerun)
+    raise InvalidEventError(
+        "event needs 'date' (YYYY-MM-DD) or a scheduled 'scheduled_time' / 'time' (ISO 8601)"
+    )
+
+
+def parse_polling_date(value: object) -> str:
+    """Validate a calendar date written exactly as YYYY-MM-DD and return it."""
+    if not isinstance(value, str) or not _DATE_PATTERN.fullmatch(value):
+        raise InvalidEventError(f"'date' must be a string YYYY-MM-DD, got {value!r}")
+    try:
+        return dt.date.fromisoformat(value).isoformat()
+    except ValueError as exc:
+        raise InvalidEventError(f"'date' {value!r} is not a calendar date") from exc
+
+
+def _date_from_schedule(key: str, value: object, date_offset_days: int) -> str:
+    """The UTC calendar day of the schedule time `value`, minus `date_offset_days`."""
+    if not isinstance(value, str):
+        raise InvalidEventError(f"{key!r} must be an ISO 8601 string, got {value!r}")
+    try:
+        scheduled = dt.datetime.fromisoformat(value)
+    except ValueError as exc:
+        raise InvalidEventError(f"{key!r} {value!r} is not an ISO 8601 timestamp") from exc
+    if scheduled.tzinfo is None:
+        # EventBridge always sends UTC ("...Z"); a naive time would make the day ambiguous.
+        raise InvalidEventError(f"{key!r} {value!r} has no UTC offset")
+    try:
+        day = scheduled.astimezone(dt.UTC).date() - dt.timedelta(days=date_offset_days)
+    except OverflowError as exc:
+        raise InvalidEventError(
+            f"{key!r} {value!r} minus {date_offset_days} days is out of range"
+        ) from exc
+    return day.isoformat()

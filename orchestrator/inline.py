@@ -1,0 +1,111 @@
+"""The batch sequence, written once against a StepRunner: run inline here, durably in durable.py."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar, cast
+
+from orchestrator.events import PollingRequest, parse_event
+from orchestrator.ports import (
+    BatchFlow,
+    BatchRunResult,
+    CompletionCheck,
+    FetchFailed,
+    FlowContractError,
+    StepRunner,
+)
+
+_T = TypeVar("_T")
+
+# Step names are part of every in-flight execution's history: renaming one breaks replay.
+STEP_CREATE_BATCH = "create-batch"
+STEP_FETCH_AND_QUEUE = "fetch-and-queue-files"
+STEP_FAIL_BATCH = "fail-batch"
+
+
+def check_step_name(poll_number: int) -> str:
+    """Name of the n-th completion check (1-based): deterministic, so replays line up."""
+    return f"check-completion-{poll_number}"
+
+
+def wait_name(poll_number: int) -> str:
+    """Name of the wait before the n-th completion check."""
+    return f"poll-wait-{poll_number}"
+
+
+@dataclass(frozen=True)
+class PollingPlan:
+    """How often and how many times to check a batch for completion."""
+
+    poll_interval_seconds: int
+    max_polls: int
+
+    def __post_init__(self) -> None:
+        if self.poll_interval_seconds < 1 or self.max_polls < 1:
+            raise ValueError(f"poll interval and max polls must be at least 1, got {self}")
+
+
+def run_batch(
+    steps: StepRunner, flow: Callable[[], BatchFlow], request: PollingRequest, plan: PollingPlan
+) -> BatchRunResult:
+    """Create the batch, fetch and queue its files, then poll until it is final."""
+    date = request.polling_date
+    batch_id = steps.step(STEP_CREATE_BATCH, lambda: flow().create_batch(date))
+    try:
+        steps.step(STEP_FETCH_AND_QUEUE, lambda: flow().fetch_and_queue(batch_id, date).to_dict())
+    except FetchFailed as exc:
+        reason = str(exc) or "provider fetch failed"
+        steps.step(STEP_FAIL_BATCH, lambda: flow().fail_batch(batch_id, reason))
+        return BatchRunResult(batch_id, date, "failed", 0, 0, 0, polls=0, rerun=request.rerun)
+    for poll_number in range(1, plan.max_polls + 1):
+        steps.wait(wait_name(poll_number), plan.poll_interval_seconds)
+        is_last = poll_number == plan.max_polls
+        checked = steps.step(
+            check_step_name(poll_number), _checker(flow, batch_id, poll_number, is_last)
+        )
+        check = CompletionCheck.from_dict(checked)
+        if check.status is not None:
+            counts = (check.completed, check.failed, check.pending)
+            return BatchRunResult(batch_id, date, check.status, *counts, poll_number, request.rerun)
+    raise FlowContractError(f"batch {batch_id}: no final status after the last poll")
+
+
+def _checker(
+    flow: Callable[[], BatchFlow], batch_id: str, poll_number: int, is_last: bool
+) -> Callable[[], dict[str, Any]]:
+    # A closure per poll: a lambda in the loop would see the loop variable's last value.
+    return lambda: flow().check_completion(batch_id, poll_number, is_last).to_dict()
+
+
+@dataclass
+class InlineSteps:
+    """Runs steps as plain calls, records their names, and sleeps only if given a sleep."""
+
+    sleep: Callable[[float], None] | None = None
+    names: list[str] = field(default_factory=list)
+
+    def step(self, name: str, func: Callable[[], _T]) -> _T:
+        """Call `func` and pass its result through JSON, as a checkpoint would."""
+        self.names.append(name)
+        return cast(_T, json.loads(json.dumps(func())))
+
+    def wait(self, name: str, seconds: int) -> None:
+        """Record the wait; sleep for real only when a sleep function was given."""
+        self.names.append(name)
+        if self.sleep is not None:
+            self.sleep(seconds)
+
+
+def run_inline(
+    flow: BatchFlow,
+    event: Mapping[str, Any],
+    plan: PollingPlan,
+    *,
+    date_offset_days: int = 1,
+    steps: InlineSteps | None = None,
+) -> dict[str, Any]:
+    """Run the same sequence as the durable handler, without the SDK; return the same dict."""
+    request = parse_event(event, date_offset_days)
+    return run_batch(steps or InlineSteps(), lambda: flow, request, plan).to_dict()

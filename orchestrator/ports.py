@@ -1,0 +1,128 @@
+"""What the durable shell needs from the batch flow, and the small results it checkpoints."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any, Protocol, TypeVar
+
+_T = TypeVar("_T")
+
+# Final batch statuses a completion check may report (see DESIGN: batch status machine).
+FINAL_STATUSES = frozenset({"completed", "failed", "timeout"})
+
+
+class FetchFailed(Exception):
+    """The provider failed permanently (after the flow's own retries): the batch must end failed.
+
+    The durable shell never retries it; raise this class itself, or a subclass.
+    """
+
+
+class FlowContractError(RuntimeError):
+    """The flow broke its contract, e.g. reported no final status on the last poll."""
+
+
+@dataclass(frozen=True)
+class QueueResult:
+    """Outcome of fetch-and-queue: files the provider listed, messages sent, jobs already there."""
+
+    expected: int
+    sent: int
+    already_present: int
+
+    def to_dict(self) -> dict[str, int]:
+        """Plain JSON form, as checkpointed."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> QueueResult:
+        """Rebuild from `to_dict` output (a checkpoint)."""
+        return cls(int(data["expected"]), int(data["sent"]), int(data["already_present"]))
+
+
+@dataclass(frozen=True)
+class CompletionCheck:
+    """One completion poll: `status` is None while files are pending, else the final batch status."""
+
+    status: str | None
+    completed: int
+    failed: int
+    pending: int
+
+    def __post_init__(self) -> None:
+        if self.status is not None and self.status not in FINAL_STATUSES:
+            raise FlowContractError(f"check_completion returned unknown status {self.status!r}")
+
+    @property
+    def is_final(self) -> bool:
+        """True once the batch has reached completed, failed or timeout."""
+        return self.status is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON form, as checkpointed."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CompletionCheck:
+        """Rebuild from `to_dict` output (a checkpoint)."""
+        status = data["status"]
+        return cls(
+            status=None if status is None else str(status),
+            completed=int(data["completed"]),
+            failed=int(data["failed"]),
+            pending=int(data["pending"]),
+        )
+
+
+@dataclass(frozen=True)
+class BatchRunResult:
+    """What one orchestrator run returns: counts and IDs only, small enough for any response."""
+
+    batch_id: str
+    date: str
+    status: str
+    completed: int
+    failed: int
+    pending: int
+    polls: int
+    rerun: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON form, the handler's return value."""
+        return asdict(self)
+
+
+class BatchFlow(Protocol):
+    """The batch logic in plain Python. Each method is one durable step, so it must be
+    safe to run again after a crash (at-least-once); clock reads and UUIDs happen in here."""
+
+    def create_batch(self, polling_date: str) -> str:
+        """Create the day's batch (status initiated) and return its BatchID."""
+        ...
+
+    def fetch_and_queue(self, batch_id: str, polling_date: str) -> QueueResult:
+        """List the provider's files, write their jobs and queue them; raise FetchFailed if down."""
+        ...
+
+    def check_completion(
+        self, batch_id: str, poll_number: int, is_last_poll: bool
+    ) -> CompletionCheck:
+        """Count the batch's files; finalise the batch when done, or as timeout on the last poll."""
+        ...
+
+    def fail_batch(self, batch_id: str, reason: str) -> None:
+        """End the batch as failed with `reason` as its ErrorMessage."""
+        ...
+
+
+class StepRunner(Protocol):
+    """Runs named steps and waits: durably under the SDK, or inline for tests and tools."""
+
+    def step(self, name: str, func: Callable[[], _T]) -> _T:
+        """Run `func` once as the step `name` and return its (JSON-serialisable) result."""
+        ...
+
+    def wait(self, name: str, seconds: int) -> None:
+        """Pause for `seconds` (whole seconds) before the next step."""
+        ...

@@ -1,0 +1,365 @@
+"""The durable shell runs the batch sequence under the SDK's local runner, and replays it safely."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from aws_durable_execution_sdk_python import durable_execution
+from aws_durable_execution_sdk_python.exceptions import RetryableSerDesError
+from aws_durable_execution_sdk_python_testing.execution import ExecutionStatus
+from aws_durable_execution_sdk_python_testing.executor import Executor
+from aws_durable_execution_sdk_python_testing.runner import (
+    DurableFunctionTestResult,
+    DurableFunctionTestRunner,
+    StepOperation,
+)
+
+from orchestrator import handler as handler_module
+from orchestrator.durable import (
+    PollingBudgetError,
+    assert_polling_fits,
+    build_durable_handler,
+    step_retry_strategy,
+)
+from orchestrator.inline import InlineSteps, PollingPlan, run_inline
+from orchestrator.local_runner import LocalRunError, run_durable_locally
+from orchestrator.ports import CompletionCheck, FetchFailed, FlowContractError, QueueResult
+
+EVENT = {"date": "2026-02-28"}
+
+
+def crash() -> BaseException:
+    """What an invocation dying mid-step looks like to the SDK: no step checkpoint, re-invoke."""
+    return RetryableSerDesError("simulated crash")
+
+
+@dataclass
+class FakeFlow:
+    """In-process BatchFlow: records every call; `faults` raise once at (method, before|after)."""
+
+    final_after: int = 2
+    final_status: str = "completed"
+    fetch_error: Exception | None = None
+    never_final: bool = False
+    faults: dict[tuple[str, str], BaseException] = field(default_factory=dict)
+    calls: list[tuple[Any, ...]] = field(default_factory=list)
+
+    def _enter(self, method: str, *args: Any) -> None:
+        self.calls.append((method, *args))
+        if fault := self.faults.pop((method, "before"), None):
+            raise fault
+
+    def _leave(self, method: str) -> None:
+        if fault := self.faults.pop((method, "after"), None):
+            raise fault
+
+    def create_batch(self, polling_date: str) -> str:
+        self._enter("create_batch", polling_date)
+        batch_id = f"batch-{polling_date}-{len(self.named('create_batch'))}"  # a fresh "uuid"
+        self._leave("create_batch")
+        return batch_id
+
+    def fetch_and_queue(self, batch_id: str, polling_date: str) -> QueueResult:
+        self._enter("fetch_and_queue", batch_id, polling_date)
+        if self.fetch_error is not None:
+            raise self.fetch_error
+        self._leave("fetch_and_queue")
+        return QueueResult(expected=3, sent=3, already_present=0)
+
+    def check_completion(
+        self, batch_id: str, poll_number: int, is_last_poll: bool
+    ) -> CompletionCheck:
+        self._enter("check_completion", batch_id, poll_number, is_last_poll)
+        self._leave("check_completion")
+        if poll_number >= self.final_after and not self.never_final:
+            return CompletionCheck(self.final_status, completed=3, failed=0, pending=0)
+        if is_last_poll and not self.never_final:
+            return CompletionCheck("timeout", completed=1, failed=0, pending=2)
+        return CompletionCheck(None, completed=1, failed=0, pending=2)
+
+    def fail_batch(self, batch_id: str, reason: str) -> None:
+        self._enter("fail_batch", batch_id, reason)
+        self._leave("fail_batch")
+
+    def named(self, method: str) -> list[tuple[Any, ...]]:
+        return [call for call in self.calls if call[0] == method]
+
+
+def durable_handler(flow: FakeFlow, max_polls: int = 4) -> Callable[[Any, Any], Any]:
+    return build_durable_handler(lambda: flow, poll_interval_seconds=300, max_polls=max_polls)
+
+
+def run(handler: Callable[[Any, Any], Any], event: object = EVENT) -> DurableFunctionTestResult:
+    with DurableFunctionTestRunner(handler=handler, skip_time=True) as runner:
+        outcome: DurableFunctionTestResult = runner.run(
+            input=json.dumps(event), execution_timeout=30
+        )
+    return outcome
+
+
+def result_of(outcome: DurableFunctionTestResult) -> dict[str, Any]:
+    assert outcome.execution_status is ExecutionStatus.SUCCEEDED, outcome.error
+    assert outcome.result is not None
+    result: dict[str, Any] = json.loads(outcome.result)
+    return result
+
+
+def failure_of(outcome: DurableFunctionTestResult) -> tuple[str, str]:
+    assert outcome.execution_status is ExecutionStatus.FAILED
+    assert outcome.error is not None
+    return outcome.error.type or "", outcome.error.message or ""
+
+
+def names(outcome: DurableFunctionTestResult) -> list[str]:
+    return [op.name or "" for op in outcome.operations]
+
+
+@pytest.fixture
+def fast_reinvoke(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The local runner re-invokes a crashed handler after 5 real seconds; make it immediate."""
+    monkeypatch.setattr(Executor, "RETRY_BACKOFF_SECONDS", 0)
+
+
+def test_happy_path_completes_after_n_polls_with_the_step_sequence() -> None:
+    flow = FakeFlow(final_after=2)
+    outcome = run(durable_handler(flow))
+    assert result_of(outcome) == {
+        "batch_id": "batch-2026-02-28-1",
+        "date": "2026-02-28",
+        "status": "completed",
+        "completed": 3,
+        "failed": 0,
+        "pending": 0,
+        "polls": 2,
+        "rerun": False,
+    }
+    assert names(outcome) == [
+        "create-batch",
+        "fetch-and-queue-files",
+        "poll-wait-1",
+        "check-completion-1",
+        "poll-wait-2",
+        "check-completion-2",
+    ]
+
+
+def test_waits_last_the_poll_interval_in_virtual_time() -> None:
+    outcome = run(durable_handler(FakeFlow(final_after=1)))
+    wait = outcome.get_wait("poll-wait-1")
+    assert wait.start_timestamp is not None
+    assert wait.end_timestamp is not None
+    assert (wait.end_timestamp - wait.start_timestamp).total_seconds() >= 300
+
+
+def test_last_poll_is_flagged_and_its_timeout_status_is_the_result() -> None:
+    flow = FakeFlow(final_after=99)
+    result = result_of(run(durable_handler(flow, max_polls=3)))
+    assert (result["status"], result["polls"], result["pending"]) == ("timeout", 3, 2)
+    assert [call[3] for call in flow.named("check_completion")] == [False, False, True]
+
+
+def test_fetch_failed_fails_the_batch_once_without_retry() -> None:
+    flow = FakeFlow(fetch_error=FetchFailed("provider returned 503 after 5 tries"))
+    outcome = run(durable_handler(flow))
+    result = result_of(outcome)
+    assert (result["status"], result["polls"]) == ("failed", 0)
+    assert len(flow.named("fetch_and_queue")) == 1
+    assert flow.named("fail_batch") == [
+        ("fail_batch", "batch-2026-02-28-1", "provider returned 503 after 5 tries")
+    ]
+    assert names(outcome) == ["create-batch", "fetch-and-queue-files", "fail-batch"]
+
+
+def test_invalid_event_fails_the_execution_with_its_error_and_builds_no_flow() -> None:
+    built: list[int] = []
+
+    def factory() -> FakeFlow:
+        built.append(1)
+        return FakeFlow()
+
+    handler = build_durable_handler(factory, poll_interval_seconds=60, max_polls=2)
+    error_type, message = failure_of(run(handler, {"date": "2026-02-30"}))
+    assert error_type == "orchestrator.events.InvalidEventError"
+    assert "not a calendar date" in message
+    assert built == []
+
+
+@pytest.mark.usefixtures("fast_reinvoke")
+@pytest.mark.parametrize("method", ["create_batch", "fetch_and_queue", "check_completion"])
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_crash_mid_step_replays_completed_steps_from_checkpoints(method: str, when: str) -> None:
+    flow = FakeFlow(final_after=2, faults={(method, when): crash()})
+    outcome = run(durable_handler(flow))
+    result = result_of(outcome)
+    assert result["status"] == "completed"
+    # A crash is not a step failure: no retry attempt is spent on it.
+    steps = [op for op in outcome.operations if isinstance(op, StepOperation)]
+    assert [op.attempt for op in steps] == [1] * len(steps)
+    order = ["create_batch", "fetch_and_queue", "check_completion"]
+    for earlier in order[: order.index(method)]:
+        assert len(flow.named(earlier)) == 1, f"{earlier} ran again on replay"
+    # The interrupted step runs again in full (at-least-once), as Lambda's replay would.
+    expected_runs = {"create_batch": 2, "fetch_and_queue": 2, "check_completion": 3}
+    assert len(flow.named(method)) == expected_runs[method]
+    # Whatever batch ID got checkpointed is the only one used from then on.
+    used_ids = {call[1] for call in flow.calls if call[0] != "create_batch"}
+    assert used_ids == {result["batch_id"]}
+
+
+@pytest.mark.usefixtures("fast_reinvoke")
+def test_crash_in_create_batch_after_its_write_leaves_the_first_batch_unused() -> None:
+    flow = FakeFlow(faults={("create_batch", "after"): crash()})
+    assert result_of(run(durable_handler(flow)))["batch_id"] == "batch-2026-02-28-2"
+
+
+def test_transient_step_error_is_retried_by_the_sdk_after_replaying_earlier_steps() -> None:
+    flow = FakeFlow(final_after=1, faults={("check_completion", "before"): ConnectionError()})
+    outcome = run(durable_handler(flow))
+    assert result_of(outcome)["status"] == "completed"
+    assert outcome.get_step("check-completion-1").attempt == 2
+    assert (len(flow.named("create_batch")), len(flow.named("fetch_and_queue"))) == (1, 1)
+
+
+def test_step_failing_beyond_its_retries_fails_the_execution() -> None:
+    flow = FakeFlow(fetch_error=ConnectionError("dynamodb unreachable"))
+    assert "dynamodb unreachable" in failure_of(run(durable_handler(flow)))[1]
+    assert len(flow.named("fetch_and_queue")) == 3
+    assert flow.named("fail_batch") == []
+
+
+def test_flow_factory_failure_is_retried_inside_the_first_step() -> None:
+    attempts: list[int] = []
+    flow = FakeFlow(final_after=1)
+
+    def flaky_factory() -> FakeFlow:
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise ConnectionError("secrets manager throttled")
+        return flow
+
+    handler = build_durable_handler(flaky_factory, poll_interval_seconds=60, max_polls=2)
+    assert result_of(run(handler))["status"] == "completed"
+    assert len(flow.named("create_batch")) == 1
+
+
+def test_flow_without_a_final_status_on_the_last_poll_fails_the_execution() -> None:
+    outcome = run(durable_handler(FakeFlow(never_final=True), max_polls=2))
+    assert failure_of(outcome)[0] == "orchestrator.ports.FlowContractError"
+
+
+@pytest.mark.parametrize(
+    "make_flow",
+    [
+        lambda: FakeFlow(final_after=3),
+        lambda: FakeFlow(final_after=2, final_status="failed"),
+        lambda: FakeFlow(final_after=99),
+        lambda: FakeFlow(fetch_error=FetchFailed("gone")),
+    ],
+    ids=["completed", "failed", "timeout", "fetch-failed"],
+)
+def test_inline_and_durable_runs_agree_on_result_and_sequence(
+    make_flow: Callable[[], FakeFlow],
+) -> None:
+    steps = InlineSteps()
+    inline = run_inline(make_flow(), EVENT, PollingPlan(300, 4), steps=steps)
+    durable = run(durable_handler(make_flow(), max_polls=4))
+    assert result_of(durable) == inline
+    assert names(durable) == steps.names
+
+
+def test_inline_run_raises_when_the_flow_breaks_its_contract() -> None:
+    with pytest.raises(FlowContractError):
+        run_inline(FakeFlow(never_final=True), EVENT, PollingPlan(1, 2))
+
+
+def test_run_durable_locally_returns_the_result_dict() -> None:
+    result = run_durable_locally(durable_handler(FakeFlow(final_after=1)), {**EVENT, "rerun": True})
+    assert (result["status"], result["rerun"]) == ("completed", True)
+
+
+def test_run_durable_locally_leaves_no_threads_behind() -> None:
+    before = set(threading.enumerate())
+    run_durable_locally(durable_handler(FakeFlow(final_after=1)), EVENT)
+    deadline = time.monotonic() + 2
+    while set(threading.enumerate()) - before and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert set(threading.enumerate()) - before == set()
+
+
+def test_run_durable_locally_raises_with_the_error_of_a_failed_execution() -> None:
+    with pytest.raises(LocalRunError, match="InvalidEventError") as caught:
+        run_durable_locally(durable_handler(FakeFlow()), {"date": "20260228"})
+    assert caught.value.execution_status == "FAILED"
+
+
+def test_run_durable_locally_raises_when_real_time_runs_out() -> None:
+    @durable_execution
+    def slow(_event: Any, context: Any) -> None:
+        context.step(lambda _: time.sleep(1.5), name="slow")
+
+    with pytest.raises(LocalRunError, match="TIMED_OUT") as caught:
+        run_durable_locally(slow, {}, timeout_seconds=0.5)
+    assert caught.value.execution_status == "TIMED_OUT"
+
+
+def test_lambda_handler_is_wired_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    flow = FakeFlow(final_after=99)
+    monkeypatch.setenv("DLPIPE_MAX_POLLS", "2")
+    monkeypatch.setenv("DLPIPE_DATE_OFFSET_DAYS", "0")
+    monkeypatch.setattr(handler_module, "_build_flow", lambda _settings: flow)
+    handler_module.durable_handler.cache_clear()
+    try:
+        result = run_durable_locally(
+            handler_module.handler, {"scheduled_time": "2026-03-01T06:00:00Z"}
+        )
+    finally:
+        handler_module.durable_handler.cache_clear()
+    assert (result["date"], result["status"], result["polls"]) == ("2026-03-01", "timeout", 2)
+
+
+def test_importing_the_lambda_entry_builds_nothing_and_needs_no_flow_module() -> None:
+    code = (
+        "import sys, orchestrator.handler as h; "
+        "assert 'orchestrator.flow' not in sys.modules; "
+        "assert h.durable_handler.cache_info().currsize == 0"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_polling_plan_that_fits_the_execution_timeout_passes() -> None:
+    assert_polling_fits(300, 12, execution_timeout_seconds=3600 + 1800)
+
+
+@pytest.mark.parametrize(
+    ("interval", "polls", "timeout", "margin"),
+    [(300, 12, 3600, 900), (300, 12, 3600 + 899, 900), (60, 1, 100, 41)],
+)
+def test_polling_plan_longer_than_the_execution_timeout_is_rejected(
+    interval: int, polls: int, timeout: int, margin: int
+) -> None:
+    with pytest.raises(PollingBudgetError, match=f"execution timeout of {timeout}s"):
+        assert_polling_fits(interval, polls, timeout, margin_seconds=margin)
+
+
+def test_polling_plan_needs_a_whole_second_interval_and_a_poll() -> None:
+    with pytest.raises(ValueError, match="at least 1"):
+        build_durable_handler(FakeFlow, poll_interval_seconds=0, max_polls=3)
+
+
+def test_step_retry_strategy_never_retries_permanent_errors() -> None:
+    assert not step_retry_strategy(FetchFailed("down"), 1).should_retry
+    assert not step_retry_strategy(FlowContractError("bad"), 1).should_retry
+
+
+def test_step_retry_strategy_retries_other_errors_twice_with_a_delay() -> None:
+    decisions = [step_retry_strategy(ConnectionError(), attempt) for attempt in (1, 2, 3)]
+    assert [d.should_retry for d in decisions] == [True, True, False]
+    assert all(d.delay_seconds >= 1 for d in decisions[:2])
