@@ -18,7 +18,7 @@ run: $(STAMP)
 	$(BIN)/dlpipe run --local
 
 ## test: the whole test suite (unit, integration against the emulator over HTTP, e2e).
-test: $(STAMP)
+test: $(STAMP) .venv-checkov/.installed-stamp
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: $(STAMP)
@@ -32,3 +32,25 @@ check: lint typecheck test
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build dist *.egg-info
+
+# --- infrastructure: checkov in its own virtualenv, Lambda packaging ---
+CHECKOV_VERSION := 3.3.30
+CHECKOV_VENV    := .venv-checkov
+
+.PHONY: package checkov
+
+# checkov pins many packages of its own, so it never shares .venv. The .gitignore keeps the
+# virtualenv out of git (Python 3.13's venv writes one itself; 3.11 does not).
+$(CHECKOV_VENV)/.installed-stamp: Makefile
+	$(PYTHON) -m venv $(CHECKOV_VENV)
+	printf '*\n' > $(CHECKOV_VENV)/.gitignore
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet checkov==$(CHECKOV_VERSION)
+	touch $@
+
+## checkov: security scan of terraform/ (tests/infra/test_checkov.py asserts the same in `make test`).
+checkov: $(CHECKOV_VENV)/.installed-stamp
+	$(CHECKOV_VENV)/bin/checkov -d terraform --framework terraform --compact --quiet
+
+## package: build/dlpipe-lambda.zip, the code of both Lambda functions plus their dependencies.
+package: $(STAMP)
+	$(BIN)/python scripts/package_lambda.py

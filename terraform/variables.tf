@@ -25,3 +25,385 @@ variable "name_prefix" {
     error_message = "name_prefix may hold at most 20 lower-case letters, digits and hyphens."
   }
 }
+
+# --- provider and schedule -------------------------------------------------------------------
+
+variable "provider_base_url" {
+  description = "Base URL of the data provider's HTTPS API (GET {base}/v1/files?date=...). The bearer token lives in the provider-token secret, never here."
+  type        = string
+
+  validation {
+    condition     = can(regex("^https://[^\\s]+$", var.provider_base_url))
+    error_message = "provider_base_url must be an https:// URL."
+  }
+}
+
+variable "schedule_expression" {
+  description = "EventBridge Scheduler expression for the daily run, evaluated in schedule_expression_timezone."
+  type        = string
+  default     = "cron(30 6 * * ? *)"
+
+  validation {
+    condition     = can(regex("^(cron|rate)\\(.+\\)$", var.schedule_expression))
+    error_message = "schedule_expression must be a cron(...) or rate(...) expression."
+  }
+}
+
+variable "schedule_expression_timezone" {
+  description = "IANA time zone in which schedule_expression is evaluated, e.g. \"Europe/London\"."
+  type        = string
+  default     = "UTC"
+
+  validation {
+    condition     = can(regex("^[A-Za-z_]+(/[A-Za-z0-9_+-]+)*$", var.schedule_expression_timezone))
+    error_message = "schedule_expression_timezone must be an IANA time zone name such as UTC or Europe/London."
+  }
+}
+
+variable "schedule_enabled" {
+  description = "Whether the daily schedule fires. Turn off to pause the pipeline without destroying anything."
+  type        = bool
+  default     = true
+}
+
+variable "schedule_max_retry_attempts" {
+  description = "How often EventBridge Scheduler retries a failed invocation of the orchestrator before the event goes to the schedule's dead-letter queue."
+  type        = number
+  default     = 3
+
+  validation {
+    condition     = var.schedule_max_retry_attempts >= 0 && var.schedule_max_retry_attempts <= 185
+    error_message = "schedule_max_retry_attempts must be between 0 and 185."
+  }
+}
+
+variable "schedule_max_event_age_seconds" {
+  description = "How long EventBridge Scheduler keeps retrying one scheduled invocation, in seconds."
+  type        = number
+  default     = 3600
+
+  validation {
+    condition     = var.schedule_max_event_age_seconds >= 60 && var.schedule_max_event_age_seconds <= 86400
+    error_message = "schedule_max_event_age_seconds must be between 60 and 86400."
+  }
+}
+
+# --- orchestrator (durable Lambda) -----------------------------------------------------------
+
+variable "poll_interval_seconds" {
+  description = "Seconds the orchestrator waits (durably, without compute) between two completion checks (DLPIPE_POLL_INTERVAL_SECONDS)."
+  type        = number
+  default     = 300
+
+  validation {
+    condition     = var.poll_interval_seconds >= 10 && var.poll_interval_seconds <= 86400 && floor(var.poll_interval_seconds) == var.poll_interval_seconds
+    error_message = "poll_interval_seconds must be a whole number between 10 and 86400."
+  }
+}
+
+variable "max_polls" {
+  description = "Completion checks before the orchestrator marks the batch timed out (DLPIPE_MAX_POLLS). poll_interval_seconds * max_polls must fit in durable_execution_timeout_seconds."
+  type        = number
+  default     = 12
+
+  validation {
+    condition     = var.max_polls >= 1 && var.max_polls <= 1000 && floor(var.max_polls) == var.max_polls
+    error_message = "max_polls must be a whole number between 1 and 1000."
+  }
+}
+
+variable "date_offset_days" {
+  description = "Which day a run asks the provider for: today minus this many days (DLPIPE_DATE_OFFSET_DAYS)."
+  type        = number
+  default     = 1
+
+  validation {
+    condition     = var.date_offset_days >= 0 && var.date_offset_days <= 30 && floor(var.date_offset_days) == var.date_offset_days
+    error_message = "date_offset_days must be a whole number between 0 and 30."
+  }
+}
+
+variable "durable_execution_timeout_seconds" {
+  description = "Upper bound on one durable orchestrator execution, all waits included (durable_config.execution_timeout). Must exceed poll_interval_seconds * max_polls plus durable_setup_margin_seconds."
+  type        = number
+  default     = 14400
+
+  validation {
+    condition     = var.durable_execution_timeout_seconds >= 60 && var.durable_execution_timeout_seconds <= 31622400
+    error_message = "durable_execution_timeout_seconds must be between 60 and 31622400 (366 days)."
+  }
+}
+
+variable "durable_setup_margin_seconds" {
+  description = "Time reserved inside the durable execution timeout for the steps before polling starts (create the batch, fetch the file list, write jobs, queue messages)."
+  type        = number
+  default     = 1800
+
+  validation {
+    condition     = var.durable_setup_margin_seconds >= 0
+    error_message = "durable_setup_margin_seconds must not be negative."
+  }
+}
+
+variable "durable_retention_days" {
+  description = "Days Lambda keeps a finished durable execution's history (durable_config.retention_period)."
+  type        = number
+  default     = 14
+
+  validation {
+    condition     = var.durable_retention_days >= 1 && var.durable_retention_days <= 90
+    error_message = "durable_retention_days must be between 1 and 90."
+  }
+}
+
+variable "orchestrator_timeout_seconds" {
+  description = "Timeout of one orchestrator invocation (one replay plus the next step). The waits between polls do not count against it."
+  type        = number
+  default     = 900
+
+  validation {
+    condition     = var.orchestrator_timeout_seconds >= 30 && var.orchestrator_timeout_seconds <= 900
+    error_message = "orchestrator_timeout_seconds must be between 30 and 900."
+  }
+}
+
+variable "orchestrator_memory_mb" {
+  description = "Memory of the orchestrator function in MB. It holds the day's file list and writes jobs in parallel; 512 MB is plenty for 100,000 files."
+  type        = number
+  default     = 512
+
+  validation {
+    condition     = var.orchestrator_memory_mb >= 128 && var.orchestrator_memory_mb <= 10240
+    error_message = "orchestrator_memory_mb must be between 128 and 10240."
+  }
+}
+
+variable "orchestrator_reserved_concurrency" {
+  description = "Reserved concurrent executions of the orchestrator. One run a day needs 1; a little headroom lets a manual re-run overlap the scheduled one."
+  type        = number
+  default     = 5
+
+  validation {
+    condition     = var.orchestrator_reserved_concurrency >= 1 && var.orchestrator_reserved_concurrency <= 100
+    error_message = "orchestrator_reserved_concurrency must be between 1 and 100."
+  }
+}
+
+variable "orchestrator_live_version" {
+  description = "Published orchestrator version the \"live\" alias points at. null (default) follows the version this apply published; set it to an older number to roll back."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.orchestrator_live_version == null || can(regex("^[0-9]+$", var.orchestrator_live_version))
+    error_message = "orchestrator_live_version must be null or a version number such as \"7\"."
+  }
+}
+
+# --- downloader (SQS-triggered Lambda) -------------------------------------------------------
+
+variable "downloader_timeout_seconds" {
+  description = "Timeout of one downloader invocation in seconds. It must cover downloader_batch_size files end to end; the queue's visibility timeout is six times this value."
+  type        = number
+  default     = 600
+
+  validation {
+    condition     = var.downloader_timeout_seconds >= 60 && var.downloader_timeout_seconds <= 900
+    error_message = "downloader_timeout_seconds must be between 60 and 900."
+  }
+}
+
+variable "downloader_memory_mb" {
+  description = "Memory of the downloader in MB. Lambda allots CPU and network in proportion; 1024 MB decrypts and uploads at tens of MB/s while holding a few multipart parts in memory."
+  type        = number
+  default     = 1024
+
+  validation {
+    condition     = var.downloader_memory_mb >= 256 && var.downloader_memory_mb <= 10240
+    error_message = "downloader_memory_mb must be between 256 and 10240."
+  }
+}
+
+variable "downloader_ephemeral_storage_mb" {
+  description = "Size of /tmp for the downloader in MB. Files stream from the provider through decryption into a multipart upload, so the 512 MB minimum suffices."
+  type        = number
+  default     = 512
+
+  validation {
+    condition     = var.downloader_ephemeral_storage_mb >= 512 && var.downloader_ephemeral_storage_mb <= 10240
+    error_message = "downloader_ephemeral_storage_mb must be between 512 and 10240."
+  }
+}
+
+variable "downloader_batch_size" {
+  description = "SQS messages (files) per downloader invocation. 1 gives every file its own timeout budget; raise it only for many small files."
+  type        = number
+  default     = 1
+
+  validation {
+    condition     = var.downloader_batch_size >= 1 && var.downloader_batch_size <= 10
+    error_message = "downloader_batch_size must be between 1 and 10."
+  }
+}
+
+variable "downloader_max_concurrency" {
+  description = "Most downloader invocations the SQS event source runs at once (scaling_config.maximum_concurrency); also the downloader's reserved concurrency. Bounds the load on the provider."
+  type        = number
+  default     = 10
+
+  validation {
+    condition     = var.downloader_max_concurrency >= 2 && var.downloader_max_concurrency <= 1000
+    error_message = "downloader_max_concurrency must be between 2 and 1000."
+  }
+}
+
+variable "lease_seconds" {
+  description = "Length of a downloader's claim on a file (DLPIPE_LEASE_SECONDS). A claim not extended within this time may be taken over by another worker."
+  type        = number
+  default     = 300
+
+  validation {
+    condition     = var.lease_seconds >= 30 && var.lease_seconds <= 3600
+    error_message = "lease_seconds must be between 30 and 3600."
+  }
+}
+
+variable "max_receive_count" {
+  description = "Deliveries of one download message before SQS moves it to the dead-letter queue."
+  type        = number
+  default     = 5
+
+  validation {
+    condition     = var.max_receive_count >= 1 && var.max_receive_count <= 1000
+    error_message = "max_receive_count must be between 1 and 1000."
+  }
+}
+
+# --- packaging, logging, storage -------------------------------------------------------------
+
+variable "lambda_package_path" {
+  description = "Path of the Lambda deployment package built by `make package`, relative to the directory terraform runs in (terraform/)."
+  type        = string
+  default     = "../build/dlpipe-lambda.zip"
+
+  validation {
+    condition     = endswith(var.lambda_package_path, ".zip")
+    error_message = "lambda_package_path must name a .zip file."
+  }
+}
+
+variable "log_level" {
+  description = "Application log level of both functions and the worker (DLPIPE_LOG_LEVEL)."
+  type        = string
+  default     = "INFO"
+
+  validation {
+    condition     = contains(["DEBUG", "INFO", "WARNING", "ERROR"], var.log_level)
+    error_message = "log_level must be one of DEBUG, INFO, WARNING, ERROR."
+  }
+}
+
+variable "log_retention_days" {
+  description = "Retention of every dlpipe CloudWatch log group, in days. The logs are the per-file audit trail, hence a year by default."
+  type        = number
+  default     = 365
+
+  validation {
+    condition     = contains([1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653], var.log_retention_days)
+    error_message = "log_retention_days must be a retention CloudWatch Logs accepts (1, 3, 5, 7, 14, 30, 60, 90, ..., 365, ..., 3653)."
+  }
+}
+
+variable "noncurrent_version_expiration_days" {
+  description = "Days the destination bucket keeps an overwritten (noncurrent) object version before deleting it."
+  type        = number
+  default     = 30
+
+  validation {
+    condition     = var.noncurrent_version_expiration_days >= 1
+    error_message = "noncurrent_version_expiration_days must be at least 1."
+  }
+}
+
+# --- alarms ----------------------------------------------------------------------------------
+
+variable "alarm_email" {
+  description = "E-mail address subscribed to the alarm topic. Empty: no subscription (subscribe a pager or chat integration to the topic yourself)."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = var.alarm_email == "" || can(regex("^[^@\\s]+@[^@\\s]+\\.[^@\\s]+$", var.alarm_email))
+    error_message = "alarm_email must be empty or an e-mail address."
+  }
+}
+
+# --- optional container worker (ECS Fargate) -------------------------------------------------
+
+variable "enable_ecs_worker" {
+  description = "Run long-polling `dlpipe worker` tasks on ECS Fargate besides (or instead of) the downloader Lambda, e.g. for files that take longer than 15 minutes."
+  type        = bool
+  default     = false
+}
+
+variable "ecs_worker_image" {
+  description = "Container image of the worker (must contain the dlpipe package and its `dlpipe` entry point). Required when enable_ecs_worker is true."
+  type        = string
+  default     = ""
+}
+
+variable "ecs_worker_concurrency" {
+  description = "Files one worker task downloads at once (`dlpipe worker --concurrency N`)."
+  type        = number
+  default     = 4
+
+  validation {
+    condition     = var.ecs_worker_concurrency >= 1 && var.ecs_worker_concurrency <= 64
+    error_message = "ecs_worker_concurrency must be between 1 and 64."
+  }
+}
+
+variable "ecs_worker_desired_count" {
+  description = "Number of worker tasks the ECS service keeps running when enabled."
+  type        = number
+  default     = 1
+
+  validation {
+    condition     = var.ecs_worker_desired_count >= 0 && var.ecs_worker_desired_count <= 100
+    error_message = "ecs_worker_desired_count must be between 0 and 100."
+  }
+}
+
+variable "ecs_worker_cpu" {
+  description = "Fargate CPU units of one worker task (1024 = 1 vCPU)."
+  type        = number
+  default     = 1024
+
+  validation {
+    condition     = contains([256, 512, 1024, 2048, 4096, 8192, 16384], var.ecs_worker_cpu)
+    error_message = "ecs_worker_cpu must be a Fargate CPU size: 256, 512, 1024, 2048, 4096, 8192 or 16384."
+  }
+}
+
+variable "ecs_worker_memory_mb" {
+  description = "Memory of one worker task in MB (must be a valid Fargate combination with ecs_worker_cpu)."
+  type        = number
+  default     = 2048
+
+  validation {
+    condition     = var.ecs_worker_memory_mb >= 512 && var.ecs_worker_memory_mb <= 122880
+    error_message = "ecs_worker_memory_mb must be between 512 and 122880."
+  }
+}
+
+variable "ecs_subnet_ids" {
+  description = "Private subnets (with a NAT or VPC endpoints for SQS, DynamoDB, S3, Secrets Manager, KMS and the provider) for the worker tasks. Required when enable_ecs_worker is true."
+  type        = list(string)
+  default     = []
+}
+
+variable "ecs_security_group_ids" {
+  description = "Security groups of the worker tasks (egress to HTTPS only is enough). Required when enable_ecs_worker is true."
+  type        = list(string)
+  default     = []
+}

@@ -1,0 +1,97 @@
+# What an operator must hear about: messages in a dead-letter queue, batches that timed out or
+# failed, jobs stuck in `downloading`, and orchestrator executions that failed.
+
+resource "aws_sns_topic" "alarms" {
+  name              = "${var.name_prefix}dlpipe-alarms"
+  kms_master_key_id = aws_kms_key.dlpipe.arn
+}
+
+resource "aws_sns_topic_subscription" "alarm_email" {
+  count     = var.alarm_email == "" ? 0 : 1
+  topic_arn = aws_sns_topic.alarms.arn
+  protocol  = "email"
+  endpoint  = var.alarm_email
+}
+
+locals {
+  dead_letter_queues = {
+    downloads    = aws_sqs_queue.downloads_dlq.name
+    schedule     = aws_sqs_queue.schedule_dlq.name
+    orchestrator = aws_sqs_queue.orchestrator_dlq.name
+  }
+
+  # EMF metrics the orchestrator logs in namespace local.metric_namespace, without dimensions.
+  pipeline_metrics = {
+    BatchTimedOut = { statistic = "Sum", description = "A daily batch timed out before all its files were done." }
+    BatchFailed   = { statistic = "Sum", description = "A daily batch failed." }
+    StuckJobs     = { statistic = "Maximum", description = "Jobs have been `downloading` past their lease (dlpipe CLI: stuck jobs)." }
+  }
+}
+
+resource "aws_cloudwatch_metric_alarm" "dead_letter_queue_not_empty" {
+  for_each = local.dead_letter_queues
+
+  alarm_name          = "${var.name_prefix}dlpipe-${each.key}-dlq-not-empty"
+  alarm_description   = "Messages are waiting in ${each.value}: inspect them, fix the cause, then redrive."
+  namespace           = "AWS/SQS"
+  metric_name         = "ApproximateNumberOfMessagesVisible"
+  dimensions          = { QueueName = each.value }
+  statistic           = "Maximum"
+  period              = 300
+  evaluation_periods  = 1
+  comparison_operator = "GreaterThanThreshold"
+  threshold           = 0
+  treat_missing_data  = "notBreaching"
+  alarm_actions       = [aws_sns_topic.alarms.arn]
+  ok_actions          = [aws_sns_topic.alarms.arn]
+}
+
+resource "aws_cloudwatch_metric_alarm" "pipeline" {
+  for_each = local.pipeline_metrics
+
+  alarm_name          = "${var.name_prefix}dlpipe-${each.key}"
+  alarm_description   = each.value.description
+  namespace           = local.metric_namespace
+  metric_name         = each.key
+  statistic           = each.value.statistic
+  period              = 300
+  evaluation_periods  = 1
+  comparison_operator = "GreaterThanThreshold"
+  threshold           = 0
+  treat_missing_data  = "notBreaching"
+  alarm_actions       = [aws_sns_topic.alarms.arn]
+}
+
+# Lambda's own metrics for durable executions, per function.
+resource "aws_cloudwatch_metric_alarm" "orchestrator_execution" {
+  for_each = toset(["DurableExecutionFailed", "DurableExecutionTimedOut"])
+
+  alarm_name          = "${var.name_prefix}dlpipe-orchestrator-${each.key}"
+  alarm_description   = "An orchestrator durable execution ended as ${each.key}: see its execution history in the Lambda console."
+  namespace           = "AWS/Lambda"
+  metric_name         = each.key
+  dimensions          = { FunctionName = aws_lambda_function.orchestrator.function_name }
+  statistic           = "Sum"
+  period              = 300
+  evaluation_periods  = 1
+  comparison_operator = "GreaterThanThreshold"
+  threshold           = 0
+  treat_missing_data  = "notBreaching"
+  alarm_actions       = [aws_sns_topic.alarms.arn]
+}
+
+# Many downloader errors in a row usually mean a broken key, token or provider outage.
+resource "aws_cloudwatch_metric_alarm" "downloader_errors" {
+  alarm_name          = "${var.name_prefix}dlpipe-downloader-errors"
+  alarm_description   = "The downloader failed invocations in three consecutive 5-minute periods."
+  namespace           = "AWS/Lambda"
+  metric_name         = "Errors"
+  dimensions          = { FunctionName = aws_lambda_function.downloader.function_name }
+  statistic           = "Sum"
+  period              = 300
+  evaluation_periods  = 3
+  comparison_operator = "GreaterThanThreshold"
+  threshold           = 0
+  treat_missing_data  = "notBreaching"
+  alarm_actions       = [aws_sns_topic.alarms.arn]
+}

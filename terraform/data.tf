@@ -1,0 +1,3 @@
+data "aws_caller_identity" "current" {}
+
+data "aws_partition" "current" {}

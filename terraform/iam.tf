@@ -1,0 +1,254 @@
+# One role per principal, each allowed only the actions it uses on the resources it uses.
+# Statements whose resource must be "*" say why; tests/infra/test_terraform_static.py keeps
+# a list of them and fails on any other wildcard.
+
+# --- trust policies --------------------------------------------------------------------------
+
+data "aws_iam_policy_document" "lambda_assume" {
+  statement {
+    actions = ["sts:AssumeRole"]
+
+    principals {
+      type        = "Service"
+      identifiers = ["lambda.amazonaws.com"]
+    }
+
+    condition {
+      test     = "StringEquals"
+      variable = "aws:SourceAccount"
+      values   = [local.account_id]
+    }
+  }
+}
+
+data "aws_iam_policy_document" "scheduler_assume" {
+  statement {
+    actions = ["sts:AssumeRole"]
+
+    principals {
+      type        = "Service"
+      identifiers = ["scheduler.amazonaws.com"]
+    }
+
+    # Confused-deputy guard: only schedules in this account may use the role.
+    condition {
+      test     = "StringEquals"
+      variable = "aws:SourceAccount"
+      values   = [local.account_id]
+    }
+  }
+}
+
+data "aws_iam_policy_document" "ecs_tasks_assume" {
+  statement {
+    actions = ["sts:AssumeRole"]
+
+    principals {
+      type        = "Service"
+      identifiers = ["ecs-tasks.amazonaws.com"]
+    }
+
+    condition {
+      test     = "StringEquals"
+      variable = "aws:SourceAccount"
+      values   = [local.account_id]
+    }
+  }
+}
+
+# --- orchestrator ----------------------------------------------------------------------------
+
+resource "aws_iam_role" "orchestrator" {
+  name               = "${var.name_prefix}dlpipe-orchestrator"
+  assume_role_policy = data.aws_iam_policy_document.lambda_assume.json
+}
+
+resource "aws_iam_role_policy" "orchestrator" {
+  name   = "dlpipe-orchestrator"
+  role   = aws_iam_role.orchestrator.id
+  policy = data.aws_iam_policy_document.orchestrator.json
+}
+
+data "aws_iam_policy_document" "orchestrator" {
+  # The durable execution SDK checkpoints each step and reads the state back on replay.
+  # Lambda authorizes these against the execution ARN, which always carries a version
+  # qualifier ("function:name:7/durable-execution/..."), hence the ":*" suffix.
+  statement {
+    sid       = "DurableExecutionCheckpoints"
+    actions   = ["lambda:CheckpointDurableExecution", "lambda:GetDurableExecutionState"]
+    resources = ["${local.orchestrator_function_arn}:*"]
+  }
+
+  statement {
+    sid = "TrackBatchesAndJobs"
+    actions = [
+      "dynamodb:GetItem",
+      "dynamodb:BatchGetItem",
+      "dynamodb:PutItem",
+      "dynamodb:UpdateItem",
+      "dynamodb:Query",
+    ]
+    resources = [
+      aws_dynamodb_table.jobs.arn,
+      "${aws_dynamodb_table.jobs.arn}/index/*",
+      aws_dynamodb_table.batches.arn,
+      "${aws_dynamodb_table.batches.arn}/index/*",
+    ]
+  }
+
+  statement {
+    sid       = "QueueDownloads"
+    actions   = ["sqs:SendMessage", "sqs:GetQueueAttributes"]
+    resources = [aws_sqs_queue.downloads.arn]
+  }
+
+  statement {
+    sid       = "ReadDeadLetterDepth"
+    actions   = ["sqs:GetQueueAttributes"]
+    resources = [aws_sqs_queue.downloads_dlq.arn]
+  }
+
+  # Lambda sends the events of executions that failed for good to the function's DLQ with
+  # the function's own role.
+  statement {
+    sid       = "FunctionDeadLetterQueue"
+    actions   = ["sqs:SendMessage"]
+    resources = [aws_sqs_queue.orchestrator_dlq.arn]
+  }
+
+  statement {
+    sid       = "ReadProviderToken"
+    actions   = ["secretsmanager:GetSecretValue"]
+    resources = [aws_secretsmanager_secret.provider_token.arn]
+  }
+
+  statement {
+    sid       = "UseDataKey"
+    actions   = ["kms:Decrypt", "kms:GenerateDataKey"]
+    resources = [aws_kms_key.dlpipe.arn]
+  }
+
+  statement {
+    sid       = "WriteLogs"
+    actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
+    resources = ["${aws_cloudwatch_log_group.orchestrator.arn}:*"]
+  }
+
+  # X-Ray has no resource-level permissions: AWS requires "*" for these two actions.
+  statement {
+    sid       = "XRayTraces"
+    actions   = ["xray:PutTraceSegments", "xray:PutTelemetryRecords"]
+    resources = ["*"]
+  }
+}
+
+# --- downloader (Lambda) and worker (ECS task role): the same code, the same permissions ----
+
+resource "aws_iam_role" "downloader" {
+  name               = "${var.name_prefix}dlpipe-downloader"
+  assume_role_policy = data.aws_iam_policy_document.lambda_assume.json
+}
+
+resource "aws_iam_role_policy" "downloader" {
+  name   = "dlpipe-downloader"
+  role   = aws_iam_role.downloader.id
+  policy = data.aws_iam_policy_document.downloader.json
+}
+
+data "aws_iam_policy_document" "downloader" {
+  # Read a job, claim it, extend the lease, record the outcome. No Query, no Scan.
+  statement {
+    sid       = "ClaimAndCompleteJobs"
+    actions   = ["dynamodb:GetItem", "dynamodb:UpdateItem"]
+    resources = [aws_dynamodb_table.jobs.arn]
+  }
+
+  # Receive/Delete/GetQueueAttributes are what the SQS event source needs (and the ECS
+  # worker's long poll); ChangeMessageVisibility lets a long download keep its message.
+  statement {
+    sid = "ConsumeDownloads"
+    actions = [
+      "sqs:ReceiveMessage",
+      "sqs:DeleteMessage",
+      "sqs:ChangeMessageVisibility",
+      "sqs:GetQueueAttributes",
+    ]
+    resources = [aws_sqs_queue.downloads.arn]
+  }
+
+  # CreateMultipartUpload, UploadPart and CompleteMultipartUpload are all s3:PutObject.
+  statement {
+    sid       = "StoreFiles"
+    actions   = ["s3:PutObject", "s3:AbortMultipartUpload"]
+    resources = ["${aws_s3_bucket.destination.arn}/*"]
+  }
+
+  statement {
+    sid     = "ReadKeyAndToken"
+    actions = ["secretsmanager:GetSecretValue"]
+    resources = [
+      aws_secretsmanager_secret.rsa_private_key.arn,
+      aws_secretsmanager_secret.provider_token.arn,
+    ]
+  }
+
+  # Decrypt: queue messages, secrets, completing a multipart upload; GenerateDataKey: S3 parts.
+  statement {
+    sid       = "UseDataKey"
+    actions   = ["kms:Decrypt", "kms:GenerateDataKey"]
+    resources = [aws_kms_key.dlpipe.arn]
+  }
+
+  statement {
+    sid     = "WriteLogs"
+    actions = ["logs:CreateLogStream", "logs:PutLogEvents"]
+    resources = concat(
+      ["${aws_cloudwatch_log_group.downloader.arn}:*"],
+      [for group in aws_cloudwatch_log_group.ecs_worker : "${group.arn}:*"],
+    )
+  }
+
+  # X-Ray has no resource-level permissions: AWS requires "*" for these two actions.
+  statement {
+    sid       = "XRayTraces"
+    actions   = ["xray:PutTraceSegments", "xray:PutTelemetryRecords"]
+    resources = ["*"]
+  }
+}
+
+# --- scheduler -------------------------------------------------------------------------------
+
+resource "aws_iam_role" "scheduler" {
+  name               = "${var.name_prefix}dlpipe-scheduler"
+  assume_role_policy = data.aws_iam_policy_document.scheduler_assume.json
+}
+
+resource "aws_iam_role_policy" "scheduler" {
+  name   = "dlpipe-scheduler"
+  role   = aws_iam_role.scheduler.id
+  policy = data.aws_iam_policy_document.scheduler.json
+}
+
+data "aws_iam_policy_document" "scheduler" {
+  # Only the alias: a durable function can be started by a qualified ARN only, and the
+  # alias is what a rollback moves.
+  statement {
+    sid       = "StartOrchestrator"
+    actions   = ["lambda:InvokeFunction"]
+    resources = [aws_lambda_alias.orchestrator_live.arn]
+  }
+
+  # Scheduler delivers undeliverable events to its DLQ with this role.
+  statement {
+    sid       = "ScheduleDeadLetterQueue"
+    actions   = ["sqs:SendMessage"]
+    resources = [aws_sqs_queue.schedule_dlq.arn]
+  }
+
+  # The schedule and its DLQ are encrypted with the dlpipe key.
+  statement {
+    sid       = "UseDataKey"
+    actions   = ["kms:Decrypt", "kms:GenerateDataKey"]
+    resources = [aws_kms_key.dlpipe.arn]
+  }
+}

@@ -1,0 +1,77 @@
+# The downloader: one SQS message (one FileID) per invocation by default. It claims the job,
+# streams the file from the provider through decryption into a multipart upload, and
+# reports partial batch failures so that only failed messages come back.
+#
+# Sizing: memory_size 1024 MB by default because Lambda allots CPU and network bandwidth in
+# proportion to memory (1,769 MB = one vCPU); the file is streamed, so memory holds only a
+# few multipart parts (8-16 MiB each) plus the runtime. /tmp stays at the 512 MB minimum for
+# the same reason. Files that need more than 15 minutes belong on the ECS worker.
+
+resource "aws_cloudwatch_log_group" "downloader" {
+  name              = "/aws/lambda/${local.downloader_function_name}"
+  retention_in_days = var.log_retention_days
+  kms_key_id        = aws_kms_key.dlpipe.arn
+}
+
+resource "aws_lambda_function" "downloader" {
+  #checkov:skip=CKV_AWS_117:No VPC: the function talks only to AWS APIs and to the presigned S3 URLs and API of the provider; a VPC would add NAT cost and no protection, since every call is IAM-authorized and TLS-encrypted.
+  #checkov:skip=CKV_AWS_272:Code signing needs an AWS Signer profile and a signing step in the release pipeline, which dlpipe does not have yet; the package is built from this repository by `make package` and its hash is pinned by source_code_hash.
+  #checkov:skip=CKV_AWS_116:A function DLQ only catches asynchronous invocations; this one is invoked by the SQS event source, whose failed messages go to the download queue's redrive DLQ (aws_sqs_queue.downloads_dlq, alarmed).
+  function_name = local.downloader_function_name
+  description   = "dlpipe downloader: claim a file, download, decrypt, upload to S3, record the outcome."
+  role          = aws_iam_role.downloader.arn
+  runtime       = local.lambda_runtime
+  handler       = "downloader.handler.handler"
+  architectures = ["x86_64"]
+
+  filename         = var.lambda_package_path
+  source_code_hash = filebase64sha256(var.lambda_package_path)
+
+  timeout     = var.downloader_timeout_seconds
+  memory_size = var.downloader_memory_mb
+  # As much as the event source may use, so that its polling is never throttled by other
+  # functions in the account (throttled batches count as receives toward the DLQ).
+  reserved_concurrent_executions = var.downloader_max_concurrency
+  kms_key_arn                    = aws_kms_key.dlpipe.arn
+
+  ephemeral_storage {
+    size = var.downloader_ephemeral_storage_mb
+  }
+
+  environment {
+    variables = local.downloader_environment
+  }
+
+  tracing_config {
+    mode = "Active"
+  }
+
+  logging_config {
+    log_format = "Text"
+    log_group  = aws_cloudwatch_log_group.downloader.name
+  }
+
+  lifecycle {
+    precondition {
+      condition     = var.lease_seconds <= var.downloader_timeout_seconds * 6
+      error_message = "lease_seconds should not exceed the queue's visibility timeout (six times downloader_timeout_seconds): a redelivered message would find the file still leased."
+    }
+  }
+
+  depends_on = [aws_iam_role_policy.downloader]
+}
+
+resource "aws_lambda_event_source_mapping" "downloads" {
+  event_source_arn = aws_sqs_queue.downloads.arn
+  function_name    = aws_lambda_function.downloader.arn
+  batch_size       = var.downloader_batch_size
+  # Only failed messages return to the queue; the rest of the batch is deleted.
+  function_response_types = ["ReportBatchItemFailures"]
+
+  scaling_config {
+    maximum_concurrency = var.downloader_max_concurrency
+  }
+
+  # Creating the mapping checks that the role may receive from the queue.
+  depends_on = [aws_iam_role_policy.downloader]
+}

@@ -1,0 +1,74 @@
+output "jobs_table_name" {
+  description = "Name of the jobs table (DLPIPE_JOBS_TABLE)."
+  value       = aws_dynamodb_table.jobs.name
+}
+
+output "batches_table_name" {
+  description = "Name of the batches table (DLPIPE_BATCHES_TABLE)."
+  value       = aws_dynamodb_table.batches.name
+}
+
+output "queue_url" {
+  description = "URL of the download queue (DLPIPE_QUEUE_URL)."
+  value       = aws_sqs_queue.downloads.url
+}
+
+output "dlq_url" {
+  description = "URL of the download queue's dead-letter queue (DLPIPE_DLQ_URL)."
+  value       = aws_sqs_queue.downloads_dlq.url
+}
+
+output "schedule_dlq_url" {
+  description = "URL of the queue holding scheduled events that could not start the orchestrator."
+  value       = aws_sqs_queue.schedule_dlq.url
+}
+
+output "orchestrator_dlq_url" {
+  description = "URL of the orchestrator's dead-letter queue (executions that failed for good)."
+  value       = aws_sqs_queue.orchestrator_dlq.url
+}
+
+output "destination_bucket" {
+  description = "Name of the destination bucket (DLPIPE_DEST_BUCKET)."
+  value       = aws_s3_bucket.destination.bucket
+}
+
+output "orchestrator_function_arn" {
+  description = "Unqualified ARN of the orchestrator function (not invocable: use the alias)."
+  value       = aws_lambda_function.orchestrator.arn
+}
+
+output "orchestrator_alias_arn" {
+  description = "ARN of the orchestrator's \"live\" alias: what the schedule and operators invoke."
+  value       = aws_lambda_alias.orchestrator_live.arn
+}
+
+output "orchestrator_published_version" {
+  description = "Version this apply published; the alias points here unless orchestrator_live_version pins another."
+  value       = aws_lambda_function.orchestrator.version
+}
+
+output "downloader_function_arn" {
+  description = "ARN of the downloader function."
+  value       = aws_lambda_function.downloader.arn
+}
+
+output "rsa_private_key_secret_arn" {
+  description = "ARN of the secret to fill with the RSA private key (DLPIPE_PRIVATE_KEY_SECRET)."
+  value       = aws_secretsmanager_secret.rsa_private_key.arn
+}
+
+output "provider_token_secret_arn" {
+  description = "ARN of the secret to fill with the provider token (DLPIPE_PROVIDER_TOKEN_SECRET)."
+  value       = aws_secretsmanager_secret.provider_token.arn
+}
+
+output "alarm_topic_arn" {
+  description = "SNS topic every dlpipe alarm notifies; subscribe pagers or chat here."
+  value       = aws_sns_topic.alarms.arn
+}
+
+output "kms_key_arn" {
+  description = "ARN of the key that encrypts dlpipe's data at rest."
+  value       = aws_kms_key.dlpipe.arn
+}

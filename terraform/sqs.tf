@@ -1,0 +1,51 @@
+# The download queue carries one FileID per message from the orchestrator to the downloaders.
+# Local provisioning (dlpipe local provision) reads these two queues from here as well.
+
+resource "aws_sqs_queue" "downloads" {
+  name                       = "${var.name_prefix}dlpipe-downloads"
+  visibility_timeout_seconds = local.queue_visibility_timeout_seconds
+  message_retention_seconds  = 345600 # 4 days: a file not downloaded by then needs an operator
+  receive_wait_time_seconds  = 20     # long polling for the ECS worker; the event source polls anyway
+
+  kms_master_key_id = aws_kms_key.dlpipe.arn
+  # One KMS data key serves an hour of messages, which keeps KMS requests (and cost) small.
+  kms_data_key_reuse_period_seconds = 3600
+
+  redrive_policy = jsonencode({
+    deadLetterTargetArn = aws_sqs_queue.downloads_dlq.arn
+    maxReceiveCount     = var.max_receive_count
+  })
+}
+
+resource "aws_sqs_queue" "downloads_dlq" {
+  name                              = "${var.name_prefix}dlpipe-downloads-dlq"
+  message_retention_seconds         = 1209600 # 14 days, the SQS maximum: time to redrive
+  kms_master_key_id                 = aws_kms_key.dlpipe.arn
+  kms_data_key_reuse_period_seconds = 3600
+}
+
+# Only the download queue may use the DLQ as its dead-letter target.
+resource "aws_sqs_queue_redrive_allow_policy" "downloads_dlq" {
+  queue_url = aws_sqs_queue.downloads_dlq.id
+
+  redrive_allow_policy = jsonencode({
+    redrivePermission = "byQueue"
+    sourceQueueArns   = [aws_sqs_queue.downloads.arn]
+  })
+}
+
+# Scheduled events that EventBridge Scheduler could not deliver to the orchestrator.
+resource "aws_sqs_queue" "schedule_dlq" {
+  name                              = "${var.name_prefix}dlpipe-schedule-dlq"
+  message_retention_seconds         = 1209600
+  kms_master_key_id                 = aws_kms_key.dlpipe.arn
+  kms_data_key_reuse_period_seconds = 3600
+}
+
+# Events of orchestrator executions that failed for good (the durable function's DLQ).
+resource "aws_sqs_queue" "orchestrator_dlq" {
+  name                              = "${var.name_prefix}dlpipe-orchestrator-dlq"
+  message_retention_seconds         = 1209600
+  kms_master_key_id                 = aws_kms_key.dlpipe.arn
+  kms_data_key_reuse_period_seconds = 3600
+}

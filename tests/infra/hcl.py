@@ -1,0 +1,102 @@
+"""Read terraform/ with python-hcl2 for the static tests: blocks, references, literal values.
+
+python-hcl2 8.x keeps the quotes of string literals ('"PAY_PER_REQUEST"'), leaves every
+expression as text ('${local.is_prod}'), and adds '__is_block__' / '__comments__' keys.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import hcl2
+
+TERRAFORM_DIR = Path(__file__).resolve().parents[2] / "terraform"
+
+# A reference such as var.x, local.x, data.aws_t.n or aws_t.n, inside an expression's text.
+# The look-behind keeps `data.aws_t.n` and `var.aws_region` from reading as resources.
+VAR_REF = re.compile(r"(?<![\w.])var\.([A-Za-z_][\w-]*)")
+LOCAL_REF = re.compile(r"(?<![\w.])local\.([A-Za-z_][\w-]*)")
+DATA_REF = re.compile(r"(?<![\w.])data\.([a-z][a-z0-9_]*)\.([A-Za-z_][\w-]*)")
+RESOURCE_REF = re.compile(r"(?<![\w.])(aws_[a-z0-9_]+)\.([A-Za-z_][\w-]*)")
+
+
+def unquote(text: str) -> str:
+    """'"abc"' -> 'abc'; anything else unchanged."""
+    return text[1:-1] if len(text) >= 2 and text[0] == text[-1] == '"' else text
+
+
+def literal(value: Any) -> Any:
+    """The value of an HCL literal as Python sees it (strings lose their quotes)."""
+    return unquote(value) if isinstance(value, str) else value
+
+
+@dataclass
+class Module:
+    """Every block of every .tf file in one directory, by kind."""
+
+    files: dict[str, dict[str, Any]] = field(default_factory=dict)
+    variables: dict[str, dict[str, Any]] = field(default_factory=dict)
+    locals: dict[str, Any] = field(default_factory=dict)
+    data: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    resources: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, directory: Path = TERRAFORM_DIR) -> Module:
+        """Parse every .tf file in `directory`."""
+        module = cls()
+        for path in sorted(directory.glob("*.tf")):
+            with path.open() as handle:
+                parsed = hcl2.load(handle)
+            module.files[path.name] = parsed
+            for block in parsed.get("variable", []):
+                module.variables.update({unquote(k): v for k, v in block.items()})
+            for block in parsed.get("output", []):
+                module.outputs.update({unquote(k): v for k, v in block.items()})
+            for block in parsed.get("locals", []):
+                module.locals.update({k: v for k, v in block.items() if not k.startswith("__")})
+            for kind, target in (("data", module.data), ("resource", module.resources)):
+                for block in parsed.get(kind, []):
+                    for rtype, named in block.items():
+                        for name, body in named.items():
+                            target[(unquote(rtype), unquote(name))] = body
+        return module
+
+    def resource(self, rtype: str, name: str) -> dict[str, Any]:
+        """The body of resource `rtype.name` (KeyError if it is not declared)."""
+        return self.resources[(rtype, name)]
+
+    def resolve_local(self, value: Any) -> Any:
+        """Follow a value that is exactly '${local.x}' to the local's own value."""
+        while isinstance(value, str):
+            match = re.fullmatch(r"\$\{local\.([\w-]+)\}", value)
+            if not match:
+                break
+            value = self.locals[match.group(1)]
+        return value
+
+
+def strings(value: Any) -> Iterator[str]:
+    """Every string anywhere inside `value`, skipping python-hcl2's '__...' bookkeeping."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, list):
+        for item in value:
+            yield from strings(item)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if not key.startswith("__"):
+                yield from strings(item)
+
+
+def policy_statements(document: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The statements of an aws_iam_policy_document, including `dynamic "statement"` ones."""
+    yield from document.get("statement", [])
+    for dynamic in document.get("dynamic", []):
+        for label, body in dynamic.items():
+            if unquote(label) == "statement":
+                yield from body.get("content", [])

@@ -1,0 +1,423 @@
+"""Static checks of terraform/: references, variables, tables, IAM, environment, formatting.
+
+No terraform binary is needed: python-hcl2 parses the files, and each test states one rule.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from dlpipe import config
+from records import schema
+from tests.infra.hcl import (
+    DATA_REF,
+    LOCAL_REF,
+    RESOURCE_REF,
+    TERRAFORM_DIR,
+    VAR_REF,
+    Module,
+    literal,
+    policy_statements,
+    strings,
+    unquote,
+)
+
+MODULE = Module.load()
+
+# Statements that must name "*" as their resource, each with the reason AWS leaves no choice.
+WILDCARD_RESOURCE_ALLOWED = {
+    # Key policies: "*" is the key itself; no other resource may be named there.
+    ("kms_key", "AccountAdministersKeyThroughIam"),
+    ("kms_key", "CloudWatchLogsEncryptsOurLogGroups"),
+    ("kms_key", "CloudWatchAlarmsPublishToEncryptedTopic"),
+    # xray:PutTraceSegments / PutTelemetryRecords have no resource-level permissions.
+    ("orchestrator", "XRayTraces"),
+    ("downloader", "XRayTraces"),
+    # ecr:GetAuthorizationToken has no resource-level permissions.
+    ("ecs_execution", "EcrLogin"),
+}
+
+CONFIG_ENV_NAMES = {value for name, value in vars(config).items() if name.startswith("ENV_")}
+
+ORCHESTRATOR_NEEDS = {
+    config.ENV_JOBS_TABLE,
+    config.ENV_BATCHES_TABLE,
+    config.ENV_QUEUE_URL,
+    config.ENV_DLQ_URL,
+    config.ENV_PROVIDER_URL,
+    config.ENV_PROVIDER_TOKEN_SECRET,
+    config.ENV_POLL_INTERVAL_SECONDS,
+    config.ENV_MAX_POLLS,
+    config.ENV_DATE_OFFSET_DAYS,
+    config.ENV_LOG_LEVEL,
+}
+DOWNLOADER_NEEDS = {
+    config.ENV_JOBS_TABLE,
+    config.ENV_QUEUE_URL,
+    config.ENV_DEST_BUCKET,
+    config.ENV_PRIVATE_KEY_SECRET,
+    config.ENV_PROVIDER_URL,
+    config.ENV_PROVIDER_TOKEN_SECRET,
+    config.ENV_LEASE_SECONDS,
+}
+
+TABLES = [
+    pytest.param(
+        schema.JOBS_RESOURCE,
+        schema.JOBS_HASH_KEY,
+        schema.JOBS_KEY_ATTRIBUTE_TYPES,
+        schema.JOBS_INDEXES,
+        id="jobs",
+    ),
+    pytest.param(
+        schema.BATCHES_RESOURCE,
+        schema.BATCHES_HASH_KEY,
+        schema.BATCHES_KEY_ATTRIBUTE_TYPES,
+        schema.BATCHES_INDEXES,
+        id="batches",
+    ),
+]
+
+
+def _all_strings() -> list[str]:
+    return [text for parsed in MODULE.files.values() for text in strings(parsed)]
+
+
+def _table(label: str) -> dict[str, Any]:
+    return MODULE.resource("aws_dynamodb_table", label)
+
+
+def _environment_names(value: Any) -> set[str]:
+    """Names in an environment map: a literal map, or the object literals of a merge(...)."""
+    value = MODULE.resolve_local(value)
+    if isinstance(value, dict):
+        return {unquote(key) for key in value if not key.startswith("__")}
+    names: set[str] = set()
+    for local_name in LOCAL_REF.findall(value):
+        names |= _environment_names(MODULE.locals[local_name])
+    for body in re.findall(r"\{([^{}]*)\}", value.removeprefix("${").removesuffix("}")):
+        names |= set(re.findall(r"([A-Za-z_][A-Za-z0-9_]*)\s*=", body))
+    return names
+
+
+def _lambda_environment(label: str) -> set[str]:
+    body = MODULE.resource("aws_lambda_function", label)
+    return _environment_names(body["environment"][0]["variables"])
+
+
+# --- references and declarations ------------------------------------------------------------
+
+
+def test_every_var_reference_names_a_declared_variable() -> None:
+    """Every var.X used anywhere is declared in a variable block."""
+    used = {name for text in _all_strings() for name in VAR_REF.findall(text)}
+    assert used - MODULE.variables.keys() == set()
+
+
+def test_every_local_reference_names_a_defined_local() -> None:
+    """Every local.X used anywhere is defined in a locals block."""
+    used = {name for text in _all_strings() for name in LOCAL_REF.findall(text)}
+    assert used - MODULE.locals.keys() == set()
+
+
+def test_every_data_reference_names_a_declared_data_source() -> None:
+    """Every data.T.N used anywhere is declared as a data source."""
+    used = {ref for text in _all_strings() for ref in DATA_REF.findall(text)}
+    assert used - MODULE.data.keys() == set()
+
+
+def test_every_resource_reference_names_a_declared_resource() -> None:
+    """Every aws_T.N used anywhere is declared as a resource."""
+    used = {ref for text in _all_strings() for ref in RESOURCE_REF.findall(text)}
+    assert used - MODULE.resources.keys() == set()
+
+
+def test_every_declared_variable_is_used() -> None:
+    """No variable is declared that nothing reads."""
+    used = {name for text in _all_strings() for name in VAR_REF.findall(text)}
+    assert MODULE.variables.keys() - used == set()
+
+
+def test_every_variable_has_a_description_and_a_type() -> None:
+    """Every variable says what it is for and what type it takes."""
+    incomplete = [
+        name
+        for name, body in MODULE.variables.items()
+        if not literal(body.get("description", "")).strip() or "type" not in body
+    ]
+    assert incomplete == []
+
+
+def test_every_output_has_a_description() -> None:
+    """Every output says what it holds."""
+    assert [n for n, b in MODULE.outputs.items() if not literal(b.get("description", ""))] == []
+
+
+# --- tables: terraform/dynamodb.tf agrees with records/schema.py ----------------------------
+
+
+@pytest.mark.parametrize(("label", "hash_key", "attribute_types", "indexes"), TABLES)
+def test_table_hash_key_and_billing_match_the_schema(
+    label: str, hash_key: str, attribute_types: dict[str, str], indexes: dict[str, Any]
+) -> None:
+    """Each table is keyed on the schema's hash key alone and billed per request."""
+    table = _table(label)
+    assert literal(table["hash_key"]) == hash_key
+    assert "range_key" not in table
+    assert literal(table["billing_mode"]) == "PAY_PER_REQUEST"
+
+
+@pytest.mark.parametrize(("label", "hash_key", "attribute_types", "indexes"), TABLES)
+def test_table_key_attribute_types_match_the_schema(
+    label: str, hash_key: str, attribute_types: dict[str, str], indexes: dict[str, Any]
+) -> None:
+    """Each table declares exactly the schema's key attributes, with the schema's types."""
+    declared = {literal(a["name"]): literal(a["type"]) for a in _table(label)["attribute"]}
+    assert declared == attribute_types
+
+
+@pytest.mark.parametrize(("label", "hash_key", "attribute_types", "indexes"), TABLES)
+def test_table_indexes_match_the_schema(
+    label: str, hash_key: str, attribute_types: dict[str, str], indexes: dict[str, Any]
+) -> None:
+    """Each table has exactly the schema's GSIs, with its hash and range keys, projecting ALL."""
+    declared = {}
+    for index in _table(label).get("global_secondary_index", []):
+        keys = {literal(k["key_type"]): literal(k["attribute_name"]) for k in index["key_schema"]}
+        declared[literal(index["name"])] = (keys.get("HASH"), keys.get("RANGE"))
+        assert literal(index["projection_type"]) == "ALL"
+    assert declared == indexes
+
+
+@pytest.mark.parametrize(("label", "hash_key", "attribute_types", "indexes"), TABLES)
+def test_table_ttl_is_enabled_on_the_schema_attribute(
+    label: str, hash_key: str, attribute_types: dict[str, str], indexes: dict[str, Any]
+) -> None:
+    """Each table expires items through the schema's TTL attribute."""
+    (ttl,) = _table(label)["ttl"]
+    assert literal(ttl["attribute_name"]) == schema.TTL_ATTRIBUTE
+    assert ttl["enabled"] is True
+
+
+@pytest.mark.parametrize(("label", "hash_key", "attribute_types", "indexes"), TABLES)
+def test_point_in_time_recovery_is_on_in_prod_only(
+    label: str, hash_key: str, attribute_types: dict[str, str], indexes: dict[str, Any]
+) -> None:
+    """Each table's point-in-time recovery follows local.is_prod, which is environment == prod."""
+    (pitr,) = _table(label)["point_in_time_recovery"]
+    assert pitr["enabled"] == "${local.is_prod}"
+    assert MODULE.locals["is_prod"] == '${var.environment == "prod"}'
+
+
+# --- IAM -------------------------------------------------------------------------------------
+
+
+def _statements() -> list[tuple[str, str, dict[str, Any]]]:
+    return [
+        (name, literal(statement.get("sid", "")), statement)
+        for (dtype, name), body in MODULE.data.items()
+        if dtype == "aws_iam_policy_document"
+        for statement in policy_statements(body)
+    ]
+
+
+def _names_wildcard(resources: Any) -> bool:
+    if isinstance(resources, list):
+        return any(literal(item) == "*" for item in resources)
+    return '"*"' in resources
+
+
+def test_policy_statements_name_specific_resources() -> None:
+    """No policy statement grants on resource "*" unless AWS requires it (allow-list above)."""
+    wildcard = {
+        (name, sid)
+        for name, sid, statement in _statements()
+        if _names_wildcard(statement.get("resources", []))
+    }
+    assert wildcard - WILDCARD_RESOURCE_ALLOWED == set()
+
+
+def test_wildcard_allow_list_has_no_stale_entries() -> None:
+    """Every allow-listed wildcard statement still exists and still needs the wildcard."""
+    present = {(name, sid) for name, sid, _ in _statements()}
+    assert WILDCARD_RESOURCE_ALLOWED - present == set()
+
+
+def test_only_the_key_policy_grants_a_whole_service() -> None:
+    """No Allow grants "*" or "service:*" actions except key administration through IAM."""
+    broad = {
+        (name, sid)
+        for name, sid, statement in _statements()
+        if literal(statement.get("effect", "Allow")) == "Allow"
+        for action in statement.get("actions", [])
+        if literal(action) == "*" or literal(action).endswith(":*")
+    }
+    assert broad == {("kms_key", "AccountAdministersKeyThroughIam")}
+
+
+def test_every_role_has_its_own_policy() -> None:
+    """Each role (orchestrator, downloader, scheduler, ECS task and execution) has one policy."""
+    roles = {name for (rtype, name) in MODULE.resources if rtype == "aws_iam_role"}
+    policies = {name for (rtype, name) in MODULE.resources if rtype == "aws_iam_role_policy"}
+    assert (
+        roles
+        == policies
+        == {"orchestrator", "downloader", "scheduler", "ecs_task", "ecs_execution"}
+    )
+
+
+def test_durable_checkpoint_permission_is_scoped_to_the_orchestrators_versions() -> None:
+    """The orchestrator may checkpoint only executions of its own function versions (ARN:*)."""
+    (statement,) = [s for n, sid, s in _statements() if sid == "DurableExecutionCheckpoints"]
+    assert statement["resources"] == ['"${local.orchestrator_function_arn}:*"']
+    assert MODULE.locals["orchestrator_function_name"].endswith('dlpipe-orchestrator"')
+
+
+def test_scheduler_may_invoke_only_the_live_alias() -> None:
+    """The scheduler's role invokes the orchestrator through its alias and nothing else."""
+    invoke = [
+        s
+        for n, _, s in _statements()
+        if n == "scheduler" and '"lambda:InvokeFunction"' in s["actions"]
+    ]
+    assert [s["resources"] for s in invoke] == [["${aws_lambda_alias.orchestrator_live.arn}"]]
+
+
+# --- Lambda wiring ---------------------------------------------------------------------------
+
+
+def test_lambda_environment_names_are_defined_in_config() -> None:
+    """Every environment variable Terraform sets is a name dlpipe/config.py reads."""
+    names = _lambda_environment("orchestrator") | _lambda_environment("downloader")
+    names |= _environment_names(MODULE.locals["ecs_worker_environment"])
+    assert names - CONFIG_ENV_NAMES == set()
+
+
+def test_orchestrator_receives_every_setting_it_reads() -> None:
+    """The orchestrator gets its tables, queues, provider, secret and polling settings."""
+    assert ORCHESTRATOR_NEEDS - _lambda_environment("orchestrator") == set()
+
+
+def test_downloader_receives_every_setting_it_reads() -> None:
+    """The downloader gets its table, queue, bucket, secrets, provider and lease settings."""
+    assert DOWNLOADER_NEEDS - _lambda_environment("downloader") == set()
+
+
+def test_ecs_worker_runs_with_the_downloaders_settings() -> None:
+    """The ECS worker reads the same settings as the downloader Lambda, plus its region."""
+    names = _environment_names(MODULE.locals["ecs_worker_environment"])
+    assert names == DOWNLOADER_NEEDS | {config.ENV_LOG_LEVEL, config.ENV_REGION}
+
+
+def test_orchestrator_is_a_published_durable_function() -> None:
+    """The orchestrator is durable (timeout and retention set) and publishes versions."""
+    body = MODULE.resource("aws_lambda_function", "orchestrator")
+    (durable,) = body["durable_config"]
+    assert durable.keys() >= {"execution_timeout", "retention_period"}
+    assert body["publish"] is True
+    assert literal(body["handler"]) == "orchestrator.handler.handler"
+
+
+def test_default_poll_budget_fits_the_durable_execution_timeout() -> None:
+    """With default variables, every poll plus the setup margin fits in the execution timeout."""
+    default = {name: body.get("default") for name, body in MODULE.variables.items()}
+    budget = default["poll_interval_seconds"] * default["max_polls"]
+    assert (
+        budget + default["durable_setup_margin_seconds"]
+        <= default["durable_execution_timeout_seconds"]
+    )
+
+
+def test_orchestrator_rejects_a_poll_budget_beyond_the_execution_timeout() -> None:
+    """A plan fails when poll_interval_seconds * max_polls overruns the durable timeout."""
+    (lifecycle,) = MODULE.resource("aws_lambda_function", "orchestrator")["lifecycle"]
+    conditions = [p["condition"] for p in lifecycle["precondition"]]
+    assert any(
+        "var.poll_interval_seconds * var.max_polls" in c
+        and "<= var.durable_execution_timeout_seconds" in c
+        for c in conditions
+    )
+
+
+def test_schedule_starts_the_orchestrator_through_the_live_alias() -> None:
+    """The daily schedule targets the alias ARN (a durable function needs a qualified ARN)."""
+    (target,) = MODULE.resource("aws_scheduler_schedule", "daily")["target"]
+    assert target["arn"] == "${aws_lambda_alias.orchestrator_live.arn}"
+    assert target["dead_letter_config"][0]["arn"] == "${aws_sqs_queue.schedule_dlq.arn}"
+    assert "retry_policy" in target
+
+
+def test_downloader_event_source_reports_item_failures_and_caps_concurrency() -> None:
+    """The SQS event source retries only failed messages and never exceeds the set concurrency."""
+    mapping = MODULE.resource("aws_lambda_event_source_mapping", "downloads")
+    assert mapping["function_response_types"] == ['"ReportBatchItemFailures"']
+    assert (
+        mapping["scaling_config"][0]["maximum_concurrency"] == "${var.downloader_max_concurrency}"
+    )
+    assert mapping["event_source_arn"] == "${aws_sqs_queue.downloads.arn}"
+
+
+def test_queue_visibility_is_six_downloader_timeouts() -> None:
+    """A message stays hidden for six downloader timeouts, Lambda's SQS guidance."""
+    queue = MODULE.resource("aws_sqs_queue", "downloads")
+    assert queue["visibility_timeout_seconds"] == "${local.queue_visibility_timeout_seconds}"
+    assert (
+        MODULE.locals["queue_visibility_timeout_seconds"] == "${var.downloader_timeout_seconds * 6}"
+    )
+
+
+def test_every_queue_is_encrypted_with_the_dlpipe_key() -> None:
+    """Every SQS queue uses the customer-managed key."""
+    queues = {n: b for (t, n), b in MODULE.resources.items() if t == "aws_sqs_queue"}
+    assert {n: b.get("kms_master_key_id") for n, b in queues.items()} == dict.fromkeys(
+        queues, "${aws_kms_key.dlpipe.arn}"
+    )
+
+
+# --- formatting ------------------------------------------------------------------------------
+
+_ASSIGNMENT = re.compile(r"^(\s*)([A-Za-z_][\w-]*|\"[^\"]*\")(\s*)=(?!=)(.*)$")
+_BRACKETS = {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}
+
+
+def _net_brackets(text: str) -> int:
+    code = re.sub(r'"(?:[^"\\]|\\.)*"', '""', text).split("#")[0]
+    return sum(_BRACKETS.get(char, 0) for char in code)
+
+
+def _misaligned(lines: list[str]) -> list[int]:
+    """Line numbers whose '=' is not where `terraform fmt` aligns it.
+
+    fmt aligns the '=' of consecutive single-line attributes one space after the longest
+    name; a blank line, a comment line, a block or a multi-line value ends the run.
+    """
+    bad: list[int] = []
+    run: list[tuple[int, int, int]] = []  # (line number, name end column, '=' column)
+
+    def close() -> None:
+        if run:
+            want = max(end for _, end, _ in run) + 1
+            bad.extend(number for number, _, column in run if column != want)
+        run.clear()
+
+    for number, line in enumerate(lines, start=1):
+        match = _ASSIGNMENT.match(line)
+        if not match or _net_brackets(match.group(4)) != 0:
+            close()
+            continue
+        name_end = len(match.group(1)) + len(match.group(2))
+        run.append((number, name_end, name_end + len(match.group(3))))
+    close()
+    return bad
+
+
+@pytest.mark.parametrize("path", sorted(TERRAFORM_DIR.glob("*.tf")), ids=lambda p: p.name)
+def test_files_are_formatted_like_terraform_fmt(path: Any) -> None:
+    """Two-space indents, no tabs or trailing blanks, '=' aligned as terraform fmt aligns it."""
+    lines = path.read_text().splitlines()
+    assert [n for n, line in enumerate(lines, 1) if "\t" in line or line != line.rstrip()] == []
+    assert [n for n, line in enumerate(lines, 1) if (len(line) - len(line.lstrip())) % 2] == []
+    assert _misaligned(lines) == []
