@@ -52,7 +52,7 @@ def run_batch(
 ) -> BatchRunResult:
     """Create the batch, fetch and queue its files, then poll until it is final."""
     date = request.polling_date
-    batch_id = steps.step(STEP_CREATE_BATCH, lambda: flow().create_batch(date))
+    batch_id = steps.step(STEP_CREATE_BATCH, lambda: flow().create_batch(date, rerun=request.rerun))
     try:
         steps.step(STEP_FETCH_AND_QUEUE, lambda: flow().fetch_and_queue(batch_id, date).to_dict())
     except FetchFailed as exc:

@@ -97,8 +97,8 @@ class BatchFlow(Protocol):
     """The batch logic in plain Python. Each method is one durable step, so it must be
     safe to run again after a crash (at-least-once); clock reads and UUIDs happen in here."""
 
-    def create_batch(self, polling_date: str) -> str:
-        """Create the day's batch (status initiated) and return its BatchID."""
+    def create_batch(self, polling_date: str, rerun: bool = False) -> str:
+        """Create the day's batch (status initiated), or attach to the date's live one; its BatchID."""
         ...
 
     def fetch_and_queue(self, batch_id: str, polling_date: str) -> QueueResult:

@@ -143,7 +143,9 @@ class BatchesTable:
             ) from exc
         return batch_from_item(response["Attributes"])
 
-    def mark_queued(self, batch_id: str, expected_files: Iterable[str]) -> Batch:
+    def mark_queued(
+        self, batch_id: str, expected_files: Iterable[str], *, error_message: str | None = None
+    ) -> Batch:
         """initiated -> queued, adding `expected_files` to ExpectedFiles (replay-safe: ADD is idempotent)."""
         # Race: a replay of fetch-and-queue after the batch already moved on (completed)
         # must not drag it back to queued.
@@ -154,6 +156,11 @@ class BatchesTable:
         for chunk in chunks:
             values: dict[str, Any] = {**base, ":now": self._now_iso()}
             update = "SET #status = :queued, #updated = :now"
+            if error_message:
+                # Entries the provider listed that could not become jobs: the batch cannot
+                # complete cleanly, and operators must see why.
+                update += ", #error = :error"
+                values[":error"] = error_message[:1000]
             if chunk:
                 update += " ADD #expected :files"
                 values[":files"] = chunk

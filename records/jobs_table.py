@@ -365,3 +365,35 @@ class JobsTable:
             error=RequeueRefusedError,
             rule="requeue",
         )
+
+    def adopt(self, file_id: str, batch_id: str) -> FileJob:
+        """Move an unfinished job of an earlier batch into `batch_id`, as available.
+
+        Refused (RequeueRefusedError) when the job completed or is held under a live lease.
+        """
+        # Race: the old batch's worker may still finish it, or a concurrent rerun may adopt
+        # it first; only a job that nobody holds and that is not done moves.
+        condition = (
+            "#batch <> :batch AND (#status IN (:failed, :error, :available)"
+            " OR (#status = :downloading AND #lease < :now))"
+        )
+        update = (
+            "SET #batch = :batch, #status = :available, #updated = :now"
+            " REMOVE #owner, #lease, #error, #completed"
+        )
+        values = {
+            ":batch": batch_id,
+            ":failed": str(JobStatus.FAILED),
+            ":error": str(JobStatus.ERROR),
+            ":available": str(JobStatus.AVAILABLE),
+            ":downloading": str(JobStatus.DOWNLOADING),
+            ":now": self._clock.now_ms(),
+        }
+        return self._update(
+            file_id,
+            update=update,
+            condition=condition,
+            values=values,
+            error=RequeueRefusedError,
+            rule="adopt",
+        )

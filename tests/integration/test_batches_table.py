@@ -31,7 +31,9 @@ def test_created_batch_reads_back_and_a_second_create_is_refused(batches: Batche
     assert refused.value.current == batch
 
 
-def test_mark_queued_adds_expected_files_and_a_replay_changes_nothing(batches: BatchesTable) -> None:
+def test_mark_queued_adds_expected_files_and_a_replay_changes_nothing(
+    batches: BatchesTable,
+) -> None:
     """ADD to the ExpectedFiles set is idempotent, so a replayed fetch-and-queue is harmless."""
     batch = batches.create(make_batch())
     files = {f"e{i}-2026-02-28" for i in range(3)}
@@ -51,7 +53,9 @@ def test_outcome_sets_grow_and_a_completed_file_leaves_failed_files(batches: Bat
     """ADD grows CompletedFiles/FailedFiles; DELETE moves a repaired file out of FailedFiles."""
     batch = batches.create(make_batch())
     batches.mark_queued(batch.batch_id, {"a-2026-02-28", "b-2026-02-28", "c-2026-02-28"})
-    after = batches.record_outcomes(batch.batch_id, completed={"a-2026-02-28"}, failed={"b-2026-02-28"})
+    after = batches.record_outcomes(
+        batch.batch_id, completed={"a-2026-02-28"}, failed={"b-2026-02-28"}
+    )
     assert after is not None
     assert (after.completed_files, after.failed_files) == ({"a-2026-02-28"}, {"b-2026-02-28"})
     repaired = batches.record_outcomes(batch.batch_id, completed={"b-2026-02-28"})
@@ -67,8 +71,13 @@ def test_finish_follows_the_batch_status_machine(batches: BatchesTable) -> None:
     with pytest.raises(BatchTransitionRefusedError):
         batches.finish(batch.batch_id, BatchStatus.COMPLETED)  # still initiated
     batches.mark_queued(batch.batch_id, {"a-2026-02-28"})
-    timed_out = batches.finish(batch.batch_id, BatchStatus.TIMEOUT, timeout_at="2026-02-28T06:00:00.000+00:00")
-    assert (timed_out.status, timed_out.timeout_at) == (BatchStatus.TIMEOUT, "2026-02-28T06:00:00.000+00:00")
+    timed_out = batches.finish(
+        batch.batch_id, BatchStatus.TIMEOUT, timeout_at="2026-02-28T06:00:00.000+00:00"
+    )
+    assert (timed_out.status, timed_out.timeout_at) == (
+        BatchStatus.TIMEOUT,
+        "2026-02-28T06:00:00.000+00:00",
+    )
     assert batches.finish(batch.batch_id, BatchStatus.COMPLETED).status is BatchStatus.COMPLETED
     with pytest.raises(BatchTransitionRefusedError) as refused:
         batches.finish(batch.batch_id, BatchStatus.FAILED)
@@ -78,7 +87,9 @@ def test_finish_follows_the_batch_status_machine(batches: BatchesTable) -> None:
 def test_initiated_batch_may_fail_with_a_message(batches: BatchesTable) -> None:
     """A provider outage before queueing ends the batch failed with ErrorMessage."""
     batch = batches.create(make_batch())
-    failed = batches.finish(batch.batch_id, BatchStatus.FAILED, error_message="provider unreachable")
+    failed = batches.finish(
+        batch.batch_id, BatchStatus.FAILED, error_message="provider unreachable"
+    )
     assert (failed.status, failed.error_message) == (BatchStatus.FAILED, "provider unreachable")
 
 
@@ -90,11 +101,26 @@ def test_polling_date_index_lists_a_days_batches_by_status(batches: BatchesTable
     batches.mark_queued(second.batch_id, {"a-2026-02-28"})
     batches.finish(second.batch_id, BatchStatus.TIMEOUT)
     assert [b.batch_id for b in batches.query_by_date(day)] == [first.batch_id, second.batch_id]
-    assert [b.batch_id for b in batches.query_by_date(day, BatchStatus.TIMEOUT)] == [second.batch_id]
+    assert [b.batch_id for b in batches.query_by_date(day, BatchStatus.TIMEOUT)] == [
+        second.batch_id
+    ]
 
 
-def test_stored_batch_ttl_is_epoch_seconds_ninety_days_ahead(clients: AwsClients, provisioned: Provisioned, batches: BatchesTable) -> None:
+def test_stored_batch_ttl_is_epoch_seconds_ninety_days_ahead(
+    clients: AwsClients, provisioned: Provisioned, batches: BatchesTable
+) -> None:
     """The raw item's TTL is a Number of seconds, 90 days after creation."""
     batch = batches.create(make_batch())
-    raw = clients.dynamodb.get_item(TableName=provisioned.batches_table, Key={"BatchID": {"S": batch.batch_id}})["Item"]
+    raw = clients.dynamodb.get_item(
+        TableName=provisioned.batches_table, Key={"BatchID": {"S": batch.batch_id}}
+    )["Item"]
     assert int(raw["TTL"]["N"]) - BASE_MS // 1000 == 90 * 86_400
+
+
+def test_mark_queued_records_why_listed_entries_were_refused(batches: BatchesTable) -> None:
+    """Provider entries that could not become jobs leave an ErrorMessage on the batch."""
+    batch = batches.create(make_batch())
+    queued = batches.mark_queued(
+        batch.batch_id, {"a-2026-02-28"}, error_message="entry ../../etc rejected"
+    )
+    assert (queued.status, queued.error_message) == (BatchStatus.QUEUED, "entry ../../etc rejected")

@@ -25,7 +25,9 @@ def test_created_job_reads_back_field_for_field(jobs: JobsTable, entity: str) ->
     assert jobs.get(job.file_id) == job
 
 
-def test_second_create_of_same_file_id_is_refused_with_the_stored_job(jobs: JobsTable, entity: str) -> None:
+def test_second_create_of_same_file_id_is_refused_with_the_stored_job(
+    jobs: JobsTable, entity: str
+) -> None:
     """attribute_not_exists(FileID): the second write loses and learns what is stored."""
     first = jobs.create(make_job(entity))
     with pytest.raises(JobExistsError) as refused:
@@ -33,17 +35,25 @@ def test_second_create_of_same_file_id_is_refused_with_the_stored_job(jobs: Jobs
     assert refused.value.current == first
 
 
-def test_claim_moves_available_to_downloading_with_owner_and_lease(jobs: JobsTable, entity: str, clock: ManualClock) -> None:
+def test_claim_moves_available_to_downloading_with_owner_and_lease(
+    jobs: JobsTable, entity: str, clock: ManualClock
+) -> None:
     """A claim sets the owner, a lease LEASE_S ahead, StatusUpdatedAt and one attempt."""
     job = jobs.create(make_job(entity))
     clock.advance(5)
     claimed = jobs.claim(job.file_id, "w1", LEASE_S)
-    assert (claimed.status, claimed.lease_owner, claimed.attempts) == (JobStatus.DOWNLOADING, "w1", 1)
+    assert (claimed.status, claimed.lease_owner, claimed.attempts) == (
+        JobStatus.DOWNLOADING,
+        "w1",
+        1,
+    )
     assert claimed.lease_expires_at_ms == clock.now + LEASE_S * 1000
     assert claimed.status_updated_at_ms == clock.now
 
 
-def test_claim_race_of_eight_threads_has_exactly_one_winner_every_round(jobs: JobsTable, entity: str) -> None:
+def test_claim_race_of_eight_threads_has_exactly_one_winner_every_round(
+    jobs: JobsTable, entity: str
+) -> None:
     """Over 40 rounds, 8 threads racing one claim always produce exactly one winner."""
     for round_no in range(40):
         job = jobs.create(make_job(f"{entity}r{round_no}"))
@@ -67,7 +77,9 @@ def test_claim_race_of_eight_threads_has_exactly_one_winner_every_round(jobs: Jo
         assert jobs.require(job.file_id).lease_owner == winners[0]
 
 
-def test_live_lease_refuses_a_second_claim_and_says_who_holds_it(jobs: JobsTable, entity: str) -> None:
+def test_live_lease_refuses_a_second_claim_and_says_who_holds_it(
+    jobs: JobsTable, entity: str
+) -> None:
     """While w1's lease is live, w2's claim fails and carries the current record."""
     job = jobs.create(make_job(entity))
     jobs.claim(job.file_id, "w1", LEASE_S)
@@ -111,23 +123,36 @@ def test_missing_job_cannot_be_claimed(jobs: JobsTable, entity: str) -> None:
     assert refused.value.current is None
 
 
-def test_extend_lease_moves_expiry_only_for_the_owner(jobs: JobsTable, entity: str, clock: ManualClock) -> None:
+def test_extend_lease_moves_expiry_only_for_the_owner(
+    jobs: JobsTable, entity: str, clock: ManualClock
+) -> None:
     """The owner pushes its lease out; anyone else is refused."""
     job = jobs.create(make_job(entity))
     jobs.claim(job.file_id, "w1", LEASE_S)
     clock.advance(30)
-    assert jobs.extend_lease(job.file_id, "w1", LEASE_S).lease_expires_at_ms == clock.now + LEASE_S * 1000
+    assert (
+        jobs.extend_lease(job.file_id, "w1", LEASE_S).lease_expires_at_ms
+        == clock.now + LEASE_S * 1000
+    )
     with pytest.raises(LeaseLostError):
         jobs.extend_lease(job.file_id, "w2", LEASE_S)
 
 
 @pytest.mark.parametrize("final", [JobStatus.FAILED, JobStatus.ERROR])
-def test_owner_ends_a_job_failed_or_error_with_a_message(jobs: JobsTable, entity: str, final: JobStatus) -> None:
+def test_owner_ends_a_job_failed_or_error_with_a_message(
+    jobs: JobsTable, entity: str, final: JobStatus
+) -> None:
     """failed/error carry ErrorMessage and drop the lease."""
     job = jobs.create(make_job(entity))
     jobs.claim(job.file_id, "w1", LEASE_S)
-    ended = jobs.finish_unsuccessfully(job.file_id, "w1", final, "tag_mismatch: GCM tag did not verify")
-    assert (ended.status, ended.error_message, ended.lease_owner) == (final, "tag_mismatch: GCM tag did not verify", None)
+    ended = jobs.finish_unsuccessfully(
+        job.file_id, "w1", final, "tag_mismatch: GCM tag did not verify"
+    )
+    assert (ended.status, ended.error_message, ended.lease_owner) == (
+        final,
+        "tag_mismatch: GCM tag did not verify",
+        None,
+    )
 
 
 def test_release_returns_a_claim_to_available(jobs: JobsTable, entity: str) -> None:
@@ -143,7 +168,10 @@ def test_update_url_stores_a_fresh_url_for_the_owner_only(jobs: JobsTable, entit
     job = jobs.create(make_job(entity))
     jobs.claim(job.file_id, "w1", LEASE_S)
     fresh = jobs.update_url(job.file_id, "w1", "http://127.0.0.1:1/fresh", "2026-03-01T00:00:00Z")
-    assert (fresh.presigned_url, fresh.url_expires_at) == ("http://127.0.0.1:1/fresh", "2026-03-01T00:00:00Z")
+    assert (fresh.presigned_url, fresh.url_expires_at) == (
+        "http://127.0.0.1:1/fresh",
+        "2026-03-01T00:00:00Z",
+    )
     with pytest.raises(LeaseLostError):
         jobs.update_url(job.file_id, "w2", "http://127.0.0.1:1/other", None)
 
@@ -176,7 +204,9 @@ def test_requeue_returns_failed_error_and_expired_claims_but_not_live_or_complet
         jobs.requeue(done.file_id, force=True)
 
 
-def test_batch_get_reads_more_than_one_call_worth_and_skips_missing(jobs: JobsTable, entity: str) -> None:
+def test_batch_get_reads_more_than_one_call_worth_and_skips_missing(
+    jobs: JobsTable, entity: str
+) -> None:
     """130 jobs come back through BatchGetItem's 100-key limit; unknown ids are absent."""
     ids = [jobs.create(make_job(f"{entity}n{i}")).file_id for i in range(130)]
     found = jobs.batch_get([*ids, f"{entity}missing-2026-02-28"])
@@ -199,13 +229,20 @@ def test_status_index_returns_only_jobs_older_than_the_cut_oldest_first(
     assert older == [j.file_id for j in created[:3]]
 
 
-def test_status_index_follows_pagination_to_the_end(clients: AwsClients, provisioned: Provisioned, entity: str) -> None:
+def test_status_index_follows_pagination_to_the_end(
+    clients: AwsClients, provisioned: Provisioned, entity: str
+) -> None:
     """A query spanning several 1 MB pages still returns every job (LastEvaluatedKey followed)."""
     clock = ManualClock(BASE_MS - 20 * 365 * 86_400_000)
     jobs = JobsTable(clients.dynamodb, provisioned.jobs_table, clock)
     big = "x" * 60_000  # ~60 KB items: 40 of them exceed one 1 MB query page
-    ids = {jobs.create(make_job(f"{entity}p{i}", now_ms=clock.now, presigned_url=big)).file_id for i in range(40)}
-    found = {j.file_id for j in jobs.query_by_status(JobStatus.AVAILABLE, older_than_ms=clock.now + 1)}
+    ids = {
+        jobs.create(make_job(f"{entity}p{i}", now_ms=clock.now, presigned_url=big)).file_id
+        for i in range(40)
+    }
+    found = {
+        j.file_id for j in jobs.query_by_status(JobStatus.AVAILABLE, older_than_ms=clock.now + 1)
+    }
     assert ids <= found
 
 
@@ -218,18 +255,49 @@ def test_batch_index_lists_a_batchs_jobs_by_status(jobs: JobsTable, entity: str)
     assert [j.file_id for j in jobs.query_by_batch(batch_id, JobStatus.DOWNLOADING)] == [ids[0]]
 
 
-def test_items_past_their_ttl_read_as_absent(jobs: JobsTable, entity: str, clock: ManualClock) -> None:
+def test_items_past_their_ttl_read_as_absent(
+    jobs: JobsTable, entity: str, clock: ManualClock
+) -> None:
     """moto never deletes expired items; GetItem, BatchGetItem and queries ignore them."""
     batch_id = new_batch_id()
-    job = jobs.create(replace(make_job(entity, batch_id=batch_id), ttl_epoch_s=clock.now // 1000 - 1))
+    job = jobs.create(
+        replace(make_job(entity, batch_id=batch_id), ttl_epoch_s=clock.now // 1000 - 1)
+    )
     assert jobs.get(job.file_id) is None
     assert jobs.batch_get([job.file_id]) == {}
     assert list(jobs.query_by_batch(batch_id)) == []
 
 
-def test_stored_ttl_is_epoch_seconds_thirty_days_ahead(clients: AwsClients, provisioned: Provisioned, jobs: JobsTable, entity: str) -> None:
+def test_stored_ttl_is_epoch_seconds_thirty_days_ahead(
+    clients: AwsClients, provisioned: Provisioned, jobs: JobsTable, entity: str
+) -> None:
     """The raw item's TTL is a Number of seconds, about 30 days after creation."""
     job = jobs.create(make_job(entity))
-    raw = clients.dynamodb.get_item(TableName=provisioned.jobs_table, Key={"FileID": {"S": job.file_id}})["Item"]
+    raw = clients.dynamodb.get_item(
+        TableName=provisioned.jobs_table, Key={"FileID": {"S": job.file_id}}
+    )["Item"]
     assert int(raw["TTL"]["N"]) - BASE_MS // 1000 == 30 * 86_400
     assert int(raw["StatusUpdatedAt"]["N"]) == BASE_MS
+
+
+def test_adopt_moves_an_unfinished_job_of_an_earlier_batch_but_never_a_completed_one(
+    jobs: JobsTable, entity: str
+) -> None:
+    """A rerun's batch takes over a failed job (as available); a completed job stays put."""
+    old_batch, new_batch = new_batch_id(), new_batch_id()
+    failed = jobs.create(make_job(f"{entity}f", batch_id=old_batch))
+    jobs.claim(failed.file_id, "w1", LEASE_S)
+    jobs.finish_unsuccessfully(failed.file_id, "w1", JobStatus.FAILED, "http_5xx: gave up")
+    adopted = jobs.adopt(failed.file_id, new_batch)
+    assert (adopted.batch_id, adopted.status, adopted.error_message) == (
+        new_batch,
+        JobStatus.AVAILABLE,
+        None,
+    )
+
+    done = jobs.create(make_job(f"{entity}c", batch_id=old_batch))
+    jobs.claim(done.file_id, "w1", LEASE_S)
+    jobs.complete(done.file_id, "w1", byte_count=1, sha256="e" * 64, destination_key="k")
+    with pytest.raises(RequeueRefusedError):
+        jobs.adopt(done.file_id, new_batch)
+    assert jobs.require(done.file_id).batch_id == old_batch

@@ -61,7 +61,7 @@ class FakeFlow:
         if fault := self.faults.pop((method, "after"), None):
             raise fault
 
-    def create_batch(self, polling_date: str) -> str:
+    def create_batch(self, polling_date: str, rerun: bool = False) -> str:
         self._enter("create_batch", polling_date)
         batch_id = f"batch-{polling_date}-{len(self.named('create_batch'))}"  # a fresh "uuid"
         self._leave("create_batch")
