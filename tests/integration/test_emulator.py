@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from urllib.parse import urlencode, urlsplit, urlunsplit, parse_qsl
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import pytest
 import requests
@@ -25,12 +25,27 @@ def _describe(clients: AwsClients, name: str) -> dict:
 @pytest.mark.parametrize(
     ("label", "hash_key", "indexes", "types"),
     [
-        (schema.JOBS_RESOURCE, schema.JOBS_HASH_KEY, schema.JOBS_INDEXES, schema.JOBS_KEY_ATTRIBUTE_TYPES),
-        (schema.BATCHES_RESOURCE, schema.BATCHES_HASH_KEY, schema.BATCHES_INDEXES, schema.BATCHES_KEY_ATTRIBUTE_TYPES),
+        (
+            schema.JOBS_RESOURCE,
+            schema.JOBS_HASH_KEY,
+            schema.JOBS_INDEXES,
+            schema.JOBS_KEY_ATTRIBUTE_TYPES,
+        ),
+        (
+            schema.BATCHES_RESOURCE,
+            schema.BATCHES_HASH_KEY,
+            schema.BATCHES_INDEXES,
+            schema.BATCHES_KEY_ATTRIBUTE_TYPES,
+        ),
     ],
 )
 def test_table_on_emulator_matches_the_hcl_and_the_code(
-    clients: AwsClients, provisioned: Provisioned, label: str, hash_key: str, indexes: dict, types: dict
+    clients: AwsClients,
+    provisioned: Provisioned,
+    label: str,
+    hash_key: str,
+    indexes: dict,
+    types: dict,
 ) -> None:
     """DescribeTable shows the HCL's keys, attribute types, GSIs (projection ALL) and TTL."""
     module = TerraformModule.load()
@@ -40,13 +55,19 @@ def test_table_on_emulator_matches_the_hcl_and_the_code(
     assert table["KeySchema"] == [{"AttributeName": hash_key, "KeyType": "HASH"}]
     assert {a["AttributeName"]: a["AttributeType"] for a in table["AttributeDefinitions"]} == types
     described = {
-        g["IndexName"]: (tuple(k["AttributeName"] for k in g["KeySchema"]), g["Projection"]["ProjectionType"])
+        g["IndexName"]: (
+            tuple(k["AttributeName"] for k in g["KeySchema"]),
+            g["Projection"]["ProjectionType"],
+        )
         for g in table["GlobalSecondaryIndexes"]
     }
     assert described == {name: (keys, "ALL") for name, keys in indexes.items()}
     assert table["BillingModeSummary"]["BillingMode"] == "PAY_PER_REQUEST"
     ttl = clients.dynamodb.describe_time_to_live(TableName=name)["TimeToLiveDescription"]
-    assert (ttl["TimeToLiveStatus"], ttl["AttributeName"]) == ("ENABLED", definition[name].ttl_attribute)
+    assert (ttl["TimeToLiveStatus"], ttl["AttributeName"]) == (
+        "ENABLED",
+        definition[name].ttl_attribute,
+    )
 
 
 def test_provisioning_twice_is_harmless(clients: AwsClients, provisioned: Provisioned) -> None:
@@ -56,16 +77,23 @@ def test_provisioning_twice_is_harmless(clients: AwsClients, provisioned: Provis
     assert provision(clients) == provisioned
 
 
-def test_raw_conditional_update_race_has_one_winner_over_many_rounds(clients: AwsClients, provisioned: Provisioned) -> None:
+def test_raw_conditional_update_race_has_one_winner_over_many_rounds(
+    clients: AwsClients, provisioned: Provisioned
+) -> None:
     """8 threads racing one raw conditional UpdateItem, 150 rounds: never two winners."""
     table = provisioned.jobs_table
     for round_no in range(150):
         key = {"FileID": {"S": f"race{round_no}-{threading.get_ident()}-2099-01-01"}}
-        clients.dynamodb.put_item(TableName=table, Item={**key, "Status": {"S": "available"}, "StatusUpdatedAt": {"N": "1"}})
+        clients.dynamodb.put_item(
+            TableName=table,
+            Item={**key, "Status": {"S": "available"}, "StatusUpdatedAt": {"N": "1"}},
+        )
         wins: list[int] = []
         barrier = threading.Barrier(8)
 
-        def contend(i: int, key: dict = key) -> None:
+        def contend(
+            i: int, key: dict = key, barrier: threading.Barrier = barrier, wins: list[int] = wins
+        ) -> None:
             barrier.wait()
             try:
                 clients.dynamodb.update_item(
@@ -74,11 +102,16 @@ def test_raw_conditional_update_race_has_one_winner_over_many_rounds(clients: Aw
                     UpdateExpression="SET #s = :d, #o = :o",
                     ConditionExpression="#s = :a",
                     ExpressionAttributeNames={"#s": "Status", "#o": "LeaseOwner"},
-                    ExpressionAttributeValues={":a": {"S": "available"}, ":d": {"S": "downloading"}, ":o": {"S": str(i)}},
+                    ExpressionAttributeValues={
+                        ":a": {"S": "available"},
+                        ":d": {"S": "downloading"},
+                        ":o": {"S": str(i)},
+                    },
                 )
                 wins.append(i)
             except ClientError as exc:
-                assert exc.response["Error"]["Code"] == "ConditionalCheckFailedException"
+                if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                    raise
 
         threads = [threading.Thread(target=contend, args=(i,)) for i in range(8)]
         for t in threads:
@@ -95,11 +128,15 @@ def _with_query(url: str, **changes: str) -> str:
     return urlunsplit(parts._replace(query=urlencode(query)))
 
 
-def test_expired_presigned_url_is_refused_like_s3_and_a_live_one_works(clients: AwsClients, aws_env: dict) -> None:
+def test_expired_presigned_url_is_refused_like_s3_and_a_live_one_works(
+    clients: AwsClients, aws_env: dict
+) -> None:
     """A presigned GET past its expiry gets 403 AccessDenied "Request has expired"."""
     clients.s3.create_bucket(Bucket="dlpipe-test-presign")
     clients.s3.put_object(Bucket="dlpipe-test-presign", Key="k", Body=b"payload")
-    live = clients.s3.generate_presigned_url("get_object", Params={"Bucket": "dlpipe-test-presign", "Key": "k"}, ExpiresIn=600)
+    live = clients.s3.generate_presigned_url(
+        "get_object", Params={"Bucket": "dlpipe-test-presign", "Key": "k"}, ExpiresIn=600
+    )
     assert requests.get(live, timeout=10).content == b"payload"
     if "X-Amz-Date" in live:
         expired = _with_query(live, **{"X-Amz-Date": "20200101T000000Z", "X-Amz-Expires": "60"})

@@ -60,7 +60,12 @@ def test_claim_race_of_eight_threads_has_exactly_one_winner_every_round(
         winners: list[str] = []
         barrier = threading.Barrier(8)
 
-        def contend(owner: str, file_id: str = job.file_id) -> None:
+        def contend(
+            owner: str,
+            file_id: str = job.file_id,
+            barrier: threading.Barrier = barrier,
+            winners: list[str] = winners,
+        ) -> None:
             barrier.wait()
             try:
                 jobs.claim(file_id, owner, LEASE_S)
@@ -103,7 +108,8 @@ def test_expired_lease_is_taken_over_and_old_owner_can_no_longer_complete(
         jobs.complete(job.file_id, "w1", byte_count=1, sha256="a" * 64, destination_key="x")
     done = jobs.complete(job.file_id, "w2", byte_count=7, sha256="b" * 64, destination_key="e/d/f")
     assert (done.status, done.byte_count, done.destination_key) == (JobStatus.COMPLETED, 7, "e/d/f")
-    assert done.lease_owner is None and done.completed_at is not None
+    assert done.lease_owner is None
+    assert done.completed_at is not None
 
 
 def test_completed_job_is_never_claimed_again(jobs: JobsTable, entity: str) -> None:

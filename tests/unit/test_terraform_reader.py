@@ -99,5 +99,5 @@ def test_older_hash_key_range_key_index_form_is_read_too(module: TerraformModule
 
 def test_unknown_resource_is_a_clear_error(module: TerraformModule) -> None:
     """Asking for a table that terraform/ does not define says so."""
-    with pytest.raises(TerraformReadError, match="aws_dynamodb_table.jobs"):
+    with pytest.raises(TerraformReadError, match=r"aws_dynamodb_table\.jobs"):
         module.resource("aws_dynamodb_table", "jobs")
