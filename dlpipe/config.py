@@ -26,6 +26,7 @@ ENV_POLL_INTERVAL_SECONDS = "DLPIPE_POLL_INTERVAL_SECONDS"
 ENV_MAX_POLLS = "DLPIPE_MAX_POLLS"
 ENV_DATE_OFFSET_DAYS = "DLPIPE_DATE_OFFSET_DAYS"
 ENV_LOG_LEVEL = "DLPIPE_LOG_LEVEL"
+ENV_ORCHESTRATOR_ARN = "DLPIPE_ORCHESTRATOR_ARN"  # qualified (alias) ARN, for backfill
 
 DEFAULT_REGION = "us-east-1"
 JOBS_TABLE_BASE_NAME = "data-download-jobs"
@@ -70,6 +71,7 @@ class Settings:
     max_polls: int = 12
     date_offset_days: int = 1
     log_level: str = "INFO"
+    orchestrator_arn: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -94,6 +96,7 @@ class Settings:
             max_polls=_int_setting(env, ENV_MAX_POLLS, 12),
             date_offset_days=_int_setting(env, ENV_DATE_OFFSET_DAYS, 1, minimum=0),
             log_level=(env.get(ENV_LOG_LEVEL) or "INFO").upper(),
+            orchestrator_arn=env.get(ENV_ORCHESTRATOR_ARN) or None,
         )
 
     def require(self, attribute: str) -> str:
