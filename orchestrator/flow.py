@@ -1,0 +1,274 @@
+"""The daily batch flow in plain Python: every dependency injected, every method one durable step.
+
+A second run for a date that already has a batch (a repeated schedule, a manual run, a
+backfill) never downloads a file twice, because jobs are keyed by FileID:
+- a batch still running (initiated / queued) or completed: the run attaches to it and only
+  watches (no new batch; a completed batch is reported as it is);
+- only failed / timed-out batches, or `rerun`: a new batch adopts the date's jobs. Files
+  already completed count as completed; failed, errored, never-picked-up or abandoned ones
+  move to the new batch and are queued again; files the provider added since are created.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from dlpipe.aws import AwsClients
+from dlpipe.config import Settings
+from dlpipe.log import get_logger
+from dlpipe.queue import JobQueue, QueueSendError
+from downloader.messages import JobMessage
+from orchestrator.jobs_from_listing import error_job, job_from_descriptor
+from orchestrator.ports import CompletionCheck, FetchFailed, QueueResult
+from provider.client import ProviderClient, token_from_settings
+from provider.contract import ListingResult
+from provider.errors import ProviderError
+from records.batches_table import BatchesTable
+from records.clock import Clock, SystemClock, iso_from_ms
+from records.errors import BatchTransitionRefusedError, JobExistsError, RequeueRefusedError
+from records.jobs_table import JobsTable
+from records.model import Batch, BatchStatus, FileJob, JobStatus, make_batch_id
+from records.rules import batch_ttl_epoch_s, decide_batch_status
+
+log = get_logger(component="orchestrator")
+_ATTACHABLE = frozenset({BatchStatus.INITIATED, BatchStatus.QUEUED, BatchStatus.COMPLETED})
+
+
+class FileLister(Protocol):
+    """What the flow needs of the provider (provider.client.ProviderClient fits)."""
+
+    def list_files(self, date: str) -> ListingResult:
+        """The provider's files for `date`."""
+        ...
+
+
+@dataclass
+class BatchFlowService:
+    """The batch use cases against DynamoDB, SQS and the provider."""
+
+    jobs: JobsTable
+    batches: BatchesTable
+    provider: FileLister
+    queue: JobQueue
+    clock: Clock
+    new_uuid: Callable[[], str]
+
+    # ---- create-batch -----------------------------------------------------------------
+
+    def create_batch(self, polling_date: str, rerun: bool = False) -> str:
+        """Create the day's batch (initiated), or attach to the one already running / done."""
+        existing = self.batches.query_by_date(polling_date)
+        attachable = [b for b in existing if b.status in _ATTACHABLE]
+        active = [b for b in attachable if not b.is_terminal]
+        chosen = active or ([] if rerun else attachable)
+        if chosen:
+            batch = chosen[-1]
+            log.info(
+                "batch.attached",
+                batch_id=batch.batch_id,
+                date=polling_date,
+                status=str(batch.status),
+            )
+            return batch.batch_id
+        now_ms = self.clock.now_ms()
+        batch = Batch(
+            batch_id=make_batch_id(polling_date, self.new_uuid()),
+            polling_date=polling_date,
+            status=BatchStatus.INITIATED,
+            start_time=iso_from_ms(now_ms),
+            created_at=iso_from_ms(now_ms),
+            updated_at=iso_from_ms(now_ms),
+            ttl_epoch_s=batch_ttl_epoch_s(now_ms // 1000),
+        )
+        self.batches.create(batch)
+        log.info("batch.created", batch_id=batch.batch_id, date=polling_date, rerun=rerun)
+        return batch.batch_id
+
+    # ---- fetch-and-queue-files --------------------------------------------------------
+
+    def fetch_and_queue(self, batch_id: str, polling_date: str) -> QueueResult:
+        """List the provider's files, write one job each, queue them; replay-safe."""
+        batch = self.batches.require(batch_id)
+        if batch.is_terminal:
+            return QueueResult(
+                expected=len(batch.expected_files),
+                sent=0,
+                already_present=len(batch.expected_files),
+            )
+        try:
+            listing = self.provider.list_files(polling_date)
+        except ProviderError as exc:
+            raise FetchFailed(f"provider: {exc}") from exc
+        expected, to_send, present, problems = self._write_jobs(batch_id, listing)
+        try:
+            sent = self.queue.send([JobMessage(f, batch_id) for f in to_send])
+        except QueueSendError as exc:
+            # The jobs exist and stay available: a replay of this step sends them again.
+            raise RuntimeError(f"queueing failed for {len(exc.failed)} file(s)") from exc
+        error_message = "; ".join(problems)[:1000] or None
+        self.batches.mark_queued(batch_id, expected, error_message=error_message)
+        log.info(
+            "batch.queued",
+            batch_id=batch_id,
+            expected=len(expected),
+            sent=sent,
+            already_present=present,
+        )
+        return QueueResult(expected=len(expected), sent=sent, already_present=present)
+
+    def _write_jobs(
+        self, batch_id: str, listing: ListingResult
+    ) -> tuple[set[str], list[str], int, list[str]]:
+        now_ms = self.clock.now_ms()
+        expected: set[str] = set()
+        to_send: list[str] = []
+        present = 0
+        problems: list[str] = []
+        for descriptor in listing.files:
+            job = job_from_descriptor(descriptor, batch_id, now_ms)
+            expected.add(job.file_id)
+            if self._create_or_adopt(job):
+                to_send.append(job.file_id)
+            else:
+                present += 1
+        for rejected in listing.rejected:
+            refused = error_job(rejected, batch_id, listing.date, now_ms)
+            if refused is None or not self._create_error_job(refused):
+                problems.append(
+                    f"provider entry {rejected.entity_or_index} rejected: {rejected.reason}"
+                )
+            else:
+                expected.add(refused.file_id)
+        return expected, to_send, present, problems
+
+    def _create_or_adopt(self, job: FileJob) -> bool:
+        """True if the job must be (re)sent: new, still available in this batch, or adopted."""
+        try:
+            self.jobs.create(job)
+        except JobExistsError as exists:
+            return self._resend_existing(job, exists.current)
+        return True
+
+    def _resend_existing(self, job: FileJob, current: FileJob | None) -> bool:
+        if current is None or current.status is JobStatus.COMPLETED:
+            return False
+        if current.batch_id == job.batch_id:
+            # Replay after a crash between the put and the send: send again (at-least-once).
+            return current.status is JobStatus.AVAILABLE
+        try:
+            self.jobs.adopt(job.file_id, job.batch_id)
+        except RequeueRefusedError:
+            return False  # completed or held under a live lease meanwhile: nothing to send
+        log.info(
+            "job.adopted", file_id=job.file_id, batch_id=job.batch_id, from_batch=current.batch_id
+        )
+        return True
+
+    def _create_error_job(self, job: FileJob) -> bool:
+        try:
+            self.jobs.create(job)
+        except JobExistsError as exists:
+            return exists.current is not None and exists.current.batch_id == job.batch_id
+        return True
+
+    # ---- check-completion -------------------------------------------------------------
+
+    def check_completion(
+        self, batch_id: str, poll_number: int, is_last_poll: bool
+    ) -> CompletionCheck:
+        """Read only the files not yet known terminal, record outcomes, end the batch when due."""
+        batch = self.batches.require(batch_id)
+        if batch.is_terminal and not (batch.status is BatchStatus.TIMEOUT and batch.pending_files):
+            return _check(batch, str(batch.status))
+        pending = batch.pending_files
+        found = self.jobs.batch_get(pending) if pending else {}
+        completed = {f for f, j in found.items() if j.status is JobStatus.COMPLETED}
+        # A listed file whose job vanished cannot complete: count it failed, loudly.
+        vanished = pending - set(found)
+        for file_id in sorted(vanished):
+            log.error("job.missing", batch_id=batch_id, file_id=file_id)
+        failed = {
+            f for f, j in found.items() if j.status in (JobStatus.FAILED, JobStatus.ERROR)
+        } | vanished
+        if completed or failed:
+            batch = (
+                self.batches.record_outcomes(batch_id, completed=completed, failed=failed) or batch
+            )
+        status = decide_batch_status(
+            batch.expected_files,
+            batch.completed_files,
+            batch.failed_files,
+            is_last_poll=is_last_poll,
+        )
+        if status is BatchStatus.COMPLETED and batch.error_message:
+            status = BatchStatus.FAILED  # the provider listed entries we could not accept
+        if status is None or (
+            status is BatchStatus.TIMEOUT and batch.status is BatchStatus.TIMEOUT
+        ):
+            log.info(
+                "batch.polled",
+                batch_id=batch_id,
+                poll=poll_number,
+                pending=len(batch.pending_files),
+            )
+            return _check(batch, None if status is None else str(status))
+        return _check(self._finish(batch, status), None)
+
+    def _finish(self, batch: Batch, status: BatchStatus) -> Batch:
+        timeout_at = iso_from_ms(self.clock.now_ms()) if status is BatchStatus.TIMEOUT else None
+        try:
+            finished = self.batches.finish(batch.batch_id, status, timeout_at=timeout_at)
+        except BatchTransitionRefusedError as refused:
+            # Another poller (or a replay) ended it first: report what it decided.
+            return refused.current or batch
+        log.info(
+            f"batch.{status}",
+            batch_id=batch.batch_id,
+            completed=len(finished.completed_files),
+            failed=len(finished.failed_files),
+        )
+        return finished
+
+    def fail_batch(self, batch_id: str, reason: str) -> None:
+        """End the batch failed with `reason` (e.g. the provider stayed down)."""
+        try:
+            self.batches.finish(batch_id, BatchStatus.FAILED, error_message=reason)
+        except BatchTransitionRefusedError:
+            log.warning("batch.fail_refused", batch_id=batch_id)
+            return
+        log.error("batch.failed", batch_id=batch_id, reason=reason)
+
+
+def _check(batch: Batch, status: str | None) -> CompletionCheck:
+    final = status if status is not None else (str(batch.status) if batch.is_terminal else None)
+    return CompletionCheck(
+        status=final,
+        completed=len(batch.completed_files),
+        failed=len(batch.failed_files),
+        pending=len(batch.pending_files),
+    )
+
+
+def file_ids(jobs: Sequence[FileJob]) -> list[str]:
+    """FileIDs of `jobs`, in order."""
+    return [j.file_id for j in jobs]
+
+
+def build_flow(settings: Settings, clients: AwsClients | None = None) -> BatchFlowService:
+    """Wire the flow to DynamoDB, SQS and the provider named by `settings`."""
+    clients = clients or AwsClients(settings)
+    clock = SystemClock()
+    provider = ProviderClient(
+        settings.require("provider_base_url"), token_from_settings(settings, clients)
+    )
+    return BatchFlowService(
+        jobs=JobsTable(clients.dynamodb, settings.jobs_table, clock),
+        batches=BatchesTable(clients.dynamodb, settings.batches_table, clock),
+        provider=provider,
+        queue=JobQueue(clients.sqs, settings.require("queue_url")),
+        clock=clock,
+        new_uuid=lambda: str(uuid.uuid4()),
+    )

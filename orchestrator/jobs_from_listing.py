@@ -1,0 +1,55 @@
+"""Turn the provider's listing entries into job records: good files and rejected ones."""
+
+from __future__ import annotations
+
+from provider.contract import FileDescriptor, RejectedFile
+from records.clock import iso_from_ms
+from records.errors import InvalidIdentifierError
+from records.model import FileJob, JobStatus, make_file_id
+from records.rules import job_ttl_epoch_s
+
+
+def job_from_descriptor(descriptor: FileDescriptor, batch_id: str, now_ms: int) -> FileJob:
+    """An available job for one file the provider listed."""
+    return FileJob(
+        file_id=descriptor.file_id,
+        batch_id=batch_id,
+        status=JobStatus.AVAILABLE,
+        entity=descriptor.entity,
+        download_date=descriptor.date,
+        presigned_url=descriptor.url,
+        encrypted_aes_key=descriptor.encrypted_key,
+        encoded_aes_iv=descriptor.iv,
+        cipher=descriptor.cipher,
+        created_at=iso_from_ms(now_ms),
+        status_updated_at_ms=now_ms,
+        ttl_epoch_s=job_ttl_epoch_s(now_ms // 1000),
+        expected_size=descriptor.size,
+        expected_sha256=descriptor.sha256,
+        url_expires_at=descriptor.expires_at,
+    )
+
+
+def error_job(rejected: RejectedFile, batch_id: str, date: str, now_ms: int) -> FileJob | None:
+    """An `error` job recording why a listed file was refused, or None if it has no safe FileID."""
+    if rejected.entity is None:
+        return None  # e.g. "../../etc": recorded on the batch instead, never as a key
+    try:
+        file_id = make_file_id(rejected.entity, date)
+    except InvalidIdentifierError:
+        return None
+    return FileJob(
+        file_id=file_id,
+        batch_id=batch_id,
+        status=JobStatus.ERROR,
+        entity=rejected.entity,
+        download_date=date,
+        presigned_url="",
+        encrypted_aes_key="",
+        encoded_aes_iv="",
+        cipher="",
+        created_at=iso_from_ms(now_ms),
+        status_updated_at_ms=now_ms,
+        ttl_epoch_s=job_ttl_epoch_s(now_ms // 1000),
+        error_message=f"rejected_listing: {rejected.reason}"[:1000],
+    )
