@@ -27,6 +27,8 @@ ENV_MAX_POLLS = "DLPIPE_MAX_POLLS"
 ENV_DATE_OFFSET_DAYS = "DLPIPE_DATE_OFFSET_DAYS"
 ENV_LOG_LEVEL = "DLPIPE_LOG_LEVEL"
 ENV_ORCHESTRATOR_ARN = "DLPIPE_ORCHESTRATOR_ARN"  # qualified (alias) ARN, for backfill
+ENV_SWEEP_REQUEUE = "DLPIPE_SWEEP_REQUEUE"
+ENV_RESEND_AFTER_SECONDS = "DLPIPE_RESEND_AFTER_SECONDS"
 
 DEFAULT_REGION = "us-east-1"
 JOBS_TABLE_BASE_NAME = "data-download-jobs"
@@ -48,6 +50,17 @@ def _int_setting(env: Mapping[str, str], name: str, default: int, minimum: int =
     if value < minimum:
         raise ConfigError(f"{name} must be at least {minimum}, got {value}")
     return value
+
+
+def _bool_setting(env: Mapping[str, str], name: str, default: bool = False) -> bool:
+    raw = (env.get(name) or "").strip().lower()
+    if raw == "":
+        return default
+    if raw in {"1", "true", "yes", "on"}:
+        return True
+    if raw in {"0", "false", "no", "off"}:
+        return False
+    raise ConfigError(f"{name} must be true or false, got {raw!r}")
 
 
 @dataclass(frozen=True)
@@ -72,6 +85,9 @@ class Settings:
     date_offset_days: int = 1
     log_level: str = "INFO"
     orchestrator_arn: str | None = None
+    # The poller's sweeper: requeue expired claims and re-send available jobs nobody took.
+    sweep_requeue: bool = False
+    resend_after_seconds: int = 1800
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -97,6 +113,8 @@ class Settings:
             date_offset_days=_int_setting(env, ENV_DATE_OFFSET_DAYS, 1, minimum=0),
             log_level=(env.get(ENV_LOG_LEVEL) or "INFO").upper(),
             orchestrator_arn=env.get(ENV_ORCHESTRATOR_ARN) or None,
+            sweep_requeue=_bool_setting(env, ENV_SWEEP_REQUEUE),
+            resend_after_seconds=_int_setting(env, ENV_RESEND_AFTER_SECONDS, 1800),
         )
 
     def require(self, attribute: str) -> str:

@@ -12,10 +12,12 @@ backfill) never downloads a file twice, because jobs are keyed by FileID:
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Protocol
 
+from dlpipe import metrics
 from dlpipe.aws import AwsClients
 from dlpipe.config import Settings
 from dlpipe.log import get_logger
@@ -55,6 +57,8 @@ class BatchFlowService:
     queue: JobQueue
     clock: Clock
     new_uuid: Callable[[], str]
+    sweep_requeue: bool = False
+    resend_after_seconds: int = 1800
 
     # ---- create-batch -----------------------------------------------------------------
 
@@ -116,6 +120,15 @@ class BatchFlowService:
             expected=len(expected),
             sent=sent,
             already_present=present,
+        )
+        metrics.emit(
+            {
+                "FilesExpected": (len(expected), metrics.COUNT),
+                "FilesQueued": (sent, metrics.COUNT),
+                "FilesRejected": (len(listing.rejected), metrics.COUNT),
+            },
+            BatchID=batch_id,
+            PollingDate=polling_date,
         )
         return QueueResult(expected=len(expected), sent=sent, already_present=present)
 
@@ -193,6 +206,7 @@ class BatchFlowService:
         failed = {
             f for f, j in found.items() if j.status in (JobStatus.FAILED, JobStatus.ERROR)
         } | vanished
+        self._sweep(batch_id, found.values())
         if completed or failed:
             batch = (
                 self.batches.record_outcomes(batch_id, completed=completed, failed=failed) or batch
@@ -217,6 +231,40 @@ class BatchFlowService:
             return _check(batch, None if status is None else str(status))
         return _check(self._finish(batch, status), None)
 
+    def _sweep(self, batch_id: str, pending_jobs: Iterable[FileJob]) -> None:
+        """Report jobs whose worker died (expired lease) and, if configured, requeue them."""
+        now_ms = self.clock.now_ms()
+        stuck = [
+            j
+            for j in pending_jobs
+            if j.status is JobStatus.DOWNLOADING and not j.lease_live(now_ms)
+        ]
+        idle_cut = now_ms - self.resend_after_seconds * 1000
+        idle = [
+            j
+            for j in pending_jobs
+            if j.status is JobStatus.AVAILABLE and j.status_updated_at_ms < idle_cut
+        ]
+        metrics.emit({"StuckJobs": (len(stuck), metrics.COUNT)}, BatchID=batch_id)
+        if not self.sweep_requeue or not (stuck or idle):
+            return
+        requeued = []
+        for job in [*stuck, *idle]:
+            try:
+                # Conditional: a worker that renewed or finished meanwhile keeps its job.
+                self.jobs.requeue(job.file_id)
+            except RequeueRefusedError:
+                continue
+            requeued.append(JobMessage(job.file_id, batch_id))
+        self.queue.send(requeued)
+        log.warning(
+            "batch.swept",
+            batch_id=batch_id,
+            stuck=len(stuck),
+            idle=len(idle),
+            requeued=len(requeued),
+        )
+
     def _finish(self, batch: Batch, status: BatchStatus) -> Batch:
         timeout_at = iso_from_ms(self.clock.now_ms()) if status is BatchStatus.TIMEOUT else None
         try:
@@ -224,6 +272,7 @@ class BatchFlowService:
         except BatchTransitionRefusedError as refused:
             # Another poller (or a replay) ended it first: report what it decided.
             return refused.current or batch
+        _emit_finished(finished, status, self.clock.now_ms())
         log.info(
             f"batch.{status}",
             batch_id=batch.batch_id,
@@ -239,7 +288,29 @@ class BatchFlowService:
         except BatchTransitionRefusedError:
             log.warning("batch.fail_refused", batch_id=batch_id)
             return
+        metrics.emit({"BatchFailed": (1, metrics.COUNT)}, BatchID=batch_id)
         log.error("batch.failed", batch_id=batch_id, reason=reason)
+
+
+def _emit_finished(batch: Batch, status: BatchStatus, now_ms: int) -> None:
+    started_ms = int(datetime.fromisoformat(batch.start_time).timestamp() * 1000)
+    metrics.emit(
+        {
+            f"Batch{_METRIC_SUFFIX[status]}": (1, metrics.COUNT),
+            "FilesCompleted": (len(batch.completed_files), metrics.COUNT),
+            "FilesFailed": (len(batch.failed_files), metrics.COUNT),
+            "BatchDurationSeconds": (max(0, now_ms - started_ms) / 1000, metrics.SECONDS),
+        },
+        BatchID=batch.batch_id,
+        PollingDate=batch.polling_date,
+    )
+
+
+_METRIC_SUFFIX = {
+    BatchStatus.COMPLETED: "Completed",
+    BatchStatus.FAILED: "Failed",
+    BatchStatus.TIMEOUT: "TimedOut",
+}
 
 
 def _check(batch: Batch, status: str | None) -> CompletionCheck:
@@ -251,10 +322,6 @@ def _check(batch: Batch, status: str | None) -> CompletionCheck:
         pending=len(batch.pending_files),
     )
 
-
-def file_ids(jobs: Sequence[FileJob]) -> list[str]:
-    """FileIDs of `jobs`, in order."""
-    return [j.file_id for j in jobs]
 
 
 def build_flow(settings: Settings, clients: AwsClients | None = None) -> BatchFlowService:
@@ -271,4 +338,6 @@ def build_flow(settings: Settings, clients: AwsClients | None = None) -> BatchFl
         queue=JobQueue(clients.sqs, settings.require("queue_url")),
         clock=clock,
         new_uuid=lambda: str(uuid.uuid4()),
+        sweep_requeue=settings.sweep_requeue,
+        resend_after_seconds=settings.resend_after_seconds,
     )
