@@ -33,7 +33,14 @@ def new_batch_id(day: str = "2026-02-28") -> str:
     return make_batch_id(day, str(uuid.uuid4()))
 
 
-def make_job(entity: str, day: str = "2026-02-28", *, batch_id: str | None = None, now_ms: int = BASE_MS, **changes: object) -> FileJob:
+def make_job(
+    entity: str,
+    day: str = "2026-02-28",
+    *,
+    batch_id: str | None = None,
+    now_ms: int = BASE_MS,
+    **changes: object,
+) -> FileJob:
     """An available job as the poller would write it."""
     job = FileJob(
         file_id=make_file_id(entity, day),

@@ -29,7 +29,9 @@ class SlowApp:
 
 
 def _run_concurrently(app: StrictEmulatorApp, environ: dict[str, Any], n: int = 6) -> None:
-    threads = [threading.Thread(target=lambda: list(app(dict(environ), lambda *a: None))) for _ in range(n)]
+    threads = [
+        threading.Thread(target=lambda: list(app(dict(environ), lambda *a: None))) for _ in range(n)
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -39,7 +41,9 @@ def _run_concurrently(app: StrictEmulatorApp, environ: dict[str, Any], n: int = 
 def test_dynamodb_requests_are_served_one_at_a_time() -> None:
     """Requests with a DynamoDB X-Amz-Target never overlap inside moto."""
     inner = SlowApp()
-    _run_concurrently(StrictEmulatorApp(inner), {"HTTP_X_AMZ_TARGET": "DynamoDB_20120810.UpdateItem"})
+    _run_concurrently(
+        StrictEmulatorApp(inner), {"HTTP_X_AMZ_TARGET": "DynamoDB_20120810.UpdateItem"}
+    )
     assert inner.peak == 1
 
 
@@ -74,7 +78,9 @@ def test_expired_url_gets_403_without_reaching_moto() -> None:
     """The layer answers an expired URL itself with S3's AccessDenied body."""
     inner = SlowApp()
     statuses: list[str] = []
-    body = StrictEmulatorApp(inner)({"QUERY_STRING": "Expires=1&Signature=x"}, lambda s, h: statuses.append(s))
+    body = StrictEmulatorApp(inner)(
+        {"QUERY_STRING": "Expires=1&Signature=x"}, lambda s, h: statuses.append(s)
+    )
     assert statuses == ["403 Forbidden"]
     assert b"Request has expired" in b"".join(body)
     assert inner.peak == 0

@@ -23,7 +23,9 @@ def test_file_id_is_entity_dash_date_and_parses_back() -> None:
     assert parse_file_id("trade-lines-2026-02-28") == ("trade-lines", "2026-02-28")
 
 
-@pytest.mark.parametrize("day", ["2026-02-30", "2026-13-01", "20260228", "2026-2-28", "", "2026-02-28 ", None, 20260228])
+@pytest.mark.parametrize(
+    "day", ["2026-02-30", "2026-13-01", "20260228", "2026-2-28", "", "2026-02-28 ", None, 20260228]
+)
 def test_invalid_dates_are_refused(day: object) -> None:
     """Impossible or mis-written dates raise InvalidIdentifierError."""
     with pytest.raises(InvalidIdentifierError):
@@ -32,7 +34,20 @@ def test_invalid_dates_are_refused(day: object) -> None:
 
 @pytest.mark.parametrize(
     "entity",
-    ["../../etc", "a/b", "a b", "a#b", "", ".hidden", "-lead", "trail-", "x" * 65, "é", None, "a.b"],
+    [
+        "../../etc",
+        "a/b",
+        "a b",
+        "a#b",
+        "",
+        ".hidden",
+        "-lead",
+        "trail-",
+        "x" * 65,
+        "é",
+        None,
+        "a.b",
+    ],
 )
 def test_unsafe_entities_are_refused(entity: object) -> None:
     """Path traversal, separators, spaces, '#', dots and over-long names are refused."""
@@ -40,7 +55,9 @@ def test_unsafe_entities_are_refused(entity: object) -> None:
         validate_entity(entity)
 
 
-@pytest.mark.parametrize("file_id", ["accounts", "accounts-2026-02-30", "../x-2026-02-28", "a_2026-02-28", 7])
+@pytest.mark.parametrize(
+    "file_id", ["accounts", "accounts-2026-02-30", "../x-2026-02-28", "a_2026-02-28", 7]
+)
 def test_malformed_file_ids_are_refused(file_id: object) -> None:
     """A FileID that is not {entity}-{YYYY-MM-DD} with valid parts is refused."""
     with pytest.raises(InvalidIdentifierError):

@@ -78,7 +78,9 @@ def test_available_job_may_be_claimed() -> None:
 
 def test_job_under_live_lease_is_busy_and_expired_lease_is_taken_over() -> None:
     """A downloading job is busy until its lease expiry, then may be taken over."""
-    job = replace(make_job("a"), status=J.DOWNLOADING, lease_owner="w1", lease_expires_at_ms=BASE_MS + 1000)
+    job = replace(
+        make_job("a"), status=J.DOWNLOADING, lease_owner="w1", lease_expires_at_ms=BASE_MS + 1000
+    )
     assert claim_decision(job, BASE_MS + 999) is ClaimDecision.BUSY
     assert claim_decision(job, BASE_MS + 1000) is ClaimDecision.TAKE_OVER
 
