@@ -18,6 +18,8 @@ QUEUE_RESOURCE = "downloads"
 DLQ_RESOURCE = "downloads_dlq"
 DESTINATION_BUCKET_RESOURCE = "destination"
 DEFAULT_MAX_RECEIVE_COUNT = 5
+PRIVATE_KEY_SECRET_RESOURCE = "rsa_private_key"  # noqa: S105 - a Terraform label
+PROVIDER_TOKEN_SECRET_RESOURCE = "provider_token"  # noqa: S105 - a Terraform label
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,8 @@ class Provisioned:
     queue_url: str | None = None
     dlq_url: str | None = None
     destination_bucket: str | None = None
+    private_key_secret: str | None = None
+    provider_token_secret: str | None = None
 
 
 def _index_keys(module: TerraformModule, index: dict[str, Any]) -> list[dict[str, str]]:
@@ -160,6 +164,20 @@ def ensure_bucket(clients: AwsClients, name: str) -> None:
             raise
 
 
+def _provision_secret(clients: AwsClients, module: TerraformModule, label: str) -> str | None:
+    secrets = module.resources.get("aws_secretsmanager_secret", {})
+    if label not in secrets:
+        return None
+    name = str(module.value(secrets[label]["name"]))
+    # Like Terraform, create the secret without a value: values never live in definitions.
+    try:
+        clients.secretsmanager.create_secret(Name=name)
+    except ClientError as exc:
+        if exc.response["Error"]["Code"] != "ResourceExistsException":
+            raise
+    return name
+
+
 def provision(clients: AwsClients, module: TerraformModule | None = None) -> Provisioned:
     """Create (idempotently) everything dlpipe needs that terraform/ defines."""
     module = module or TerraformModule.load()
@@ -173,4 +191,6 @@ def provision(clients: AwsClients, module: TerraformModule | None = None) -> Pro
         queue_url=queues[0] if queues else None,
         dlq_url=queues[1] if queues else None,
         destination_bucket=_provision_bucket(clients, module),
+        private_key_secret=_provision_secret(clients, module, PRIVATE_KEY_SECRET_RESOURCE),
+        provider_token_secret=_provision_secret(clients, module, PROVIDER_TOKEN_SECRET_RESOURCE),
     )
