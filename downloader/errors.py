@@ -151,3 +151,73 @@ class ChecksumMismatchError(PermanentError):
 
     def __reduce__(self) -> tuple[object, ...]:
         return (type(self), (self.expected, self.actual))
+
+
+# --- the job record, the source URL and the destination bucket ----------------------------
+
+
+class InvalidJobError(PermanentError):
+    """The job record cannot be processed as stored (bad entity, date or FileID)."""
+
+    code = "invalid_job"
+    default_message = "the job record is malformed"
+
+
+class SourceNotFoundError(PermanentError):
+    """The presigned URL answers 404: the provider's object does not exist."""
+
+    code = "source_not_found"
+    default_message = "the source object does not exist (HTTP 404)"
+
+
+class SourceRejectedError(PermanentError):
+    """The presigned URL answers a 4xx that no retry or refresh can fix."""
+
+    code = "source_rejected"
+    default_message = "the source refused the request"
+
+
+class ProviderRejectedError(PermanentError):
+    """The provider refused to re-sign the URL for good (unknown file, bad token, bad answer)."""
+
+    code = "provider_rejected"
+    default_message = "the provider refused to sign a fresh URL"
+
+
+class SourceUnavailableError(TransientError):
+    """Connection error, timeout, broken body, 5xx or 429 from the source; may carry Retry-After."""
+
+    code = "source_unavailable"
+    default_message = "the source could not be read"
+
+    def __init__(self, detail: str | None = None, retry_after_s: float | None = None) -> None:
+        super().__init__(detail)
+        self.retry_after_s = retry_after_s
+
+
+class UrlRefusedError(TransientError):
+    """The presigned URL answers 403: a freshly signed URL may work."""
+
+    code = "url_rejected"
+    default_message = "the presigned URL was refused (HTTP 403)"
+
+
+class UrlExpiredError(UrlRefusedError):
+    """The presigned URL has expired (403 "Request has expired")."""
+
+    code = "url_expired"
+    default_message = "the presigned URL has expired"
+
+
+class ProviderUnreachableError(TransientError):
+    """The provider could not sign a fresh URL just now (unreachable, 5xx, throttled)."""
+
+    code = "provider_unavailable"
+    default_message = "the provider is unavailable"
+
+
+class DestinationUnavailableError(TransientError):
+    """The destination bucket throttled, failed (5xx) or could not be reached."""
+
+    code = "destination_unavailable"
+    default_message = "the destination bucket is unavailable"

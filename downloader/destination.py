@@ -1,0 +1,74 @@
+"""The destination bucket: where a file goes, whether it is there already, stale uploads."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from dlpipe.log import get_logger
+from downloader.errors import InvalidJobError
+from downloader.sink import SHA256_METADATA
+from downloader.transfer import Verified
+from records.errors import InvalidIdentifierError
+from records.model import FileJob, make_file_id
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+log = get_logger()
+_MISSING = frozenset({"404", "NoSuchKey", "NotFound"})
+
+
+def destination_key(job: FileJob) -> str:
+    """`{entity}/{YYYY-MM-DD}/{FileID}`, every part re-validated: no stored value shapes a path."""
+    try:
+        file_id = make_file_id(job.entity, job.download_date)
+    except InvalidIdentifierError as exc:
+        raise InvalidJobError(f"the job's entity or date is invalid: {exc}") from exc
+    # The validators' `$` lets one trailing newline through; no whitespace may reach a key.
+    if file_id != job.file_id or any(c.isspace() for c in file_id):
+        raise InvalidJobError(
+            f"the job's entity and date make {file_id!r}, not its FileID {job.file_id!r}"
+        )
+    return f"{job.entity}/{job.download_date}/{file_id}"
+
+
+def already_published(s3: S3Client, bucket: str, key: str, job: FileJob) -> Verified | None:
+    """The object at `key` if it holds exactly the job's expected file (by SHA-256 and size)."""
+    if not job.expected_sha256:
+        return None
+    try:
+        head = s3.head_object(Bucket=bucket, Key=key)
+    except ClientError as exc:
+        code = exc.response.get("Error", {}).get("Code", "")
+        if code not in _MISSING:
+            # Not knowing only costs a download: the file is then fetched and written again.
+            log.warning("destination.head_failed", error_code=code)
+        return None
+    except BotoCoreError as exc:
+        log.warning("destination.head_failed", error_type=type(exc).__name__)
+        return None
+    sha256 = head.get("Metadata", {}).get(SHA256_METADATA, "")
+    size = head["ContentLength"]
+    if sha256 != job.expected_sha256.lower():
+        return None
+    if job.expected_size is not None and size != job.expected_size:
+        return None
+    return Verified(size, sha256)
+
+
+def abort_stale_uploads(s3: S3Client, bucket: str, key: str) -> int:
+    """Abort in-progress uploads of `key` left by a worker whose claim we took over."""
+    try:
+        listing = s3.list_multipart_uploads(Bucket=bucket, Prefix=key)
+        stale = [u for u in listing.get("Uploads", []) if u.get("Key") == key]
+        for upload in stale:
+            s3.abort_multipart_upload(Bucket=bucket, Key=key, UploadId=upload["UploadId"])
+    except (ClientError, BotoCoreError) as exc:
+        # The bucket's lifecycle rule aborts what is left after a day; this is only tidier.
+        log.warning("upload.stale_abort_failed", error_type=type(exc).__name__)
+        return 0
+    if stale:
+        log.info("upload.stale_aborted", count=len(stale))
+    return len(stale)

@@ -1,0 +1,182 @@
+"""One claimed file, start to finish: heartbeat, bounded retries, URL refresh, publish.
+
+The claim is ours when a FileRun starts. Every way out records an outcome conditional on
+that claim (completed, failed, error, released), or leaves the job alone if it was lost.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from botocore.exceptions import BotoCoreError, ClientError
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
+from tenacity.wait import wait_random_exponential
+
+from dlpipe.log import get_logger
+from downloader.deps import ServiceDeps
+from downloader.destination import abort_stale_uploads, already_published, destination_key
+from downloader.errors import (
+    ProviderRejectedError,
+    ProviderUnreachableError,
+    TransientError,
+    UrlRefusedError,
+)
+from downloader.lease import Heartbeat, LeaseLost
+from downloader.sink import MultipartSink
+from downloader.source import url_host
+from downloader.transfer import Verified, transfer_once
+from provider.errors import ProviderError, ProviderUnavailableError
+from records.errors import LeaseLostError, StoreUnavailableError
+from records.model import FileJob
+
+log = get_logger()
+
+
+def _retryable(exc: BaseException) -> bool:
+    # A refused URL was already refreshed once (or cannot be): retrying it cannot help.
+    if isinstance(exc, UrlRefusedError):
+        return False
+    return isinstance(exc, TransientError | StoreUnavailableError)
+
+
+class FileRun:
+    """Download, verify and publish one claimed job; raises what the caller must record."""
+
+    def __init__(
+        self,
+        deps: ServiceDeps,
+        job: FileJob,
+        owner: str,
+        *,
+        reclaimed: bool,
+        on_heartbeat: Callable[[int], None] | None,
+    ) -> None:
+        self._deps, self._job, self.owner, self._reclaimed = deps, job, owner, reclaimed
+        self._url, self._refreshed = job.presigned_url, False
+        tuning = deps.tuning
+        self.heartbeat = Heartbeat(
+            deps.jobs,
+            job.file_id,
+            owner,
+            deps.lease_seconds,
+            on_beat=on_heartbeat,
+            visibility_s=deps.lease_seconds + tuning.visibility_margin_s,
+            stop=deps.stop,
+        )
+        self._backoff = wait_random_exponential(
+            multiplier=tuning.retry_wait_s, max=tuning.retry_wait_max_s
+        )
+
+    def produce(self) -> tuple[str, Verified]:
+        """The destination key and the verified object there, published by us or before us."""
+        key = destination_key(self._job)
+        if self._reclaimed:
+            abort_stale_uploads(self._deps.s3, self._deps.bucket, key)
+        existing = already_published(self._deps.s3, self._deps.bucket, key, self._job)
+        if existing is not None:
+            log.info("job.already_published", destination_key=key)
+            return key, existing
+        retrying = Retrying(
+            stop=stop_after_attempt(self._deps.tuning.attempts),
+            wait=self._wait,
+            retry=retry_if_exception(_retryable),
+            sleep=self._sleep,
+            before_sleep=self._log_retry,
+            reraise=True,
+        )
+        return key, retrying(self._attempt_with_refresh, key)
+
+    def _attempt_with_refresh(self, key: str) -> Verified:
+        try:
+            return self._attempt(key)
+        except UrlRefusedError:
+            if self._refreshed or self._deps.provider is None:
+                raise
+            self._refresh_url()
+            return self._attempt(key)
+
+    def _attempt(self, key: str) -> Verified:
+        self.heartbeat.checkpoint()
+        deps, tuning = self._deps, self._deps.tuning
+        sink = MultipartSink(
+            deps.s3,
+            deps.bucket,
+            key,
+            part_bytes=tuning.part_bytes,
+            max_in_flight=tuning.max_in_flight_parts,
+            expected_sha256=self._job.expected_sha256,
+        )
+        started = time.monotonic()
+        try:
+            with deps.http_session() as http:
+                verified = transfer_once(
+                    self._job,
+                    self._url,
+                    private_key=deps.private_key,
+                    http=http,
+                    sink=sink,
+                    tuning=tuning,
+                    checkpoint=self.heartbeat.checkpoint,
+                )
+            log.info("job.downloaded", byte_count=verified.byte_count, seconds=_since(started))
+            # Fence: publish only while we provably hold the claim for another lease period.
+            self.heartbeat.renew()
+            sink.publish(verified.sha256)
+            log.info("job.published", destination_key=key, parts=sink.part_count)
+            return verified
+        finally:
+            if not sink.published:
+                _abort(sink)
+
+    def _refresh_url(self) -> None:
+        deps, job = self._deps, self._job
+        assert deps.provider is not None
+        try:
+            descriptor = deps.provider().get_file(job.entity, job.download_date)
+        except ProviderUnavailableError as exc:
+            raise ProviderUnreachableError(str(exc)) from exc
+        except ProviderError as exc:
+            raise ProviderRejectedError(str(exc)) from exc
+        try:
+            deps.jobs.update_url(job.file_id, self.owner, descriptor.url, descriptor.expires_at)
+        except LeaseLostError as exc:
+            raise LeaseLost(str(exc)) from exc
+        self._url, self._refreshed = descriptor.url, True
+        log.info(
+            "job.url_refreshed", host=url_host(descriptor.url), expires_at=descriptor.expires_at
+        )
+
+    def _wait(self, state: RetryCallState) -> float:
+        backoff = self._backoff(state)
+        exc = state.outcome.exception() if state.outcome else None
+        retry_after = getattr(exc, "retry_after_s", None)
+        if retry_after is None:
+            return backoff
+        return max(backoff, min(float(retry_after), self._deps.tuning.retry_after_max_s))
+
+    def _sleep(self, seconds: float) -> None:
+        # A shutdown cuts the wait short; the next attempt's checkpoint then gives up.
+        self._deps.stop.wait(seconds)
+
+    def _log_retry(self, state: RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome else None
+        log.warning(
+            "job.retrying",
+            attempt=state.attempt_number,
+            error_code=getattr(exc, "code", type(exc).__name__),
+            error=str(exc),
+            wait_s=round(state.upcoming_sleep, 3),
+        )
+
+
+def _abort(sink: MultipartSink) -> None:
+    try:
+        sink.abort()
+    except (TransientError, ClientError, BotoCoreError) as exc:
+        # The bucket's lifecycle rule aborts what is left after a day.
+        log.warning("upload.abort_failed", error_type=type(exc).__name__)
+
+
+def _since(started: float) -> float:
+    return round(time.monotonic() - started, 3)

@@ -1,0 +1,112 @@
+"""Keeping a claim alive while a file is worked on, and noticing when to stop.
+
+The heartbeat extends the job's lease and its message's visibility every lease/3. When the
+lease is lost (another worker took the file over) or a shutdown is requested, `checkpoint`
+raises, so the transfer stops between two chunks and publishes nothing.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+from collections.abc import Callable
+from types import TracebackType
+
+from dlpipe.log import get_logger
+from records.errors import LeaseLostError, StoreUnavailableError
+from records.jobs_table import JobsTable
+
+log = get_logger()
+
+
+class Cancelled(Exception):
+    """The transfer must stop now; nothing may be published."""
+
+
+class ShutdownRequested(Cancelled):
+    """The process is shutting down: give the claim back."""
+
+
+class LeaseLost(Cancelled):
+    """Another worker owns the claim now: leave the job alone."""
+
+
+class Heartbeat:
+    """A thread that extends the lease (and calls `on_beat(visibility_s)`) until closed."""
+
+    def __init__(
+        self,
+        jobs: JobsTable,
+        file_id: str,
+        owner: str,
+        lease_seconds: int,
+        *,
+        on_beat: Callable[[int], None] | None,
+        visibility_s: int,
+        stop: threading.Event,
+    ) -> None:
+        self._jobs, self._file_id, self._owner = jobs, file_id, owner
+        self._lease_seconds, self._visibility_s = lease_seconds, visibility_s
+        self._on_beat, self._stop = on_beat, stop
+        self.lost = threading.Event()
+        self._closed = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def checkpoint(self) -> None:
+        """Raise ShutdownRequested or LeaseLost when the transfer must stop."""
+        if self.lost.is_set():
+            raise LeaseLost(f"the lease of {self._file_id} was taken over")
+        if self._stop.is_set():
+            raise ShutdownRequested("shutdown requested")
+
+    def renew(self) -> None:
+        """Extend the lease now; LeaseLost if someone else owns the claim."""
+        try:
+            self._jobs.extend_lease(self._file_id, self._owner, self._lease_seconds)
+        except LeaseLostError as exc:
+            self.lost.set()
+            raise LeaseLost(str(exc)) from exc
+        self._notify()
+
+    def _beat(self) -> None:
+        try:
+            self.renew()
+        except LeaseLost:
+            log.warning("job.lease_lost", during="heartbeat")
+            self._closed.set()
+        except StoreUnavailableError as exc:
+            # Keep beating: the lease has lease_seconds of slack, and complete() re-checks it.
+            log.warning("heartbeat.failed", error=str(exc))
+
+    def _notify(self) -> None:
+        if self._on_beat is None:
+            return
+        try:
+            self._on_beat(self._visibility_s)
+        except Exception as exc:  # noqa: BLE001 - a failed visibility change must not stop the lease heartbeat
+            log.warning("message.visibility_failed", error_type=type(exc).__name__)
+
+    def _run(self) -> None:
+        while not self._closed.wait(self._lease_seconds / 3):
+            self._beat()
+
+    def __enter__(self) -> Heartbeat:
+        # The message's visibility is the queue default until now; bring it to lease + margin.
+        self._notify()
+        # Copy the context so the thread's log lines carry the job's bound FileID/BatchID.
+        context = contextvars.copy_context()
+        self._thread = threading.Thread(
+            target=context.run, args=(self._run,), name=f"heartbeat-{self._file_id}", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._closed.set()
+        if self._thread is not None:
+            self._thread.join()

@@ -1,0 +1,188 @@
+"""The download use case: read a job, claim it, run it, record how it ended.
+
+Both entry points (the Lambda handler and the long-poll worker) call `process` and act on
+the result: acknowledge the message, hide it until a live claim ends, or make it visible.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+
+from structlog.contextvars import bound_contextvars
+
+from dlpipe.log import get_logger
+from downloader.deps import ServiceDeps
+from downloader.errors import PermanentError, TransientError
+from downloader.filerun import FileRun
+from downloader.lease import LeaseLost, ShutdownRequested
+from downloader.transfer import MIB, Verified
+from records.errors import ClaimRefusedError, LeaseLostError
+from records.model import FileJob, JobStatus
+from records.rules import ClaimDecision, claim_decision
+
+log = get_logger()
+_MAX_VISIBILITY_S = 43_200  # SQS's limit
+_CLAIM_ROUNDS = 3
+
+
+class Outcome(StrEnum):
+    """How processing one message ended."""
+
+    COMPLETED = "completed"
+    ALREADY_DONE = "already_done"  # terminal before we came: a stale or duplicate message
+    BUSY = "busy"  # another worker holds a live lease: hide the message until it runs out
+    FAILED = "failed"  # transient faults outlasted the retries: job `failed`
+    ERROR = "error"  # permanent fault: job `error`
+    RELEASED = "released"  # shutdown: the job is `available` again, the message must return
+    LEASE_LOST = "lease_lost"  # another worker took the claim over; its result stands
+    NOT_FOUND = "not_found"  # no such job (or past its TTL)
+
+
+_ACKNOWLEDGED = frozenset(
+    {Outcome.COMPLETED, Outcome.ALREADY_DONE, Outcome.FAILED, Outcome.ERROR}
+    | {Outcome.LEASE_LOST, Outcome.NOT_FOUND}
+)
+
+
+@dataclass(frozen=True)
+class ProcessResult:
+    """An outcome, and for BUSY how long the message should stay hidden."""
+
+    outcome: Outcome
+    retry_after_s: int | None = None
+
+    @property
+    def acknowledge(self) -> bool:
+        """True when the message is done with and should be deleted."""
+        return self.outcome in _ACKNOWLEDGED
+
+
+class DownloadService:
+    """Claims, downloads, decrypts, verifies and publishes the file a message names."""
+
+    def __init__(self, deps: ServiceDeps) -> None:
+        self.deps = deps
+
+    def process(
+        self, file_id: str, *, on_heartbeat: Callable[[int], None] | None = None
+    ) -> ProcessResult:
+        """Process one FileID; `on_heartbeat(seconds)` keeps the message hidden that long."""
+        with bound_contextvars(file_id=file_id):
+            job = self.deps.jobs.get(file_id)
+            if job is None:
+                log.warning("job.not_found")
+                return ProcessResult(Outcome.NOT_FOUND)
+            with bound_contextvars(batch_id=job.batch_id):
+                owner = f"{self.deps.owner_prefix}:{uuid.uuid4().hex[:8]}"
+                claimed = self._claim(job, owner)
+                if isinstance(claimed, ProcessResult):
+                    return claimed
+                # A job claimed before (taken over, released, requeued) may have left an upload.
+                reclaimed = claimed.attempts > 1
+                run = FileRun(
+                    self.deps, claimed, owner, reclaimed=reclaimed, on_heartbeat=on_heartbeat
+                )
+                return self._run(run, claimed)
+
+    def _claim(self, job: FileJob, owner: str) -> FileJob | ProcessResult:
+        for _ in range(_CLAIM_ROUNDS):
+            decision = claim_decision(job, self.deps.clock.now_ms())
+            if decision is ClaimDecision.DONE:
+                log.info("job.already_done", status=str(job.status))
+                return ProcessResult(Outcome.ALREADY_DONE)
+            if decision is ClaimDecision.BUSY:
+                return self._busy(job)
+            try:
+                claimed = self.deps.jobs.claim(job.file_id, owner, self.deps.lease_seconds)
+            except ClaimRefusedError as refused:
+                if refused.current is None:
+                    log.warning("job.not_found")
+                    return ProcessResult(Outcome.NOT_FOUND)
+                job = refused.current  # lost a race: decide again from what the store holds
+                continue
+            log.info("job.claimed", attempts=claimed.attempts, decision=decision.value)
+            return claimed
+        return self._busy(job)
+
+    def _busy(self, job: FileJob) -> ProcessResult:
+        remaining_ms = (job.lease_expires_at_ms or 0) - self.deps.clock.now_ms()
+        seconds = max(0, math.ceil(remaining_ms / 1000)) + self.deps.tuning.visibility_margin_s
+        retry_after_s = min(seconds, _MAX_VISIBILITY_S)
+        log.info("job.busy", retry_after_s=retry_after_s)
+        return ProcessResult(Outcome.BUSY, retry_after_s)
+
+    def _run(self, run: FileRun, job: FileJob) -> ProcessResult:
+        started = time.monotonic()
+        try:
+            with run.heartbeat:
+                key, verified = run.produce()
+        except LeaseLost:
+            log.warning("job.lease_lost", during="transfer")
+            return ProcessResult(Outcome.LEASE_LOST)
+        except ShutdownRequested:
+            return self._release(job, run.owner)
+        except PermanentError as exc:
+            return self._finish(job, run.owner, JobStatus.ERROR, exc)
+        except TransientError as exc:
+            return self._finish(job, run.owner, JobStatus.FAILED, exc)
+        except Exception:
+            # A bug or an outage outlasting the retries: give the claim back, let SQS redeliver.
+            log.exception("job.crashed")
+            self._release(job, run.owner, quiet=True)
+            raise
+        return self._complete(job, run.owner, key, verified, time.monotonic() - started)
+
+    def _complete(
+        self, job: FileJob, owner: str, key: str, verified: Verified, seconds: float
+    ) -> ProcessResult:
+        try:
+            self.deps.jobs.complete(
+                job.file_id,
+                owner,
+                byte_count=verified.byte_count,
+                sha256=verified.sha256,
+                destination_key=key,
+            )
+        except LeaseLostError:
+            log.warning("job.lease_lost", during="complete")
+            return ProcessResult(Outcome.LEASE_LOST)
+        mib_s = verified.byte_count / MIB / seconds if seconds > 0 else None
+        log.info(
+            "job.completed",
+            byte_count=verified.byte_count,
+            sha256=verified.sha256,
+            destination_key=key,
+            seconds=round(seconds, 3),
+            mib_s=round(mib_s, 1) if mib_s else None,
+        )
+        return ProcessResult(Outcome.COMPLETED)
+
+    def _finish(
+        self, job: FileJob, owner: str, status: JobStatus, exc: PermanentError | TransientError
+    ) -> ProcessResult:
+        try:
+            self.deps.jobs.finish_unsuccessfully(job.file_id, owner, status, exc.error_message)
+        except LeaseLostError:
+            log.warning("job.lease_lost", during=str(status))
+            return ProcessResult(Outcome.LEASE_LOST)
+        log.warning(f"job.{status}", error_code=exc.code, error=exc.error_message)
+        return ProcessResult(Outcome.FAILED if status is JobStatus.FAILED else Outcome.ERROR)
+
+    def _release(self, job: FileJob, owner: str, *, quiet: bool = False) -> ProcessResult:
+        try:
+            self.deps.jobs.release(job.file_id, owner)
+        except LeaseLostError:
+            log.warning("job.lease_lost", during="release")
+            return ProcessResult(Outcome.LEASE_LOST)
+        except Exception:
+            if not quiet:
+                raise
+            log.warning("job.release_failed")
+            return ProcessResult(Outcome.RELEASED)
+        log.info("job.released")
+        return ProcessResult(Outcome.RELEASED)

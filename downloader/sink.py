@@ -1,0 +1,184 @@
+"""Plaintext into one S3 object by multipart upload, part by part, published only on request.
+
+Memory is bounded by (max_in_flight + 1) part buffers whatever the file size. Nothing is
+visible in the bucket before `publish`; `abort` (idempotent, for a finally) leaves no
+object and no in-progress upload behind.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from downloader.errors import DestinationUnavailableError
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+MIN_PART_BYTES = 5 * 1024 * 1024  # S3's minimum for every part but the last
+SHA256_METADATA = "sha256"  # stored as x-amz-meta-sha256
+# NoSuchUpload: a worker that took the file over aborted our upload; the retry's lease check
+# then finds the lease lost.
+_TRANSIENT_CODES = frozenset(
+    {"SlowDown", "InternalError", "ServiceUnavailable", "RequestTimeout", "Throttling"}
+    | {"ThrottlingException", "RequestLimitExceeded", "NoSuchUpload"}
+)
+T = TypeVar("T")
+
+
+def s3_call(operation: str, call: Callable[..., T], **request: Any) -> T:
+    """One S3 call; throttling, 5xx and connection faults become DestinationUnavailableError."""
+    try:
+        return call(**request)
+    except ClientError as exc:
+        code = exc.response.get("Error", {}).get("Code", "")
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+        if code in _TRANSIENT_CODES or status >= 500:
+            raise DestinationUnavailableError(f"{operation} failed: {code or status}") from exc
+        raise
+    except BotoCoreError as exc:
+        raise DestinationUnavailableError(f"{operation} failed: {type(exc).__name__}") from exc
+
+
+class MultipartSink:
+    """Writes plaintext to s3://bucket/key; small files become one PutObject at publish."""
+
+    def __init__(
+        self,
+        s3: S3Client,
+        bucket: str,
+        key: str,
+        *,
+        part_bytes: int,
+        max_in_flight: int = 0,
+        expected_sha256: str | None = None,
+    ) -> None:
+        if part_bytes < MIN_PART_BYTES:
+            raise ValueError(f"part_bytes must be at least {MIN_PART_BYTES} (S3 minimum)")
+        self._s3, self.bucket, self.key = s3, bucket, key
+        self._expected_sha256 = expected_sha256
+        self._buffer, self._filled, self._spare = bytearray(part_bytes), 0, list[bytearray]()
+        self._max_in_flight = max_in_flight
+        self._pool = ThreadPoolExecutor(max_in_flight) if max_in_flight else None
+        self._in_flight: deque[tuple[Future[str], bytearray]] = deque()
+        self._etags: list[str] = []
+        self.upload_id: str | None = None
+        self.published = False
+
+    @property
+    def part_count(self) -> int:
+        """Parts uploaded (or uploading) so far."""
+        return len(self._etags) + len(self._in_flight)
+
+    def write(self, data: bytes) -> None:
+        """Append plaintext; every full buffer becomes one part."""
+        view, size = memoryview(data), len(self._buffer)
+        while view:
+            take = min(len(view), size - self._filled)
+            self._buffer[self._filled : self._filled + take] = view[:take]
+            self._filled += take
+            view = view[take:]
+            if self._filled == size:
+                self._flush_part()
+
+    def _flush_part(self) -> None:
+        if self.upload_id is None:
+            self.upload_id = self._create()
+        number, buffer = self.part_count + 1, self._buffer
+        body = buffer if self._filled == len(buffer) else bytes(memoryview(buffer)[: self._filled])
+        self._filled = 0
+        if self._pool is None:
+            self._etags.append(self._upload_part(number, body))
+            return
+        while len(self._in_flight) >= self._max_in_flight:
+            self._collect_oldest()
+        self._in_flight.append((self._pool.submit(self._upload_part, number, body), buffer))
+        # The submitted buffer belongs to its upload until collected: fill another one.
+        self._buffer = self._spare.pop() if self._spare else bytearray(len(buffer))
+
+    def _collect_oldest(self) -> None:
+        future, buffer = self._in_flight.popleft()
+        self._spare.append(buffer)
+        self._etags.append(future.result())
+
+    def _create(self) -> str:
+        extra: dict[str, Any] = {}
+        if self._expected_sha256:
+            extra["Metadata"] = {SHA256_METADATA: self._expected_sha256}
+        response = s3_call(
+            "CreateMultipartUpload",
+            self._s3.create_multipart_upload,
+            Bucket=self.bucket,
+            Key=self.key,
+            **extra,
+        )
+        return response["UploadId"]
+
+    def _upload_part(self, number: int, body: bytes | bytearray) -> str:
+        response = s3_call(
+            "UploadPart",
+            self._s3.upload_part,
+            Bucket=self.bucket,
+            Key=self.key,
+            UploadId=str(self.upload_id),
+            PartNumber=number,
+            Body=body,
+        )
+        return response["ETag"]
+
+    def publish(self, sha256_hex: str) -> None:
+        """Make the object visible: complete the multipart upload, or put a small file whole."""
+        if self.upload_id is None:
+            body = bytes(memoryview(self._buffer)[: self._filled])
+            s3_call(
+                "PutObject",
+                self._s3.put_object,
+                Bucket=self.bucket,
+                Key=self.key,
+                Body=body,
+                Metadata={SHA256_METADATA: sha256_hex},
+            )
+        else:
+            if self._filled:
+                self._flush_part()
+            while self._in_flight:
+                self._collect_oldest()
+            self._complete()
+        self.published = True
+        self._shutdown_pool()
+
+    def _complete(self) -> None:
+        parts: Any = [{"PartNumber": n, "ETag": tag} for n, tag in enumerate(self._etags, 1)]
+        s3_call(
+            "CompleteMultipartUpload",
+            self._s3.complete_multipart_upload,
+            Bucket=self.bucket,
+            Key=self.key,
+            UploadId=str(self.upload_id),
+            MultipartUpload={"Parts": parts},
+        )
+
+    def abort(self) -> None:
+        """Abandon an unpublished upload so that no part survives; safe to call twice."""
+        # Parts still uploading would outlive an abort issued before they finish.
+        wait([future for future, _ in self._in_flight])
+        self._in_flight.clear()
+        self._shutdown_pool()
+        if self.published or self.upload_id is None:
+            return
+        upload_id, self.upload_id = self.upload_id, None
+        s3_call(
+            "AbortMultipartUpload",
+            self._s3.abort_multipart_upload,
+            Bucket=self.bucket,
+            Key=self.key,
+            UploadId=upload_id,
+        )
+
+    def _shutdown_pool(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)

@@ -1,0 +1,83 @@
+"""Reading the provider's object from its presigned URL as a stream of ciphertext chunks.
+
+HTTP faults become typed errors here. No error message carries the URL: requests puts the
+signed query string into its own messages, so those are never passed on (only the host).
+"""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from urllib.parse import urlsplit
+
+import requests
+
+from downloader.errors import (
+    SourceNotFoundError,
+    SourceRejectedError,
+    SourceUnavailableError,
+    UrlExpiredError,
+    UrlRefusedError,
+)
+
+_EXPIRED_MARKER = b"Request has expired"
+_ERROR_BODY_LIMIT = 4096
+
+
+def url_host(url: str) -> str:
+    """The host of a URL: the only part of a presigned URL that may be logged."""
+    return urlsplit(url).hostname or "?"
+
+
+def retry_after_seconds(value: str | None, now_s: float | None = None) -> float | None:
+    """Retry-After as seconds, from delta-seconds or an HTTP date; None if absent or unreadable."""
+    if not value:
+        return None
+    if value.strip().isdigit():
+        return float(value.strip())
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now_s is None else now_s))
+
+
+def _status_error(response: requests.Response, host: str) -> Exception:
+    status = response.status_code
+    if status == 404:
+        return SourceNotFoundError(f"HTTP 404 from {host}: the source object does not exist")
+    if status == 403:
+        body = response.raw.read(_ERROR_BODY_LIMIT, decode_content=True) or b""
+        if _EXPIRED_MARKER in body:
+            return UrlExpiredError(f"HTTP 403 from {host}: the presigned URL has expired")
+        return UrlRefusedError(f"HTTP 403 from {host}: access denied")
+    if status == 429 or status >= 500:
+        retry_after = retry_after_seconds(response.headers.get("Retry-After"))
+        return SourceUnavailableError(f"HTTP {status} from {host}", retry_after_s=retry_after)
+    return SourceRejectedError(f"HTTP {status} from {host}")
+
+
+@contextmanager
+def open_source(
+    session: requests.Session, url: str, *, chunk_bytes: int, timeout_s: tuple[float, float]
+) -> Iterator[Iterator[bytes]]:
+    """Stream the object at `url` in chunks of up to `chunk_bytes`; typed errors on faults."""
+    host = url_host(url)
+    try:
+        response = session.get(url, stream=True, timeout=timeout_s)
+    except requests.RequestException as exc:
+        raise SourceUnavailableError(f"{type(exc).__name__} contacting {host}") from None
+    with response:
+        if response.status_code != 200:
+            raise _status_error(response, host)
+        yield _chunks(response, host, chunk_bytes)
+
+
+def _chunks(response: requests.Response, host: str, chunk_bytes: int) -> Iterator[bytes]:
+    try:
+        yield from response.iter_content(chunk_size=chunk_bytes)
+    except requests.RequestException as exc:
+        # A body cut short (Content-Length not met) lands here too: the connection broke.
+        raise SourceUnavailableError(f"{type(exc).__name__} reading from {host}") from None

@@ -1,0 +1,72 @@
+"""One pass over a file: stream the ciphertext, decrypt and verify it, write the plaintext.
+
+Nothing here publishes: the caller completes the upload only after `transfer_once` returned,
+that is after the GCM tag (or CBC padding), the size and the SHA-256 all checked out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import requests
+from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
+
+from downloader.crypto import PlaintextVerifier, open_decryptor
+from downloader.sink import MultipartSink
+from downloader.source import open_source
+from records.model import FileJob
+
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class TransferTuning:
+    """Chunk and part sizes, timeouts and the retry budget of one file's transfer."""
+
+    chunk_bytes: int = 1 * MIB
+    part_bytes: int = 8 * MIB
+    max_in_flight_parts: int = 2  # parts uploading while the next one fills
+    connect_timeout_s: float = 5.0
+    read_timeout_s: float = 60.0
+    attempts: int = 4
+    retry_wait_s: float = 1.0  # exponential backoff multiplier, full jitter
+    retry_wait_max_s: float = 30.0
+    retry_after_max_s: float = 120.0  # a server's Retry-After is honored up to this
+    visibility_margin_s: int = 5  # a message stays hidden this long past the lease
+
+
+@dataclass(frozen=True)
+class Verified:
+    """What the verified plaintext turned out to be."""
+
+    byte_count: int
+    sha256: str
+
+
+def transfer_once(
+    job: FileJob,
+    url: str,
+    *,
+    private_key: RSAPrivateKey,
+    http: requests.Session,
+    sink: MultipartSink,
+    tuning: TransferTuning,
+    checkpoint: Callable[[], None],
+) -> Verified:
+    """Stream `url` through decryption and verification into `sink`; raise on any fault."""
+    # Key, IV and cipher are checked before the first byte is fetched.
+    decryptor = open_decryptor(private_key, job.cipher, job.encrypted_aes_key, job.encoded_aes_iv)
+    verifier = PlaintextVerifier(job.expected_size, job.expected_sha256)
+    timeout_s = (tuning.connect_timeout_s, tuning.read_timeout_s)
+    with open_source(http, url, chunk_bytes=tuning.chunk_bytes, timeout_s=timeout_s) as chunks:
+        for chunk in chunks:
+            checkpoint()
+            plaintext = decryptor.update(chunk)
+            verifier.update(plaintext)
+            sink.write(plaintext)
+    plaintext = decryptor.finalize()
+    verifier.update(plaintext)
+    sink.write(plaintext)
+    verifier.verify()
+    return Verified(verifier.byte_count, verifier.sha256_hex)
