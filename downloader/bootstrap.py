@@ -1,0 +1,53 @@
+"""The one place that wires the download service from settings: real clients, key, provider."""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+
+from dlpipe.aws import AwsClients
+from dlpipe.config import Settings
+from downloader.deps import ServiceDeps, UrlSigner
+from downloader.keys import private_key_from_settings
+from downloader.service import DownloadService
+from downloader.transfer import TransferTuning
+from records.jobs_table import JobsTable
+
+
+def provider_factory(settings: Settings, clients: AwsClients) -> Callable[[], UrlSigner] | None:
+    """A lazily built provider client (its token is read on first use), or None if unset."""
+    base_url = settings.provider_base_url
+    if not base_url:
+        return None
+
+    @functools.cache
+    def build() -> UrlSigner:
+        # Imported on first use: most files never need a fresh URL.
+        from provider.client import ProviderClient, token_from_settings  # noqa: PLC0415
+
+        return ProviderClient(base_url, token_from_settings(settings, clients))
+
+    return build
+
+
+def build_service(
+    settings: Settings,
+    clients: AwsClients | None = None,
+    *,
+    tuning: TransferTuning | None = None,
+    stop: threading.Event | None = None,
+) -> DownloadService:
+    """A DownloadService on the configured table, bucket, key and provider."""
+    clients = clients or AwsClients(settings)
+    deps = ServiceDeps(
+        jobs=JobsTable(clients.dynamodb, settings.jobs_table),
+        s3=clients.s3,
+        bucket=settings.require("destination_bucket"),
+        private_key=private_key_from_settings(settings, clients),
+        provider=provider_factory(settings, clients),
+        lease_seconds=settings.lease_seconds,
+        tuning=tuning or TransferTuning(),
+        stop=stop or threading.Event(),
+    )
+    return DownloadService(deps)

@@ -1,0 +1,75 @@
+"""`dlpipe worker`: the long-poll download worker (registered in dlpipe.cli)."""
+
+from __future__ import annotations
+
+import signal
+from types import FrameType
+
+import click
+
+from dlpipe.aws import AwsClients
+from dlpipe.config import ConfigError, Settings
+from dlpipe.log import configure_logging
+from downloader.bootstrap import build_service
+from downloader.worker import Worker, WorkerOptions
+
+
+@click.command("worker")
+@click.option("--concurrency", type=click.IntRange(1, 64), default=1, show_default=True)
+@click.option(
+    "--wait-seconds",
+    type=click.IntRange(0, 20),
+    default=20,
+    show_default=True,
+    help="SQS long-poll wait per receive.",
+)
+@click.option(
+    "--max-messages",
+    type=click.IntRange(1, 10),
+    default=1,
+    show_default=True,
+    help="Messages per receive (each thread processes them one after another).",
+)
+@click.option(
+    "--exit-when-idle",
+    type=click.FloatRange(min=0),
+    default=None,
+    metavar="SECONDS",
+    help="Exit once the queue has been empty this long (local runs, tests).",
+)
+@click.option(
+    "--grace-seconds",
+    type=click.FloatRange(min=0),
+    default=20.0,
+    show_default=True,
+    help="On SIGTERM/SIGINT: time for files in progress to finish before they are released.",
+)
+def worker_command(
+    concurrency: int,
+    wait_seconds: int,
+    max_messages: int,
+    exit_when_idle: float | None,
+    grace_seconds: float,
+) -> None:
+    """Long-poll the download queue and process files until SIGTERM/SIGINT."""
+    try:
+        settings = Settings.from_env()
+        configure_logging(settings.log_level)
+        clients = AwsClients(settings)
+        queue_url = settings.require("queue_url")
+        service = build_service(settings, clients)
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from exc
+    options = WorkerOptions(concurrency, wait_seconds, max_messages, exit_when_idle, grace_seconds)
+    worker = Worker(service, clients.sqs, queue_url, options)
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        worker.request_stop(signal.Signals(signum).name)
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    raise SystemExit(worker.run())
+
+
+if __name__ == "__main__":
+    worker_command()

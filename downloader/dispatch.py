@@ -1,0 +1,59 @@
+"""One SQS message through the service, shared by the Lambda handler and the worker.
+
+A malformed body can never succeed, so it is acknowledged and logged (`message.rejected`,
+with a short preview) rather than redelivered until the DLQ: retries would only burn
+receives, and the log keeps the evidence. An exception, on the other hand, is never
+acknowledged: SQS redelivers the message and, after maxReceiveCount, dead-letters it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from dlpipe.log import get_logger
+from downloader.messages import MalformedMessageError, decode_message
+from downloader.service import DownloadService, Outcome
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+
+log = get_logger()
+_PREVIEW_CHARS = 200
+
+
+class MessageVisibility:
+    """Sets one received message's visibility timeout; failures are logged, never raised."""
+
+    def __init__(self, sqs: SQSClient, queue_url: str, receipt_handle: str) -> None:
+        self._sqs, self._queue_url, self._receipt = sqs, queue_url, receipt_handle
+
+    def __call__(self, seconds: int) -> None:
+        """Hide the message for `seconds` from now (0: visible again at once)."""
+        try:
+            self._sqs.change_message_visibility(
+                QueueUrl=self._queue_url, ReceiptHandle=self._receipt, VisibilityTimeout=seconds
+            )
+        except (ClientError, BotoCoreError) as exc:
+            # The message then reappears at its old timeout; the job's claim still guards it.
+            log.warning("message.visibility_failed", error_type=type(exc).__name__)
+
+
+def dispatch(service: DownloadService, body: str, visibility: MessageVisibility) -> bool:
+    """Process one message body; True when the message is done with and may be deleted."""
+    try:
+        message = decode_message(body)
+    except MalformedMessageError as exc:
+        log.warning("message.rejected", reason=str(exc), body_preview=body[:_PREVIEW_CHARS])
+        return True
+    try:
+        result = service.process(message.file_id, on_heartbeat=visibility)
+    except Exception as exc:  # any failure must become a redelivery, never an ack
+        log.exception("message.failed", error_type=type(exc).__name__, error=str(exc))
+        return False
+    if result.outcome is Outcome.BUSY and result.retry_after_s is not None:
+        visibility(result.retry_after_s)  # back when the live claim ends or is renewed
+    elif result.outcome is Outcome.RELEASED:
+        visibility(0)  # another worker may take it at once
+    return result.acknowledge

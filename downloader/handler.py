@@ -1,0 +1,110 @@
+"""Lambda entry point for the SQS event source: one service call per record, partial failures.
+
+Only the records that did not finish are reported in `batchItemFailures`; the event source
+deletes the rest. Nothing AWS is touched at import: the runtime is built on the first call.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from structlog.contextvars import bound_contextvars
+
+from dlpipe.aws import AwsClients
+from dlpipe.config import Settings
+from dlpipe.log import configure_logging, get_logger
+from downloader.bootstrap import build_service
+from downloader.dispatch import MessageVisibility, dispatch
+from downloader.service import DownloadService
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+
+log = get_logger()
+# Time kept back from the Lambda timeout to release a claim and return its message.
+DEADLINE_MARGIN_S = 20.0
+
+
+@dataclass
+class Runtime:
+    """What the handler keeps between invocations of one execution environment."""
+
+    service: DownloadService
+    sqs: SQSClient
+    queue_url: str | None
+    queue_urls: dict[str, str] = field(default_factory=dict)
+
+    def queue_url_for(self, arn: str) -> str:
+        """The queue URL for an event source ARN (arn:aws:sqs:region:account:name)."""
+        if self.queue_url:
+            return self.queue_url
+        if arn not in self.queue_urls:
+            _, _, _, _, account, name = arn.split(":", 5)
+            response = self.sqs.get_queue_url(QueueName=name, QueueOwnerAWSAccountId=account)
+            self.queue_urls[arn] = response["QueueUrl"]
+        return self.queue_urls[arn]
+
+
+_runtime: Runtime | None = None
+_runtime_lock = threading.Lock()
+
+
+def _get_runtime() -> Runtime:
+    global _runtime  # noqa: PLW0603 - the execution environment's cache, built on first use
+    with _runtime_lock:
+        if _runtime is None:
+            settings = Settings.from_env()
+            configure_logging(settings.log_level)
+            clients = AwsClients(settings)
+            _runtime = Runtime(build_service(settings, clients), clients.sqs, settings.queue_url)
+        return _runtime
+
+
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """AWS Lambda handler (downloader.handler.handler)."""
+    return handle_event(event, _get_runtime(), context)
+
+
+def handle_event(event: dict[str, Any], runtime: Runtime, context: Any = None) -> dict[str, Any]:
+    """Process an SQS event's records in order; report the ones that did not finish."""
+    stop = runtime.service.deps.stop
+    stop.clear()
+    failures: list[dict[str, str]] = []
+    with _deadline(context, stop):
+        for record in event.get("Records", []):
+            if not _handle_record(record, runtime, stop):
+                failures.append({"itemIdentifier": record["messageId"]})
+    return {"batchItemFailures": failures}
+
+
+def _handle_record(record: dict[str, Any], runtime: Runtime, stop: threading.Event) -> bool:
+    with bound_contextvars(message_id=record.get("messageId")):
+        if stop.is_set():
+            return False  # out of time: leave the record to a later invocation
+        try:
+            queue_url = runtime.queue_url_for(record.get("eventSourceARN", ""))
+        except Exception as exc:  # one record must not fail the batch
+            log.exception("message.failed", error_type=type(exc).__name__, error=str(exc))
+            return False
+        visibility = MessageVisibility(runtime.sqs, queue_url, record.get("receiptHandle", ""))
+        return dispatch(runtime.service, record.get("body", ""), visibility)
+
+
+@contextmanager
+def _deadline(context: Any, stop: threading.Event) -> Iterator[None]:
+    """Set `stop` shortly before the invocation times out, so claims are released in time."""
+    remaining_ms = getattr(context, "get_remaining_time_in_millis", None)
+    if remaining_ms is None:
+        yield
+        return
+    timer = threading.Timer(max(0.0, remaining_ms() / 1000 - DEADLINE_MARGIN_S), stop.set)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()

@@ -1,0 +1,49 @@
+"""Our RSA private key, from Secrets Manager (AWS) or a PEM file (local), loaded once per process."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
+
+from dlpipe.config import ConfigError, Settings
+from downloader.crypto import load_private_key
+
+if TYPE_CHECKING:
+    from dlpipe.aws import AwsClients
+
+_lock = threading.Lock()
+_cache: dict[str, RSAPrivateKey] = {}
+
+
+def private_key_from_settings(settings: Settings, clients: AwsClients) -> RSAPrivateKey:
+    """The key named by the settings (the secret wins over the file), cached by its source."""
+    if settings.private_key_secret_id:
+        source = f"secret:{settings.private_key_secret_id}"
+    elif settings.private_key_file:
+        source = f"file:{settings.private_key_file}"
+    else:
+        raise ConfigError(
+            "no RSA private key configured: set DLPIPE_PRIVATE_KEY_SECRET or DLPIPE_PRIVATE_KEY_FILE"
+        )
+    with _lock:
+        if source not in _cache:
+            _cache[source] = load_private_key(_read_pem(settings, clients))
+        return _cache[source]
+
+
+def _read_pem(settings: Settings, clients: AwsClients) -> bytes:
+    if settings.private_key_secret_id:
+        secret = clients.secretsmanager.get_secret_value(SecretId=settings.private_key_secret_id)
+        if "SecretString" in secret:
+            return secret["SecretString"].encode("utf-8")
+        return bytes(secret["SecretBinary"])
+    return Path(str(settings.private_key_file)).read_bytes()
+
+
+def clear_cache() -> None:
+    """Forget loaded keys (tests; a rotated secret is picked up by new processes anyway)."""
+    with _lock:
+        _cache.clear()

@@ -1,0 +1,158 @@
+"""The long-poll worker (ECS, EventBridge Pipes targets): N threads receiving from SQS.
+
+On stop (SIGTERM/SIGINT) no new message is taken; files in progress get `grace_s` to
+finish, then their claims are released and their messages made visible again.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+from structlog.contextvars import bound_contextvars
+
+from dlpipe.log import get_logger
+from downloader.dispatch import MessageVisibility, dispatch
+from downloader.service import DownloadService
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+
+log = get_logger()
+_RELEASE_TIMEOUT_S = 30.0  # after the grace period: time to abort uploads and release claims
+_RECEIVE_BACKOFF_S = 2.0
+
+
+@dataclass(frozen=True)
+class WorkerOptions:
+    """How many threads, how they poll, when the worker stops by itself."""
+
+    concurrency: int = 1
+    wait_seconds: int = 20
+    max_messages: int = 1
+    exit_when_idle_s: float | None = None  # stop once the queue has been empty this long
+    grace_s: float = 20.0
+
+
+class Worker:
+    """Receives messages on `concurrency` threads and processes them until stopped."""
+
+    def __init__(
+        self, service: DownloadService, sqs: SQSClient, queue_url: str, options: WorkerOptions
+    ) -> None:
+        self._service, self._sqs, self._queue_url, self._options = service, sqs, queue_url, options
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()
+        self._busy = 0
+        self._last_message_at = time.monotonic()
+
+    def request_stop(self, reason: str = "signal") -> None:
+        """Stop receiving; in-progress files finish within the grace period or are released."""
+        if not self._stopping.is_set():
+            log.info("worker.stopping", reason=reason)
+            self._stopping.set()
+
+    def run(self) -> int:
+        """Run until stopped; returns the process exit code (0)."""
+        threads = [self._start_thread(n) for n in range(self._options.concurrency)]
+        log.info("worker.started", concurrency=self._options.concurrency)
+        while not self._stopping.wait(0.2):
+            if self._idle_too_long():
+                self.request_stop("idle")
+        self._drain()
+        for thread in threads:
+            thread.join(timeout=0.5)  # receivers blocked in a long poll are left to exit
+        log.info("worker.stopped")
+        return 0
+
+    def _start_thread(self, number: int) -> threading.Thread:
+        context = contextvars.copy_context()
+        thread = threading.Thread(
+            target=context.run, args=(self._poll_loop,), name=f"poller-{number}", daemon=True
+        )
+        thread.start()
+        return thread
+
+    def _idle_too_long(self) -> bool:
+        idle_s = self._options.exit_when_idle_s
+        with self._lock:
+            quiet_s = time.monotonic() - self._last_message_at
+            return idle_s is not None and self._busy == 0 and quiet_s >= idle_s
+
+    def _drain(self) -> None:
+        deadline = time.monotonic() + self._options.grace_s
+        while self._busy_count() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if self._busy_count():
+            log.info("worker.grace_expired", busy=self._busy_count())
+            self._service.deps.stop.set()  # in-progress files release their claims now
+            deadline = time.monotonic() + _RELEASE_TIMEOUT_S
+            while self._busy_count() and time.monotonic() < deadline:
+                time.sleep(0.05)
+
+    def _busy_count(self) -> int:
+        with self._lock:
+            return self._busy
+
+    def _poll_loop(self) -> None:
+        while not self._stopping.is_set():
+            messages = self._receive()
+            for message in messages:
+                if not self._enter():
+                    self._visibility(message)(0)  # taken too late: hand it straight back
+                    continue
+                try:
+                    self._handle(message)
+                finally:
+                    self._leave()
+
+    def _enter(self) -> bool:
+        # Checked and counted under one lock, so `_drain` never misses a file just started.
+        with self._lock:
+            if self._stopping.is_set():
+                return False
+            self._busy += 1
+            return True
+
+    def _leave(self) -> None:
+        with self._lock:
+            self._busy -= 1
+            self._last_message_at = time.monotonic()
+
+    def _receive(self) -> list[Any]:
+        try:
+            response = self._sqs.receive_message(
+                QueueUrl=self._queue_url,
+                MaxNumberOfMessages=self._options.max_messages,
+                WaitTimeSeconds=self._options.wait_seconds,
+            )
+        except (ClientError, BotoCoreError) as exc:
+            log.warning("worker.receive_failed", error_type=type(exc).__name__)
+            self._stopping.wait(_RECEIVE_BACKOFF_S)
+            return []
+        messages = list(response.get("Messages", []))
+        if messages:
+            with self._lock:
+                self._last_message_at = time.monotonic()
+        return messages
+
+    def _handle(self, message: Any) -> None:
+        with bound_contextvars(message_id=message["MessageId"]):
+            if dispatch(self._service, message.get("Body", ""), self._visibility(message)):
+                self._delete(message)
+
+    def _visibility(self, message: Any) -> MessageVisibility:
+        return MessageVisibility(self._sqs, self._queue_url, message["ReceiptHandle"])
+
+    def _delete(self, message: Any) -> None:
+        try:
+            self._sqs.delete_message(
+                QueueUrl=self._queue_url, ReceiptHandle=message["ReceiptHandle"]
+            )
+        except (ClientError, BotoCoreError) as exc:
+            # The message comes back; the job is terminal by then, so it is acknowledged again.
+            log.warning("message.delete_failed", error_type=type(exc).__name__)
