@@ -1,0 +1,221 @@
+"""The stub provider: a real HTTP server on 127.0.0.1 that speaks the provider contract.
+
+Files are really encrypted (fresh AES-256 key per file, wrapped with the configured RSA key),
+stored in the emulator's S3 under `{key_prefix}{date}/{entity}.bin`, and handed out as
+SigV4 presigned URLs. A date is published on its first listing (or `publish`). Faults are
+switched with `Faults` (provider/stub_faults.py), at construction or while it runs.
+"""
+
+from __future__ import annotations
+
+import base64
+import hmac
+import random
+import re
+import threading
+from collections.abc import Sequence
+from functools import cached_property
+from types import TracebackType
+from typing import TYPE_CHECKING
+from urllib.parse import SplitResult, parse_qs, urlsplit
+
+from dlpipe.local.provision import ensure_bucket
+from dlpipe.log import get_logger
+from provider.crypto import generate_rsa_keypair, load_public_key, wrap_aes_key
+from provider.stub_faults import CallFault, Descriptor, Faults, draw_call_fault, falsify_descriptor
+from provider.stub_http import Reply, StubHttpServer
+from provider.stub_presign import Presigner
+from provider.stub_publish import ExpectedFile, StubFileSpec
+from provider.stub_store import PublishedDays
+from records.errors import InvalidIdentifierError
+from records.model import make_file_id, validate_date
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.rsa import RSAPublicKey
+
+    from dlpipe.aws import AwsClients
+
+DEFAULT_BUCKET = "dlpipe-provider-stub"
+_ROUTE = re.compile(r"/v1/files(?:/([^/]+))?")
+_ERROR_STATUSES = (500, 502, 503)
+_log = get_logger(component="provider.stub")
+
+
+class StubProvider:
+    """The provider API over HTTP, backed by encrypted objects in the emulator's S3."""
+
+    def __init__(
+        self,
+        clients: AwsClients,
+        public_key_pem: bytes,
+        token: str,
+        files: Sequence[StubFileSpec],
+        *,
+        bucket: str = DEFAULT_BUCKET,
+        seed: int = 0,
+        faults: Faults | None = None,
+        url_ttl_seconds: int = 3600,
+        key_prefix: str = "",
+        port: int = 0,
+    ) -> None:
+        if len({spec.entity for spec in files}) != len(files):
+            raise ValueError("stub file specs repeat an entity")
+        self.faults = faults or Faults()
+        self._clients, self._token, self._bucket, self._port = clients, token, bucket, port
+        self._public_key = load_public_key(public_key_pem)
+        self._entities = frozenset(spec.entity for spec in files)
+        self._days = PublishedDays(
+            clients.s3, bucket, files, seed=seed, key_prefix=key_prefix, faults=self.faults.snapshot
+        )
+        self._presigner = Presigner(clients.settings)
+        self._url_ttl_s = url_ttl_seconds
+        self._rng = random.Random(seed)  # noqa: S311 - fault draws, not secrets
+        self._lock = threading.Lock()  # guards the counter and the shared Random
+        self._requests = 0
+        self._http: StubHttpServer | None = None
+
+    def start(self) -> str:
+        """Create the bucket, start serving on 127.0.0.1, and return the base URL."""
+        ensure_bucket(self._clients, self._bucket)
+        self._http = StubHttpServer(self._serve, port=self._port)
+        _log.info("provider.stub.started", base_url=self.base_url, files=len(self._entities))
+        return self.base_url
+
+    def stop(self) -> None:
+        """Stop serving (stalled calls are woken) and wait for the server thread."""
+        http, self._http = self._http, None
+        if http is not None:
+            http.close()
+            _log.info("provider.stub.stopped", requests=self.request_count)
+
+    def __enter__(self) -> StubProvider:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    @property
+    def base_url(self) -> str:
+        """http://127.0.0.1:port of the running stub."""
+        if self._http is None:
+            raise RuntimeError("the stub provider is not running")
+        return self._http.base_url
+
+    @property
+    def request_count(self) -> int:
+        """API calls received so far, faulted ones included."""
+        with self._lock:
+            return self._requests
+
+    @property
+    def bucket(self) -> str:
+        """The bucket holding the published ciphertext."""
+        return self._bucket
+
+    def object_key(self, date: str, entity: str) -> str:
+        """Where the ciphertext of `entity` for `date` is stored."""
+        return self._days.object_key(date, entity)
+
+    def publish(self, date: str) -> dict[str, ExpectedFile]:
+        """Publish the date's files now (unless done already); returns `expected(date)`."""
+        return self.expected(date)
+
+    def expected(self, date: str) -> dict[str, ExpectedFile]:
+        """Per FileID, what a correct download yields (publishing the date if needed)."""
+        return {make_file_id(e, date): p.expected for e, p in self._days.get(date).items()}
+
+    def purge(self) -> None:
+        """Delete every object this stub stored (keeps a test session's emulator small)."""
+        self._days.purge()
+
+    def _serve(self, path: str, authorization: str | None) -> Reply:
+        faults = self.faults.snapshot()
+        if fault_reply := self._call_fault(faults):
+            return fault_reply
+        if authorization is None or not _same(authorization, f"Bearer {self._token}"):
+            return Reply.json(
+                401, {"error": "invalid bearer token"}, [("WWW-Authenticate", "Bearer")]
+            )
+        return self._answer(urlsplit(path), faults)
+
+    def _answer(self, url: SplitResult, faults: Faults) -> Reply:
+        match = _ROUTE.fullmatch(url.path)
+        entity = match.group(1) if match else None
+        if match is None or (entity is not None and entity not in self._entities):
+            return Reply.json(404, {"error": "no such endpoint or file"})
+        date = _date(url.query)
+        if date is None:
+            return Reply.json(400, {"error": "date must be YYYY-MM-DD"})
+        if faults.malformed_json:
+            return Reply(200, b'{"date": "' + date.encode() + b'", "files": [{"entity": ')
+        if entity is None:
+            return Reply.json(200, self._listing(date, faults))
+        descriptor = self._descriptor(date, entity, faults, refresh=True)
+        return Reply.json(200, {"date": date, **descriptor})
+
+    def _call_fault(self, faults: Faults) -> Reply | None:
+        assert self._http is not None
+        with self._lock:
+            self._requests += 1
+            fault, status = draw_call_fault(faults, self._rng), self._rng.choice(_ERROR_STATUSES)
+        self._http.pause(faults.latency_s)
+        if fault is CallFault.ERROR:
+            return Reply.json(status, {"error": "injected failure"})
+        if fault is CallFault.THROTTLE:
+            return Reply.json(429, {"error": "slow down"}, [("Retry-After", "1")])
+        if fault is CallFault.STALL:
+            self._http.pause(faults.stall_seconds)  # answered after the client gave up
+        return None
+
+    def _listing(self, date: str, faults: Faults) -> dict[str, object]:
+        if faults.empty_listing:
+            return {"date": date, "files": []}
+        entities = list(self._days.get(date))
+        entities += [e for e in entities if e in faults.duplicate_entities]
+        files = [self._descriptor(date, e, faults, refresh=False) for e in entities]
+        return {"date": date, "files": files + [dict(e) for e in faults.extra_listing_entries]}
+
+    def _descriptor(self, date: str, entity: str, faults: Faults, *, refresh: bool) -> Descriptor:
+        published = self._days.get(date)[entity]
+        missing = entity in faults.missing_object_entities
+        expired = entity in faults.always_expired_entities or (
+            not refresh and entity in faults.expired_url_entities
+        )
+        sign = self._presigner.expired_url if expired else self._presigner.url
+        signed = sign(
+            self._bucket, published.object_key + (".missing" if missing else ""), self._url_ttl_s
+        )
+        rsa_key = self._wrong_key if entity in faults.wrong_key_entities else self._public_key
+        descriptor: Descriptor = {
+            "entity": entity,
+            "url": signed.url,
+            "encrypted_key": wrap_aes_key(rsa_key, published.aes_key),
+            "iv": base64.b64encode(published.iv).decode("ascii"),
+            "cipher": published.spec.cipher,
+            "size": published.expected.size,
+            "sha256": published.expected.sha256,
+            "expires_at": signed.expires_at_iso,
+        }
+        return falsify_descriptor(descriptor, entity, faults)
+
+    @cached_property
+    def _wrong_key(self) -> RSAPublicKey:
+        # A key pair nobody holds the private half of: the wrap cannot be undone.
+        return load_public_key(generate_rsa_keypair()[1])
+
+
+def _date(query: str) -> str | None:
+    try:
+        return validate_date(parse_qs(query).get("date", [""])[0])
+    except InvalidIdentifierError:
+        return None
+
+
+def _same(given: str, expected: str) -> bool:
+    return hmac.compare_digest(given.encode(), expected.encode())
