@@ -1,0 +1,102 @@
+"""`dlpipe provider-stub`: the stub provider in the foreground, until Ctrl-C or SIGTERM."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from pathlib import Path
+from typing import Any
+
+import click
+
+from dlpipe.aws import AwsClients
+from dlpipe.config import ENV_ENDPOINT_URL, ENV_PROVIDER_TOKEN, Settings
+from dlpipe.log import configure_logging
+from provider.stub import DEFAULT_BUCKET, StubProvider
+from provider.stub_publish import default_day
+from records.errors import InvalidIdentifierError
+from records.model import validate_date
+
+
+def _dates(_ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]) -> list[str]:
+    try:
+        return [validate_date(value) for value in values]
+    except InvalidIdentifierError as exc:
+        raise click.BadParameter(str(exc)) from exc
+
+
+@click.command("provider-stub")
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8900,
+    show_default=True,
+    help="0 picks a free port.",
+)
+@click.option(
+    "--public-key",
+    "public_key",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    required=True,
+    help="PEM RSA public key that wraps each file's AES key.",
+)
+@click.option(
+    "--token",
+    envvar=ENV_PROVIDER_TOKEN,
+    required=True,
+    help=f"Bearer token clients must send (default: ${ENV_PROVIDER_TOKEN}).",
+)
+@click.option(
+    "--files",
+    "n_files",
+    type=click.IntRange(min=0),
+    default=20,
+    show_default=True,
+    help="Files per day (default_day).",
+)
+@click.option(
+    "--date",
+    "dates",
+    multiple=True,
+    callback=_dates,
+    help="Publish this date at start; other dates publish on their first listing.",
+)
+@click.option(
+    "--seed",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Seed of the plaintext and of the fault draws.",
+)
+@click.option(
+    "--bucket", default=DEFAULT_BUCKET, show_default=True, help="Bucket for the ciphertext."
+)
+def provider_stub(  # noqa: PLR0917 - click passes every option as an argument
+    port: int, public_key: Path, token: str, n_files: int, dates: list[str], seed: int, bucket: str
+) -> None:
+    """Serve the provider API on 127.0.0.1 (needs AWS_ENDPOINT_URL pointing at the emulator)."""
+    settings = Settings.from_env()
+    if not settings.endpoint_url:
+        raise click.UsageError(f"{ENV_ENDPOINT_URL} must point at the emulator")
+    configure_logging(settings.log_level)
+    stopping = threading.Event()
+
+    def stop(_signum: int, _frame: Any) -> None:
+        stopping.set()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    stub = StubProvider(
+        AwsClients(settings), public_key.read_bytes(), token, default_day(n_files),
+        bucket=bucket, seed=seed, port=port,
+    )  # fmt: skip
+    with stub:
+        for day in dates:
+            stub.publish(day)
+        click.echo(stub.base_url)  # stdout: the one line a script needs; logs go to stderr
+        while not stopping.wait(0.5):
+            pass
+
+
+if __name__ == "__main__":
+    provider_stub()
