@@ -101,7 +101,12 @@ def _deadline(context: Any, stop: threading.Event) -> Iterator[None]:
     if remaining_ms is None:
         yield
         return
-    timer = threading.Timer(max(0.0, remaining_ms() / 1000 - DEADLINE_MARGIN_S), stop.set)
+    delay_s = remaining_ms() / 1000 - DEADLINE_MARGIN_S
+    if delay_s <= 0:
+        stop.set()
+        yield
+        return
+    timer = threading.Timer(delay_s, stop.set)
     timer.daemon = True
     timer.start()
     try:

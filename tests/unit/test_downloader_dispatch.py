@@ -1,0 +1,161 @@
+"""What an entry point does with a message, given the service's outcome (fake service and SQS)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from botocore.exceptions import EndpointConnectionError
+from structlog.testing import capture_logs
+
+from downloader.dispatch import MessageVisibility, dispatch
+from downloader.handler import Runtime, handle_event
+from downloader.messages import JobMessage, encode_message
+from downloader.service import Outcome, ProcessResult
+from tests.support import new_batch_id
+
+QUEUE_URL = "http://127.0.0.1:1/000000000000/q"
+
+
+class FakeSqs:
+    """Records visibility changes; can be told to fail."""
+
+    def __init__(self, fail: bool = False) -> None:
+        self.visibility: list[tuple[str, int]] = []
+        self.fail = fail
+
+    def change_message_visibility(
+        self, QueueUrl: str, ReceiptHandle: str, VisibilityTimeout: int
+    ) -> None:
+        if self.fail:
+            raise EndpointConnectionError(endpoint_url=QueueUrl)
+        self.visibility.append((ReceiptHandle, VisibilityTimeout))
+
+
+class FakeService:
+    """Answers each FileID with a fixed result, or raises."""
+
+    def __init__(self, results: dict[str, ProcessResult | Exception]) -> None:
+        self.results = results
+        self.deps = SimpleNamespace(stop=threading.Event())
+        self.calls: list[str] = []
+
+    def process(
+        self, file_id: str, *, on_heartbeat: Callable[[int], None] | None = None
+    ) -> ProcessResult:
+        self.calls.append(file_id)
+        result = self.results[file_id]
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+
+def body(file_id: str) -> str:
+    return encode_message(JobMessage(file_id, new_batch_id()))
+
+
+def run(result: ProcessResult | Exception, sqs: FakeSqs | None = None) -> tuple[bool, FakeSqs]:
+    sqs = sqs or FakeSqs()
+    service: Any = FakeService({"acme-2026-02-28": result})
+    acked = dispatch(service, body("acme-2026-02-28"), MessageVisibility(sqs, QUEUE_URL, "rh"))  # type: ignore[arg-type]
+    return acked, sqs
+
+
+@pytest.mark.parametrize(
+    "outcome",
+    [
+        Outcome.COMPLETED,
+        Outcome.ALREADY_DONE,
+        Outcome.FAILED,
+        Outcome.ERROR,
+        Outcome.LEASE_LOST,
+        Outcome.NOT_FOUND,
+    ],
+)
+def test_finished_outcomes_acknowledge_the_message(outcome: Outcome) -> None:
+    """Completed, terminal, failed, error, lease lost and missing jobs all delete the message."""
+    acked, sqs = run(ProcessResult(outcome))
+    assert acked
+    assert sqs.visibility == []
+
+
+def test_busy_hides_the_message_for_the_rest_of_the_lease() -> None:
+    """BUSY: not acknowledged, hidden for retry_after_s so it returns when the claim ends."""
+    acked, sqs = run(ProcessResult(Outcome.BUSY, retry_after_s=42))
+    assert not acked
+    assert sqs.visibility == [("rh", 42)]
+
+
+def test_released_makes_the_message_visible_at_once() -> None:
+    """RELEASED (shutdown): not acknowledged, visibility 0 so another worker takes it now."""
+    acked, sqs = run(ProcessResult(Outcome.RELEASED))
+    assert not acked
+    assert sqs.visibility == [("rh", 0)]
+
+
+def test_an_exception_is_never_an_acknowledgement() -> None:
+    """A crash leaves the message for redelivery (and the DLQ after maxReceiveCount)."""
+    with capture_logs() as logs:
+        acked, _ = run(RuntimeError("boom"))
+    assert not acked
+    assert [e["event"] for e in logs] == ["message.failed"]
+
+
+def test_a_failing_visibility_change_is_logged_not_raised() -> None:
+    """SQS refusing ChangeMessageVisibility does not turn a BUSY into a crash."""
+    with capture_logs() as logs:
+        acked, _ = run(ProcessResult(Outcome.BUSY, retry_after_s=5), FakeSqs(fail=True))
+    assert not acked
+    assert "message.visibility_failed" in [e["event"] for e in logs]
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "not json",
+        "[]",
+        '{"file_id": "../../etc-2026-02-28", "batch_id": "x"}',
+        '{"batch_id": "b"}',
+        "",
+    ],
+)
+def test_a_malformed_body_is_acknowledged_and_logged_as_rejected(raw: str) -> None:
+    """A body that is no job message can never succeed: acknowledged, `message.rejected`."""
+    service: Any = FakeService({})
+    with capture_logs() as logs:
+        acked = dispatch(service, raw, MessageVisibility(FakeSqs(), QUEUE_URL, "rh"))  # type: ignore[arg-type]
+    assert acked
+    assert service.calls == []
+    assert [e["event"] for e in logs] == ["message.rejected"]
+
+
+def record(message_id: str, file_id: str) -> dict[str, str]:
+    return {
+        "messageId": message_id,
+        "receiptHandle": f"rh-{message_id}",
+        "body": body(file_id),
+        "eventSourceARN": "arn:aws:sqs:us-east-1:000000000000:q",
+    }
+
+
+def test_handler_reports_exactly_the_failing_record() -> None:
+    """One good and one crashing record: only the crashing one is in batchItemFailures."""
+    service: Any = FakeService(
+        {"good-2026-02-28": ProcessResult(Outcome.COMPLETED), "bad-2026-02-28": RuntimeError("x")}
+    )
+    runtime = Runtime(service, FakeSqs(), QUEUE_URL)  # type: ignore[arg-type]
+    event = {"Records": [record("m1", "good-2026-02-28"), record("m2", "bad-2026-02-28")]}
+    assert handle_event(event, runtime) == {"batchItemFailures": [{"itemIdentifier": "m2"}]}
+
+
+def test_handler_stops_taking_records_when_the_invocation_runs_out_of_time() -> None:
+    """Past the deadline margin, records are left (reported) for a later invocation."""
+    service: Any = FakeService({"a-2026-02-28": ProcessResult(Outcome.COMPLETED)})
+    runtime = Runtime(service, FakeSqs(), QUEUE_URL)  # type: ignore[arg-type]
+    context = SimpleNamespace(get_remaining_time_in_millis=lambda: 1000)
+    result = handle_event({"Records": [record("m1", "a-2026-02-28")]}, runtime, context)
+    assert result == {"batchItemFailures": [{"itemIdentifier": "m1"}]}
+    assert service.calls == []

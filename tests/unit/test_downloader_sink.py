@@ -1,0 +1,146 @@
+"""The multipart sink against a recording fake S3: part sizes, bounded buffers, abort."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+
+from downloader.errors import DestinationUnavailableError
+from downloader.sink import MIN_PART_BYTES, MultipartSink
+
+PART = MIN_PART_BYTES
+
+
+class FakeS3:
+    """Records every call; UploadPart can be slowed down or made to fail."""
+
+    def __init__(self, part_delay_s: float = 0.0, fail_code: str | None = None) -> None:
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.part_sizes: dict[int, int] = {}
+        self.part_delay_s, self.fail_code = part_delay_s, fail_code
+        self.in_flight = self.max_in_flight = 0
+        self._lock = threading.Lock()
+
+    def _record(self, name: str, **request: Any) -> None:
+        with self._lock:
+            self.calls.append((name, request))
+
+    def create_multipart_upload(self, **request: Any) -> dict[str, str]:
+        self._record("create", **request)
+        return {"UploadId": "u1"}
+
+    def upload_part(self, **request: Any) -> dict[str, str]:
+        with self._lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        time.sleep(self.part_delay_s)
+        with self._lock:
+            self.in_flight -= 1
+            self.part_sizes[request["PartNumber"]] = len(request["Body"])
+        if self.fail_code:
+            raise ClientError({"Error": {"Code": self.fail_code}}, "UploadPart")
+        return {"ETag": f"e{request['PartNumber']}"}
+
+    def complete_multipart_upload(self, **request: Any) -> None:
+        self._record("complete", **request)
+
+    def abort_multipart_upload(self, **request: Any) -> None:
+        self._record("abort", **request)
+
+    def put_object(self, **request: Any) -> None:
+        self._record("put", **request)
+
+    def names(self) -> list[str]:
+        return [name for name, _ in self.calls]
+
+
+def feed(sink: MultipartSink, total: int, chunk: int = 1_000_003) -> None:
+    for start in range(0, total, chunk):
+        sink.write(b"x" * min(chunk, total - start))
+
+
+@pytest.mark.parametrize("in_flight", [0, 2])
+def test_parts_are_exactly_part_sized_but_the_last(in_flight: int) -> None:
+    """2.5 parts of plaintext: two full parts and a half one, completed in order."""
+    s3 = FakeS3()
+    sink = MultipartSink(
+        s3, "b", "k", part_bytes=PART, max_in_flight=in_flight, expected_sha256="a" * 64
+    )  # type: ignore[arg-type]
+    feed(sink, PART * 5 // 2)
+    sink.publish("a" * 64)
+    assert s3.part_sizes == {1: PART, 2: PART, 3: PART // 2}
+    assert s3.names() == ["create", "complete"]
+    create, complete = s3.calls[0][1], s3.calls[1][1]
+    assert create["Metadata"] == {"sha256": "a" * 64}
+    assert [p["PartNumber"] for p in complete["MultipartUpload"]["Parts"]] == [1, 2, 3]
+
+
+def test_in_flight_parts_and_buffers_stay_bounded() -> None:
+    """Ten parts with slow uploads: never more than max_in_flight at once, buffers reused."""
+    s3 = FakeS3(part_delay_s=0.02)
+    sink = MultipartSink(s3, "b", "k", part_bytes=PART, max_in_flight=2)  # type: ignore[arg-type]
+    feed(sink, PART * 10)
+    sink.publish("a" * 64)
+    assert s3.max_in_flight == 2
+    assert len(sink._spare) + 1 <= 3  # buffers ever allocated: in flight + the one filling
+
+
+def test_a_small_file_is_one_put_with_its_sha256_and_no_multipart() -> None:
+    """Below one part (and zero bytes) the object is a single PutObject at publish."""
+    for size in (0, 10):
+        s3 = FakeS3()
+        sink = MultipartSink(s3, "b", "k", part_bytes=PART)  # type: ignore[arg-type]
+        feed(sink, size)
+        assert s3.calls == []
+        sink.publish("f" * 64)
+        ((name, request),) = s3.calls
+        assert (name, len(request["Body"]), request["Metadata"]) == (
+            "put",
+            size,
+            {"sha256": "f" * 64},
+        )
+
+
+def test_abort_after_parts_aborts_the_upload_once_and_never_completes() -> None:
+    """abort() abandons the upload; a second abort() does nothing."""
+    s3 = FakeS3()
+    sink = MultipartSink(s3, "b", "k", part_bytes=PART, max_in_flight=2)  # type: ignore[arg-type]
+    feed(sink, PART * 2)
+    sink.abort()
+    sink.abort()
+    assert s3.names() == ["create", "abort"]
+
+
+def test_abort_after_publish_does_nothing() -> None:
+    """A published object is never aborted by the finally that guards failures."""
+    s3 = FakeS3()
+    sink = MultipartSink(s3, "b", "k", part_bytes=PART)  # type: ignore[arg-type]
+    feed(sink, PART + 1)
+    sink.publish("a" * 64)
+    sink.abort()
+    assert s3.names() == ["create", "complete"]
+
+
+@pytest.mark.parametrize("code", ["SlowDown", "InternalError", "NoSuchUpload"])
+def test_s3_throttling_and_5xx_are_transient(code: str) -> None:
+    """SlowDown, InternalError and NoSuchUpload surface as DestinationUnavailableError."""
+    sink = MultipartSink(FakeS3(fail_code=code), "b", "k", part_bytes=PART)  # type: ignore[arg-type]
+    with pytest.raises(DestinationUnavailableError, match=code):
+        feed(sink, PART)
+
+
+def test_other_s3_errors_are_not_disguised_as_transient() -> None:
+    """AccessDenied is re-raised as it is (a configuration fault, not a retryable one)."""
+    sink = MultipartSink(FakeS3(fail_code="AccessDenied"), "b", "k", part_bytes=PART)  # type: ignore[arg-type]
+    with pytest.raises(ClientError):
+        feed(sink, PART)
+
+
+def test_parts_below_the_s3_minimum_are_refused() -> None:
+    """A part size S3 would reject at completion is refused up front."""
+    with pytest.raises(ValueError, match="at least"):
+        MultipartSink(FakeS3(), "b", "k", part_bytes=PART - 1)  # type: ignore[arg-type]

@@ -1,0 +1,143 @@
+"""Reading a presigned URL: HTTP answers and broken connections become typed errors."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+import requests
+
+from downloader.errors import (
+    DownloadError,
+    PermanentError,
+    SourceNotFoundError,
+    SourceRejectedError,
+    SourceUnavailableError,
+    TransientError,
+    UrlExpiredError,
+    UrlRefusedError,
+)
+from downloader.source import open_source, retry_after_seconds, url_host
+
+SIGNED_QUERY = "?X-Amz-Signature=deadbeefcafe&X-Amz-Credential=secretcred"
+EXPIRED_BODY = b"<Error><Code>AccessDenied</Code><Message>Request has expired</Message></Error>"
+BODY = bytes(range(256)) * 40
+
+ROUTES: dict[str, tuple[int, dict[str, str], bytes]] = {
+    "/ok": (200, {}, BODY),
+    "/missing": (404, {}, b"<Error><Code>NoSuchKey</Code></Error>"),
+    "/expired": (403, {}, EXPIRED_BODY),
+    "/denied": (403, {}, b"<Error><Code>AccessDenied</Code></Error>"),
+    "/busy": (503, {"Retry-After": "7"}, b""),
+    "/throttled": (429, {}, b""),
+    "/bad": (400, {}, b""),
+    # Content-Length promises more than is sent: the connection breaks mid-body.
+    "/short": (200, {"Content-Length": str(len(BODY) + 100)}, BODY),
+}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        status, headers, body = ROUTES[self.path.split("?")[0]]
+        self.send_response(status)
+        headers = {"Content-Length": str(len(body)), **headers}
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def base_url() -> Iterator[str]:
+    """A local HTTP server answering each path with a fixed status and body."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def read(url: str) -> bytes:
+    with (
+        requests.Session() as session,
+        open_source(session, url, chunk_bytes=1000, timeout_s=(2, 2)) as chunks,
+    ):
+        return b"".join(chunks)
+
+
+def test_a_200_is_streamed_in_chunks_of_the_asked_size(base_url: str) -> None:
+    """The body arrives whole, in chunks no bigger than chunk_bytes."""
+    with (
+        requests.Session() as session,
+        open_source(
+            session, f"{base_url}/ok{SIGNED_QUERY}", chunk_bytes=1000, timeout_s=(2, 2)
+        ) as chunks,
+    ):
+        pieces = list(chunks)
+    assert b"".join(pieces) == BODY
+    assert max(len(p) for p in pieces) == 1000
+
+
+@pytest.mark.parametrize(
+    ("path", "error", "kind"),
+    [
+        ("/missing", SourceNotFoundError, PermanentError),
+        ("/expired", UrlExpiredError, TransientError),
+        ("/denied", UrlRefusedError, TransientError),
+        ("/busy", SourceUnavailableError, TransientError),
+        ("/throttled", SourceUnavailableError, TransientError),
+        ("/bad", SourceRejectedError, PermanentError),
+        ("/short", SourceUnavailableError, TransientError),
+    ],
+)
+def test_http_faults_become_typed_errors_without_the_signed_query(
+    base_url: str, path: str, error: type[DownloadError], kind: type[DownloadError]
+) -> None:
+    """Each answer maps to its error type; the message names the host, never the signature."""
+    with pytest.raises(error) as raised:
+        read(f"{base_url}{path}{SIGNED_QUERY}")
+    assert type(raised.value) is error
+    assert isinstance(raised.value, kind)
+    assert "deadbeefcafe" not in str(raised.value)
+    assert "127.0.0.1" in str(raised.value)
+
+
+def test_a_503_carries_its_retry_after(base_url: str) -> None:
+    """Retry-After in seconds is kept on the error for the retry policy."""
+    with pytest.raises(SourceUnavailableError) as raised:
+        read(f"{base_url}/busy{SIGNED_QUERY}")
+    assert raised.value.retry_after_s == 7.0
+
+
+def test_a_refused_connection_is_transient_and_hides_the_url() -> None:
+    """Nothing listening: SourceUnavailableError naming only the host."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with pytest.raises(SourceUnavailableError) as raised:
+        read(f"http://127.0.0.1:{port}/x{SIGNED_QUERY}")
+    assert "deadbeefcafe" not in str(raised.value)
+    assert raised.value.__suppress_context__
+
+
+def test_retry_after_reads_seconds_and_http_dates() -> None:
+    """Delta-seconds and HTTP dates both become seconds; nonsense becomes None."""
+    assert retry_after_seconds("12") == 12.0
+    assert retry_after_seconds("Wed, 21 Oct 2015 07:28:10 GMT", now_s=1445412480.0) == 10.0
+    assert retry_after_seconds("soon") is None
+    assert retry_after_seconds(None) is None
+
+
+def test_url_host_is_the_only_loggable_part() -> None:
+    """url_host drops the path and the signed query."""
+    assert url_host(f"https://bucket.s3.amazonaws.com/k{SIGNED_QUERY}") == "bucket.s3.amazonaws.com"
