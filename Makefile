@@ -49,7 +49,7 @@ $(CHECKOV_VENV)/.installed-stamp: Makefile
 
 ## checkov: security scan of terraform/ (tests/infra/test_checkov.py asserts the same in `make test`).
 checkov: $(CHECKOV_VENV)/.installed-stamp
-	$(CHECKOV_VENV)/bin/checkov -d terraform --framework terraform --compact --quiet
+	$(CHECKOV_VENV)/bin/checkov -d terraform --framework terraform --compact --quiet --skip-download
 
 ## package: build/dlpipe-lambda.zip, the code of both Lambda functions plus their dependencies.
 package: $(STAMP)
