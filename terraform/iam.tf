@@ -176,11 +176,20 @@ data "aws_iam_policy_document" "downloader" {
     resources = [aws_sqs_queue.downloads.arn]
   }
 
-  # CreateMultipartUpload, UploadPart and CompleteMultipartUpload are all s3:PutObject.
+  # CreateMultipartUpload, UploadPart and CompleteMultipartUpload are all s3:PutObject;
+  # HeadObject (is the verified file there already?) is s3:GetObject.
   statement {
     sid       = "StoreFiles"
-    actions   = ["s3:PutObject", "s3:AbortMultipartUpload"]
+    actions   = ["s3:PutObject", "s3:AbortMultipartUpload", "s3:GetObject"]
     resources = ["${aws_s3_bucket.destination.arn}/*"]
+  }
+
+  # ListBucket turns HeadObject's "forbidden" for a missing key into a plain 404;
+  # ListBucketMultipartUploads finds a dead worker's stale uploads of the same key to abort.
+  statement {
+    sid       = "FindObjectsAndStaleUploads"
+    actions   = ["s3:ListBucket", "s3:ListBucketMultipartUploads"]
+    resources = [aws_s3_bucket.destination.arn]
   }
 
   statement {

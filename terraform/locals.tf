@@ -21,7 +21,9 @@ locals {
   # over as soon as the message reappears.
   queue_visibility_timeout_seconds = var.downloader_timeout_seconds * 6
 
-  # Namespace of the EMF metrics the orchestrator logs (BatchTimedOut, BatchFailed, StuckJobs).
+  # Namespace of the EMF metrics the orchestrator logs (BatchTimedOut, BatchFailed, StuckJobs),
+  # dlpipe/metrics.py's NAMESPACE. They carry no dimensions, which is what the alarms watch:
+  # never set POWERTOOLS_SERVICE_NAME on the functions, it would add a "service" dimension.
   metric_namespace = "dlpipe"
 
   # Lambda runtime shared by both functions; scripts/package_lambda.py builds for it.
@@ -37,6 +39,8 @@ locals {
     DLPIPE_POLL_INTERVAL_SECONDS = tostring(var.poll_interval_seconds)
     DLPIPE_MAX_POLLS             = tostring(var.max_polls)
     DLPIPE_DATE_OFFSET_DAYS      = tostring(var.date_offset_days)
+    DLPIPE_SWEEP_REQUEUE         = tostring(var.sweep_requeue)
+    DLPIPE_RESEND_AFTER_SECONDS  = tostring(var.resend_after_seconds)
     DLPIPE_LOG_LEVEL             = var.log_level
   }
 

@@ -123,6 +123,23 @@ variable "date_offset_days" {
   }
 }
 
+variable "sweep_requeue" {
+  description = "Whether each completion check also requeues jobs whose worker died (expired lease) and re-sends available jobs nobody took (DLPIPE_SWEEP_REQUEUE). Off: they are only counted (StuckJobs metric) and SQS redelivery recovers them."
+  type        = bool
+  default     = false
+}
+
+variable "resend_after_seconds" {
+  description = "Age after which an `available` job nobody claimed counts as idle for the sweeper (DLPIPE_RESEND_AFTER_SECONDS)."
+  type        = number
+  default     = 1800
+
+  validation {
+    condition     = var.resend_after_seconds >= 60 && floor(var.resend_after_seconds) == var.resend_after_seconds
+    error_message = "resend_after_seconds must be a whole number of at least 60."
+  }
+}
+
 variable "durable_execution_timeout_seconds" {
   description = "Upper bound on one durable orchestrator execution, all waits included (durable_config.execution_timeout). Must exceed poll_interval_seconds * max_polls plus durable_setup_margin_seconds."
   type        = number

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from dlpipe import config
+from dlpipe import config, metrics
 from records import schema
 from tests.infra.hcl import (
     DATA_REF,
@@ -52,6 +52,8 @@ ORCHESTRATOR_NEEDS = {
     config.ENV_POLL_INTERVAL_SECONDS,
     config.ENV_MAX_POLLS,
     config.ENV_DATE_OFFSET_DAYS,
+    config.ENV_SWEEP_REQUEUE,
+    config.ENV_RESEND_AFTER_SECONDS,
     config.ENV_LOG_LEVEL,
 }
 DOWNLOADER_NEEDS = {
@@ -297,7 +299,7 @@ def test_lambda_environment_names_are_defined_in_config() -> None:
 
 
 def test_orchestrator_receives_every_setting_it_reads() -> None:
-    """The orchestrator gets its tables, queues, provider, secret and polling settings."""
+    """The orchestrator gets its tables, queues, provider, secret, polling and sweep settings."""
     assert ORCHESTRATOR_NEEDS - _lambda_environment("orchestrator") == set()
 
 
@@ -367,6 +369,14 @@ def test_queue_visibility_is_six_downloader_timeouts() -> None:
     assert (
         MODULE.locals["queue_visibility_timeout_seconds"] == "${var.downloader_timeout_seconds * 6}"
     )
+
+
+def test_alarms_watch_the_namespace_the_code_emits_metrics_to() -> None:
+    """The pipeline alarms read dlpipe/metrics.py's namespace, without dimensions."""
+    assert literal(MODULE.locals["metric_namespace"]) == metrics.NAMESPACE
+    alarm = MODULE.resource("aws_cloudwatch_metric_alarm", "pipeline")
+    assert alarm["namespace"] == "${local.metric_namespace}"
+    assert "dimensions" not in alarm
 
 
 def test_every_queue_is_encrypted_with_the_dlpipe_key() -> None:
