@@ -5,6 +5,7 @@ No terraform binary is needed: python-hcl2 parses the files, and each test state
 
 from __future__ import annotations
 
+import importlib
 import re
 from typing import Any
 
@@ -321,6 +322,15 @@ def test_orchestrator_is_a_published_durable_function() -> None:
     assert durable.keys() >= {"execution_timeout", "retention_period"}
     assert body["publish"] is True
     assert literal(body["handler"]) == "orchestrator.handler.handler"
+
+
+@pytest.mark.parametrize("label", ["orchestrator", "downloader"])
+def test_lambda_handler_names_a_function_in_the_package(label: str) -> None:
+    """Each function's handler string ("module.function") resolves to a callable in our code."""
+    module_name, _, function = literal(
+        MODULE.resource("aws_lambda_function", label)["handler"]
+    ).rpartition(".")
+    assert callable(getattr(importlib.import_module(module_name), function))
 
 
 def test_default_poll_budget_fits_the_durable_execution_timeout() -> None:
