@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import requests
 from botocore.exceptions import ClientError
@@ -40,7 +40,10 @@ _TRANSPORT_ERRORS = (
     requests.exceptions.ChunkedEncodingError,
 )
 
-_log = get_logger(component="provider.client")
+
+def _log() -> Any:
+    # Bound per call: a logger bound at import would miss configure_logging (stream, level).
+    return get_logger(component="provider.client")
 
 
 class _Retryable(Exception):
@@ -132,10 +135,10 @@ class ProviderClient:
             ) as response:
                 body = _read_capped(response) if response.status_code == 200 else b""
         except _TRANSPORT_ERRORS as exc:
-            _log.info("provider.request", path=path, date=date, error=type(exc).__name__)
+            _log().info("provider.request", path=path, date=date, error=type(exc).__name__)
             raise _Retryable(type(exc).__name__) from exc
         elapsed_ms = round((time.monotonic() - started) * 1000)
-        _log.info(
+        _log().info(
             "provider.request",
             path=path,
             date=date,
@@ -154,7 +157,9 @@ class ProviderClient:
     def _log_retry(self, state: RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome else None
         wait_s = state.next_action.sleep if state.next_action else None
-        _log.warning("provider.retry", attempt=state.attempt_number, reason=str(exc), wait_s=wait_s)
+        _log().warning(
+            "provider.retry", attempt=state.attempt_number, reason=str(exc), wait_s=wait_s
+        )
 
 
 def _read_capped(response: requests.Response) -> bytes:

@@ -9,26 +9,22 @@ switched with `Faults` (provider/stub_faults.py), at construction or while it ru
 from __future__ import annotations
 
 import base64
-import hmac
 import random
-import re
 import threading
 from collections.abc import Sequence
 from functools import cached_property
 from types import TracebackType
-from typing import TYPE_CHECKING
-from urllib.parse import SplitResult, parse_qs, urlsplit
+from typing import TYPE_CHECKING, Any
 
 from dlpipe.local.provision import ensure_bucket
 from dlpipe.log import get_logger
 from provider.crypto import generate_rsa_keypair, load_public_key, wrap_aes_key
 from provider.stub_faults import CallFault, Descriptor, Faults, draw_call_fault, falsify_descriptor
-from provider.stub_http import Reply, StubHttpServer
+from provider.stub_http import Reply, StubHttpServer, bearer_matches, route
 from provider.stub_presign import Presigner
 from provider.stub_publish import ExpectedFile, StubFileSpec
 from provider.stub_store import PublishedDays
-from records.errors import InvalidIdentifierError
-from records.model import make_file_id, validate_date
+from records.model import make_file_id
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.rsa import RSAPublicKey
@@ -36,9 +32,12 @@ if TYPE_CHECKING:
     from dlpipe.aws import AwsClients
 
 DEFAULT_BUCKET = "dlpipe-provider-stub"
-_ROUTE = re.compile(r"/v1/files(?:/([^/]+))?")
 _ERROR_STATUSES = (500, 502, 503)
-_log = get_logger(component="provider.stub")
+
+
+def _log() -> Any:
+    # Bound per call: a logger bound at import would miss configure_logging (stream, level).
+    return get_logger(component="provider.stub")
 
 
 class StubProvider:
@@ -65,7 +64,7 @@ class StubProvider:
         self._public_key = load_public_key(public_key_pem)
         self._entities = frozenset(spec.entity for spec in files)
         self._days = PublishedDays(
-            clients.s3, bucket, files, seed=seed, key_prefix=key_prefix, faults=self.faults.snapshot
+            clients.s3, bucket, files, seed=seed, key_prefix=key_prefix, faults=self._fault_snapshot
         )
         self._presigner = Presigner(clients.settings)
         self._url_ttl_s = url_ttl_seconds
@@ -78,7 +77,7 @@ class StubProvider:
         """Create the bucket, start serving on 127.0.0.1, and return the base URL."""
         ensure_bucket(self._clients, self._bucket)
         self._http = StubHttpServer(self._serve, port=self._port)
-        _log.info("provider.stub.started", base_url=self.base_url, files=len(self._entities))
+        _log().info("provider.stub.started", base_url=self.base_url, files=len(self._entities))
         return self.base_url
 
     def stop(self) -> None:
@@ -86,7 +85,7 @@ class StubProvider:
         http, self._http = self._http, None
         if http is not None:
             http.close()
-            _log.info("provider.stub.stopped", requests=self.request_count)
+            _log().info("provider.stub.stopped", requests=self.request_count)
 
     def __enter__(self) -> StubProvider:
         self.start()
@@ -134,43 +133,46 @@ class StubProvider:
         """Delete every object this stub stored (keeps a test session's emulator small)."""
         self._days.purge()
 
+    def _fault_snapshot(self) -> Faults:
+        return self.faults.snapshot()  # `faults` may be replaced whole, not only `set`
+
     def _serve(self, path: str, authorization: str | None) -> Reply:
-        faults = self.faults.snapshot()
+        faults = self._fault_snapshot()
         if fault_reply := self._call_fault(faults):
             return fault_reply
-        if authorization is None or not _same(authorization, f"Bearer {self._token}"):
+        if not bearer_matches(authorization, self._token):
             return Reply.json(
                 401, {"error": "invalid bearer token"}, [("WWW-Authenticate", "Bearer")]
             )
-        return self._answer(urlsplit(path), faults)
+        return self._answer(path, faults)
 
-    def _answer(self, url: SplitResult, faults: Faults) -> Reply:
-        match = _ROUTE.fullmatch(url.path)
-        entity = match.group(1) if match else None
-        if match is None or (entity is not None and entity not in self._entities):
+    def _answer(self, path: str, faults: Faults) -> Reply:
+        call = route(path)
+        if call is None or (call.entity is not None and call.entity not in self._entities):
             return Reply.json(404, {"error": "no such endpoint or file"})
-        date = _date(url.query)
-        if date is None:
+        if call.date is None:
             return Reply.json(400, {"error": "date must be YYYY-MM-DD"})
         if faults.malformed_json:
-            return Reply(200, b'{"date": "' + date.encode() + b'", "files": [{"entity": ')
-        if entity is None:
-            return Reply.json(200, self._listing(date, faults))
-        descriptor = self._descriptor(date, entity, faults, refresh=True)
-        return Reply.json(200, {"date": date, **descriptor})
+            return Reply(200, b'{"date": "' + call.date.encode() + b'", "files": [{"entity": ')
+        if call.entity is None:
+            return Reply.json(200, self._listing(call.date, faults))
+        descriptor = self._descriptor(call.date, call.entity, faults, refresh=True)
+        return Reply.json(200, {"date": call.date, **descriptor})
 
     def _call_fault(self, faults: Faults) -> Reply | None:
-        assert self._http is not None
+        http = self._http
+        if http is None:  # a call that raced stop()
+            return Reply.json(503, {"error": "stopping"})
         with self._lock:
             self._requests += 1
             fault, status = draw_call_fault(faults, self._rng), self._rng.choice(_ERROR_STATUSES)
-        self._http.pause(faults.latency_s)
+        http.pause(faults.latency_s)
         if fault is CallFault.ERROR:
             return Reply.json(status, {"error": "injected failure"})
         if fault is CallFault.THROTTLE:
             return Reply.json(429, {"error": "slow down"}, [("Retry-After", "1")])
         if fault is CallFault.STALL:
-            self._http.pause(faults.stall_seconds)  # answered after the client gave up
+            http.pause(faults.stall_seconds)  # answered after the client gave up
         return None
 
     def _listing(self, date: str, faults: Faults) -> dict[str, object]:
@@ -208,14 +210,3 @@ class StubProvider:
     def _wrong_key(self) -> RSAPublicKey:
         # A key pair nobody holds the private half of: the wrap cannot be undone.
         return load_public_key(generate_rsa_keypair()[1])
-
-
-def _date(query: str) -> str | None:
-    try:
-        return validate_date(parse_qs(query).get("date", [""])[0])
-    except InvalidIdentifierError:
-        return None
-
-
-def _same(given: str, expected: str) -> bool:
-    return hmac.compare_digest(given.encode(), expected.encode())

@@ -1,18 +1,28 @@
-"""HTTP plumbing of the stub provider: a threaded server on 127.0.0.1 that calls one function."""
+"""HTTP plumbing of the stub provider: a threaded server on 127.0.0.1, routes, bearer check."""
 
 from __future__ import annotations
 
+import functools
+import hmac
 import json
+import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, cast
+from urllib.parse import parse_qs, urlsplit
 
 from dlpipe.log import get_logger
+from records.errors import InvalidIdentifierError
+from records.model import validate_date
 
 HOST = "127.0.0.1"
-_log = get_logger(component="provider.stub")
+
+
+def _log() -> Any:
+    # Bound per call: a logger bound at import would miss configure_logging (stream, level).
+    return get_logger(component="provider.stub")
 
 
 @dataclass(frozen=True)
@@ -29,6 +39,36 @@ class Reply:
         return cls(status, json.dumps(payload).encode(), headers)
 
 
+_ROUTE = re.compile(r"/v1/files(?:/([^/]+))?")
+
+
+@dataclass(frozen=True)
+class Route:
+    """The API call a request path asks for."""
+
+    entity: str | None  # None: the day's listing
+    date: str | None  # None: missing, or not a calendar date
+
+
+def route(path: str) -> Route | None:
+    """Parse `/v1/files[/{entity}]?date=`; None if the path names no endpoint."""
+    url = urlsplit(path)
+    match = _ROUTE.fullmatch(url.path)
+    if match is None:
+        return None
+    try:
+        date: str | None = validate_date(parse_qs(url.query).get("date", [""])[0])
+    except InvalidIdentifierError:
+        date = None
+    return Route(match.group(1), date)
+
+
+def bearer_matches(authorization: str | None, token: str) -> bool:
+    """True if the Authorization header carries exactly `token` (constant-time compare)."""
+    expected = f"Bearer {token}".encode()
+    return authorization is not None and hmac.compare_digest(authorization.encode(), expected)
+
+
 Serve = Callable[[str, str | None], Reply]  # (path with query, Authorization header) -> Reply
 
 
@@ -38,6 +78,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         server = cast("_Server", self.server)
         reply = server.serve(self.path, self.headers.get("Authorization"))
+        # Logged before answering: the caller (a test's capture, say) is still waiting.
+        _log().debug("provider.stub.request", path=self.path.split("?")[0], status=reply.status)
         self.send_response(reply.status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(reply.body)))
@@ -45,7 +87,6 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(reply.body)
-        _log.debug("provider.stub.request", path=self.path.split("?")[0], status=reply.status)
 
     def log_message(self, format: str, *args: Any) -> None:
         """Silence http.server's stderr lines; `provider.stub.request` logs each call."""
@@ -60,7 +101,7 @@ class _Server(ThreadingHTTPServer):
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # A client that timed out has closed its socket: writing the late answer fails.
-        _log.debug("provider.stub.client_gone")
+        _log().debug("provider.stub.client_gone")
 
 
 class StubHttpServer:
@@ -69,8 +110,11 @@ class StubHttpServer:
     def __init__(self, serve: Serve, *, port: int = 0) -> None:
         self._stopping = threading.Event()
         self._server = _Server(port, serve)
+        # A short poll interval: shutdown() waits for it, and tests stop many stubs.
         self._thread = threading.Thread(
-            target=self._server.serve_forever, name="stub-provider-http", daemon=True
+            target=functools.partial(self._server.serve_forever, poll_interval=0.05),
+            name="stub-provider-http",
+            daemon=True,
         )
         self._thread.start()
 

@@ -6,7 +6,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dlpipe.log import get_logger
 from provider.stub_faults import Faults
@@ -17,7 +17,11 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
 PUBLISH_WORKERS = 4  # parallel uploads; each buffers at most two 8 MiB parts
-_log = get_logger(component="provider.stub")
+
+
+def _log() -> Any:
+    # Bound per call: a logger bound at import would miss configure_logging (stream, level).
+    return get_logger(component="provider.stub")
 
 
 class PublishedDays:
@@ -71,7 +75,7 @@ class PublishedDays:
 
         with ThreadPoolExecutor(PUBLISH_WORKERS, thread_name_prefix="stub-publish") as pool:
             published = {p.spec.entity: p for p in pool.map(one, self._specs)}
-        _log.info(
+        _log().info(
             "provider.stub.published",
             date=date,
             files=len(published),
