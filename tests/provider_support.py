@@ -1,0 +1,53 @@
+"""Helpers for tests that use the stub provider (fixtures: tests/provider_fixtures.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import requests
+
+from downloader.crypto import PlaintextVerifier, open_decryptor
+from provider.client import ProviderClient
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
+
+    from provider.contract import FileDescriptor
+    from provider.stub import StubProvider
+
+# stub_factory's type: (files, faults=None, **StubProvider kwargs) -> a started StubProvider.
+StubFactory = Callable[..., "StubProvider"]
+TEST_PROVIDER_TOKEN = "test-provider-token-0f9e8d7c6b5a"
+
+
+def fast_client(
+    stub: StubProvider, token: str = TEST_PROVIDER_TOKEN, **kwargs: Any
+) -> ProviderClient:
+    """A client of `stub` whose retries wait milliseconds, not seconds."""
+    kwargs.setdefault("timeout", (2.0, 5.0))
+    kwargs.setdefault("initial_wait_s", 0.01)
+    kwargs.setdefault("max_wait_s", 0.05)
+    return ProviderClient(stub.base_url, token, **kwargs)
+
+
+@dataclass(frozen=True)
+class Decrypted:
+    """Digest and size of a verified plaintext."""
+
+    sha256: str
+    size: int
+
+
+def fetch_and_decrypt(descriptor: FileDescriptor, key: RSAPrivateKey) -> Decrypted:
+    """GET the presigned URL and decrypt+verify it; raises the downloader's errors, or HTTPError."""
+    decryptor = open_decryptor(key, descriptor.cipher, descriptor.encrypted_key, descriptor.iv)
+    verifier = PlaintextVerifier(descriptor.size, descriptor.sha256)
+    with requests.get(descriptor.url, stream=True, timeout=30) as response:
+        response.raise_for_status()
+        for chunk in response.iter_content(chunk_size=1 << 20):
+            verifier.update(decryptor.update(chunk))
+    verifier.update(decryptor.finalize())
+    verifier.verify()
+    return Decrypted(verifier.sha256_hex, verifier.byte_count)
