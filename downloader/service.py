@@ -121,6 +121,7 @@ class DownloadService:
         try:
             with run.heartbeat:
                 key, verified = run.produce()
+            return self._complete(job, run.owner, key, verified, time.monotonic() - started)
         except LeaseLost:
             log.warning("job.lease_lost", during="transfer")
             return ProcessResult(Outcome.LEASE_LOST)
@@ -135,7 +136,6 @@ class DownloadService:
             log.exception("job.crashed")
             self._release(job, run.owner, quiet=True)
             raise
-        return self._complete(job, run.owner, key, verified, time.monotonic() - started)
 
     def _complete(
         self, job: FileJob, owner: str, key: str, verified: Verified, seconds: float

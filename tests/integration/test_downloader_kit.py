@@ -1,0 +1,195 @@
+"""Helpers shared by the downloader's integration and e2e tests (this module holds no tests)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import requests
+from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
+
+from dlpipe.aws import AwsClients
+from dlpipe.config import Settings
+from dlpipe.local.provision import Provisioned
+from downloader.deps import ServiceDeps
+from downloader.service import DownloadService
+from downloader.sink import MIN_PART_BYTES
+from downloader.transfer import TransferTuning
+from orchestrator.jobs_from_listing import job_from_descriptor
+from provider.stub import StubProvider
+from provider.stub_publish import ExpectedFile
+from records.clock import SystemClock
+from records.jobs_table import JobsTable
+from records.model import FileJob
+from tests.provider_support import fast_client
+from tests.support import new_batch_id
+
+StubFactory = Callable[..., StubProvider]  # the stub_factory fixture of tests.provider_fixtures
+DAY = "2026-02-28"
+MIB = 1024 * 1024
+MULTIPART_SIZE = MIN_PART_BYTES + 123_457  # two parts: exercises CreateMultipartUpload..Complete
+# Milliseconds of backoff, the S3 minimum part, short margins: fast tests, same code paths.
+FAST = TransferTuning(
+    chunk_bytes=256 * 1024,
+    part_bytes=MIN_PART_BYTES,
+    retry_wait_s=0.01,
+    retry_wait_max_s=0.05,
+    retry_after_max_s=0.2,
+    visibility_margin_s=1,
+)
+
+
+def wall_clock_jobs(clients: AwsClients, provisioned: Provisioned) -> JobsTable:
+    """The jobs table on the wall clock: leases must agree with real presigned-URL time."""
+    return JobsTable(clients.dynamodb, provisioned.jobs_table, SystemClock())
+
+
+def make_service(
+    clients: AwsClients,
+    provisioned: Provisioned,
+    private_key: RSAPrivateKey,
+    *,
+    stub: StubProvider | None = None,
+    lease_seconds: int = 30,
+    tuning: TransferTuning = FAST,
+    s3: Any = None,
+    jobs: JobsTable | None = None,
+    stop: threading.Event | None = None,
+) -> DownloadService:
+    """A DownloadService on the emulator; it refreshes URLs from `stub` when one is given."""
+    assert provisioned.destination_bucket
+    provider = (lambda: fast_client(stub)) if stub is not None else None
+    return DownloadService(
+        ServiceDeps(
+            jobs=jobs or wall_clock_jobs(clients, provisioned),
+            s3=s3 or clients.s3,
+            bucket=provisioned.destination_bucket,
+            private_key=private_key,
+            provider=provider,
+            lease_seconds=lease_seconds,
+            tuning=tuning,
+            stop=stop or threading.Event(),
+        )
+    )
+
+
+def queue_files(
+    stub: StubProvider,
+    jobs: JobsTable,
+    day: str = DAY,
+    mutate: Callable[[FileJob], FileJob] | None = None,
+) -> dict[str, ExpectedFile]:
+    """Write an available job per listed file, as the poller would; the stub's expectations."""
+    listing = fast_client(stub).list_files(day)
+    batch_id, now_ms = new_batch_id(day), SystemClock().now_ms()
+    for descriptor in listing.files:
+        job = job_from_descriptor(descriptor, batch_id, now_ms)
+        jobs.create(mutate(job) if mutate else job)
+    return stub.expected(day)
+
+
+def destination_key(file_id: str) -> str:
+    """Where a FileID of DAY is published."""
+    entity = file_id[: -len(DAY) - 1]
+    return f"{entity}/{DAY}/{file_id}"
+
+
+def uploads_in_progress(clients: AwsClients, bucket: str, key: str) -> list[Any]:
+    """In-progress multipart uploads of exactly `key`."""
+    listing = clients.s3.list_multipart_uploads(Bucket=bucket, Prefix=key)
+    return [u for u in listing.get("Uploads", []) if u["Key"] == key]
+
+
+def object_exists(clients: AwsClients, bucket: str, key: str) -> bool:
+    """True when `key` exists in `bucket`."""
+    listing = clients.s3.list_objects_v2(Bucket=bucket, Prefix=key)
+    return any(o["Key"] == key for o in listing.get("Contents", []))
+
+
+@dataclass
+class PublishCounter:
+    """An S3 client of its own that counts the calls that make an object visible."""
+
+    client: Any
+    published: list[str] = field(default_factory=list)
+
+    @classmethod
+    def create(cls) -> PublishCounter:
+        counter = cls(AwsClients(Settings.from_env()).s3)
+        for operation in ("CompleteMultipartUpload", "PutObject"):
+            counter.client.meta.events.register(f"after-call.s3.{operation}", counter._count)
+        return counter
+
+    def _count(self, model: Any, **_: Any) -> None:
+        self.published.append(model.name)
+
+
+class Relay:
+    """A local HTTP relay in front of one URL: can fail the first N GETs, or trickle bytes."""
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        fail_first: int = 0,
+        status: int = 503,
+        headers: dict[str, str] | None = None,
+        bytes_per_s: int | None = None,
+    ) -> None:
+        self.target, self.fail_first, self.status = target, fail_first, status
+        self.headers, self.bytes_per_s = headers or {}, bytes_per_s
+        self.requests = 0
+        relay = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                relay.requests += 1
+                if relay.requests <= relay.fail_first:
+                    self.send_response(relay.status)
+                    for name, value in {"Content-Length": "0", **relay.headers}.items():
+                        self.send_header(name, value)
+                    self.end_headers()
+                    return
+                relay._forward(self)
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        """The relay's URL, with a fake signature so that log checks have something to find."""
+        return f"http://127.0.0.1:{self._server.server_port}/o?X-Amz-Signature=relaysig0123456789"
+
+    def _forward(self, handler: BaseHTTPRequestHandler) -> None:
+        with requests.get(self.target, stream=True, timeout=30) as upstream:
+            handler.send_response(upstream.status_code)
+            handler.send_header("Content-Length", upstream.headers.get("Content-Length", "0"))
+            handler.end_headers()
+            step = 64 * 1024
+            for chunk in upstream.iter_content(chunk_size=step):
+                try:
+                    handler.wfile.write(chunk)
+                except OSError:
+                    return  # the client went away (killed worker)
+                if self.bytes_per_s:
+                    time.sleep(len(chunk) / self.bytes_per_s)
+
+    @contextmanager
+    def running(self) -> Iterator[Relay]:
+        """Serve while the block runs."""
+        self._thread.start()
+        try:
+            yield self
+        finally:
+            self._server.shutdown()
+            self._server.server_close()
+            self._thread.join()
