@@ -83,5 +83,11 @@ def configure_logging(level: str = "INFO", stream: Any = None) -> None:
 
 
 def get_logger(**bound: Any) -> Any:
-    """A structlog logger with `bound` context."""
-    return structlog.get_logger("dlpipe").bind(**bound)
+    """A structlog logger with `bound` context; lazy, so later configuration still applies."""
+    return structlog.get_logger("dlpipe", **bound)
+
+
+# Redaction must hold even in a process that never calls configure_logging (a library use,
+# a test): install the JSON + redaction pipeline unless someone configured structlog already.
+if not structlog.is_configured():
+    configure_logging()

@@ -47,7 +47,7 @@ _BATCH_ID = re.compile(
 
 def validate_date(value: object) -> str:
     """Return `value` if it is a real calendar date written YYYY-MM-DD."""
-    if not isinstance(value, str) or not _DATE.match(value):
+    if not isinstance(value, str) or not _DATE.fullmatch(value):
         raise InvalidIdentifierError(f"date must be YYYY-MM-DD, got {value!r}")
     try:
         date.fromisoformat(value)
@@ -58,7 +58,7 @@ def validate_date(value: object) -> str:
 
 def validate_entity(value: object) -> str:
     """Return `value` if it is a safe entity name (letters, digits, '_' and '-', <= 64)."""
-    if not isinstance(value, str) or not _ENTITY.match(value):
+    if not isinstance(value, str) or not _ENTITY.fullmatch(value):
         raise InvalidIdentifierError(
             f"entity must be 1-64 letters, digits, '_' or '-' (no dots, slashes or spaces), got {value!r}"
         )
@@ -80,7 +80,7 @@ def parse_file_id(file_id: object) -> tuple[str, str]:
 
 def validate_batch_id(value: object) -> str:
     """Return `value` if it is batch-{YYYY-MM-DD}-{uuid4}."""
-    match = _BATCH_ID.match(value) if isinstance(value, str) else None
+    match = _BATCH_ID.fullmatch(value) if isinstance(value, str) else None
     if match is None:
         raise InvalidIdentifierError(
             f"BatchID must be batch-{{YYYY-MM-DD}}-{{uuid}}, got {value!r}"

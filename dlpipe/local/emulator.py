@@ -146,9 +146,13 @@ class Emulator:
         stderr = open(self._log_path, "a") if self._log_path else subprocess.DEVNULL  # noqa: SIM115
         cmd = [sys.executable, "-m", "dlpipe.local.emulator", "--host", self.host]
         cmd += ["--port", str(self.requested_port)]
-        self._process = subprocess.Popen(  # noqa: S603 - our own module, fixed arguments
-            cmd, stdout=subprocess.PIPE, stderr=stderr, text=True
-        )
+        try:
+            self._process = subprocess.Popen(  # noqa: S603 - our own module, fixed arguments
+                cmd, stdout=subprocess.PIPE, stderr=stderr, text=True
+            )
+        finally:
+            if not isinstance(stderr, int):
+                stderr.close()  # the child holds its own descriptor
         assert self._process.stdout is not None
         line = self._process.stdout.readline()
         if not line.startswith(READY_PREFIX):

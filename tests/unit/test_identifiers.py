@@ -70,3 +70,16 @@ def test_batch_id_carries_date_and_uuid() -> None:
     for bad in ["batch-2026-02-30-" + UUID, "batch-2026-02-28", f"x-2026-02-28-{UUID}"]:
         with pytest.raises(InvalidIdentifierError):
             validate_batch_id(bad)
+
+
+@pytest.mark.parametrize("value", ["accounts\n", "accounts\r", " accounts"])
+def test_entities_with_trailing_or_leading_whitespace_are_refused(value: str) -> None:
+    """A newline after an otherwise good entity is not accepted (no `$` loophole)."""
+    with pytest.raises(InvalidIdentifierError):
+        validate_entity(value)
+
+
+def test_date_with_trailing_newline_is_refused() -> None:
+    """"2026-02-28\\n" is not a date."""
+    with pytest.raises(InvalidIdentifierError):
+        validate_date("2026-02-28\n")
