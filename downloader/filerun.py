@@ -61,7 +61,7 @@ class FileRun:
             owner,
             deps.lease_seconds,
             on_beat=on_heartbeat,
-            visibility_s=deps.lease_seconds + tuning.visibility_margin_s,
+            visibility_s=deps.lease_seconds + tuning.margin_s(deps.lease_seconds),
             stop=deps.stop,
         )
         self._backoff = wait_random_exponential(

@@ -111,7 +111,8 @@ class DownloadService:
 
     def _busy(self, job: FileJob) -> ProcessResult:
         remaining_ms = (job.lease_expires_at_ms or 0) - self.deps.clock.now_ms()
-        seconds = max(0, math.ceil(remaining_ms / 1000)) + self.deps.tuning.visibility_margin_s
+        margin_s = self.deps.tuning.margin_s(self.deps.lease_seconds)
+        seconds = max(0, math.ceil(remaining_ms / 1000)) + margin_s
         retry_after_s = min(seconds, _MAX_VISIBILITY_S)
         log.info("job.busy", retry_after_s=retry_after_s)
         return ProcessResult(Outcome.BUSY, retry_after_s)

@@ -6,6 +6,7 @@ that is after the GCM tag (or CBC padding), the size and the SHA-256 all checked
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -33,7 +34,14 @@ class TransferTuning:
     retry_wait_s: float = 1.0  # exponential backoff multiplier, full jitter
     retry_wait_max_s: float = 30.0
     retry_after_max_s: float = 120.0  # a server's Retry-After is honored up to this
-    visibility_margin_s: int = 5  # a message stays hidden this long past the lease
+    # A message stays hidden this long past the lease; None: a tenth of the lease, >= 1 s.
+    visibility_margin_s: int | None = None
+
+    def margin_s(self, lease_seconds: int) -> int:
+        """Seconds a message stays hidden beyond a lease of `lease_seconds`."""
+        if self.visibility_margin_s is not None:
+            return self.visibility_margin_s
+        return max(1, math.ceil(lease_seconds / 10))
 
 
 @dataclass(frozen=True)

@@ -140,10 +140,12 @@ class Relay:
         status: int = 503,
         headers: dict[str, str] | None = None,
         bytes_per_s: int | None = None,
+        slow_requests: int | None = None,
     ) -> None:
         self.target, self.fail_first, self.status = target, fail_first, status
         self.headers, self.bytes_per_s = headers or {}, bytes_per_s
-        self.requests = 0
+        self.slow_requests = slow_requests  # only the first N requests trickle (None: all)
+        self.requests = self.bytes_sent = 0
         relay = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -170,17 +172,20 @@ class Relay:
         return f"http://127.0.0.1:{self._server.server_port}/o?X-Amz-Signature=relaysig0123456789"
 
     def _forward(self, handler: BaseHTTPRequestHandler) -> None:
+        slow = self.bytes_per_s and (
+            self.slow_requests is None or self.requests <= self.slow_requests
+        )
         with requests.get(self.target, stream=True, timeout=30) as upstream:
             handler.send_response(upstream.status_code)
             handler.send_header("Content-Length", upstream.headers.get("Content-Length", "0"))
             handler.end_headers()
-            step = 64 * 1024
-            for chunk in upstream.iter_content(chunk_size=step):
+            for chunk in upstream.iter_content(chunk_size=64 * 1024):
                 try:
                     handler.wfile.write(chunk)
                 except OSError:
-                    return  # the client went away (killed worker)
-                if self.bytes_per_s:
+                    return  # the client went away (a killed or stopped worker)
+                self.bytes_sent += len(chunk)
+                if slow:
                     time.sleep(len(chunk) / self.bytes_per_s)
 
     @contextmanager
