@@ -15,6 +15,8 @@ from botocore.exceptions import (
 from dlpipe.config import ConfigError
 from dlpipe.local.cli import local_group
 from dlpipe.run import run_command
+from downloader.cli import worker_command
+from provider.stub_cli import provider_stub
 from records.errors import RecordsError
 
 # Expected failures become one line and exit code 1, never a traceback.
@@ -36,6 +38,8 @@ def cli() -> None:
 
 cli.add_command(local_group)
 cli.add_command(run_command)
+cli.add_command(worker_command)
+cli.add_command(provider_stub)
 
 
 def main() -> None:

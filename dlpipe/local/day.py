@@ -1,0 +1,186 @@
+"""One whole day on the local stack: stub provider, downloader workers, the durable poller."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from typing import Any
+
+from dlpipe.local.stack import LocalStack
+from downloader.bootstrap import build_service
+from downloader.worker import Worker, WorkerOptions
+from orchestrator.durable import build_durable_handler
+from orchestrator.flow import build_flow
+from orchestrator.local_runner import run_durable_locally
+from provider.stub import StubProvider
+from provider.stub_publish import StubFileSpec
+from records.batches_table import BatchesTable
+from records.jobs_table import JobsTable
+from records.model import FileJob, JobStatus
+
+_HASH_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class DayOptions:
+    """What to run: the date, how many workers, how often to poll."""
+
+    date: str
+    workers: int = 4
+    poll_interval_seconds: int = 2
+    max_polls: int = 90
+
+
+@dataclass(frozen=True)
+class FileReport:
+    """One file's end state, checked against the provider's plaintext digest."""
+
+    file_id: str
+    status: str
+    byte_count: int | None
+    verified: bool
+    error_message: str | None
+
+
+@dataclass(frozen=True)
+class DayReport:
+    """The batch's outcome and every file's."""
+
+    batch_id: str
+    status: str
+    files: list[FileReport]
+
+    @property
+    def ok(self) -> bool:
+        """True when the batch completed and every file verified."""
+        return self.status == "completed" and all(f.verified for f in self.files)
+
+
+@contextmanager
+def running_workers(stack: LocalStack, count: int) -> Iterator[Worker]:
+    """`count` downloader threads on the stack's queue, stopped (by request) on exit."""
+    stop = threading.Event()
+    service = build_service(stack.settings, stack.clients, stop=stop)
+    queue_url = stack.settings.require("queue_url")
+    options = WorkerOptions(concurrency=count, wait_seconds=1, max_messages=1, grace_s=5.0)
+    worker = Worker(service, stack.clients.sqs, queue_url, options)
+    thread = threading.Thread(target=worker.run, name="dlpipe-workers", daemon=True)
+    thread.start()
+    try:
+        yield worker
+    finally:
+        worker.request_stop("run finished")
+        thread.join(timeout=30)
+
+
+def run_day(
+    stack: LocalStack,
+    files: list[StubFileSpec],
+    options: DayOptions,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> tuple[DayReport, dict[str, Any]]:
+    """Run the day's batch end to end; return the report and the poller's result."""
+    with StubProvider(stack.clients, stack.public_key_pem, stack.provider_token, files) as stub:
+        settings = replace(
+            stack.settings,
+            provider_base_url=stub.base_url,
+            poll_interval_seconds=options.poll_interval_seconds,
+            max_polls=options.max_polls,
+        )
+        handler = build_durable_handler(
+            lambda: build_flow(settings, stack.clients),
+            options.poll_interval_seconds,
+            options.max_polls,
+        )
+        watcher = _ProgressWatcher(
+            JobsTable(stack.clients.dynamodb, settings.jobs_table),
+            BatchesTable(stack.clients.dynamodb, settings.batches_table),
+            options.date,
+            on_progress,
+        )
+        budget_s = options.poll_interval_seconds * options.max_polls + 300.0
+        with running_workers(stack, options.workers), watcher.watching():
+            result = run_durable_locally(
+                handler, {"date": options.date}, skip_time=False, timeout_seconds=budget_s
+            )
+        expected = {f: e.sha256 for f, e in stub.expected(options.date).items()}
+    return _report(stack, result, expected), result
+
+
+class _ProgressWatcher:
+    """Reports (finished, expected) from the BatchIndex while the poller runs."""
+
+    def __init__(
+        self,
+        jobs: JobsTable,
+        batches: BatchesTable,
+        date: str,
+        on_progress: Callable[[int, int], None] | None,
+    ) -> None:
+        self._jobs, self._batches, self._date = jobs, batches, date
+        self._on_progress = on_progress
+        self._stop = threading.Event()
+
+    @contextmanager
+    def watching(self) -> Iterator[None]:
+        thread = threading.Thread(target=self._loop, daemon=True)
+        if self._on_progress:
+            thread.start()
+        try:
+            yield
+        finally:
+            self._stop.set()
+            if thread.is_alive():
+                thread.join(timeout=5)
+
+    def _loop(self) -> None:
+        assert self._on_progress is not None
+        while not self._stop.wait(0.5):
+            jobs = list(self._batch_jobs())
+            done = sum(1 for j in jobs if j.is_terminal)
+            self._on_progress(done, len(jobs))
+
+    def _batch_jobs(self) -> Iterator[FileJob]:
+        batches = self._batches.query_by_date(self._date)
+        if batches:
+            yield from self._jobs.query_by_batch(batches[-1].batch_id)
+
+
+def _report(stack: LocalStack, result: dict[str, Any], expected: dict[str, str]) -> DayReport:
+    jobs = JobsTable(stack.clients.dynamodb, stack.settings.jobs_table)
+    found = jobs.batch_get(expected)
+    reports = []
+    for file_id in sorted(expected):
+        job = found.get(file_id)
+        verified = (
+            job is not None
+            and job.status is JobStatus.COMPLETED
+            and job.destination_key is not None
+            and _object_sha256(stack, job.destination_key) == expected[file_id]
+        )
+        reports.append(
+            FileReport(
+                file_id=file_id,
+                status=str(job.status) if job else "missing",
+                byte_count=job.byte_count if job else None,
+                verified=verified,
+                error_message=job.error_message if job else "no job was written",
+            )
+        )
+    return DayReport(
+        batch_id=str(result.get("batch_id")), status=str(result.get("status")), files=reports
+    )
+
+
+def _object_sha256(stack: LocalStack, key: str) -> str:
+    """SHA-256 of the published object's bytes, read back from the bucket (not its metadata)."""
+    body = stack.clients.s3.get_object(
+        Bucket=stack.settings.require("destination_bucket"), Key=key
+    )["Body"]
+    digest = hashlib.sha256()
+    for chunk in iter(lambda: body.read(_HASH_CHUNK), b""):
+        digest.update(chunk)
+    return digest.hexdigest()
