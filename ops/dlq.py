@@ -1,0 +1,149 @@
+"""The dead-letter queue: inspect without consuming, and redrive without ever losing a message.
+
+Redrive order per message: (requeue the job if failed/error), send to the main queue, and
+only then delete from the DLQ. A crash in between leaves a duplicate, never a loss.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from enum import StrEnum
+
+from dlpipe.log import get_logger
+from downloader.messages import JobMessage
+from ops.context import OpsContext
+from ops.recovery import send_messages
+from ops.sqs_messages import QueuedMessage, delete, give_back, receive
+from records.errors import RequeueRefusedError
+from records.jobs_table import JobsTable
+from records.model import FileJob, JobStatus
+
+PEEK_VISIBILITY_S = 30  # long enough to read the jobs, short if we crash before giving back
+REDRIVE_VISIBILITY_S = 300
+
+
+class Action(StrEnum):
+    """What redrive does with one DLQ message."""
+
+    DELETE = "delete"  # the job completed: nothing left to do
+    REQUEUE_AND_SEND = "requeue+send"  # failed / error: back to available, then queued
+    SEND = "send"  # available, or downloading (an expired lease is taken over by a worker)
+    LEAVE = "leave"  # malformed body or unknown job: a person must look
+
+
+@dataclass(frozen=True)
+class DlqEntry:
+    """A DLQ message, the job it names (as it is now), what redrive does and what it did."""
+
+    message: QueuedMessage
+    job: FileJob | None
+    action: Action
+    reason: str
+    outcome: str | None = None  # after a redrive: redriven | deleted | left | not-sent
+
+    @property
+    def file_id(self) -> str | None:
+        """The FileID the message names, if it is a job message."""
+        return self.message.job.file_id if self.message.job else None
+
+
+def plan(message: QueuedMessage, job: FileJob | None, now_ms: int) -> tuple[Action, str]:
+    """Decide a message's fate from the job's current record."""
+    if message.job is None:
+        return Action.LEAVE, f"malformed: {message.problem}"
+    if job is None:
+        return Action.LEAVE, "no such job"
+    if job.status is JobStatus.COMPLETED:
+        return Action.DELETE, "job completed"
+    if job.status in (JobStatus.FAILED, JobStatus.ERROR):
+        return Action.REQUEUE_AND_SEND, f"job {job.status}"
+    if job.lease_live(now_ms):
+        # Its worker holds its own in-flight message; a copy would only bounce back here.
+        return Action.LEAVE, f"held by worker {job.lease_owner}: redrive once it is done"
+    return Action.SEND, f"job {job.status}"
+
+
+def _entries(ops: OpsContext, limit: int, visibility_s: int) -> list[DlqEntry]:
+    url = ops.settings.require("dlq_url")
+    messages = receive(ops.clients.sqs, url, limit, visibility_s, ops.receive_wait_seconds)
+    try:
+        found = ops.jobs().batch_get([m.job.file_id for m in messages if m.job], consistent=True)
+    except BaseException:
+        give_back(ops.clients.sqs, url, messages)
+        raise
+    entries = []
+    for message in messages:
+        job = found.get(message.job.file_id) if message.job else None
+        entries.append(DlqEntry(message, job, *plan(message, job, ops.now_ms())))
+    return entries
+
+
+def peek(ops: OpsContext, limit: int) -> list[DlqEntry]:
+    """Up to `limit` DLQ messages with their jobs; every message is given back at once."""
+    entries = _entries(ops, limit, PEEK_VISIBILITY_S)
+    give_back(ops.clients.sqs, ops.settings.require("dlq_url"), [e.message for e in entries])
+    return entries
+
+
+def _requeue(jobs: JobsTable, entry: DlqEntry, now_ms: int) -> DlqEntry:
+    """failed / error -> available; if refused, re-plan from what the job is now."""
+    if entry.action is not Action.REQUEUE_AND_SEND or entry.file_id is None:
+        return entry
+    try:
+        job = jobs.requeue(entry.file_id)
+    except RequeueRefusedError as refused:
+        current = refused.current if isinstance(refused.current, FileJob) else None
+        action, reason = plan(entry.message, current, now_ms)
+        if action is Action.REQUEUE_AND_SEND:  # still failed: someone else's write won
+            action, reason = Action.LEAVE, f"requeue refused: {refused}"
+        return replace(entry, job=current, action=action, reason=reason)
+    return replace(entry, job=job, action=Action.SEND, reason=f"requeued from {entry.reason}")
+
+
+def _outcome(entry: DlqEntry, unsent: set[str]) -> str:
+    if entry.action is Action.DELETE:
+        return "deleted"
+    if entry.action is Action.SEND:
+        return "not-sent" if entry.file_id in unsent else "redriven"
+    return "left"
+
+
+def _execute(ops: OpsContext, entries: list[DlqEntry]) -> list[DlqEntry]:
+    jobs = ops.jobs()
+    entries = [_requeue(jobs, e, ops.now_ms()) for e in entries]
+    messages = [
+        JobMessage(e.job.file_id, e.job.batch_id)
+        for e in entries
+        if e.action is Action.SEND and e.job is not None
+    ]
+    unsent = send_messages(ops.queue(), messages) if messages else set()
+    return [replace(e, outcome=_outcome(e, unsent)) for e in entries]
+
+
+def redrive(ops: OpsContext, limit: int, dry_run: bool) -> list[DlqEntry]:
+    """Send DLQ messages back to the main queue, then delete them; drop those of completed jobs."""
+    sqs, url = ops.clients.sqs, ops.settings.require("dlq_url")
+    entries = _entries(ops, limit, REDRIVE_VISIBILITY_S)
+    removed: set[str] = set()
+    try:
+        if dry_run:
+            return [replace(e, outcome=f"would {e.action}") for e in entries]
+        entries = _execute(ops, entries)
+        # Only after the send succeeded: at-least-once, never a lost message.
+        removable = [e.message for e in entries if e.outcome in ("redriven", "deleted")]
+        removed = {m.message_id for m in removable} - set(delete(sqs, url, removable))
+    finally:
+        give_back(sqs, url, [e.message for e in entries if e.message.message_id not in removed])
+    _log(entries)
+    return entries
+
+
+def _log(entries: list[DlqEntry]) -> None:
+    log = get_logger(component="ops")
+    for entry in entries:
+        log.info(
+            f"ops.dlq.{(entry.outcome or 'planned').replace('-', '_')}",
+            message_id=entry.message.message_id,
+            file_id=entry.file_id,
+            reason=entry.reason,
+        )

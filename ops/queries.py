@@ -1,0 +1,114 @@
+"""Read-only use cases: stuck jobs, a batch's jobs, a day's batches and the day's status.
+
+Every read is a GetItem or an indexed Query (StatusIndex, BatchIndex, PollingDateIndex).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, replace
+
+from dlpipe.queue import JobQueue
+from ops.context import OpsContext
+from ops.errors import NoBatchForDateError
+from ops.status_index import stale_jobs
+from records.batches_table import BatchesTable
+from records.jobs_table import JobsTable
+from records.model import Batch, BatchStatus, FileJob, JobStatus
+
+STUCK_LIMIT = 100
+
+
+@dataclass(frozen=True)
+class BatchSummary:
+    """A batch and the live count of its jobs by status (one BatchIndex query)."""
+
+    batch: Batch
+    counts: dict[str, int]
+
+
+@dataclass(frozen=True)
+class StuckJobs:
+    """Jobs of one status unchanged since `cutoff_ms`; `truncated` when more exist."""
+
+    status: JobStatus
+    cutoff_ms: int
+    jobs: list[FileJob]
+    truncated: bool
+    unreadable: list[str]  # FileIDs of index items that are not valid jobs
+
+
+@dataclass(frozen=True)
+class DayStatus:
+    """One screen about a polling date: its batches, stuck jobs and the DLQ depth."""
+
+    polling_date: str
+    batches: list[BatchSummary]
+    stuck: list[StuckJobs]
+    dlq_depth: int | None
+
+
+def is_stuck(job: FileJob, now_ms: int) -> bool:
+    """A stale job nobody is working on: available, or downloading under an expired lease."""
+    return job.status is JobStatus.AVAILABLE or (
+        job.status is JobStatus.DOWNLOADING and not job.lease_live(now_ms)
+    )
+
+
+def stuck_jobs(
+    ops: OpsContext, status: JobStatus, cutoff_ms: int, limit: int | None = STUCK_LIMIT
+) -> StuckJobs:
+    """Jobs in `status` last changed before `cutoff_ms` (StatusIndex), oldest first."""
+    probe = None if limit is None else limit + 1  # one more tells us whether we cut the list
+    table = ops.settings.jobs_table
+    page = stale_jobs(
+        ops.clients.dynamodb, table, status, cutoff_ms=cutoff_ms, now_ms=ops.now_ms(), limit=probe
+    )
+    truncated = limit is not None and len(page.jobs) > limit
+    return StuckJobs(status, cutoff_ms, page.jobs[:limit], truncated, page.unreadable)
+
+
+def summarize(jobs: JobsTable, batch: Batch) -> BatchSummary:
+    """Count the batch's jobs by status from BatchIndex: live, unlike the batch's sets."""
+    counts = Counter(str(job.status) for job in jobs.query_by_batch(batch.batch_id))
+    return BatchSummary(batch, {str(s): counts.get(str(s), 0) for s in JobStatus})
+
+
+def day_batches(
+    batches: BatchesTable, polling_date: str, status: BatchStatus | None = None
+) -> list[Batch]:
+    """The date's batches (PollingDateIndex), oldest first."""
+    return batches.query_by_date(polling_date, status)
+
+
+def day_summaries(ops: OpsContext, polling_date: str, *, required: bool) -> list[BatchSummary]:
+    """Every batch of the date with its job counts; NoBatchForDateError if `required` and none."""
+    found = day_batches(ops.batches(), polling_date)
+    if required and not found:
+        raise NoBatchForDateError(f"no batch for {polling_date} (has the poller run for it?)")
+    jobs = ops.jobs()
+    return [summarize(jobs, batch) for batch in found]
+
+
+def dlq_depth(ops: OpsContext) -> int | None:
+    """Messages waiting in the dead-letter queue, or None if no DLQ is configured."""
+    if not ops.settings.dlq_url:
+        return None
+    return JobQueue(ops.clients.sqs, ops.settings.dlq_url).depth()
+
+
+def day_status(ops: OpsContext, polling_date: str, older_than_s: int) -> DayStatus:
+    """The date's batches and counts, jobs stuck for `older_than_s`, and the DLQ depth."""
+    now_ms = ops.now_ms()
+    cutoff_ms = now_ms - older_than_s * 1000
+    stuck = []
+    for status in (JobStatus.DOWNLOADING, JobStatus.AVAILABLE):
+        found = stuck_jobs(ops, status, cutoff_ms)
+        live = [job for job in found.jobs if is_stuck(job, now_ms)]
+        stuck.append(replace(found, jobs=live))
+    return DayStatus(
+        polling_date=polling_date,
+        batches=day_summaries(ops, polling_date, required=False),
+        stuck=stuck,
+        dlq_depth=dlq_depth(ops),
+    )

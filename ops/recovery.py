@@ -1,0 +1,135 @@
+"""Requeue: jobs back to `available` through JobsTable's conditional write, then onto SQS."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from dlpipe.log import get_logger
+from dlpipe.queue import SEND_BATCH_MAX, JobQueue, QueueSendError
+from downloader.messages import JobMessage
+from ops.context import OpsContext
+from ops.queries import is_stuck, stuck_jobs
+from records.clock import iso_from_ms
+from records.errors import RequeueRefusedError
+from records.jobs_table import JobsTable
+from records.model import FileJob, JobStatus
+
+
+class Outcome(StrEnum):
+    """What happened to one requested file."""
+
+    REQUEUED = "requeued"
+    WOULD_REQUEUE = "would-requeue"  # --dry-run
+    REFUSED = "refused"
+    UNKNOWN = "unknown"
+    NOT_SENT = "not-sent"  # available again, but the SQS send failed: run the command again
+
+
+@dataclass(frozen=True)
+class RequeueResult:
+    """One file's outcome, with the status it had when we looked."""
+
+    file_id: str
+    outcome: Outcome
+    previous_status: str | None
+    batch_id: str | None
+    detail: str
+
+    @property
+    def ok(self) -> bool:
+        """True if the file is (or would be) back on the queue."""
+        return self.outcome in (Outcome.REQUEUED, Outcome.WOULD_REQUEUE)
+
+
+def refusal(job: FileJob, now_ms: int, force: bool) -> str | None:
+    """Why a requeue of `job` is refused, or None if it may go back to available."""
+    if job.status is JobStatus.COMPLETED:
+        return "refused: completed"
+    if job.lease_live(now_ms) and not force:
+        expiry = iso_from_ms(job.lease_expires_at_ms or 0)
+        return f"refused: held by worker {job.lease_owner} until {expiry}"
+    return None
+
+
+def _result(job: FileJob, outcome: Outcome, detail: str) -> RequeueResult:
+    return RequeueResult(job.file_id, outcome, str(job.status), job.batch_id, detail)
+
+
+def _change(job: FileJob) -> str:
+    if job.status is JobStatus.AVAILABLE:
+        return "sent again (still available)"
+    return f"{job.status} -> available, sent"
+
+
+def _requeue_one(
+    jobs: JobsTable, file_id: str, now_ms: int, force: bool, dry_run: bool
+) -> RequeueResult:
+    before = jobs.get(file_id)
+    if before is None:
+        return RequeueResult(file_id, Outcome.UNKNOWN, None, None, "no such job")
+    reason = refusal(before, now_ms, force)
+    if reason is not None:
+        return _result(before, Outcome.REFUSED, reason)
+    change = _change(before)
+    if dry_run:
+        return _result(before, Outcome.WOULD_REQUEUE, f"would be {change}")
+    try:
+        # The condition re-checks at write time: a worker may have finished or renewed.
+        after = jobs.requeue(file_id, force=force)
+    except RequeueRefusedError as refused:
+        current = refused.current
+        detail = (current and refusal(current, now_ms, force)) or f"refused: {refused}"
+        get_logger(component="ops").info("ops.requeue_refused", file_id=file_id, detail=detail)
+        return _result(current or before, Outcome.REFUSED, detail)
+    get_logger(component="ops").info(
+        "ops.requeued", file_id=file_id, batch_id=after.batch_id, was=str(before.status)
+    )
+    # The batch the job belongs to now (a rerun may have adopted it since we looked).
+    return RequeueResult(file_id, Outcome.REQUEUED, str(before.status), after.batch_id, change)
+
+
+def send_messages(queue: JobQueue, messages: Sequence[JobMessage]) -> set[str]:
+    """Send in chunks of ten; return the FileIDs that could not be sent."""
+    unsent: set[str] = set()
+    for start in range(0, len(messages), SEND_BATCH_MAX):
+        chunk = messages[start : start + SEND_BATCH_MAX]
+        try:
+            queue.send(chunk)
+        except QueueSendError as exc:
+            unsent.update(exc.failed)
+    return unsent
+
+
+def _unsent(result: RequeueResult) -> RequeueResult:
+    detail = "available again but not sent to SQS: run the requeue again"
+    return RequeueResult(
+        result.file_id, Outcome.NOT_SENT, result.previous_status, result.batch_id, detail
+    )
+
+
+def requeue_files(
+    ops: OpsContext, file_ids: Iterable[str], *, force: bool = False, dry_run: bool = False
+) -> list[RequeueResult]:
+    """Requeue each file (look, then conditional write) and send the requeued ones to SQS."""
+    jobs, now_ms = ops.jobs(), ops.now_ms()
+    results = [_requeue_one(jobs, f, now_ms, force, dry_run) for f in dict.fromkeys(file_ids)]
+    to_send = [
+        JobMessage(r.file_id, r.batch_id)
+        for r in results
+        if r.outcome is Outcome.REQUEUED and r.batch_id
+    ]
+    unsent = send_messages(ops.queue(), to_send) if to_send else set()
+    return [_unsent(r) if r.file_id in unsent else r for r in results]
+
+
+def stuck_file_ids(ops: OpsContext, older_than_s: int) -> list[str]:
+    """Downloading jobs with an expired lease and available jobs, unchanged for `older_than_s`."""
+    now_ms = ops.now_ms()
+    cutoff_ms = now_ms - older_than_s * 1000
+    found: list[str] = []
+    for status in (JobStatus.DOWNLOADING, JobStatus.AVAILABLE):
+        stale = stuck_jobs(ops, status, cutoff_ms, limit=None)
+        found.extend(job.file_id for job in stale.jobs if is_stuck(job, now_ms))
+    return found

@@ -1,0 +1,53 @@
+"""Operator input parsing: ages, dates, relative days and date ranges."""
+
+from __future__ import annotations
+
+import pytest
+
+from ops.durations import date_range, default_polling_date, parse_day, parse_duration, resolve_day
+from tests.support import BASE_MS  # 2026-02-28T00:00:00Z
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("90s", 90), ("30m", 1800), ("2h", 7200), ("1d", 86_400), (" 5M ", 300)]
+)
+def test_durations_are_read_in_seconds(text: str, seconds: int) -> None:
+    """Each unit suffix multiplies to seconds; case and surrounding spaces do not matter."""
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "30", "m", "0m", "1.5h", "-5m", "2w", "30 m"])
+def test_malformed_durations_are_refused(text: str) -> None:
+    """Anything but a positive whole number and one of s, m, h, d is a ValueError."""
+    with pytest.raises(ValueError, match="not a duration"):
+        parse_duration(text)
+
+
+def test_relative_days_resolve_against_the_clock() -> None:
+    """today and yesterday are the clock's UTC date and the one before; dates pass through."""
+    assert [resolve_day(parse_day(d), BASE_MS) for d in ("today", "Yesterday", "2020-02-29")] == [
+        "2026-02-28",
+        "2026-02-27",
+        "2020-02-29",
+    ]
+
+
+@pytest.mark.parametrize("text", ["2026-02-30", "26-02-01", "tomorrow", "20260201"])
+def test_non_dates_are_refused(text: str) -> None:
+    """A non-calendar date or an unknown word is a ValueError."""
+    with pytest.raises(ValueError, match="is not a date"):
+        parse_day(text)
+
+
+def test_default_polling_date_is_today_minus_the_offset() -> None:
+    """With the default offset of one day, today's run polls yesterday."""
+    assert default_polling_date(BASE_MS, 1) == "2026-02-27"
+
+
+def test_date_range_is_inclusive_and_bounded() -> None:
+    """Both ends are included; reversed or overlong ranges are refused."""
+    assert date_range("2026-02-27", "2026-03-01", 92) == ["2026-02-27", "2026-02-28", "2026-03-01"]
+    with pytest.raises(ValueError, match="after"):
+        date_range("2026-03-01", "2026-02-27", 92)
+    with pytest.raises(ValueError, match="at most 2"):
+        date_range("2026-02-27", "2026-03-01", 2)
