@@ -1,0 +1,26 @@
+"""The ops commands of `dlpipe`, ready to be added to its click group."""
+
+from __future__ import annotations
+
+import click
+
+from ops.cli_days import backfill_command, batch_group, status_command
+from ops.cli_dlq import dlq_group
+from ops.cli_jobs import jobs_group
+
+COMMANDS: tuple[click.Command, ...] = (
+    jobs_group,
+    batch_group,
+    dlq_group,
+    status_command,
+    backfill_command,
+)
+
+__all__ = [
+    "COMMANDS",
+    "backfill_command",
+    "batch_group",
+    "dlq_group",
+    "jobs_group",
+    "status_command",
+]

@@ -1,0 +1,84 @@
+"""`dlpipe dlq ...`: inspect the dead-letter queue without consuming it, and redrive it."""
+
+from __future__ import annotations
+
+import click
+from rich.table import Table
+
+from ops.context import OpsContext, pass_ops
+from ops.dlq import DlqEntry, peek, redrive
+from ops.errors import IncompleteRecoveryError
+from ops.options import dry_run_option, json_option
+from ops.render import emit, iso, table
+
+
+@click.group("dlq")
+def dlq_group() -> None:
+    """The download queue's dead-letter queue (DLPIPE_DLQ_URL)."""
+
+
+@dlq_group.command("show")
+@click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True)
+@json_option
+@pass_ops
+def dlq_show_command(ops: OpsContext, limit: int, as_json: bool) -> None:
+    """DLQ messages with their job's current status; nothing is consumed."""
+    entries = peek(ops, limit)
+    emit(_payload(entries, None), [_view("DLQ messages", entries)], as_json)
+
+
+@dlq_group.command("redrive")
+@click.option("--limit", type=click.IntRange(1, 10_000), default=1000, show_default=True)
+@dry_run_option
+@json_option
+@pass_ops
+def dlq_redrive_command(ops: OpsContext, limit: int, dry_run: bool, as_json: bool) -> None:
+    """Send DLQ messages back to the download queue (requeueing failed jobs), then delete them."""
+    entries = redrive(ops, limit, dry_run)
+    emit(_payload(entries, dry_run), [_view("DLQ redrive", entries)], as_json)
+    left = [e for e in entries if e.outcome == "left"]
+    if left:
+        click.echo(
+            f"dlpipe: {len(left)} message(s) left in the DLQ for a person to look at", err=True
+        )
+    unsent = [e.message.message_id for e in entries if e.outcome == "not-sent"]
+    if unsent:
+        raise IncompleteRecoveryError(
+            f"{len(unsent)} message(s) could not be sent; they stay in the DLQ"
+        )
+
+
+def _payload(entries: list[DlqEntry], dry_run: bool | None) -> dict[str, object]:
+    rows = [
+        {
+            "message_id": e.message.message_id,
+            "file_id": e.file_id,
+            "batch_id": e.message.job.batch_id if e.message.job else None,
+            "receive_count": e.message.receive_count,
+            "sent_at": iso(e.message.sent_at_ms),
+            "job_status": str(e.job.status) if e.job else None,
+            "action": str(e.action),
+            "reason": e.reason,
+            "outcome": e.outcome,
+        }
+        for e in entries
+    ]
+    return {"messages": rows} if dry_run is None else {"dry_run": dry_run, "messages": rows}
+
+
+def _view(title: str, entries: list[DlqEntry]) -> Table:
+    columns = ("message id", "file id", "batch", "receives", "sent", "job", "action", "result")
+    rows = [
+        (
+            e.message.message_id,
+            e.file_id,
+            e.message.job.batch_id if e.message.job else None,
+            e.message.receive_count,
+            iso(e.message.sent_at_ms),
+            e.job.status if e.job else None,
+            e.action,
+            f"{e.outcome}: {e.reason}" if e.outcome else e.reason,
+        )
+        for e in entries
+    ]
+    return table(f"{title} ({len(entries)})", columns, rows)

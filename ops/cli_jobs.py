@@ -1,0 +1,129 @@
+"""`dlpipe jobs ...`: find stuck jobs, show one, list a batch's, requeue them."""
+
+from __future__ import annotations
+
+import click
+from rich.table import Table
+
+from ops.context import OpsContext, pass_ops
+from ops.durations import BATCH_ID, FILE_ID
+from ops.errors import IncompleteRecoveryError
+from ops.options import dry_run_option, json_option, older_than_option
+from ops.queries import stuck_jobs
+from ops.recovery import Outcome, RequeueResult, requeue_files, stuck_file_ids
+from ops.render import emit, iso, job_dict, job_view, jobs_view, stuck_views, table
+from records.model import JobStatus
+
+_STUCK_STATUSES = click.Choice([str(JobStatus.DOWNLOADING), str(JobStatus.AVAILABLE)])
+
+
+@click.group("jobs")
+def jobs_group() -> None:
+    """Inspect and repair file jobs (StatusIndex, BatchIndex; never a Scan)."""
+
+
+@jobs_group.command("stuck")
+@older_than_option
+@click.option("--status", type=_STUCK_STATUSES, default="downloading", show_default=True)
+@click.option("--limit", type=click.IntRange(1, 10_000), default=100, show_default=True)
+@json_option
+@pass_ops
+def stuck_command(
+    ops: OpsContext, older_than_s: int, status: str, limit: int, as_json: bool
+) -> None:
+    """Jobs in STATUS unchanged for --older-than, oldest first, with owner and lease."""
+    now_ms = ops.now_ms()
+    found = stuck_jobs(ops, JobStatus(status), now_ms - older_than_s * 1000, limit)
+    payload = {
+        "status": status,
+        "older_than_s": older_than_s,
+        "cutoff": iso(found.cutoff_ms),
+        "truncated": found.truncated,
+        "unreadable": found.unreadable,
+        "jobs": [job_dict(job, now_ms) for job in found.jobs],
+    }
+    emit(payload, stuck_views(found, now_ms), as_json)
+
+
+@jobs_group.command("show")
+@click.argument("file_id", type=FILE_ID)
+@json_option
+@pass_ops
+def show_command(ops: OpsContext, file_id: str, as_json: bool) -> None:
+    """The whole record of FILE_ID (URL signatures and keys masked)."""
+    job = ops.jobs().require(file_id)
+    emit(job_dict(job, ops.now_ms()), [job_view(job, ops.now_ms())], as_json)
+
+
+@jobs_group.command("list")
+@click.option("--batch", "batch_id", type=BATCH_ID, required=True, help="BatchID.")
+@click.option("--status", type=click.Choice([str(s) for s in JobStatus]), default=None)
+@json_option
+@pass_ops
+def list_command(ops: OpsContext, batch_id: str, status: str | None, as_json: bool) -> None:
+    """The jobs of a batch (BatchIndex), optionally in one status."""
+    found = list(ops.jobs().query_by_batch(batch_id, JobStatus(status) if status else None))
+    now_ms = ops.now_ms()
+    payload = {"batch_id": batch_id, "status": status, "jobs": [job_dict(j, now_ms) for j in found]}
+    emit(payload, [jobs_view(f"jobs of {batch_id}", found, now_ms)], as_json)
+
+
+@jobs_group.command("requeue")
+@click.argument("file_ids", nargs=-1, type=FILE_ID)
+@click.option(
+    "--stuck",
+    is_flag=True,
+    help="Requeue expired claims and available jobs unchanged for --older-than.",
+)
+@older_than_option
+@click.option("--force", is_flag=True, help="Take the job from a worker whose lease is still live.")
+@dry_run_option
+@json_option
+@pass_ops
+def requeue_command(
+    ops: OpsContext,
+    *,
+    file_ids: tuple[str, ...],
+    stuck: bool,
+    older_than_s: int,
+    force: bool,
+    dry_run: bool,
+    as_json: bool,
+) -> None:
+    """Return jobs to `available` and send them to the download queue again."""
+    if bool(file_ids) == stuck:
+        raise click.UsageError("give FILEIDs or --stuck (one of the two)")
+    if stuck and force:
+        raise click.UsageError("--force applies to named FILEIDs only")
+    targets = stuck_file_ids(ops, older_than_s) if stuck else list(file_ids)
+    results = requeue_files(ops, targets, force=force, dry_run=dry_run)
+    emit(_requeue_payload(results, dry_run), [_requeue_view(results)], as_json)
+    _fail_unless_done(results, named=not stuck)
+
+
+def _requeue_payload(results: list[RequeueResult], dry_run: bool) -> dict[str, object]:
+    rows = [
+        {
+            "file_id": r.file_id,
+            "outcome": str(r.outcome),
+            "previous_status": r.previous_status,
+            "batch_id": r.batch_id,
+            "detail": r.detail,
+        }
+        for r in results
+    ]
+    return {"dry_run": dry_run, "results": rows}
+
+
+def _requeue_view(results: list[RequeueResult]) -> Table:
+    columns = ("file id", "was", "outcome", "detail")
+    rows = [(r.file_id, r.previous_status, r.outcome, r.detail) for r in results]
+    return table(f"requeue ({len(results)} file(s))", columns, rows)
+
+
+def _fail_unless_done(results: list[RequeueResult], *, named: bool) -> None:
+    """Exit 1 when a named file was not requeued, or any file was not sent."""
+    bad = [r for r in results if (named and not r.ok) or r.outcome is Outcome.NOT_SENT]
+    if bad:
+        names = ", ".join(f"{r.file_id} ({r.outcome})" for r in bad)
+        raise IncompleteRecoveryError(f"{len(bad)} of {len(results)} file(s) not requeued: {names}")

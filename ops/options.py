@@ -1,0 +1,50 @@
+"""Options shared by the ops commands, and the date every date-less command defaults to."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from ops.context import OpsContext
+from ops.durations import DAY, DURATION, default_polling_date, resolve_day
+
+FC = TypeVar("FC", bound=Callable[..., Any])
+
+json_option = click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one JSON document (stable keys) instead of tables.",
+)
+older_than_option = click.option(
+    "--older-than",
+    "older_than_s",
+    type=DURATION,
+    default="30m",
+    show_default=True,
+    help="Only jobs unchanged for this long (90s, 30m, 2h, 1d).",
+)
+dry_run_option = click.option(
+    "--dry-run", is_flag=True, help="Show what would change and change nothing."
+)
+
+
+def date_option(required: bool = False) -> Callable[[FC], FC]:
+    """--date YYYY-MM-DD | today | yesterday."""
+    default = "" if required else " [default: the date today's scheduled run polls]"
+    return click.option(
+        "--date",
+        "day",
+        type=DAY,
+        required=required,
+        help=f"Polling date: YYYY-MM-DD, today or yesterday{default}.",
+    )
+
+
+def polling_date(ops: OpsContext, day: str | None) -> str:
+    """The date `--date` names, or the one today's scheduled run polls."""
+    if day is None:
+        return default_polling_date(ops.now_ms(), ops.settings.date_offset_days)
+    return resolve_day(day, ops.now_ms())
