@@ -16,6 +16,7 @@ from dlpipe.config import ConfigError
 from dlpipe.local.cli import local_group
 from dlpipe.run import run_command
 from downloader.cli import worker_command
+from ops.cli import COMMANDS as OPS_COMMANDS
 from provider.stub_cli import provider_stub
 from records.errors import RecordsError
 
@@ -40,12 +41,14 @@ cli.add_command(local_group)
 cli.add_command(run_command)
 cli.add_command(worker_command)
 cli.add_command(provider_stub)
+for _command in OPS_COMMANDS:
+    cli.add_command(_command)
 
 
 def main() -> None:
     """Console-script entry point."""
     try:
-        cli(standalone_mode=False)
+        code = cli(standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         sys.exit(130)
@@ -56,3 +59,5 @@ def main() -> None:
         template = next(t for cls, t in _EXPECTED.items() if isinstance(exc, cls))
         click.echo(f"dlpipe: {template.format(exc=exc)}", err=True)
         sys.exit(1)
+    # Without standalone mode, click returns ctx.exit(n)'s code instead of exiting with it.
+    sys.exit(code if isinstance(code, int) else 0)

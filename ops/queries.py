@@ -11,7 +11,6 @@ from dataclasses import dataclass, replace
 from dlpipe.queue import JobQueue
 from ops.context import OpsContext
 from ops.errors import NoBatchForDateError
-from ops.status_index import stale_jobs
 from records.batches_table import BatchesTable
 from records.jobs_table import JobsTable
 from records.model import Batch, BatchStatus, FileJob, JobStatus
@@ -60,12 +59,17 @@ def stuck_jobs(
 ) -> StuckJobs:
     """Jobs in `status` last changed before `cutoff_ms` (StatusIndex), oldest first."""
     probe = None if limit is None else limit + 1  # one more tells us whether we cut the list
-    table = ops.settings.jobs_table
-    page = stale_jobs(
-        ops.clients.dynamodb, table, status, cutoff_ms=cutoff_ms, now_ms=ops.now_ms(), limit=probe
+    unreadable: list[str] = []
+    found = list(
+        ops.jobs().query_by_status(
+            status,
+            older_than_ms=cutoff_ms,
+            limit=probe,
+            on_unreadable=lambda exc: unreadable.append(exc.key),
+        )
     )
-    truncated = limit is not None and len(page.jobs) > limit
-    return StuckJobs(status, cutoff_ms, page.jobs[:limit], truncated, page.unreadable)
+    truncated = limit is not None and len(found) > limit
+    return StuckJobs(status, cutoff_ms, found[:limit], truncated, unreadable)
 
 
 def summarize(jobs: JobsTable, batch: Batch) -> BatchSummary:

@@ -7,9 +7,15 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
+from dlpipe.log import get_logger
 from records import dynamo
 from records.clock import Clock, SystemClock, iso_from_ms
-from records.errors import BatchExistsError, BatchTransitionRefusedError, NotFoundError
+from records.errors import (
+    BatchExistsError,
+    BatchTransitionRefusedError,
+    CorruptRecordError,
+    NotFoundError,
+)
 from records.items import batch_from_item, batch_to_item, serialize
 from records.model import Batch, BatchStatus
 from records.rules import batch_sources, ttl_expired
@@ -18,6 +24,7 @@ from records.schema import POLLING_DATE_INDEX
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
+log = get_logger(component="records")
 # Keeps each UpdateItem far below DynamoDB's expression size limits however large the day.
 SET_CHUNK = 500
 _NAMES = {
@@ -113,8 +120,17 @@ class BatchesTable:
             "ExpressionAttributeNames": _names(key),
             "ExpressionAttributeValues": values,
         }
-        items = dynamo.paginate_query(self._client, self.table_name, request)
-        batches = [b for b in (self._live(i) for i in items) if b is not None]
+        batches = []
+        for item in dynamo.paginate_query(self._client, self.table_name, request):
+            try:
+                batch = self._live(item)
+            except CorruptRecordError as exc:
+                log.warning(
+                    "record.unreadable", table=self.table_name, batch_id=exc.key, error=str(exc)
+                )
+                continue
+            if batch is not None:
+                batches.append(batch)
         return sorted(batches, key=lambda b: b.start_time)
 
     def _update(

@@ -5,7 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import (
+    BotoCoreError,
+    ClientError,
+    NoCredentialsError,
+    PartialCredentialsError,
+)
 
 from records.errors import StoreUnavailableError, TableMissingError
 
@@ -47,6 +52,8 @@ def raise_store_error(exc: Exception, table: str) -> NoReturn:
         if code in _TRANSIENT_CODES:
             raise StoreUnavailableError(f"DynamoDB kept refusing ({code}) on {table!r}") from exc
         raise exc
+    if isinstance(exc, NoCredentialsError | PartialCredentialsError):
+        raise exc  # a configuration problem, not an outage: the CLI says so in one line
     if isinstance(exc, BotoCoreError):
         raise StoreUnavailableError(f"DynamoDB unreachable for {table!r}: {exc}") from exc
     raise exc

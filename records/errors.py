@@ -21,6 +21,14 @@ class NotFoundError(RecordsError):
     """The item does not exist (or has passed its TTL)."""
 
 
+class CorruptRecordError(RecordsError):
+    """A stored item is not a valid record (missing or mistyped attributes)."""
+
+    def __init__(self, message: str, *, key: str) -> None:
+        super().__init__(message)
+        self.key = key
+
+
 class StoreUnavailableError(RecordsError):
     """DynamoDB could not be reached or kept throttling after retries: transient."""
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
+from records.errors import CorruptRecordError
 from records.model import Batch, BatchStatus, FileJob, JobStatus
 
 if TYPE_CHECKING:
@@ -105,11 +106,19 @@ def job_to_item(job: FileJob) -> dict[str, AttributeValueTypeDef]:
     return _to_item(job, JOB_ATTRIBUTES)
 
 
+def _key(item: dict[str, Any], attribute: str) -> str:
+    return str(item.get(attribute, {}).get("S", "?"))
+
+
 def job_from_item(item: dict[str, Any]) -> FileJob:
-    """A DynamoDB item as a FileJob."""
-    values = _from_item(item, JOB_ATTRIBUTES)
-    values["status"] = JobStatus(values["status"])
-    return FileJob(**values)
+    """A DynamoDB item as a FileJob; CorruptRecordError if it is not one."""
+    try:
+        values = _from_item(item, JOB_ATTRIBUTES)
+        values["status"] = JobStatus(values["status"])
+        return FileJob(**values)
+    except (KeyError, TypeError, ValueError) as exc:
+        key = _key(item, "FileID")
+        raise CorruptRecordError(f"job item {key!r} is not a valid job: {exc}", key=key) from exc
 
 
 def batch_to_item(batch: Batch) -> dict[str, AttributeValueTypeDef]:
@@ -118,7 +127,13 @@ def batch_to_item(batch: Batch) -> dict[str, AttributeValueTypeDef]:
 
 
 def batch_from_item(item: dict[str, Any]) -> Batch:
-    """A DynamoDB item as a Batch."""
-    values = _from_item(item, BATCH_ATTRIBUTES)
-    values["status"] = BatchStatus(values["status"])
-    return Batch(**values)
+    """A DynamoDB item as a Batch; CorruptRecordError if it is not one."""
+    try:
+        values = _from_item(item, BATCH_ATTRIBUTES)
+        values["status"] = BatchStatus(values["status"])
+        return Batch(**values)
+    except (KeyError, TypeError, ValueError) as exc:
+        key = _key(item, "BatchID")
+        raise CorruptRecordError(
+            f"batch item {key!r} is not a valid batch: {exc}", key=key
+        ) from exc

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
+from dlpipe.log import get_logger
 from records import dynamo
 from records.clock import Clock, SystemClock, iso_from_ms
 from records.errors import (
     ClaimRefusedError,
+    CorruptRecordError,
     JobExistsError,
     LeaseLostError,
     NotFoundError,
@@ -26,6 +28,8 @@ from records.schema import BATCH_INDEX, STATUS_INDEX
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
+log = get_logger(component="records")
+UnreadableHandler = Callable[[CorruptRecordError], None]
 _BATCH_GET_MAX = 100
 # Names of every attribute used in expressions ("Status" and "TTL" are reserved words).
 _NAMES = {
@@ -131,7 +135,12 @@ class JobsTable:
         return items
 
     def query_by_status(
-        self, status: JobStatus, *, older_than_ms: int | None = None, limit: int | None = None
+        self,
+        status: JobStatus,
+        *,
+        older_than_ms: int | None = None,
+        limit: int | None = None,
+        on_unreadable: UnreadableHandler | None = None,
     ) -> Iterator[FileJob]:
         """Jobs in `status` (StatusIndex), oldest first; only those last changed before `older_than_ms`."""
         key = "#status = :status"
@@ -139,10 +148,15 @@ class JobsTable:
         if older_than_ms is not None:
             key += " AND #updated < :cut"
             values[":cut"] = {"N": str(older_than_ms)}
-        yield from self._query(STATUS_INDEX, key, values, limit)
+        yield from self._query(STATUS_INDEX, key, values, limit, on_unreadable)
 
     def query_by_batch(
-        self, batch_id: str, status: JobStatus | None = None, *, limit: int | None = None
+        self,
+        batch_id: str,
+        status: JobStatus | None = None,
+        *,
+        limit: int | None = None,
+        on_unreadable: UnreadableHandler | None = None,
     ) -> Iterator[FileJob]:
         """Jobs of `batch_id` (BatchIndex), optionally only those in `status`."""
         key = "#batch = :batch"
@@ -150,10 +164,15 @@ class JobsTable:
         if status is not None:
             key += " AND #status = :status"
             values[":status"] = {"S": str(status)}
-        yield from self._query(BATCH_INDEX, key, values, limit)
+        yield from self._query(BATCH_INDEX, key, values, limit, on_unreadable)
 
     def _query(
-        self, index: str, key: str, values: dict[str, Any], limit: int | None
+        self,
+        index: str,
+        key: str,
+        values: dict[str, Any],
+        limit: int | None,
+        on_unreadable: UnreadableHandler | None,
     ) -> Iterator[FileJob]:
         # Items past their TTL may linger (DynamoDB deletes lazily): filter them out.
         filter_expression = "attribute_not_exists(#ttl) OR #ttl >= :now_s"
@@ -168,8 +187,23 @@ class JobsTable:
             },
             "ScanIndexForward": True,
         }
-        for item in dynamo.paginate_query(self._client, self.table_name, request, limit):
-            yield job_from_item(item)
+        yielded = 0
+        # No Limit on the query itself, so unreadable items cannot use up the caller's limit.
+        for item in dynamo.paginate_query(self._client, self.table_name, request):
+            try:
+                job = job_from_item(item)
+            except CorruptRecordError as exc:
+                # One bad item must not hide the good ones from an operator or the poller.
+                log.warning(
+                    "record.unreadable", table=self.table_name, file_id=exc.key, error=str(exc)
+                )
+                if on_unreadable is not None:
+                    on_unreadable(exc)
+                continue
+            yield job
+            yielded += 1
+            if limit is not None and yielded >= limit:
+                return
 
     # ---- writes ------------------------------------------------------------------------
 

@@ -307,3 +307,37 @@ def test_adopt_moves_an_unfinished_job_of_an_earlier_batch_but_never_a_completed
     with pytest.raises(RequeueRefusedError):
         jobs.adopt(done.file_id, new_batch)
     assert jobs.require(done.file_id).batch_id == old_batch
+
+
+def test_an_unreadable_item_is_skipped_and_reported_not_fatal(
+    clients: AwsClients, provisioned: Provisioned, entity: str
+) -> None:
+    """A half-written item in StatusIndex is reported through on_unreadable; good jobs still come back."""
+    clock = ManualClock(BASE_MS - 30 * 365 * 86_400_000)
+    jobs = JobsTable(clients.dynamodb, provisioned.jobs_table, clock)
+    good = jobs.create(make_job(f"{entity}ok", now_ms=clock.now))
+    broken = f"{entity}bad-2026-02-28"
+    clients.dynamodb.put_item(
+        TableName=provisioned.jobs_table,
+        Item={
+            "FileID": {"S": broken},
+            "Status": {"S": "available"},
+            "StatusUpdatedAt": {"N": str(clock.now)},
+        },
+    )
+    reported: list[str] = []
+    try:
+        found = [
+            j.file_id
+            for j in jobs.query_by_status(
+                JobStatus.AVAILABLE,
+                older_than_ms=clock.now + 1,
+                on_unreadable=lambda e: reported.append(e.key),
+            )
+        ]
+    finally:
+        clients.dynamodb.delete_item(
+            TableName=provisioned.jobs_table, Key={"FileID": {"S": broken}}
+        )
+    assert good.file_id in found
+    assert reported == [broken]
