@@ -100,15 +100,22 @@ class Worker:
 
     def _poll_loop(self) -> None:
         while not self._stopping.is_set():
-            messages = self._receive()
-            for message in messages:
-                if not self._enter():
-                    self._visibility(message)(0)  # taken too late: hand it straight back
-                    continue
-                try:
-                    self._handle(message)
-                finally:
-                    self._leave()
+            try:
+                self._poll_once()
+            except Exception:
+                # A thread that died silently would leave the worker running at less capacity.
+                log.exception("worker.poll_failed")
+                self._stopping.wait(_RECEIVE_BACKOFF_S)
+
+    def _poll_once(self) -> None:
+        for message in self._receive():
+            if not self._enter():
+                self._visibility(message)(0)  # taken too late: hand it straight back
+                continue
+            try:
+                self._handle(message)
+            finally:
+                self._leave()
 
     def _enter(self) -> bool:
         # Checked and counted under one lock, so `_drain` never misses a file just started.
