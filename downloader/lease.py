@@ -77,6 +77,9 @@ class Heartbeat:
         except StoreUnavailableError as exc:
             # Keep beating: the lease has lease_seconds of slack, and complete() re-checks it.
             log.warning("heartbeat.failed", error=str(exc))
+        except Exception:
+            # Anything else must not end the heartbeat silently; the next beat tries again.
+            log.exception("heartbeat.failed")
 
     def _notify(self) -> None:
         if self._on_beat is None:

@@ -46,14 +46,16 @@ class Worker:
     ) -> None:
         self._service, self._sqs, self._queue_url, self._options = service, sqs, queue_url, options
         self._stopping = threading.Event()
+        self._stop_reason = ""
         self._lock = threading.Lock()
         self._busy = 0
         self._last_message_at = time.monotonic()
 
     def request_stop(self, reason: str = "signal") -> None:
         """Stop receiving; in-progress files finish within the grace period or are released."""
+        # Safe in a signal handler: no logging here, `run` reports the reason.
         if not self._stopping.is_set():
-            log.info("worker.stopping", reason=reason)
+            self._stop_reason = reason
             self._stopping.set()
 
     def run(self) -> int:
@@ -63,9 +65,13 @@ class Worker:
         while not self._stopping.wait(0.2):
             if self._idle_too_long():
                 self.request_stop("idle")
+        log.info("worker.stopping", reason=self._stop_reason)
+        # A receiver in a long poll hands back what it gets once the poll ends; waiting for
+        # that keeps such a message from staying hidden for the queue's visibility timeout.
+        deadline = time.monotonic() + self._options.wait_seconds + 2
         self._drain()
         for thread in threads:
-            thread.join(timeout=0.5)  # receivers blocked in a long poll are left to exit
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
         log.info("worker.stopped")
         return 0
 
