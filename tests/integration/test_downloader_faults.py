@@ -152,6 +152,30 @@ def test_a_url_that_stays_expired_ends_failed(
     assert_nothing_published(clients, provisioned, file_id)
 
 
+def test_a_provider_refusing_to_re_sign_ends_error(
+    clients: AwsClients,
+    provisioned: Provisioned,
+    private_key: RSAPrivateKey,
+    stub_factory: StubFactory,
+    table: JobsTable,
+    entity: str,
+) -> None:
+    """Expired URL, and the provider refuses our token: `error` "provider_rejected: ..."."""
+    stub = stub_factory(
+        [StubFileSpec(entity, 1000, CIPHER_GCM)], Faults(expired_url_entities={entity})
+    )
+    ((file_id, _),) = queue_files(stub, table).items()
+    service = make_service(
+        clients, provisioned, private_key, stub=stub, provider_token="bogus-token-3141"
+    )
+    assert service.process(file_id).outcome is Outcome.ERROR
+    job = table.require(file_id)
+    assert job.error_message is not None
+    assert job.error_message.startswith("provider_rejected: ")
+    assert "bogus-token-3141" not in job.error_message
+    assert_nothing_published(clients, provisioned, file_id)
+
+
 def relayed(table: JobsTable, file_id: str, relay: Relay) -> None:
     """Point the job at the relay (as the poller would have stored its URL)."""
     job = table.require(file_id)

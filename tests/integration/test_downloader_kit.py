@@ -26,7 +26,7 @@ from provider.stub_publish import ExpectedFile
 from records.clock import SystemClock
 from records.jobs_table import JobsTable
 from records.model import FileJob
-from tests.provider_support import fast_client
+from tests.provider_support import TEST_PROVIDER_TOKEN, fast_client
 from tests.support import new_batch_id
 
 StubFactory = Callable[..., StubProvider]  # the stub_factory fixture of tests.provider_fixtures
@@ -60,10 +60,11 @@ def make_service(
     s3: Any = None,
     jobs: JobsTable | None = None,
     stop: threading.Event | None = None,
+    provider_token: str = TEST_PROVIDER_TOKEN,
 ) -> DownloadService:
     """A DownloadService on the emulator; it refreshes URLs from `stub` when one is given."""
     assert provisioned.destination_bucket
-    provider = (lambda: fast_client(stub)) if stub is not None else None
+    provider = (lambda: fast_client(stub, provider_token)) if stub is not None else None
     return DownloadService(
         ServiceDeps(
             jobs=jobs or wall_clock_jobs(clients, provisioned),
