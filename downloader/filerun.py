@@ -105,7 +105,7 @@ class FileRun:
             key,
             part_bytes=tuning.part_bytes,
             max_in_flight=tuning.max_in_flight_parts,
-            expected_sha256=self._job.expected_sha256,
+            expected_sha256=(self._job.expected_sha256 or "").lower() or None,
         )
         started = time.monotonic()
         try:

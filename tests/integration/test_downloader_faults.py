@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass, replace
+from types import SimpleNamespace
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
@@ -19,6 +20,7 @@ from records.jobs_table import JobsTable
 from records.model import FileJob, JobStatus
 from tests.integration.test_downloader_kit import (
     MULTIPART_SIZE,
+    PublishCounter,
     Relay,
     StubFactory,
     destination_key,
@@ -225,3 +227,34 @@ def test_transient_errors_outlasting_the_retries_end_failed(
     assert job.error_message is not None
     assert job.error_message.startswith("source_unavailable: HTTP 503")
     assert_nothing_published(clients, provisioned, file_id)
+
+
+def test_s3_throttling_mid_upload_restarts_the_transfer_cleanly(
+    clients: AwsClients,
+    provisioned: Provisioned,
+    private_key: RSAPrivateKey,
+    stub_factory: StubFactory,
+    table: JobsTable,
+    entity: str,
+) -> None:
+    """The first UploadPart answers 503 SlowDown: that upload is aborted, the retry publishes."""
+    stub = stub_factory([StubFileSpec(entity, MULTIPART_SIZE, CIPHER_CBC)])
+    ((file_id, expected),) = queue_files(stub, table).items()
+    counter = PublishCounter.create()
+    throttled: list[str] = []
+
+    def slow_down(**_: object) -> tuple[object, dict[str, object]] | None:
+        if throttled:
+            return None
+        throttled.append("UploadPart")
+        error = {"Error": {"Code": "SlowDown"}, "ResponseMetadata": {"HTTPStatusCode": 503}}
+        return SimpleNamespace(status_code=503, headers={}), error
+
+    counter.client.meta.events.register("before-call.s3.UploadPart", slow_down)
+    service = make_service(clients, provisioned, private_key, s3=counter.client)
+    assert service.process(file_id).outcome is Outcome.COMPLETED
+    assert throttled == ["UploadPart"]
+    assert counter.published == ["CompleteMultipartUpload"]
+    assert table.require(file_id).sha256 == expected.sha256
+    bucket, key = str(provisioned.destination_bucket), destination_key(file_id)
+    assert uploads_in_progress(clients, bucket, key) == []
