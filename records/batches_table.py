@@ -136,28 +136,19 @@ class BatchesTable:
     def _update(
         self, batch_id: str, update: str, condition: str, values: dict[str, Any], rule: str
     ) -> Batch:
-        try:
-            response = dynamo.call(
-                self.table_name,
-                self._client.update_item,
-                Key={"BatchID": {"S": batch_id}},
-                UpdateExpression=update,
-                ConditionExpression=condition,
-                ExpressionAttributeNames=_names(update + condition),
-                ExpressionAttributeValues={k: serialize(v) for k, v in values.items()},
-                ReturnValues="ALL_NEW",
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
-        except ClientError as exc:
-            if not dynamo.is_condition_failure(exc):
-                raise
-            old = dynamo.old_item(exc)
-            current = batch_from_item(old) if old else None
-            state = f"it is {current.status}" if current else "it does not exist"
-            raise BatchTransitionRefusedError(
+        return dynamo.conditional_update(
+            self._client,
+            self.table_name,
+            {"BatchID": {"S": batch_id}},
+            update=update,
+            condition=condition,
+            names=_names(update + condition),
+            values={k: serialize(v) for k, v in values.items()},
+            parse=batch_from_item,
+            refused=lambda state, current: BatchTransitionRefusedError(
                 f"{rule} refused for {batch_id}: {state}", condition=rule, current=current
-            ) from exc
-        return batch_from_item(response["Attributes"])
+            ),
+        )
 
     def mark_queued(
         self, batch_id: str, expected_files: Iterable[str], *, error_message: str | None = None

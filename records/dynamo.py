@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from botocore.exceptions import (
     BotoCoreError,
@@ -93,3 +93,42 @@ def call(table: str, operation: Callable[..., Any], **request: Any) -> Any:
         raise_store_error(exc, table)
     except BotoCoreError as exc:
         raise_store_error(exc, table)
+
+
+_R = TypeVar("_R")
+
+
+def conditional_update(
+    client: DynamoDBClient,
+    table: str,
+    key: dict[str, Any],
+    *,
+    update: str,
+    condition: str,
+    names: dict[str, str],
+    values: dict[str, Any],
+    parse: Callable[[dict[str, Any]], _R],
+    refused: Callable[[str, _R | None], Exception],
+) -> _R:
+    """UpdateItem under `condition`, returning the new record; a lost condition raises
+    `refused(message, what the item held)`, learned without a second read (ALL_OLD)."""
+    try:
+        response = call(
+            table,
+            client.update_item,
+            Key=key,
+            UpdateExpression=update,
+            ConditionExpression=condition,
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
+            ReturnValues="ALL_NEW",
+            ReturnValuesOnConditionCheckFailure="ALL_OLD",
+        )
+    except ClientError as exc:
+        if not is_condition_failure(exc):
+            raise
+        old = old_item(exc)
+        current = parse(old) if old else None
+        state = f"it is {getattr(current, 'status', '?')}" if current else "it does not exist"
+        raise refused(state, current) from exc
+    return parse(response["Attributes"])

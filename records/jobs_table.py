@@ -31,6 +31,15 @@ if TYPE_CHECKING:
 log = get_logger(component="records")
 UnreadableHandler = Callable[[CorruptRecordError], None]
 _BATCH_GET_MAX = 100
+# Requeue and adopt: a job nobody holds and that is not done (failed, error, available, or a
+# claim whose lease ran out) goes back to available; `force` also takes a live claim.
+_REQUEUABLE = (
+    "#status IN (:failed, :error, :available) OR (#status = :downloading AND #lease < :now)"
+)
+_FORCE_REQUEUABLE = "#status IN (:failed, :error, :available, :downloading)"
+_BACK_TO_AVAILABLE = (
+    "#status = :available, #updated = :now REMOVE #owner, #lease, #error, #completed"
+)
 # Names of every attribute used in expressions ("Status" and "TTL" are reserved words).
 _NAMES = {
     "#id": "FileID",
@@ -217,28 +226,19 @@ class JobsTable:
         error: type[ClaimRefusedError | LeaseLostError | RequeueRefusedError],
         rule: str,
     ) -> FileJob:
-        try:
-            response = dynamo.call(
-                self.table_name,
-                self._client.update_item,
-                Key={"FileID": {"S": file_id}},
-                UpdateExpression=update,
-                ConditionExpression=condition,
-                ExpressionAttributeNames=_names(update + condition),
-                ExpressionAttributeValues={k: serialize(v) for k, v in values.items()},
-                ReturnValues="ALL_NEW",
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
-        except ClientError as exc:
-            if not dynamo.is_condition_failure(exc):
-                raise
-            old = dynamo.old_item(exc)
-            current = job_from_item(old) if old else None
-            state = f"it is {current.status}" if current else "it does not exist"
-            raise error(
+        return dynamo.conditional_update(
+            self._client,
+            self.table_name,
+            {"FileID": {"S": file_id}},
+            update=update,
+            condition=condition,
+            names=_names(update + condition),
+            values={k: serialize(v) for k, v in values.items()},
+            parse=job_from_item,
+            refused=lambda state, current: error(
                 f"{rule} refused for {file_id}: {state}", condition=rule, current=current
-            ) from exc
-        return job_from_item(response["Attributes"])
+            ),
+        )
 
     def create(self, job: FileJob) -> FileJob:
         """Write a new job; JobExistsError (with the stored job) if the FileID exists."""
@@ -378,27 +378,25 @@ class JobsTable:
         """
         # Race: a worker may finish or renew the claim between the operator's look and
         # this write; the condition re-checks at write time.
-        condition = "#status IN (:failed, :error, :available) OR (#status = :downloading AND " + (
-            "attribute_exists(#id))" if force else "#lease < :now)"
+        condition = _FORCE_REQUEUABLE if force else _REQUEUABLE
+        update = f"SET {_BACK_TO_AVAILABLE}"
+        return self._update(
+            file_id,
+            update=update,
+            condition=condition,
+            values=self._requeue_values(),
+            error=RequeueRefusedError,
+            rule="requeue",
         )
-        update = (
-            "SET #status = :available, #updated = :now REMOVE #owner, #lease, #error, #completed"
-        )
-        values = {
+
+    def _requeue_values(self) -> dict[str, Any]:
+        return {
             ":failed": str(JobStatus.FAILED),
             ":error": str(JobStatus.ERROR),
             ":available": str(JobStatus.AVAILABLE),
             ":downloading": str(JobStatus.DOWNLOADING),
             ":now": self._clock.now_ms(),
         }
-        return self._update(
-            file_id,
-            update=update,
-            condition=condition,
-            values=values,
-            error=RequeueRefusedError,
-            rule="requeue",
-        )
 
     def adopt(self, file_id: str, batch_id: str) -> FileJob:
         """Move an unfinished job of an earlier batch into `batch_id`, as available.
@@ -407,22 +405,9 @@ class JobsTable:
         """
         # Race: the old batch's worker may still finish it, or a concurrent rerun may adopt
         # it first; only a job that nobody holds and that is not done moves.
-        condition = (
-            "#batch <> :batch AND (#status IN (:failed, :error, :available)"
-            " OR (#status = :downloading AND #lease < :now))"
-        )
-        update = (
-            "SET #batch = :batch, #status = :available, #updated = :now"
-            " REMOVE #owner, #lease, #error, #completed"
-        )
-        values = {
-            ":batch": batch_id,
-            ":failed": str(JobStatus.FAILED),
-            ":error": str(JobStatus.ERROR),
-            ":available": str(JobStatus.AVAILABLE),
-            ":downloading": str(JobStatus.DOWNLOADING),
-            ":now": self._clock.now_ms(),
-        }
+        condition = f"#batch <> :batch AND ({_REQUEUABLE})"
+        update = f"SET #batch = :batch, {_BACK_TO_AVAILABLE}"
+        values = {":batch": batch_id, **self._requeue_values()}
         return self._update(
             file_id,
             update=update,
