@@ -1,0 +1,106 @@
+"""Scenario 7: load. A day of many small files through worker threads completes with the
+invariant, and the AWS calls it costs per file stay bounded (counted by botocore hooks)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from provider.crypto import CIPHER_CBC, CIPHER_GCM
+from provider.stub_publish import StubFileSpec
+from records.model import JobStatus
+from tests.provider_support import StubFactory
+from tests.reliability.invariant import check_day
+from tests.reliability.rig import (
+    CallCounter,
+    Rig,
+    Stopwatch,
+    counted_clients,
+    unique_day,
+    unique_entity,
+)
+
+pytest_plugins = ["tests.provider_fixtures"]
+pytestmark = pytest.mark.e2e
+LEASE_S = 30
+# Upper bounds per file, about twice what a run measures (RELIABILITY.md has the figures):
+# a worker's GetItem, claim, fence renewal and completion; a HeadObject and a PutObject; the
+# poller's PutItem plus its share of BatchGetItem / UpdateItem over the polls.
+MAX_WORKER_DYNAMODB_PER_FILE = 8
+MAX_WORKER_S3_PER_FILE = 4
+MAX_POLLER_DYNAMODB_PER_FILE = 3
+
+
+def run_load(
+    rig: Rig, stub_factory: StubFactory, figures: Any, *, files: int, threads: int, polls: int
+) -> None:
+    """Run `files` small files through `threads` worker threads; check and measure."""
+    entity = unique_entity()
+    stub = stub_factory(
+        [
+            StubFileSpec(f"{entity}{i}", 64 + (i * 997) % 4096, CIPHER_GCM if i % 2 else CIPHER_CBC)
+            for i in range(files)
+        ]
+    )
+    day = unique_day()
+    published = Stopwatch()
+    expected = stub.expected(day)
+    publish_s = published.seconds
+    workers, poller = CallCounter(), CallCounter()
+    worker_clients, poller_clients = counted_clients(workers), counted_clients(poller)
+    services = [
+        rig.service(stub, lease_seconds=LEASE_S, clients=worker_clients)
+        for _ in range(threads // 4)
+    ]
+    clock = Stopwatch()
+    with rig.thread_workers(services, concurrency=4, sqs=worker_clients.sqs):
+        result = rig.run_day(rig.flow(stub, clients=poller_clients), day, polls=polls)
+        run_s = clock.seconds
+    facts = check_day(
+        rig.clients,
+        jobs_table=rig.provisioned.jobs_table,
+        batches_table=rig.provisioned.batches_table,
+        bucket=rig.bucket,
+        dlq_url=rig.queues.dlq_url,
+        date=day,
+        batch_id=result["batch_id"],
+        expected=expected,
+    )
+    per_file = {
+        "worker_dynamodb": workers.total("dynamodb") / files,
+        "worker_s3": workers.total("s3") / files,
+        "worker_sqs": workers.total("sqs") / files,
+        "poller_dynamodb": poller.total("dynamodb") / files,
+        "poller_sqs": poller.total("sqs") / files,
+    }
+    figures(
+        files=files,
+        threads=threads,
+        publish_s=publish_s,
+        run_s=run_s,
+        files_per_s=round(files / run_s, 1),
+        polls=result["polls"],
+        per_file={k: round(v, 2) for k, v in per_file.items()},
+    )
+    assert result["status"] == "completed"
+    assert facts.by_status(JobStatus.COMPLETED) == set(expected)
+    assert per_file["worker_dynamodb"] <= MAX_WORKER_DYNAMODB_PER_FILE
+    assert per_file["worker_s3"] <= MAX_WORKER_S3_PER_FILE
+    assert per_file["poller_dynamodb"] <= MAX_POLLER_DYNAMODB_PER_FILE
+
+
+def test_a_small_load_completes_with_bounded_calls_per_file(
+    rig: Rig, stub_factory: StubFactory, figures: Any
+) -> None:
+    """40 small files, 4 threads: all completed and verified; calls per file within bounds."""
+    run_load(rig, stub_factory, figures, files=40, threads=4, polls=120)
+
+
+@pytest.mark.soak
+@pytest.mark.timeout(1800)
+def test_soak_five_hundred_files_complete_with_bounded_calls_per_file(
+    rig: Rig, stub_factory: StubFactory, figures: Any
+) -> None:
+    """500 small files, 8 threads: all completed and verified; calls per file within bounds."""
+    run_load(rig, stub_factory, figures, files=500, threads=8, polls=900)
