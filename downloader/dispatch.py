@@ -1,5 +1,7 @@
 """One SQS message through the service, shared by the Lambda handler and the worker.
 
+A copy that meets another worker's live claim (BUSY) is replaced by a fresh copy delayed
+until that claim ends, so duplicates never climb towards maxReceiveCount.
 A malformed body can never succeed, so it is acknowledged and logged (`message.rejected`,
 with a short preview) rather than redelivered until the DLQ: retries would only burn
 receives, and the log keeps the evidence. An exception, on the other hand, is never
@@ -21,6 +23,7 @@ if TYPE_CHECKING:
 
 log = get_logger()
 _PREVIEW_CHARS = 200
+_MAX_DELAY_S = 900
 
 
 class MessageVisibility:
@@ -39,6 +42,19 @@ class MessageVisibility:
             # The message then reappears at its old timeout; the job's claim still guards it.
             log.warning("message.visibility_failed", error_type=type(exc).__name__)
 
+    def send_copy_later(self, body: str, delay_s: int) -> bool:
+        """Queue a fresh copy of `body`, visible after `delay_s` (SQS allows 900 at most)."""
+        try:
+            self._sqs.send_message(
+                QueueUrl=self._queue_url,
+                MessageBody=body,
+                DelaySeconds=max(0, min(delay_s, _MAX_DELAY_S)),
+            )
+        except (ClientError, BotoCoreError) as exc:
+            log.warning("message.defer_failed", error_type=type(exc).__name__)
+            return False
+        return True
+
 
 def dispatch(service: DownloadService, body: str, visibility: MessageVisibility) -> bool:
     """Process one message body; True when the message is done with and may be deleted."""
@@ -53,7 +69,13 @@ def dispatch(service: DownloadService, body: str, visibility: MessageVisibility)
         log.exception("message.failed", error_type=type(exc).__name__, error=str(exc))
         return False
     if result.outcome is Outcome.BUSY and result.retry_after_s is not None:
-        visibility(result.retry_after_s)  # back when the live claim ends or is renewed
+        # Every return of the same message is a new receive, so a duplicate of a long but
+        # healthy download would reach the DLQ. A fresh copy, delayed until the claim ends,
+        # comes back just the same with its receive count at zero; the old one is deleted.
+        if visibility.send_copy_later(body, result.retry_after_s):
+            log.info("message.deferred", delay_s=result.retry_after_s)
+            return True
+        visibility(result.retry_after_s)  # fallback: back when the live claim ends
     elif result.outcome is Outcome.RELEASED:
         visibility(0)  # another worker may take it at once
     return result.acknowledge

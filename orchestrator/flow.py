@@ -112,7 +112,7 @@ class BatchFlowService:
         except QueueSendError as exc:
             # The jobs exist and stay available: a replay of this step sends them again.
             raise RuntimeError(f"queueing failed for {len(exc.failed)} file(s)") from exc
-        error_message = "; ".join(problems)[:1000] or None
+        error_message = _summarize_refusals(problems, batch_id)
         self.batches.mark_queued(batch_id, expected, error_message=error_message)
         log.info(
             "batch.queued",
@@ -292,6 +292,21 @@ class BatchFlowService:
         log.error("batch.failed", batch_id=batch_id, reason=reason)
 
 
+_SHOWN_REFUSALS = 5
+
+
+def _summarize_refusals(problems: list[str], batch_id: str) -> str | None:
+    """Every refusal gets its own log line; the batch's ErrorMessage stays short and says so."""
+    for problem in problems:
+        log.warning("batch.entry_rejected", batch_id=batch_id, problem=problem)
+    if not problems:
+        return None
+    shown = "; ".join(p[:150] for p in problems[:_SHOWN_REFUSALS])
+    more = len(problems) - _SHOWN_REFUSALS
+    tail = f"; and {more} more (each logged as batch.entry_rejected)" if more > 0 else ""
+    return f"{len(problems)} provider entries rejected: {shown}{tail}"
+
+
 def _emit_finished(batch: Batch, status: BatchStatus, now_ms: int) -> None:
     started_ms = int(datetime.fromisoformat(batch.start_time).timestamp() * 1000)
     metrics.emit(
@@ -321,7 +336,6 @@ def _check(batch: Batch, status: str | None) -> CompletionCheck:
         failed=len(batch.failed_files),
         pending=len(batch.pending_files),
     )
-
 
 
 def build_flow(settings: Settings, clients: AwsClients | None = None) -> BatchFlowService:

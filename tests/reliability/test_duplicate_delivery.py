@@ -114,17 +114,6 @@ def test_soak_triple_delivery_of_a_larger_day_publishes_each_file_once(
     run_duplicates(make_rig, stub_factory, figures, files=60, workers=4)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "production bug: downloader/service.py _busy hides a copy that meets a live claim only"
-        " until that lease ends (+ margin), and every return is a new SQS receive; the holder"
-        " renews its lease every lease/3, so a healthy download longer than about"
-        " maxReceiveCount x (lease + margin) dead-letters the duplicate and fires the"
-        " DLQ-not-empty alarm (terraform/alarms.tf) although nothing is wrong. The holder's own"
-        " message already guarantees redelivery if it dies, so a BUSY copy could be acknowledged"
-    ),
-)
 def test_a_duplicate_of_a_long_healthy_download_stays_out_of_the_dlq(
     make_rig: Any, stub_factory: StubFactory
 ) -> None:

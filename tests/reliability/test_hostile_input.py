@@ -306,16 +306,6 @@ def test_a_listing_that_is_not_json_ends_the_batch_failed_saying_so(
     assert stub.request_count == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "production bug: orchestrator/flow.py fetch_and_queue joins every listing entry it"
-        " could not turn into a job into ONE batch ErrorMessage cut at 1000 characters"
-        " ('; '.join(problems)[:1000], and BatchesTable.mark_queued cuts it again) and logs"
-        " none of them (batch.queued carries only counts): past ~7 refused entries the rest"
-        " are named nowhere an operator can see"
-    ),
-)
 def test_every_refused_listing_entry_is_named_where_an_operator_can_see_it(
     rig: Rig, stub_factory: StubFactory
 ) -> None:

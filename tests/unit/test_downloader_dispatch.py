@@ -25,7 +25,13 @@ class FakeSqs:
 
     def __init__(self, fail: bool = False) -> None:
         self.visibility: list[tuple[str, int]] = []
+        self.sent: list[tuple[str, int]] = []
         self.fail = fail
+
+    def send_message(self, QueueUrl: str, MessageBody: str, DelaySeconds: int) -> None:
+        if self.fail:
+            raise EndpointConnectionError(endpoint_url=QueueUrl)
+        self.sent.append((MessageBody, DelaySeconds))
 
     def change_message_visibility(
         self, QueueUrl: str, ReceiptHandle: str, VisibilityTimeout: int
@@ -82,11 +88,19 @@ def test_finished_outcomes_acknowledge_the_message(outcome: Outcome) -> None:
     assert sqs.visibility == []
 
 
-def test_busy_hides_the_message_for_the_rest_of_the_lease() -> None:
-    """BUSY: not acknowledged, hidden for retry_after_s so it returns when the claim ends."""
+def test_busy_replaces_the_message_with_a_copy_delayed_until_the_claim_ends() -> None:
+    """BUSY: a fresh copy delayed retry_after_s is sent and the received one acknowledged."""
     acked, sqs = run(ProcessResult(Outcome.BUSY, retry_after_s=42))
-    assert not acked
-    assert sqs.visibility == [("rh", 42)]
+    assert acked
+    assert [delay for _, delay in sqs.sent] == [42]
+    assert '"file_id": "acme-2026-02-28"' in sqs.sent[0][0]
+    assert sqs.visibility == []
+
+
+def test_busy_delay_is_capped_at_what_sqs_allows() -> None:
+    """A claim with 40 minutes left is deferred by SQS's maximum of 900 s."""
+    _, sqs = run(ProcessResult(Outcome.BUSY, retry_after_s=2400))
+    assert sqs.sent[0][1] == 900
 
 
 def test_released_makes_the_message_visible_at_once() -> None:
@@ -104,12 +118,12 @@ def test_an_exception_is_never_an_acknowledgement() -> None:
     assert [e["event"] for e in logs] == ["message.failed"]
 
 
-def test_a_failing_visibility_change_is_logged_not_raised() -> None:
-    """SQS refusing ChangeMessageVisibility does not turn a BUSY into a crash."""
+def test_a_failing_sqs_is_logged_not_raised_and_the_busy_message_is_kept() -> None:
+    """SQS refusing the copy and the visibility change: no crash, the message is not acked."""
     with capture_logs() as logs:
         acked, _ = run(ProcessResult(Outcome.BUSY, retry_after_s=5), FakeSqs(fail=True))
     assert not acked
-    assert "message.visibility_failed" in [e["event"] for e in logs]
+    assert {"message.defer_failed", "message.visibility_failed"} <= {e["event"] for e in logs}
 
 
 @pytest.mark.parametrize(
