@@ -173,7 +173,7 @@ class Rig:
                 worker.request_stop("test finished")
             for thread in threads:
                 thread.join(timeout=45)
-            assert not any(t.is_alive() for t in threads), "a worker thread did not stop"
+        assert not any(t.is_alive() for t in threads), "a worker thread did not stop"
 
     def worker_process(
         self, stub: StubProvider, name: str, *args: str, lease_seconds: int, **extra: str
@@ -191,10 +191,14 @@ class Rig:
         return WorkerProcess(env, self.workdir / f"{name}.log", *args)
 
     def queue_empty(self) -> bool:
-        """True when the download queue holds no message, visible or in flight."""
+        """True when the download queue holds no message: visible, in flight or delayed."""
         attributes = self.clients.sqs.get_queue_attributes(
             QueueUrl=self.queues.url,
-            AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+            AttributeNames=[
+                "ApproximateNumberOfMessages",
+                "ApproximateNumberOfMessagesNotVisible",
+                "ApproximateNumberOfMessagesDelayed",
+            ],
         )["Attributes"]
         return all(int(v) == 0 for v in attributes.values())
 

@@ -31,6 +31,7 @@ from tests.reliability.rig import (
 pytest_plugins = ["tests.provider_fixtures"]
 pytestmark = pytest.mark.e2e
 COPIES = 3
+_DEFERRED = "message.deferred"  # a BUSY copy replaced by one delayed until the claim ends
 LEASE_S = 4
 MIB = 1024 * 1024
 # Small files go out as one PutObject, larger ones by multipart upload: both publish paths.
@@ -76,7 +77,7 @@ def run_duplicates(
     events = tap.events()
     per_file = {
         name: Counter(e.get("file_id") for e in events if e["event"] == name)
-        for name in ("job.published", "job.completed", "job.already_done", "job.busy")
+        for name in ("job.published", "job.completed", "job.already_done", "job.busy", _DEFERRED)
     }
     figures(
         files=files,
@@ -85,6 +86,7 @@ def run_duplicates(
         publishes=sum(published.values()),
         already_done=sum(per_file["job.already_done"].values()),
         busy=sum(per_file["job.busy"].values()),
+        deferred=sum(per_file[_DEFERRED].values()),
         dead_letters=len(facts.dead_letters),
         seconds=clock.seconds,
     )

@@ -38,6 +38,7 @@ _FAKE_ENTRY = {
     "size": 10,
     "sha256": "0" * 64,
 }
+_REFUSED = "batch.entry_rejected"  # one log line per listing entry refused without a job
 _CRASH_EVENTS = {"job.crashed", "message.failed", "worker.receive_failed", "message.rejected"}
 
 
@@ -154,6 +155,7 @@ class HostileDay:
     invariant: DayFacts | InvariantViolation
     events: list[dict[str, Any]]
     rig: Rig
+    keys: list[str]  # every destination key holding the day
 
     def facts(self) -> DayFacts:
         """The invariant's facts; raises the violation if the invariant failed."""
@@ -198,7 +200,7 @@ def hostile_day(
             )
         except InvariantViolation as violation:
             invariant = violation
-        yield HostileDay(day, prefix, result, invariant, tap.events(), rig)
+        yield HostileDay(day, prefix, result, invariant, tap.events(), rig, _day_keys(rig, day))
         stub.purge()
 
 
@@ -223,8 +225,10 @@ def test_a_hostile_file_ends_in_its_named_outcome_with_nothing_published(
     """The case's file ends in its status with its ErrorMessage code, and nothing is published."""
     case, facts = CASES[name], hostile_day.facts()
     if case.status is None:
-        assert case.detail in (facts.batch.error_message or "")
-        assert not [k for k in _day_keys(hostile_day) if "etc" in k or ".." in k or " " in k]
+        refusals = [str(e.get("problem")) for e in hostile_day.events if e["event"] == _REFUSED]
+        assert [r for r in refusals if case.detail in r], refusals
+        assert facts.batch.error_message
+        assert not [k for k in hostile_day.keys if "etc" in k or ".." in k or " " in k]
         return
     file_id = make_file_id(entity_of(hostile_day.prefix, name), hostile_day.day)
     job = facts.jobs[file_id]
@@ -232,18 +236,18 @@ def test_a_hostile_file_ends_in_its_named_outcome_with_nothing_published(
     assert job.status is case.status, message
     assert message.split(":")[0] in case.codes, message
     assert case.detail in message
-    assert not [k for k in _day_keys(hostile_day) if file_id in k]
+    assert not [k for k in hostile_day.keys if file_id in k]
     assert not [
         e for e in hostile_day.events if e.get("file_id") == file_id and e["event"] in _CRASH_EVENTS
     ]
 
 
-def _day_keys(day: HostileDay) -> list[str]:
-    """Every destination key of the hostile day."""
+def _day_keys(rig: Rig, day: str) -> list[str]:
+    """Every destination key that holds `day`."""
     keys: list[str] = []
-    paginator = day.rig.clients.s3.get_paginator("list_objects_v2")
-    for page in paginator.paginate(Bucket=day.rig.bucket):
-        keys += [o["Key"] for o in page.get("Contents", []) if day.day in o["Key"]]
+    paginator = rig.clients.s3.get_paginator("list_objects_v2")
+    for page in paginator.paginate(Bucket=rig.bucket):
+        keys += [o["Key"] for o in page.get("Contents", []) if day in o["Key"]]
     return keys
 
 
