@@ -40,7 +40,7 @@ from provider.stub import StubProvider
 from records.batches_table import BatchesTable
 from records.clock import SystemClock
 from records.jobs_table import JobsTable
-from records.model import JobStatus
+from records.model import BatchStatus, JobStatus
 from tests.e2e.test_worker_kit import Queues, WorkerProcess, wait_until, worker_env
 from tests.integration.test_downloader_kit import FAST
 from tests.provider_support import fast_client
@@ -441,3 +441,9 @@ def point_at(jobs: JobsTable, file_id: str, url: str) -> None:
     jobs.claim(file_id, "setup", 1)
     jobs.update_url(file_id, "setup", url, job.url_expires_at)
     jobs.release(file_id, "setup")
+
+
+def day_queued(batches: BatchesTable, day: str) -> bool:
+    """True once the day's batch exists and its fetch-and-queue step has written every job."""
+    found = batches.query_by_date(day)
+    return bool(found) and found[-1].status is not BatchStatus.INITIATED

@@ -20,8 +20,7 @@ import pytest
 from provider.crypto import CIPHER_CBC, CIPHER_GCM
 from provider.stub import StubProvider
 from provider.stub_publish import StubFileSpec
-from records.batches_table import BatchesTable
-from records.model import BatchStatus, JobStatus
+from records.model import JobStatus
 from tests.e2e.test_worker_kit import WorkerProcess, wait_until
 from tests.provider_support import StubFactory
 from tests.reliability.invariant import check_day
@@ -30,6 +29,7 @@ from tests.reliability.rig import (
     SlowRelay,
     Stopwatch,
     claim_holders,
+    day_queued,
     events_of,
     point_at,
     stopping_all,
@@ -136,11 +136,6 @@ class Chaos:
         self.start_worker()
 
 
-def _queued(batches: BatchesTable, day: str) -> bool:
-    found = batches.query_by_date(day)
-    return bool(found) and found[-1].status is not BatchStatus.INITIATED
-
-
 def specs(entity: str, n: int) -> list[StubFileSpec]:
     """n files cycling through SIZES, CBC and GCM alternating."""
     return [
@@ -160,7 +155,7 @@ def run_crash_plan(
     relay = SlowRelay(plan.bytes_per_s)
     with relay.running(), ThreadPoolExecutor(1) as poller, stopping_all(pool):
         running = poller.submit(rig.run_day, rig.flow(stub), day, polls=polls)
-        wait_until(lambda: _queued(batches, day), 60, "the poller to queue the day")
+        wait_until(lambda: day_queued(batches, day), 60, "the poller to queue the day")
         for file_id in expected:  # before any worker runs: every download goes via the relay
             point_at(jobs, file_id, relay.url_for(jobs.require(file_id).presigned_url))
         clock = Stopwatch()

@@ -5,6 +5,7 @@ over that day); impossible dates, empty and unreadable listings are days of thei
 from __future__ import annotations
 
 import base64
+import json
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -69,7 +70,8 @@ def rejected(detail: str, switch: str | None = None, **fields: object) -> Case:
 
 def unsafe(entity: str) -> Case:
     """A listing entry whose entity cannot be a key: no job, named in the batch's error."""
-    return Case(None, (), repr(entity), raw_entity=entity)
+    shown = repr(entity) if len(repr(entity)) <= 40 else repr(entity)[:37]  # as messages cut it
+    return Case(None, (), shown, raw_entity=entity)
 
 
 CASES: dict[str, Case] = {
@@ -115,6 +117,9 @@ CASES: dict[str, Case] = {
     "entity-with-spaces": unsafe("my accounts"),
     "entity-with-newline": unsafe("accounts\n"),
     "entity-with-slash": unsafe("a/b"),
+    "entity-empty": unsafe(""),
+    "entity-too-long": unsafe("e" * 65),
+    "entity-non-ascii": unsafe("accöunts"),
 }
 GOOD = {"good-cbc": CIPHER_CBC, "good-gcm": CIPHER_GCM}
 
@@ -324,3 +329,47 @@ def test_every_refused_listing_entry_is_named_where_an_operator_can_see_it(
     visible = (batch.error_message or "") + tap.text
     assert result["status"] == "failed"
     assert [e for e in unsafe_entities if e not in visible] == []
+
+
+def garbage_bodies(entity: str, day: str) -> dict[str, str]:
+    """SQS message bodies no poller wrote, by name."""
+    batch_id = f"batch-{day}-00000000-0000-4000-8000-000000000000"
+    return {
+        "not-json": "this is not json",
+        "json-array": "[1, 2, 3]",
+        "missing-fields": "{}",
+        "path-traversal-file-id": json.dumps({"file_id": f"../../etc-{day}", "batch_id": batch_id}),
+        "bad-batch-id": json.dumps({"file_id": f"{entity}0-{day}", "batch_id": "batch-x"}),
+        "oversized": "x" * 200_000,
+        "unknown-job": json.dumps({"file_id": f"{entity}nope-{day}", "batch_id": batch_id}),
+    }
+
+
+def test_garbage_messages_are_acknowledged_and_logged_and_the_day_still_completes(
+    rig: Rig, stub_factory: StubFactory
+) -> None:
+    """Seven forged bodies on the queue: each is acked with a log line, none crashes a worker."""
+    entity, day = unique_entity(), unique_day()
+    stub = stub_factory([StubFileSpec(f"{entity}{n}", 2000, CIPHER_GCM) for n in range(2)])
+    for body in garbage_bodies(entity, day).values():
+        rig.clients.sqs.send_message(QueueUrl=rig.queues.url, MessageBody=body)
+    tap = LogTap("INFO")
+    with tap.tapping(), rig.thread_workers([rig.service(stub, lease_seconds=LEASE_S)]):
+        result = rig.run_day(rig.flow(stub), day, polls=30)
+        rig.wait_queue_empty(timeout_s=30)
+    facts = check_day(
+        rig.clients,
+        jobs_table=rig.provisioned.jobs_table,
+        batches_table=rig.provisioned.batches_table,
+        bucket=rig.bucket,
+        dlq_url=rig.queues.dlq_url,
+        date=day,
+        batch_id=result["batch_id"],
+        expected=stub.expected(day),
+    )
+    names = [e["event"] for e in tap.events()]
+    assert result["status"] == "completed"
+    assert facts.by_status(JobStatus.COMPLETED) == set(stub.expected(day))
+    assert (names.count("message.rejected"), names.count("job.not_found")) == (6, 1)
+    assert not {"job.crashed", "message.failed"} & set(names)
+    assert facts.dead_letters == []

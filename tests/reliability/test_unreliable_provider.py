@@ -4,6 +4,7 @@ timeout. A flaky provider only slows the day down; a dead one ends it `failed`, 
 from __future__ import annotations
 
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -15,9 +16,18 @@ from provider.stub import StubProvider
 from provider.stub_faults import Faults
 from provider.stub_publish import StubFileSpec
 from records.model import BatchStatus, JobStatus
+from tests.e2e.test_worker_kit import wait_until
 from tests.provider_support import StubFactory, fast_client
 from tests.reliability.invariant import check_day
-from tests.reliability.rig import CrashOnce, LogTap, Rig, Stopwatch, unique_day, unique_entity
+from tests.reliability.rig import (
+    CrashOnce,
+    LogTap,
+    Rig,
+    Stopwatch,
+    day_queued,
+    unique_day,
+    unique_entity,
+)
 
 pytest_plugins = ["tests.provider_fixtures"]
 pytestmark = pytest.mark.e2e
@@ -148,3 +158,37 @@ def test_a_crash_after_failing_the_batch_replays_to_the_same_failed_batch(
     assert crash.crashed
     assert (result["status"], facts.batch.status) == ("failed", BatchStatus.FAILED)
     assert "provider unavailable" in (facts.batch.error_message or "")
+
+
+def test_an_expired_url_while_the_provider_is_down_ends_failed_not_lost(
+    rig: Rig, stub_factory: StubFactory
+) -> None:
+    """The listing works, then the provider dies: the file needing a fresh URL ends `failed`."""
+    entity, day = unique_entity(), unique_day()
+    stale, fine = f"{entity}stale", f"{entity}fine"
+    stub = stub_factory(
+        [StubFileSpec(stale, 1000, CIPHER_GCM), StubFileSpec(fine, 1000, CIPHER_CBC)],
+        faults=Faults(expired_url_entities={stale}),
+    )
+    batches = rig.batches()
+    with ThreadPoolExecutor(1) as poller:
+        running = poller.submit(rig.run_day, rig.flow(stub, provider=client(stub, 3)), day)
+        wait_until(lambda: day_queued(batches, day), 30, "the poller to queue the day")
+        stub.faults.set(error_rate=1.0)  # down before any worker asks for a fresh URL
+        services = [rig.service(None, lease_seconds=LEASE_S, provider=lambda: client(stub, 3))]
+        with rig.thread_workers(services):
+            result = running.result(timeout=150)
+    facts = check_day(
+        rig.clients,
+        jobs_table=rig.provisioned.jobs_table,
+        batches_table=rig.provisioned.batches_table,
+        bucket=rig.bucket,
+        dlq_url=rig.queues.dlq_url,
+        date=day,
+        batch_id=result["batch_id"],
+        expected=stub.expected(day),
+    )
+    job = facts.jobs[f"{stale}-{day}"]
+    assert (result["status"], job.status) == ("failed", JobStatus.FAILED)
+    assert (job.error_message or "").startswith("provider_unavailable: ")
+    assert facts.by_status(JobStatus.COMPLETED) == {f"{fine}-{day}"}
