@@ -4,18 +4,23 @@ each file sent at least once (and twice at most, only when its first send may ha
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from aws_durable_execution_sdk_python_testing.executor import Executor
 
+from dlpipe.queue import QueueSendError
+from downloader.messages import JobMessage
+from orchestrator.durable import build_durable_handler
 from orchestrator.flow import BatchFlowService
+from orchestrator.local_runner import LocalRunError, run_durable_locally
 from orchestrator.ports import CompletionCheck
 from provider.crypto import CIPHER_CBC, CIPHER_GCM
 from provider.stub_publish import StubFileSpec
-from records.model import JobStatus
+from records.model import BatchStatus, JobStatus
 from tests.provider_support import StubFactory
 from tests.reliability.invariant import check_day
 from tests.reliability.rig import (
@@ -110,3 +115,34 @@ def test_a_poller_crash_replays_to_the_invariant_with_at_least_once_sends(
     assert set(queue.sent) == set(stub.expected(day))
     assert sends[0] >= 1
     assert sends[-1] <= CRASH_POINTS[point].max_sends
+
+
+class DeadQueue(RecordingQueue):
+    """SQS refusing every send, after the queue's own retries (an outage, a deleted queue)."""
+
+    def send(self, messages: Sequence[JobMessage]) -> int:
+        raise QueueSendError("SQS refused every send", [m.file_id for m in messages])
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "production bug: orchestrator/inline.py run_batch turns only FetchFailed into the"
+        " fail-batch step; any other step that fails for good (here fetch-and-queue-files"
+        " raising RuntimeError('queueing failed ...') after its 3 durable attempts) escapes as"
+        " StepError and fails the execution, leaving the batch `initiated` with no"
+        " ErrorMessage, so the batch item never says that (or why) the day failed"
+    ),
+)
+def test_a_queue_that_refuses_every_send_ends_the_batch_failed_saying_why(
+    rig: Rig, stub_factory: StubFactory
+) -> None:
+    """fetch-and-queue fails for good: the batch ends `failed` with an ErrorMessage about SQS."""
+    stub, day = stub_factory([StubFileSpec(unique_entity(), 100, CIPHER_GCM)]), unique_day()
+    flow = rig.flow(stub, queue=DeadQueue(rig.clients.sqs, rig.queues.url))
+    handler = build_durable_handler(lambda: flow, 1, 3)
+    with contextlib.suppress(LocalRunError):  # how the run ends is not the point
+        run_durable_locally(handler, {"date": day}, skip_time=True, timeout_seconds=60)
+    (batch,) = rig.batches().query_by_date(day)
+    assert batch.status is BatchStatus.FAILED
+    assert "queue" in (batch.error_message or "")
