@@ -34,7 +34,7 @@ from aws_durable_execution_sdk_python.retries import (
 )
 
 from orchestrator.events import parse_event
-from orchestrator.inline import PollingPlan, run_batch
+from orchestrator.inline import STEP_FETCH_AND_QUEUE, PollingPlan, run_batch
 from orchestrator.ports import BatchFlow, FetchFailed, FlowContractError
 
 if TYPE_CHECKING:
@@ -137,6 +137,11 @@ class _DurableSteps:
         except StepError as exc:
             if exc.error_type in _wire_names(FetchFailed):
                 raise FetchFailed(exc.message or f"{name} failed") from exc
+            if name == STEP_FETCH_AND_QUEUE:
+                # Any other cause that outlasted the step's retries (SQS refusing every send,
+                # DynamoDB down) also ends the day: fail-batch records why on the batch item,
+                # instead of leaving it `initiated` with no word of what happened.
+                raise FetchFailed(f"{name} failed: {exc.error_type}: {exc.message}") from exc
             raise
 
     def wait(self, name: str, seconds: int) -> None:

@@ -124,16 +124,6 @@ class DeadQueue(RecordingQueue):
         raise QueueSendError("SQS refused every send", [m.file_id for m in messages])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "production bug: orchestrator/inline.py run_batch turns only FetchFailed into the"
-        " fail-batch step; any other step that fails for good (here fetch-and-queue-files"
-        " raising RuntimeError('queueing failed ...') after its 3 durable attempts) escapes as"
-        " StepError and fails the execution, leaving the batch `initiated` with no"
-        " ErrorMessage, so the batch item never says that (or why) the day failed"
-    ),
-)
 def test_a_queue_that_refuses_every_send_ends_the_batch_failed_saying_why(
     rig: Rig, stub_factory: StubFactory
 ) -> None:

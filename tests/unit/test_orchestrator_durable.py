@@ -228,11 +228,13 @@ def test_transient_step_error_is_retried_by_the_sdk_after_replaying_earlier_step
     assert (len(flow.named("create_batch")), len(flow.named("fetch_and_queue"))) == (1, 1)
 
 
-def test_step_failing_beyond_its_retries_fails_the_execution() -> None:
+def test_fetch_failing_beyond_its_retries_ends_the_batch_failed_saying_why() -> None:
+    """After 3 attempts, fetch-and-queue's cause becomes fail-batch's reason; status failed."""
     flow = FakeFlow(fetch_error=ConnectionError("dynamodb unreachable"))
-    assert "dynamodb unreachable" in failure_of(run(durable_handler(flow)))[1]
+    assert result_of(run(durable_handler(flow)))["status"] == "failed"
     assert len(flow.named("fetch_and_queue")) == 3
-    assert flow.named("fail_batch") == []
+    ((*_, reason),) = flow.named("fail_batch")
+    assert "dynamodb unreachable" in str(reason)
 
 
 def test_flow_factory_failure_is_retried_inside_the_first_step() -> None:
