@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import random
 import threading
 import time
 import uuid
@@ -49,10 +50,21 @@ from tests.provider_support import fast_client
 THREAD_TUNING: TransferTuning = FAST
 
 
+_USED_DAYS: set[str] = set()
+_DAYS_LOCK = threading.Lock()
+
+
 def unique_day() -> str:
-    """A polling date of this test only (years 2400-2999, days 1-28: always a calendar date)."""
-    n = uuid.uuid4().int
-    return f"{2400 + n % 600}-{1 + n % 12:02d}-{1 + (n >> 12) % 28:02d}"
+    """A polling date no other test of the session uses: years 3000-9999 (the other test
+    modules draw theirs below 2900), never the same twice in this process (the emulator's
+    lifetime), so PollingDateIndex holds only this test's batch."""
+    draw = random.SystemRandom()
+    with _DAYS_LOCK:
+        while True:
+            day = f"{draw.randint(3000, 9999)}-{draw.randint(1, 12):02d}-{draw.randint(1, 28):02d}"
+            if day not in _USED_DAYS:
+                _USED_DAYS.add(day)
+                return day
 
 
 def unique_entity() -> str:
