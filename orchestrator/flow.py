@@ -197,12 +197,19 @@ class BatchFlowService:
         if batch.is_terminal and not (batch.status is BatchStatus.TIMEOUT and batch.pending_files):
             return _check(batch, str(batch.status))
         pending = batch.pending_files
-        found = self.jobs.batch_get(pending) if pending else {}
+        unreadable: set[str] = set()
+        found = (
+            self.jobs.batch_get(pending, on_unreadable=lambda exc: unreadable.add(exc.key))
+            if pending
+            else {}
+        )
         completed = {f for f, j in found.items() if j.status is JobStatus.COMPLETED}
-        # A listed file whose job vanished cannot complete: count it failed, loudly.
+        # A listed file whose job vanished or became unreadable cannot complete: count it
+        # failed, loudly, so the day still ends and names it.
         vanished = pending - set(found)
         for file_id in sorted(vanished):
-            log.error("job.missing", batch_id=batch_id, file_id=file_id)
+            event = "job.unreadable" if file_id in unreadable else "job.missing"
+            log.error(event, batch_id=batch_id, file_id=file_id)
         failed = {
             f for f, j in found.items() if j.status in (JobStatus.FAILED, JobStatus.ERROR)
         } | vanished

@@ -101,17 +101,36 @@ class JobsTable:
             raise NotFoundError(f"no job {file_id!r} in {self.table_name}")
         return job
 
-    def batch_get(self, file_ids: Iterable[str], *, consistent: bool = False) -> dict[str, FileJob]:
+    def batch_get(
+        self,
+        file_ids: Iterable[str],
+        *,
+        consistent: bool = False,
+        on_unreadable: UnreadableHandler | None = None,
+    ) -> dict[str, FileJob]:
         """Jobs by FileID via BatchGetItem (100 keys a call, unprocessed keys retried)."""
         unique = sorted(set(file_ids))
         found: dict[str, FileJob] = {}
         for start in range(0, len(unique), _BATCH_GET_MAX):
             chunk = unique[start : start + _BATCH_GET_MAX]
             for item in self._batch_get_chunk(chunk, consistent):
-                job = self._live(item)
+                job = self._readable(item, on_unreadable)
                 if job is not None:
                     found[job.file_id] = job
         return found
+
+    def _readable(
+        self, item: dict[str, Any], on_unreadable: UnreadableHandler | None
+    ) -> FileJob | None:
+        """The live job in `item`; None (reported, logged) when the item is not a valid job."""
+        try:
+            return self._live(item)
+        except CorruptRecordError as exc:
+            # One bad item must not hide the good ones from an operator or the poller.
+            log.warning("record.unreadable", table=self.table_name, file_id=exc.key, error=str(exc))
+            if on_unreadable is not None:
+                on_unreadable(exc)
+            return None
 
     def _batch_get_chunk(self, file_ids: list[str], consistent: bool) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = []
@@ -199,15 +218,8 @@ class JobsTable:
         yielded = 0
         # No Limit on the query itself, so unreadable items cannot use up the caller's limit.
         for item in dynamo.paginate_query(self._client, self.table_name, request):
-            try:
-                job = job_from_item(item)
-            except CorruptRecordError as exc:
-                # One bad item must not hide the good ones from an operator or the poller.
-                log.warning(
-                    "record.unreadable", table=self.table_name, file_id=exc.key, error=str(exc)
-                )
-                if on_unreadable is not None:
-                    on_unreadable(exc)
+            job = self._readable(item, on_unreadable)
+            if job is None:
                 continue
             yield job
             yielded += 1

@@ -20,17 +20,6 @@ pytest_plugins = ["tests.provider_fixtures"]
 pytestmark = pytest.mark.e2e
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "production bug: records/jobs_table.py batch_get turns every item into a FileJob and"
-        " raises CorruptRecordError on the first unreadable one (query_by_batch/_by_status skip"
-        " and report them since 29cd826, batch_get does not); orchestrator/flow.py"
-        " check_completion reads pending files with batch_get, so every completion check"
-        " raises, the step fails for good after its retries, the execution fails and the"
-        " batch stays `queued` forever with no word of which file broke it"
-    ),
-)
 def test_an_unreadable_job_item_is_counted_failed_and_the_day_still_ends(
     rig: Rig, stub_factory: StubFactory
 ) -> None:
