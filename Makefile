@@ -54,3 +54,8 @@ checkov: $(CHECKOV_VENV)/.installed-stamp
 ## package: build/dlpipe-lambda.zip, the code of both Lambda functions plus their dependencies.
 package: $(STAMP)
 	$(BIN)/python scripts/package_lambda.py
+
+## bench: speed, memory and AWS cost against baselines measured in the same run; writes BENCHMARKS.md
+## (~14 min; BENCH_ARGS=--fast leaves out the 1 GiB data path, --quick is a smoke test to /tmp).
+bench: $(STAMP)
+	$(BIN)/python bench/run_all.py $(BENCH_ARGS)
