@@ -59,3 +59,7 @@ package: $(STAMP)
 ## (~14 min; BENCH_ARGS=--fast leaves out the 1 GiB data path, --quick is a smoke test to /tmp).
 bench: $(STAMP)
 	$(BIN)/python bench/run_all.py $(BENCH_ARGS)
+
+## soak: the long reliability scenarios (marker `soak` in tests/reliability; RELIABILITY.md has the figures).
+soak: $(STAMP)
+	$(BIN)/python -m pytest -m soak -p no:cacheprovider tests/reliability
