@@ -121,6 +121,8 @@ class FileRun:
                 )
             log.info("job.downloaded", byte_count=verified.byte_count, seconds=_since(started))
             # Fence: publish only while we provably hold the claim for another lease period.
+            # This is the job's 4th write (create, claim, this, complete): it is what stops a
+            # worker whose claim was taken over (a long pause, clock skew) from publishing.
             self.heartbeat.renew()
             sink.publish(verified.sha256)
             log.info("job.published", destination_key=key, parts=sink.part_count)

@@ -27,7 +27,9 @@ class TransferTuning:
 
     chunk_bytes: int = 1 * MIB
     part_bytes: int = 8 * MIB
-    max_in_flight_parts: int = 2  # parts uploading while the next one fills
+    # Parts uploading while the next one fills. One keeps a worker's peak under 100 MiB
+    # (bench/worker_memory.py); two made no measurable difference through the emulator.
+    max_in_flight_parts: int = 1
     connect_timeout_s: float = 5.0
     read_timeout_s: float = 60.0
     attempts: int = 4
