@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+import threading
 import uuid
 from dataclasses import replace
 
@@ -73,3 +75,19 @@ def make_batch(day: str = "2026-02-28", *, now_ms: int = BASE_MS, **changes: obj
         ttl_epoch_s=batch_ttl_epoch_s(now_ms // 1000),
     )
     return replace(batch, **changes)  # type: ignore[arg-type]
+
+
+_USED_DAYS: set[str] = set()
+_DAYS_LOCK = threading.Lock()
+
+
+def unique_day() -> str:
+    """A polling date no other test of this process uses (years 3000-9999, never repeated),
+    so the PollingDateIndex holds only the calling test's batches."""
+    draw = random.SystemRandom()
+    with _DAYS_LOCK:
+        while True:
+            day = f"{draw.randint(3000, 9999)}-{draw.randint(1, 12):02d}-{draw.randint(1, 28):02d}"
+            if day not in _USED_DAYS:
+                _USED_DAYS.add(day)
+                return day

@@ -36,15 +36,10 @@ from records.batches_table import BatchesTable
 from records.jobs_table import JobsTable
 from records.model import BatchStatus, JobStatus
 from tests.provider_support import TEST_PROVIDER_TOKEN, StubFactory
+from tests.support import unique_day
 
 pytest_plugins = ["tests.provider_fixtures"]
 pytestmark = pytest.mark.e2e
-
-
-def unique_day() -> str:
-    """A polling date of this test only."""
-    n = uuid.uuid4().int
-    return f"{2300 + n % 600}-{1 + n % 12:02d}-{1 + n % 28:02d}"
 
 
 def specs(entity: str, n: int) -> list[StubFileSpec]:

@@ -26,6 +26,7 @@ from records.model import JobStatus
 from tests.e2e.test_worker_kit import WorkerProcess, queues, wait_until, worker_env
 from tests.integration.test_downloader_kit import MIB, Relay, StubFactory, wall_clock_jobs
 from tests.provider_support import fast_client
+from tests.support import unique_day
 
 pytestmark = pytest.mark.e2e
 pytest_plugins = ["tests.provider_fixtures"]
@@ -52,8 +53,7 @@ def test_killed_worker_is_found_by_jobs_stuck_requeued_and_the_batch_completes(
     """SIGKILL mid-download -> `jobs stuck` lists it -> `jobs requeue` -> completed, batch completed."""
     key_file = tmp_path / "private.pem"
     key_file.write_bytes(rsa_keypair[0])
-    n = uuid.uuid4().int
-    day = f"{2300 + n % 600}-{1 + n % 12:02d}-{1 + n % 28:02d}"
+    day = unique_day()
     jobs = wall_clock_jobs(clients, provisioned)
     stub = stub_factory([StubFileSpec(entity, 12 * MIB, CIPHER_GCM)])
     # No worker runs between the kill and the requeue, so the job stays `downloading` under

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 
 from dlpipe.aws import AwsClients
@@ -11,15 +9,9 @@ from dlpipe.local.provision import Provisioned
 from records.batches_table import SET_CHUNK, BatchesTable
 from records.errors import BatchExistsError, BatchTransitionRefusedError
 from records.model import BatchStatus
-from tests.support import BASE_MS, make_batch
+from tests.support import BASE_MS, make_batch, unique_day
 
 pytestmark = pytest.mark.integration
-
-
-def unique_day() -> str:
-    """A polling date no other test uses (year 2100 + random day)."""
-    n = uuid.uuid4().int
-    return f"{2100 + n % 800}-{1 + n % 12:02d}-{1 + n % 28:02d}"
 
 
 def test_created_batch_reads_back_and_a_second_create_is_refused(batches: BatchesTable) -> None:

@@ -22,17 +22,11 @@ from records.batches_table import BatchesTable
 from records.jobs_table import JobsTable
 from records.model import BatchStatus, JobStatus
 from tests.provider_support import StubFactory, fast_client
-from tests.support import ManualClock
+from tests.support import ManualClock, unique_day
 
 pytest_plugins = ["tests.provider_fixtures"]
 pytestmark = pytest.mark.integration
 LEASE_S = 60
-
-
-def unique_day() -> str:
-    """A polling date no other test uses, so PollingDateIndex sees only this test's batches."""
-    n = uuid.uuid4().int
-    return f"{2200 + n % 700}-{1 + n % 12:02d}-{1 + n % 28:02d}"
 
 
 @pytest.fixture

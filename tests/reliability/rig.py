@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import json
-import random
 import threading
 import time
 import uuid
@@ -45,26 +44,10 @@ from records.model import BatchStatus, JobStatus
 from tests.e2e.test_worker_kit import Queues, WorkerProcess, wait_until, worker_env
 from tests.integration.test_downloader_kit import FAST
 from tests.provider_support import fast_client
+from tests.support import unique_day as unique_day  # noqa: PLC0414 - re-exported for the scenarios
 
 # Thread workers retry in milliseconds, as in the downloader's integration tests.
 THREAD_TUNING: TransferTuning = FAST
-
-
-_USED_DAYS: set[str] = set()
-_DAYS_LOCK = threading.Lock()
-
-
-def unique_day() -> str:
-    """A polling date no other test of the session uses: years 3000-9999 (the other test
-    modules draw theirs below 2900), never the same twice in this process (the emulator's
-    lifetime), so PollingDateIndex holds only this test's batch."""
-    draw = random.SystemRandom()
-    with _DAYS_LOCK:
-        while True:
-            day = f"{draw.randint(3000, 9999)}-{draw.randint(1, 12):02d}-{draw.randint(1, 28):02d}"
-            if day not in _USED_DAYS:
-                _USED_DAYS.add(day)
-                return day
 
 
 def unique_entity() -> str:
