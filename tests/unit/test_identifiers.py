@@ -80,6 +80,6 @@ def test_entities_with_trailing_or_leading_whitespace_are_refused(value: str) ->
 
 
 def test_date_with_trailing_newline_is_refused() -> None:
-    """"2026-02-28\\n" is not a date."""
+    """A date with a trailing newline is not a date."""
     with pytest.raises(InvalidIdentifierError):
         validate_date("2026-02-28\n")
