@@ -54,6 +54,15 @@ def drain(clients: AwsClients, queue: JobQueue) -> list[str]:
             )
 
 
+def work_done(jobs: JobsTable, file_id: str, failed: str | None = None) -> None:
+    """What a worker does to a job: claim it, then complete it (or fail it with `failed`)."""
+    jobs.claim(file_id, "w1", LEASE_S)
+    if failed is None:
+        jobs.complete(file_id, "w1", byte_count=1, sha256="a" * 64, destination_key="k")
+    else:
+        jobs.finish_unsuccessfully(file_id, "w1", JobStatus.FAILED, failed)
+
+
 @pytest.fixture
 def make_flow(jobs: JobsTable, batches: BatchesTable, queue: JobQueue, clock: ManualClock) -> Any:
     """A flow on the shared tables, this test's queue and a given stub."""
@@ -138,10 +147,8 @@ def test_second_run_for_a_date_attaches_and_rerun_adopts_only_unfinished_files(
     assert flow.create_batch(day) == batch_id
     flow.fetch_and_queue(batch_id, day)
     good, bad = sorted(drain(clients, queue))
-    jobs.claim(good, "w1", LEASE_S)
-    jobs.complete(good, "w1", byte_count=1, sha256="a" * 64, destination_key="k")
-    jobs.claim(bad, "w1", LEASE_S)
-    jobs.finish_unsuccessfully(bad, "w1", JobStatus.FAILED, "http_5xx: gave up")
+    work_done(jobs, good)
+    work_done(jobs, bad, failed="http_5xx: gave up")
     assert flow.check_completion(batch_id, 1, False).status == "failed"
     assert flow.create_batch(day) != batch_id  # only a failed batch: a new one adopts the date
 
@@ -167,8 +174,7 @@ def test_completed_date_is_attached_not_downloaded_again(
     batch_id = flow.create_batch(day)
     flow.fetch_and_queue(batch_id, day)
     (only,) = drain(clients, queue)
-    jobs.claim(only, "w1", LEASE_S)
-    jobs.complete(only, "w1", byte_count=1, sha256="a" * 64, destination_key="k")
+    work_done(jobs, only)
     assert flow.check_completion(batch_id, 1, False).status == "completed"
     again = flow.create_batch(day)
     assert again == batch_id
@@ -198,8 +204,7 @@ def test_completion_checks_read_only_files_not_yet_known_terminal(
     clients.dynamodb.meta.events.register("provide-client-params.dynamodb.BatchGetItem", count)
     try:
         for file_id in ids[:3]:
-            jobs.claim(file_id, "w1", LEASE_S)
-            jobs.complete(file_id, "w1", byte_count=1, sha256="a" * 64, destination_key="k")
+            work_done(jobs, file_id)
         first = flow.check_completion(batch_id, 1, False)
         second = flow.check_completion(batch_id, 2, False)
     finally:
@@ -313,8 +318,7 @@ def test_rejected_listing_entries_become_error_jobs_or_a_batch_error(
     assert batch.error_message is not None
     assert "files[2]" in batch.error_message
     (good,) = drain(clients, queue)
-    jobs.claim(good, "w1", LEASE_S)
-    jobs.complete(good, "w1", byte_count=1, sha256="a" * 64, destination_key="k")
+    work_done(jobs, good)
     assert flow.check_completion(batch_id, 1, False).status == "failed"
 
 
