@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import boto3
 from botocore.config import Config
@@ -62,3 +62,8 @@ class AwsClients:
     def secretsmanager(self) -> SecretsManagerClient:
         """Secrets Manager client."""
         return self._client("secretsmanager")  # type: ignore[return-value]
+
+    @cached_property
+    def lambda_(self) -> Any:
+        """Lambda client (starting the orchestrator for a backfill)."""
+        return self._client("lambda")

@@ -7,8 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import boto3
-
+from dlpipe.aws import AwsClients
 from dlpipe.config import ConfigError, Settings
 from dlpipe.log import get_logger
 from records.batches_table import BatchesTable
@@ -55,12 +54,10 @@ class LambdaStarter:
         return f"invoked (HTTP {response.get('StatusCode')})"
 
 
-def lambda_starter(settings: Settings) -> LambdaStarter:
+def lambda_starter(settings: Settings, clients: AwsClients) -> LambdaStarter:
     """The starter for AWS, from DLPIPE_ORCHESTRATOR_ARN (ConfigError if unset)."""
-    arn = settings.require("orchestrator_arn")
-    session = boto3.Session(region_name=settings.region)
-    client: Any = session.client("lambda", endpoint_url=settings.endpoint_url)
-    return LambdaStarter(client, arn)
+    arn = settings.require("orchestrator_arn")  # a config error before any client is built
+    return LambdaStarter(clients.lambda_, arn)
 
 
 @dataclass(frozen=True)

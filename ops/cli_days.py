@@ -97,7 +97,7 @@ def backfill_command(
 ) -> None:
     """Start the poller for each date without a completed batch (at most 92 days)."""
     dates = _dates(ops, first, last)
-    starter = None if dry_run else (ops.starter or lambda_starter(ops.settings))
+    starter = None if dry_run else (ops.starter or lambda_starter(ops.settings, ops.clients))
     with _progress(len(dates)) as advance:
         plans = backfill(ops.batches(), dates, rerun=rerun, starter=starter, advance=advance)
     days = [_plan_dict(p, dry_run) for p in plans]
