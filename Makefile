@@ -3,6 +3,9 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
+# AWS's DynamoDB Local (npm package amplify-dynamodb-simulator, pinned and checksum-verified in
+# dlpipe/local/dynamodb_local.py), installed on first use into an ignored folder.
+DDB_LOCAL := .dlpipe/dynamodb-local/2.9.30/.installed
 PYTEST_ARGS ?=
 
 .PHONY: run test lint typecheck check soak bench clean
@@ -13,12 +16,15 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-## run: the main job on the embedded local stack (moto emulator + stub provider, no Docker).
-run: $(STAMP)
+$(DDB_LOCAL): $(STAMP)
+	$(BIN)/python -m dlpipe.local.dynamodb_local install
+
+## run: the main job on the embedded local stack (moto + DynamoDB Local + stub provider, no Docker).
+run: $(STAMP) $(DDB_LOCAL)
 	$(BIN)/dlpipe run --local
 
 ## test: the whole test suite (unit, integration against the emulator over HTTP, e2e).
-test: $(STAMP) .venv-checkov/.installed-stamp
+test: $(STAMP) $(DDB_LOCAL) .venv-checkov/.installed-stamp
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: $(STAMP)
@@ -57,9 +63,9 @@ package: $(STAMP)
 
 ## bench: speed, memory and AWS cost against baselines measured in the same run; writes BENCHMARKS.md
 ## (~14 min; BENCH_ARGS=--fast leaves out the 1 GiB data path, --quick is a smoke test to /tmp).
-bench: $(STAMP)
+bench: $(STAMP) $(DDB_LOCAL)
 	$(BIN)/python bench/run_all.py $(BENCH_ARGS)
 
 ## soak: the long reliability scenarios (marker `soak` in tests/reliability; RELIABILITY.md has the figures).
-soak: $(STAMP)
+soak: $(STAMP) $(DDB_LOCAL)
 	$(BIN)/python -m pytest -m soak -p no:cacheprovider tests/reliability

@@ -34,7 +34,7 @@ import psutil
 
 from dlpipe.aws import AwsClients
 from dlpipe.config import Settings
-from dlpipe.local.emulator import Emulator, local_environment
+from dlpipe.local.emulator import LocalAws
 from dlpipe.local.provision import Provisioned, provision
 from downloader.messages import JobMessage, encode_message
 from downloader.transfer import TransferTuning
@@ -218,8 +218,8 @@ def worker_environment(
 def bench(args: argparse.Namespace) -> int:
     """Publish one file per cipher, then measure a worker on each, `repeat` times per setting."""
     ciphers, in_flights = args.ciphers.split(","), [int(n) for n in args.in_flight.split(",")]
-    with Emulator() as emulator, tempfile.TemporaryDirectory() as tmp:
-        aws = local_environment(emulator.endpoint_url)
+    with LocalAws() as emulator, tempfile.TemporaryDirectory() as tmp:
+        aws = emulator.environment()
         os.environ.update(aws)
         clients = AwsClients(Settings.from_env())
         provisioned = provision(clients)

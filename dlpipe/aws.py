@@ -39,7 +39,7 @@ class AwsClients:
         with self._lock:
             return self._session.client(
                 service,  # type: ignore[call-overload]
-                endpoint_url=self.settings.endpoint_url,
+                endpoint_url=self.settings.endpoint_for(service),
                 config=_BOTO_CONFIG,
             )
 

@@ -8,6 +8,20 @@ from dataclasses import dataclass, field
 
 # Environment variable names: the only place they are spelled.
 ENV_ENDPOINT_URL = "AWS_ENDPOINT_URL"
+# AWS's standard per-service override, AWS_ENDPOINT_URL_<SERVICE>: locally DynamoDB is served
+# by DynamoDB Local and every other service by moto.
+ENV_ENDPOINT_URL_DYNAMODB = "AWS_ENDPOINT_URL_DYNAMODB"
+ENV_ENDPOINT_URL_S3 = "AWS_ENDPOINT_URL_S3"
+ENV_ENDPOINT_URL_SQS = "AWS_ENDPOINT_URL_SQS"
+ENV_ENDPOINT_URL_SECRETS_MANAGER = "AWS_ENDPOINT_URL_SECRETS_MANAGER"
+ENV_ENDPOINT_URL_LAMBDA = "AWS_ENDPOINT_URL_LAMBDA"
+_SERVICE_ENDPOINT_ENV = {
+    "dynamodb": ENV_ENDPOINT_URL_DYNAMODB,
+    "s3": ENV_ENDPOINT_URL_S3,
+    "sqs": ENV_ENDPOINT_URL_SQS,
+    "secretsmanager": ENV_ENDPOINT_URL_SECRETS_MANAGER,
+    "lambda": ENV_ENDPOINT_URL_LAMBDA,
+}
 ENV_REGION = "AWS_REGION"
 ENV_DEFAULT_REGION = "AWS_DEFAULT_REGION"
 ENV_NAME_PREFIX = "DLPIPE_NAME_PREFIX"
@@ -69,6 +83,8 @@ class Settings:
 
     region: str = DEFAULT_REGION
     endpoint_url: str | None = None
+    # Per-service endpoints (service name -> URL) that override endpoint_url for that service.
+    service_endpoint_urls: Mapping[str, str] = field(default_factory=dict)
     jobs_table: str = JOBS_TABLE_BASE_NAME
     batches_table: str = BATCHES_TABLE_BASE_NAME
     queue_url: str | None = None
@@ -97,6 +113,11 @@ class Settings:
         return cls(
             region=env.get(ENV_REGION) or env.get(ENV_DEFAULT_REGION) or DEFAULT_REGION,
             endpoint_url=env.get(ENV_ENDPOINT_URL) or None,
+            service_endpoint_urls={
+                service: env[name]
+                for service, name in _SERVICE_ENDPOINT_ENV.items()
+                if env.get(name)
+            },
             jobs_table=env.get(ENV_JOBS_TABLE) or f"{prefix}{JOBS_TABLE_BASE_NAME}",
             batches_table=env.get(ENV_BATCHES_TABLE) or f"{prefix}{BATCHES_TABLE_BASE_NAME}",
             queue_url=env.get(ENV_QUEUE_URL) or None,
@@ -116,6 +137,15 @@ class Settings:
             sweep_requeue=_bool_setting(env, ENV_SWEEP_REQUEUE),
             resend_after_seconds=_int_setting(env, ENV_RESEND_AFTER_SECONDS, 1800),
         )
+
+    def endpoint_for(self, service: str) -> str | None:
+        """The endpoint of `service`: its own override, else AWS_ENDPOINT_URL, else AWS's."""
+        return self.service_endpoint_urls.get(service) or self.endpoint_url
+
+    @property
+    def uses_local_endpoints(self) -> bool:
+        """True when any endpoint is overridden (an emulator, LocalStack, DynamoDB Local)."""
+        return bool(self.endpoint_url or self.service_endpoint_urls)
 
     def require(self, attribute: str) -> str:
         """Return a setting that this code path cannot run without, or raise ConfigError."""

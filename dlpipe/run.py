@@ -87,7 +87,11 @@ def run_command(local: bool, day: str | None, files: int, workers: int, poll_int
 def _run_local(day: str, files: int, workers: int, poll_interval: int) -> DayReport:
     options = DayOptions(date=day, workers=workers, poll_interval_seconds=poll_interval)
     with local_stack() as stack, _progress() as progress:
-        err.print(f"emulator {stack.emulator.endpoint_url} (pid {stack.emulator.pid}), day {day}")
+        aws = stack.emulator
+        err.print(
+            f"moto {aws.endpoint_url} (pid {aws.moto.pid}), DynamoDB Local "
+            f"{aws.dynamodb_endpoint_url} (pid {aws.dynamodb.pid}), day {day}"
+        )
         task = progress.add_task("files", total=None)
         report, _ = run_day(
             stack,

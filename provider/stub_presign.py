@@ -62,7 +62,9 @@ class Presigner:
     def __init__(self, settings: Settings) -> None:
         session = boto3.Session(region_name=settings.region)
         config = Config(signature_version="s3v4", s3={"addressing_style": "path"})
-        self._s3: S3Client = session.client("s3", endpoint_url=settings.endpoint_url, config=config)
+        self._s3: S3Client = session.client(
+            "s3", endpoint_url=settings.endpoint_for("s3"), config=config
+        )
         credentials = session.get_credentials()
         if credentials is None:
             raise RuntimeError("no AWS credentials to presign with (see local_environment)")

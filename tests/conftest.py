@@ -1,4 +1,4 @@
-"""Shared fixtures: one strict moto server per test session, reached over HTTP."""
+"""Shared fixtures: one local AWS (moto + DynamoDB Local) per test session, reached over HTTP."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from dlpipe.aws import AwsClients
 from dlpipe.config import Settings
-from dlpipe.local.emulator import Emulator, local_environment
+from dlpipe.local.emulator import LocalAws
 from dlpipe.local.provision import Provisioned, provision
 from records.batches_table import BatchesTable
 from records.jobs_table import JobsTable
@@ -19,10 +19,10 @@ from tests.support import ManualClock
 
 
 @pytest.fixture(scope="session")
-def emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
-    """A moto server child process on 127.0.0.1, stopped by PID at the end of the session."""
-    log = tmp_path_factory.mktemp("emulator") / "emulator.log"
-    emu = Emulator(log_path=str(log))
+def emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalAws]:
+    """The local AWS: a moto server (S3, SQS, Secrets Manager) and AWS's DynamoDB Local, child
+    processes on 127.0.0.1, stopped by PID at the end of the session."""
+    emu = LocalAws(log_dir=str(tmp_path_factory.mktemp("emulator")))
     emu.start()
     try:
         yield emu
@@ -31,9 +31,9 @@ def emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
 
 
 @pytest.fixture(scope="session")
-def aws_env(emulator: Emulator) -> Iterator[dict[str, str]]:
-    """Point boto3 at the emulator (dummy credentials) for the whole session."""
-    env = local_environment(emulator.endpoint_url)
+def aws_env(emulator: LocalAws) -> Iterator[dict[str, str]]:
+    """Point boto3 at the local AWS (dummy credentials) for the whole session."""
+    env = emulator.environment()
     with pytest.MonkeyPatch.context() as patch:
         for key, value in env.items():
             patch.setenv(key, value)

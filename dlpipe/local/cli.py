@@ -13,7 +13,8 @@ from rich.table import Table
 
 from dlpipe.aws import AwsClients
 from dlpipe.config import ENV_DEST_BUCKET, ENV_DLQ_URL, ENV_QUEUE_URL, Settings
-from dlpipe.local.emulator import Emulator, EmulatorError, local_environment
+from dlpipe.local.dynamodb_local import DynamoDBLocalError
+from dlpipe.local.emulator import EmulatorError, LocalAws
 from dlpipe.local.provision import Provisioned, provision
 
 console = Console(stderr=True)
@@ -41,9 +42,9 @@ def provisioned_table(clients: AwsClients, provisioned: Provisioned) -> Table:
     return table
 
 
-def provisioned_environment(endpoint_url: str, provisioned: Provisioned) -> dict[str, str]:
+def provisioned_environment(emulator: LocalAws, provisioned: Provisioned) -> dict[str, str]:
     """The variables a second shell sets to use the provisioned emulator."""
-    env = local_environment(endpoint_url)
+    env = emulator.environment()
     for key, value in (
         (ENV_QUEUE_URL, provisioned.queue_url),
         (ENV_DLQ_URL, provisioned.dlq_url),
@@ -60,23 +61,37 @@ def local_group() -> None:
 
 
 @local_group.command("up")
-@click.option("--port", type=int, default=4566, show_default=True, help="0 picks a free port.")
-def up(port: int) -> None:
-    """Start the emulator in the foreground, provision it, print the environment to use it."""
-    emulator = Emulator(port=port)
+@click.option(
+    "--port", type=int, default=4566, show_default=True, help="moto's port; 0 picks a free port."
+)
+@click.option(
+    "--dynamodb-port",
+    type=int,
+    default=8000,
+    show_default=True,
+    help="DynamoDB Local's port; 0 picks a free port.",
+)
+def up(port: int, dynamodb_port: int) -> None:
+    """Start the local AWS (moto + DynamoDB Local) in the foreground, provision it, and print
+    the environment to use it."""
+    emulator = LocalAws(port=port, dynamodb_port=dynamodb_port)
     try:
-        endpoint = emulator.start()
-    except EmulatorError as exc:
+        emulator.start()
+    except (EmulatorError, DynamoDBLocalError) as exc:
         raise click.ClickException(str(exc)) from exc
     try:
-        os.environ.update(local_environment(endpoint))
+        endpoint = emulator.endpoint_url
+        os.environ.update(emulator.environment())
         clients = AwsClients(Settings.from_env())
         provisioned = provision(clients)
         console.print(provisioned_table(clients, provisioned))
         click.echo("# In another shell:")
-        for key, value in provisioned_environment(endpoint, provisioned).items():
+        for key, value in provisioned_environment(emulator, provisioned).items():
             click.echo(f"export {key}={value}")
-        console.print(f"emulator running at {endpoint} (pid {emulator.pid}); Ctrl-C stops it")
+        console.print(
+            f"moto at {endpoint} (pid {emulator.moto.pid}), DynamoDB Local at "
+            f"{emulator.dynamodb_endpoint_url} (pid {emulator.dynamodb.pid}); Ctrl-C stops both"
+        )
         stop = threading.Event()
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
         with contextlib.suppress(KeyboardInterrupt):
@@ -87,7 +102,8 @@ def up(port: int) -> None:
 
 @local_group.command("provision")
 def provision_command() -> None:
-    """Create the tables, queues and buckets of terraform/ at AWS_ENDPOINT_URL (idempotent)."""
+    """Create the tables, queues and buckets of terraform/ at AWS_ENDPOINT_URL (idempotent;
+    tables at AWS_ENDPOINT_URL_DYNAMODB when set)."""
     settings = Settings.from_env()
     if not settings.endpoint_url:
         raise click.ClickException(

@@ -1,11 +1,16 @@
 """The embedded AWS emulator: moto in server mode, made as strict as AWS where dlpipe relies on it.
 
-Two gaps of moto 5.x are closed by a thin WSGI layer around its app:
-- moto serves requests on parallel threads and its conditional writes are check-then-write,
-  so two racing conditional UpdateItems can both win. Real DynamoDB never lets that happen;
-  we serialize DynamoDB requests (SQS long polls and S3 transfers stay concurrent).
-- moto never refuses an expired presigned URL. S3 answers 403 AccessDenied "Request has
-  expired"; so do we, for SigV4 (X-Amz-Date + X-Amz-Expires) and SigV2 (Expires) URLs.
+DynamoDB is not moto's job here: AWS's own DynamoDB Local serves it (`dynamodb_local.py`), because
+moto's DynamoDB accepts what DynamoDB refuses (items over 400 KB, for one) and lets racing
+conditional writes both win. A client that ignored `AWS_ENDPOINT_URL_DYNAMODB` and reached moto
+would silently get the lenient engine, so the layer below refuses DynamoDB requests outright.
+
+The thin WSGI layer around moto's app also closes one gap of moto 5.x: moto never refuses an
+expired presigned URL. S3 answers 403 AccessDenied "Request has expired"; so do we, for SigV4
+(X-Amz-Date + X-Amz-Expires) and SigV2 (Expires) URLs.
+
+`LocalAws` starts both children (moto and DynamoDB Local) and gives the environment that
+points a process at them.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ from urllib.parse import parse_qs
 
 import requests
 from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_fixed
+
+from dlpipe.local.dynamodb_local import DynamoDBLocal
 
 DEFAULT_HOST = "127.0.0.1"
 READY_PREFIX = "dlpipe-emulator listening on port "
@@ -58,12 +65,18 @@ _EXPIRED_BODY = (
 )
 
 
+_MISROUTED_DYNAMODB_BODY = (
+    b'{"__type":"com.amazonaws.dynamodb.v20120810#UnrecognizedClientException",'
+    b'"message":"dlpipe: DynamoDB is served by DynamoDB Local, not moto: this client ignored '
+    b'AWS_ENDPOINT_URL_DYNAMODB"}'
+)
+
+
 class StrictEmulatorApp:
-    """WSGI middleware: serialize DynamoDB calls and refuse expired presigned URLs."""
+    """WSGI middleware: refuse expired presigned URLs and DynamoDB requests that reached moto."""
 
     def __init__(self, app: WsgiApp) -> None:
         self._app = app
-        self._dynamodb_lock = threading.Lock()
 
     def __call__(
         self, environ: dict[str, Any], start_response: Callable[..., Any]
@@ -75,15 +88,15 @@ class StrictEmulatorApp:
             )
             return [_EXPIRED_BODY]
         if environ.get("HTTP_X_AMZ_TARGET", "").startswith("DynamoDB_"):
-            with self._dynamodb_lock:
-                # Materialize the body inside the lock: the write happens while it is produced.
-                result = self._app(environ, start_response)
-                try:
-                    return [b"".join(result)]
-                finally:
-                    close = getattr(result, "close", None)
-                    if close is not None:
-                        close()
+            body = _MISROUTED_DYNAMODB_BODY
+            start_response(
+                "400 Bad Request",
+                [
+                    ("Content-Type", "application/x-amz-json-1.0"),
+                    ("Content-Length", str(len(body))),
+                ],
+            )
+            return [body]
         return self._app(environ, start_response)
 
 
@@ -207,15 +220,97 @@ class Emulator:
         self.stop()
 
 
-def local_environment(endpoint_url: str) -> dict[str, str]:
-    """The AWS variables a process needs to talk to the emulator (dummy credentials)."""
-    return {
+def local_environment(
+    endpoint_url: str, dynamodb_endpoint_url: str | None = None
+) -> dict[str, str]:
+    """The AWS variables a process needs to talk to the local stack (dummy credentials).
+
+    `AWS_ENDPOINT_URL` is moto (S3, SQS, Secrets Manager); the standard per-service variable
+    `AWS_ENDPOINT_URL_DYNAMODB` sends DynamoDB to DynamoDB Local.
+    """
+    env = {
         "AWS_ENDPOINT_URL": endpoint_url,
         "AWS_ACCESS_KEY_ID": "testing",
         "AWS_SECRET_ACCESS_KEY": "testing",
         "AWS_DEFAULT_REGION": "us-east-1",
         "AWS_REGION": "us-east-1",
     }
+    if dynamodb_endpoint_url:
+        env["AWS_ENDPOINT_URL_DYNAMODB"] = dynamodb_endpoint_url
+    return env
+
+
+class LocalAws:
+    """The embedded local AWS: moto (S3, SQS, Secrets Manager) and DynamoDB Local, both child
+    processes on 127.0.0.1, started together and stopped by PID."""
+
+    def __init__(self, port: int = 0, dynamodb_port: int = 0, log_dir: str | None = None):
+        moto_log = os.path.join(log_dir, "emulator.log") if log_dir else None
+        ddb_log = os.path.join(log_dir, "dynamodb-local.log") if log_dir else None
+        self.moto = Emulator(port=port, log_path=moto_log)
+        self.dynamodb = DynamoDBLocal(port=dynamodb_port, log_path=ddb_log)
+
+    @property
+    def endpoint_url(self) -> str:
+        """moto's endpoint (every service but DynamoDB)."""
+        return self.moto.endpoint_url
+
+    @property
+    def dynamodb_endpoint_url(self) -> str:
+        """DynamoDB Local's endpoint."""
+        return self.dynamodb.endpoint_url
+
+    @property
+    def pid(self) -> int | None:
+        """PID of the moto child (the emulator that serves the data path)."""
+        return self.moto.pid
+
+    @property
+    def pids(self) -> dict[str, int | None]:
+        """PIDs of both children, by name."""
+        return {"moto": self.moto.pid, "dynamodb-local": self.dynamodb.pid}
+
+    def environment(self) -> dict[str, str]:
+        """The variables another process sets to use this stack."""
+        return local_environment(self.endpoint_url, self.dynamodb_endpoint_url)
+
+    def start(self) -> LocalAws:
+        """Start both children (DynamoDB Local's JVM starts while moto imports)."""
+        starter = threading.Thread(target=self._start_dynamodb, daemon=True)
+        self._dynamodb_error: BaseException | None = None
+        starter.start()
+        try:
+            self.moto.start()
+        finally:
+            starter.join()
+        if self._dynamodb_error is not None:
+            self.stop()
+            raise self._dynamodb_error
+        return self
+
+    def _start_dynamodb(self) -> None:
+        try:
+            self.dynamodb.start()
+        except BaseException as exc:  # noqa: BLE001 - re-raised by start() on the caller's thread
+            self._dynamodb_error = exc
+
+    def stop(self) -> None:
+        """Stop both children by PID."""
+        try:
+            self.moto.stop()
+        finally:
+            self.dynamodb.stop()
+
+    def __enter__(self) -> LocalAws:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
 
 
 def main(argv: list[str] | None = None) -> None:

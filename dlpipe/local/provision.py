@@ -105,7 +105,11 @@ def _create_table(clients: AwsClients, table: TableDefinition) -> None:
     clients.dynamodb.get_waiter("table_exists").wait(
         TableName=table.name, WaiterConfig={"Delay": 1, "MaxAttempts": 60}
     )
-    if table.ttl_attribute:
+    described = clients.dynamodb.describe_time_to_live(TableName=table.name)
+    ttl_on = described["TimeToLiveDescription"].get("TimeToLiveStatus") in {"ENABLED", "ENABLING"}
+    # DynamoDB refuses to enable TTL twice ("TimeToLive is already enabled"): provisioning
+    # again must be harmless.
+    if table.ttl_attribute and not ttl_on:
         clients.dynamodb.update_time_to_live(
             TableName=table.name,
             TimeToLiveSpecification={"Enabled": True, "AttributeName": table.ttl_attribute},

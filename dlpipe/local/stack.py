@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 
 from dlpipe.aws import AwsClients
 from dlpipe.config import Settings
-from dlpipe.local.emulator import Emulator, local_environment
+from dlpipe.local.emulator import LocalAws
 from dlpipe.local.provision import Provisioned, provision
 from provider.crypto import generate_rsa_keypair
 
@@ -19,7 +19,7 @@ from provider.crypto import generate_rsa_keypair
 class LocalStack:
     """A running, provisioned emulator and the settings every component uses against it."""
 
-    emulator: Emulator
+    emulator: LocalAws
     clients: AwsClients
     provisioned: Provisioned
     settings: Settings
@@ -42,14 +42,14 @@ def settings_for(provisioned: Provisioned, base: Settings) -> Settings:
 
 
 @contextmanager
-def local_stack(port: int = 0, log_path: str | None = None) -> Iterator[LocalStack]:
-    """Start and provision the emulator, store a fresh RSA key pair and provider token in its
-    Secrets Manager, and stop the emulator (by PID) on exit."""
-    emulator = Emulator(port=port, log_path=log_path)
+def local_stack(port: int = 0, log_dir: str | None = None) -> Iterator[LocalStack]:
+    """Start and provision the local AWS (moto + DynamoDB Local), store a fresh RSA key pair and
+    provider token in its Secrets Manager, and stop both children (by PID) on exit."""
+    emulator = LocalAws(port=port, log_dir=log_dir)
     emulator.start()
-    saved = {k: os.environ.get(k) for k in local_environment(emulator.endpoint_url)}
+    saved = {k: os.environ.get(k) for k in emulator.environment()}
     try:
-        os.environ.update(local_environment(emulator.endpoint_url))
+        os.environ.update(emulator.environment())
         clients = AwsClients(Settings.from_env())
         provisioned = provision(clients)
         private_pem, public_pem = generate_rsa_keypair()

@@ -1,4 +1,4 @@
-"""The embedded emulator: tables from the HCL, DynamoDB strictness, expired presigned URLs."""
+"""The local AWS: tables from the HCL on DynamoDB Local, its strictness, loopback only, expired URLs."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import requests
 from botocore.exceptions import ClientError
 
 from dlpipe.aws import AwsClients
-from dlpipe.local.emulator import Emulator
+from dlpipe.local.dynamodb_local import DynamoDBLocal, DynamoDBLocalError
+from dlpipe.local.emulator import Emulator, EmulatorError, LocalAws
 from dlpipe.local.provision import Provisioned, table_definitions
 from dlpipe.local.terraform import TerraformModule
 from records import schema
@@ -149,11 +150,83 @@ def test_expired_presigned_url_is_refused_like_s3_and_a_live_one_works(
     assert "Request has expired" in refused.text
 
 
-def test_emulator_on_a_taken_port_fails_with_a_clear_error(emulator: Emulator) -> None:
-    """Asking for a port already in use raises EmulatorError, not a hang."""
-    from dlpipe.local.emulator import EmulatorError
-
-    second = Emulator(port=emulator.port or 0)
+def test_emulator_on_a_taken_port_fails_with_a_clear_error(emulator: LocalAws) -> None:
+    """Asking moto for a port already in use raises EmulatorError, not a hang."""
+    second = Emulator(port=emulator.moto.port or 0)
     with pytest.raises(EmulatorError, match="failed to start"):
         second.start()
     assert second.pid is None
+
+
+def test_dynamodb_local_on_a_taken_port_fails_with_a_clear_error(emulator: LocalAws) -> None:
+    """Asking DynamoDB Local for a port already in use raises DynamoDBLocalError, not a hang."""
+    second = DynamoDBLocal(port=emulator.dynamodb.port or 0)
+    with pytest.raises(DynamoDBLocalError, match="failed to start"):
+        second.start()
+    assert second.pid is None
+
+
+def test_both_children_listen_on_loopback_only(emulator: LocalAws) -> None:
+    """moto and DynamoDB Local (whose own launcher binds every interface) listen on 127.0.0.1
+    and nowhere else."""
+    import psutil
+
+    for name, pid in emulator.pids.items():
+        assert pid is not None, name
+        listening = [
+            c.laddr
+            for c in psutil.Process(pid).net_connections(kind="inet")
+            if c.status == psutil.CONN_LISTEN
+        ]
+        assert listening, f"{name} listens nowhere"
+        assert {addr.ip.removeprefix("::ffff:") for addr in listening} == {"127.0.0.1"}, (
+            name,
+            listening,
+        )
+
+
+def test_dynamodb_is_served_by_dynamodb_local_not_moto(
+    clients: AwsClients, emulator: LocalAws
+) -> None:
+    """The tables live on DynamoDB Local; a DynamoDB call that reaches moto is refused."""
+    assert clients.dynamodb.meta.endpoint_url == emulator.dynamodb_endpoint_url
+    misrouted = requests.post(
+        emulator.endpoint_url,
+        data="{}",
+        headers={
+            "X-Amz-Target": "DynamoDB_20120810.ListTables",
+            "Content-Type": "application/x-amz-json-1.0",
+        },
+        timeout=10,
+    )
+    assert misrouted.status_code == 400
+    assert "AWS_ENDPOINT_URL_DYNAMODB" in misrouted.text
+
+
+def test_a_batch_item_over_400_kb_is_refused_as_dynamodb_refuses_it(
+    clients: AwsClients, provisioned: Provisioned
+) -> None:
+    """An UpdateItem that would grow a batch item past DynamoDB's 400 KB limit is refused with
+    DynamoDB's ValidationException, and the item keeps its previous size (moto accepted 683 KiB)."""
+    key = {"BatchID": {"S": "batch-2099-12-31-oversize"}}
+    clients.dynamodb.put_item(
+        TableName=provisioned.batches_table,
+        Item={**key, "PollingDate": {"S": "2099-12-31"}, "Status": {"S": "queued"}},
+    )
+    # 15,000 FileIDs of ~28 bytes: ~420 KB in one String Set, as a large day's ExpectedFiles.
+    file_ids = [f"entity{n:06d}-per-region-2099-12-31" for n in range(15_000)]
+    try:
+        with pytest.raises(ClientError) as refused:
+            clients.dynamodb.update_item(
+                TableName=provisioned.batches_table,
+                Key=key,
+                UpdateExpression="ADD ExpectedFiles :ids",
+                ExpressionAttributeValues={":ids": {"SS": file_ids}},
+            )
+        error = refused.value.response["Error"]
+        assert error["Code"] == "ValidationException"
+        assert "maximum allowed size" in error["Message"]
+        item = clients.dynamodb.get_item(TableName=provisioned.batches_table, Key=key)["Item"]
+        assert "ExpectedFiles" not in item
+    finally:
+        clients.dynamodb.delete_item(TableName=provisioned.batches_table, Key=key)

@@ -51,7 +51,10 @@ def test_an_emulator_that_is_not_running_is_one_line(
     """Nothing listening at AWS_ENDPOINT_URL: one line saying so, exit 1."""
     # One attempt: the retries with backoff that production wants would only slow the test.
     monkeypatch.setattr(dlpipe.aws, "_BOTO_CONFIG", Config(retries={"total_max_attempts": 1}))
-    settings = replace(world.ops.settings, endpoint_url=f"http://127.0.0.1:{_closed_port()}")
+    closed = f"http://127.0.0.1:{_closed_port()}"
+    settings = replace(
+        world.ops.settings, endpoint_url=closed, service_endpoint_urls={"dynamodb": closed}
+    )
     ops = replace(world.ops, settings=settings, clients=AwsClients(settings))
     run = dlpipe_cli(*args, obj=ops)
     assert (run.code, _one_line(run.err)) == (1, True)

@@ -1,4 +1,4 @@
-"""The emulator's strictness layer as pure WSGI: serialization and presigned-URL expiry."""
+"""The emulator's strictness layer as pure WSGI: misrouted DynamoDB calls and presigned-URL expiry."""
 
 from __future__ import annotations
 
@@ -38,13 +38,18 @@ def _run_concurrently(app: StrictEmulatorApp, environ: dict[str, Any], n: int = 
         t.join()
 
 
-def test_dynamodb_requests_are_served_one_at_a_time() -> None:
-    """Requests with a DynamoDB X-Amz-Target never overlap inside moto."""
+def test_dynamodb_requests_that_reach_moto_are_refused_and_never_served() -> None:
+    """A DynamoDB request at moto (a client that ignored AWS_ENDPOINT_URL_DYNAMODB) gets a 400
+    naming the variable; moto's lenient DynamoDB never sees it."""
     inner = SlowApp()
-    _run_concurrently(
-        StrictEmulatorApp(inner), {"HTTP_X_AMZ_TARGET": "DynamoDB_20120810.UpdateItem"}
+    statuses: list[str] = []
+    body = StrictEmulatorApp(inner)(
+        {"HTTP_X_AMZ_TARGET": "DynamoDB_20120810.UpdateItem"},
+        lambda status, _headers: statuses.append(status),
     )
-    assert inner.peak == 1
+    assert statuses == ["400 Bad Request"]
+    assert b"AWS_ENDPOINT_URL_DYNAMODB" in b"".join(body)
+    assert inner.peak == 0
 
 
 def test_other_services_stay_concurrent() -> None:
