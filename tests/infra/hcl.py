@@ -118,6 +118,14 @@ def strings(value: Any) -> Iterator[str]:
                 yield from strings(item)
 
 
+def index_keys(index: dict[str, Any]) -> tuple[str | None, str | None]:
+    """(hash key, range key) of a GSI block, written as hash_key/range_key or key_schema."""
+    if "key_schema" in index:
+        keys = {literal(k["key_type"]): literal(k["attribute_name"]) for k in index["key_schema"]}
+        return keys.get("HASH"), keys.get("RANGE")
+    return literal(index["hash_key"]), literal(index.get("range_key"))
+
+
 def policy_statements(document: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """The statements of an aws_iam_policy_document, including `dynamic "statement"` ones."""
     yield from document.get("statement", [])

@@ -23,6 +23,7 @@ from tests.infra.hcl import (
     TERRAFORM_DIR,
     VAR_REF,
     Module,
+    index_keys,
     literal,
     literal_string,
     policy_statements,
@@ -193,8 +194,7 @@ def test_table_indexes_match_the_schema(
     """Each table has exactly the schema's GSIs, with its hash and range keys, projecting ALL."""
     declared = {}
     for index in _table(label).get("global_secondary_index", []):
-        keys = {literal(k["key_type"]): literal(k["attribute_name"]) for k in index["key_schema"]}
-        declared[literal(index["name"])] = (keys.get("HASH"), keys.get("RANGE"))
+        declared[literal(index["name"])] = index_keys(index)
         assert literal(index["projection_type"]) == "ALL"
     assert declared == indexes
 
