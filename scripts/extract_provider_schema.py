@@ -200,18 +200,15 @@ def _read(archive: tarfile.TarFile, member: tarfile.TarInfo) -> str:
     return handle.read().decode()
 
 
-def npm_pack(version: str, directory: Path) -> Path:
+def npm_pack(version: str, directory: Path, timeout_s: float = 600) -> Path:
     """`npm pack` the package into `directory` (npm's cache serves repeats offline)."""
     npm = shutil.which("npm")
     if npm is None:
         raise FileNotFoundError("npm is not installed")
-    command = [npm, "pack", f"{PACKAGE}@{version}", "--json", "--pack-destination", str(directory)]
+    command = [npm, "pack", f"{PACKAGE}@{version}", "--json", "--prefer-offline"]
+    command += ["--pack-destination", str(directory)]
     completed = subprocess.run(  # noqa: S603 (fixed argv, no shell)
-        command,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=600,
+        command, capture_output=True, text=True, check=True, timeout=timeout_s
     )
     (packed,) = json.loads(completed.stdout)
     return directory / packed["filename"]
