@@ -28,6 +28,8 @@ REQUIRED = "required"  # a required argument or block is missing
 FORM = "form"  # a block written as an attribute, or an attribute written as a block
 COMPUTED = "computed"  # a value for a read-only attribute
 COUNT = "count"  # more blocks than the schema allows
+JSONENCODE = "jsonencode"  # jsonencode() around an EventBridge keyword it would escape
+VERSION = "version"  # the provider constraint admits a release without a feature used
 
 # Meta-arguments Terraform itself handles, in resource and data blocks.
 META_ARGUMENTS = {"count", "for_each", "provider", "depends_on"}
@@ -286,7 +288,7 @@ def jsonencode_traps(module: Module) -> list[Finding]:
                 for keyword in CONTEXT_KEYWORD.findall(argument):
                     findings.append(
                         Finding(
-                            "jsonencode",
+                            JSONENCODE,
                             f"{file_name}: {where}",
                             f"jsonencode() writes {keyword} as \\u003c...\\u003e, so EventBridge "
                             "never substitutes it: write the JSON as a literal string (heredoc)",
@@ -392,34 +394,24 @@ def _show(version: Version) -> str:
     return ".".join(str(part) for part in version)
 
 
+def _version_problems(needed: VersionRange, admitted: VersionRange) -> Iterator[str]:
+    """What is wrong with the admitted releases for one feature, if anything."""
+    if admitted.since < _pad(needed.since):
+        yield f"needs hashicorp/aws >= {_show(needed.since)}, but the constraint admits {_show(admitted.since)}"
+    unbounded = admitted.before is None
+    if needed.before is not None and (unbounded or admitted.before > _pad(needed.before)):
+        yield f"may be gone from hashicorp/aws {_show(needed.before)}, but the constraint admits it"
+
+
 def version_findings(
     module: Module, features: Mapping[tuple[str, ...], VersionRange]
 ) -> list[Finding]:
     """Features used by `module` that some release admitted by its constraint lacks."""
     constraint = provider_constraint(module)
     admitted = constraint_range(constraint)
-    findings = []
-    for path, needed in sorted(features.items()):
-        feature = ".".join(path[2:])
-        for user in feature_users(module, path):
-            if admitted.since < _pad(needed.since):
-                findings.append(
-                    Finding(
-                        "version",
-                        user,
-                        f"{feature} needs hashicorp/aws >= {_show(needed.since)}, "
-                        f"but the constraint {constraint!r} admits {_show(admitted.since)}",
-                    )
-                )
-            if needed.before is not None and (
-                admitted.before is None or admitted.before > _pad(needed.before)
-            ):
-                findings.append(
-                    Finding(
-                        "version",
-                        user,
-                        f"{feature} may be gone from hashicorp/aws {_show(needed.before)}, "
-                        f"but the constraint {constraint!r} admits it",
-                    )
-                )
-    return findings
+    return [
+        Finding(VERSION, user, f"{'.'.join(path[2:])} {problem} ({constraint!r})")
+        for path, needed in sorted(features.items())
+        for user in feature_users(module, path)
+        for problem in _version_problems(needed, admitted)
+    ]

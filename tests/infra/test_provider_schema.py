@@ -22,6 +22,7 @@ from tests.infra.provider_schema import (
     COMPUTED,
     COUNT,
     FORM,
+    JSONENCODE,
     REQUIRED,
     SCHEMA_FILE,
     UNKNOWN,
@@ -262,7 +263,7 @@ def _all_findings(module: Module) -> list[Finding]:
             '  flexible_time_window {\n    mode = "OFF"\n  }\n  target {\n    arn = "a"\n'
             '    role_arn = "r"\n'
             '    input = jsonencode({ t = "<aws.scheduler.scheduled-time>" })\n  }\n}\n',
-            "jsonencode",
+            JSONENCODE,
             "main.tf: resource.aws_scheduler_schedule.s.target.input: jsonencode() writes "
             "<aws.scheduler.scheduled-time> as \\u003c...\\u003e",
             id="jsonencode-keyword",
@@ -302,7 +303,7 @@ def test_a_correct_snippet_yields_no_finding(tmp_path: Path) -> None:
         pytest.param(
             ">= 6.25",
             "aws_dynamodb_table.t: global_secondary_index.key_schema needs hashicorp/aws >= 6.29, "
-            "but the constraint '>= 6.25' admits 6.25.0",
+            "but the constraint admits 6.25.0 ('>= 6.25')",
             id="floor-too-low",
         ),
         pytest.param(
@@ -313,7 +314,7 @@ def test_a_correct_snippet_yields_no_finding(tmp_path: Path) -> None:
         pytest.param(
             "",
             "aws_dynamodb_table.t: global_secondary_index.key_schema needs hashicorp/aws >= 6.29, "
-            "but the constraint '' admits 0.0.0",
+            "but the constraint admits 0.0.0 ('')",
             id="no-constraint",
         ),
     ],
@@ -345,7 +346,7 @@ def test_a_constraint_that_admits_the_next_major_is_reported_for_deprecated_form
     findings = version_findings(_planted(tmp_path, versions + gsi), ALL_FEATURES)
     assert [str(f) for f in findings] == [
         "aws_dynamodb_table.t: global_secondary_index.hash_key may be gone from hashicorp/aws "
-        "7.0, but the constraint '>= 6.25' admits it"
+        "7.0, but the constraint admits it ('>= 6.25')"
     ]
 
 
