@@ -1,5 +1,14 @@
 # The two tracking tables. Names, keys, GSIs and attribute types are a contract
 # (shared/DESIGN.md): the code, the operators' CLI and local provisioning read them from here.
+#
+# GSI keys are hash_key/range_key, which every 6.x provider accepts. The key_schema blocks
+# that replace them exist only from 6.29, and its first releases mishandle GSIs of tables in
+# use (issues of hashicorp/terraform-provider-aws): a plan diff on every run for a GSI with a
+# RANGE key (#46442, fixed in 6.32.1), another when an existing GSI moves to key_schema
+# (#46513; fix #46512 still open), and removing one GSI deleting and re-creating all others
+# (#46601, fix #46602). hash_key/range_key are deprecated since 6.29 (plans warn) but stay
+# until 7.0, hence "< 7.0" in versions.tf. Move to key_schema, raising the floor there, once
+# a release with those fixes can be required: tests/infra/test_provider_schema.py demands it.
 
 resource "aws_dynamodb_table" "jobs" {
   name                        = local.jobs_table_name
@@ -30,32 +39,16 @@ resource "aws_dynamodb_table" "jobs" {
 
   global_secondary_index {
     name            = "StatusIndex"
+    hash_key        = "Status"
+    range_key       = "StatusUpdatedAt"
     projection_type = "ALL"
-
-    key_schema {
-      attribute_name = "Status"
-      key_type       = "HASH"
-    }
-
-    key_schema {
-      attribute_name = "StatusUpdatedAt"
-      key_type       = "RANGE"
-    }
   }
 
   global_secondary_index {
     name            = "BatchIndex"
+    hash_key        = "BatchID"
+    range_key       = "Status"
     projection_type = "ALL"
-
-    key_schema {
-      attribute_name = "BatchID"
-      key_type       = "HASH"
-    }
-
-    key_schema {
-      attribute_name = "Status"
-      key_type       = "RANGE"
-    }
   }
 
   # Epoch seconds; jobs live 30 days.
@@ -97,17 +90,9 @@ resource "aws_dynamodb_table" "batches" {
 
   global_secondary_index {
     name            = "PollingDateIndex"
+    hash_key        = "PollingDate"
+    range_key       = "Status"
     projection_type = "ALL"
-
-    key_schema {
-      attribute_name = "PollingDate"
-      key_type       = "HASH"
-    }
-
-    key_schema {
-      attribute_name = "Status"
-      key_type       = "RANGE"
-    }
   }
 
   # Epoch seconds; batches live 90 days.

@@ -29,9 +29,9 @@ resource "aws_lambda_function" "downloader" {
 
   timeout     = var.downloader_timeout_seconds
   memory_size = var.downloader_memory_mb
-  # As much as the event source may use, so that its polling is never throttled by other
-  # functions in the account (throttled batches count as receives toward the DLQ).
-  reserved_concurrent_executions = var.downloader_max_concurrency
+  # Opt-in (reserve_lambda_concurrency): as much as the event source may use, so that other
+  # functions never throttle its polling (throttled batches count as receives toward the DLQ).
+  reserved_concurrent_executions = var.reserve_lambda_concurrency ? var.downloader_max_concurrency : null
   kms_key_arn                    = aws_kms_key.dlpipe.arn
 
   ephemeral_storage {

@@ -27,7 +27,7 @@ resource "aws_lambda_function" "orchestrator" {
 
   timeout                        = var.orchestrator_timeout_seconds
   memory_size                    = var.orchestrator_memory_mb
-  reserved_concurrent_executions = var.orchestrator_reserved_concurrency
+  reserved_concurrent_executions = var.reserve_lambda_concurrency ? var.orchestrator_reserved_concurrency : null
   kms_key_arn                    = aws_kms_key.dlpipe.arn
 
   durable_config {

@@ -19,9 +19,11 @@ resource "aws_scheduler_schedule" "daily" {
 
     # The scheduled time (not the time of a retry) is what the run is for; the orchestrator
     # derives the date from it minus DLPIPE_DATE_OFFSET_DAYS. A manual run sends {"date": ...}.
-    input = jsonencode({
-      scheduled_time = "<aws.scheduler.scheduled-time>"
-    })
+    # Literal JSON, never jsonencode(): that writes "<" and ">" as \u003c and \u003e, so
+    # Scheduler would not find its keyword and every run would get the keyword's own text.
+    input = <<-EOT
+      {"scheduled_time": "<aws.scheduler.scheduled-time>"}
+    EOT
 
     retry_policy {
       maximum_retry_attempts       = var.schedule_max_retry_attempts

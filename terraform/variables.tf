@@ -195,8 +195,14 @@ variable "orchestrator_memory_mb" {
   }
 }
 
+variable "reserve_lambda_concurrency" {
+  description = "Reserve concurrency for both functions: orchestrator_reserved_concurrency for the orchestrator, downloader_max_concurrency for the downloader (so that other functions cannot throttle its event source). Off by default because Lambda refuses any reservation that would leave the account fewer than 100 unreserved executions, which fails the apply on accounts with a low concurrency quota (new accounts often have 10)."
+  type        = bool
+  default     = false
+}
+
 variable "orchestrator_reserved_concurrency" {
-  description = "Reserved concurrent executions of the orchestrator. One run a day needs 1; a little headroom lets a manual re-run overlap the scheduled one."
+  description = "Reserved concurrent executions of the orchestrator when reserve_lambda_concurrency is on. One run a day needs 1; a little headroom lets a manual re-run overlap the scheduled one."
   type        = number
   default     = 5
 
@@ -264,7 +270,7 @@ variable "downloader_batch_size" {
 }
 
 variable "downloader_max_concurrency" {
-  description = "Most downloader invocations the SQS event source runs at once (scaling_config.maximum_concurrency); also the downloader's reserved concurrency. Bounds the load on the provider."
+  description = "Most downloader invocations the SQS event source runs at once (scaling_config.maximum_concurrency), and the downloader's reserved concurrency when reserve_lambda_concurrency is on. Bounds the load on the provider."
   type        = number
   default     = 10
 
@@ -286,13 +292,13 @@ variable "lease_seconds" {
 }
 
 variable "max_receive_count" {
-  description = "Deliveries of one download message before SQS moves it to the dead-letter queue."
+  description = "Deliveries of one download message before SQS moves it to the dead-letter queue. At least 5, as AWS advises for Lambda event sources: a batch the event source fetched but Lambda throttled counts as a receive too."
   type        = number
   default     = 5
 
   validation {
-    condition     = var.max_receive_count >= 1 && var.max_receive_count <= 1000
-    error_message = "max_receive_count must be between 1 and 1000."
+    condition     = var.max_receive_count >= 5 && var.max_receive_count <= 1000
+    error_message = "max_receive_count must be between 5 and 1000 (AWS advises at least 5 for a queue a Lambda event source reads)."
   }
 }
 

@@ -45,7 +45,8 @@ class Provisioned:
 
 
 def _index_keys(module: TerraformModule, index: dict[str, Any]) -> list[dict[str, str]]:
-    # The provider's current form is key_schema blocks; hash_key/range_key is the older one.
+    # terraform/ writes hash_key/range_key (every 6.x provider takes them; dynamodb.tf says
+    # why); key_schema blocks, the form providers >= 6.29 prefer, read the same.
     if "key_schema" in index:
         return [
             {

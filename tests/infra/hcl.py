@@ -7,6 +7,7 @@ expression as text ('${local.is_prod}'), and adds '__is_block__' / '__comments__
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +33,30 @@ def unquote(text: str) -> str:
 def literal(value: Any) -> Any:
     """The value of an HCL literal as Python sees it (strings lose their quotes)."""
     return unquote(value) if isinstance(value, str) else value
+
+
+_HEREDOC = re.compile(r'^"<<(-?)([A-Za-z_]\w*)\n(.*\n)[ \t]*\2"$', re.DOTALL)
+_ESCAPE = re.compile(r"\\(u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|.)")
+_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", '"': '"', "\\": "\\"}
+
+
+def literal_string(value: Any) -> str | None:
+    """The text of a quoted string or heredoc without interpolation; None for anything else.
+
+    python-hcl2 keeps a heredoc as '"<<-EOT\\n...\\nEOT"' and a quoted string with its
+    escapes, so both are decoded here as Terraform would.
+    """
+    if not isinstance(value, str) or "${" in value or "%{" in value:
+        return None
+    heredoc = _HEREDOC.match(value)
+    if heredoc:
+        body = heredoc.group(3)
+        return textwrap.dedent(body) if heredoc.group(1) else body
+    if len(value) < 2 or value[0] != '"' or value[-1] != '"':
+        return None
+    return _ESCAPE.sub(
+        lambda m: _ESCAPES.get(m.group(1)) or chr(int(m.group(1)[1:], 16)), value[1:-1]
+    )
 
 
 @dataclass
@@ -91,6 +116,14 @@ def strings(value: Any) -> Iterator[str]:
         for key, item in value.items():
             if not key.startswith("__"):
                 yield from strings(item)
+
+
+def index_keys(index: dict[str, Any]) -> tuple[str | None, str | None]:
+    """(hash key, range key) of a GSI block, written as hash_key/range_key or key_schema."""
+    if "key_schema" in index:
+        keys = {literal(k["key_type"]): literal(k["attribute_name"]) for k in index["key_schema"]}
+        return keys.get("HASH"), keys.get("RANGE")
+    return literal(index["hash_key"]), literal(index.get("range_key"))
 
 
 def policy_statements(document: dict[str, Any]) -> Iterator[dict[str, Any]]:

@@ -5,13 +5,16 @@ No terraform binary is needed: python-hcl2 parses the files, and each test state
 
 from __future__ import annotations
 
+import ast
 import importlib
+import json
 import re
 from typing import Any
 
 import pytest
 
 from dlpipe import config, metrics
+from orchestrator.events import parse_event
 from records import schema
 from tests.infra.hcl import (
     DATA_REF,
@@ -20,7 +23,9 @@ from tests.infra.hcl import (
     TERRAFORM_DIR,
     VAR_REF,
     Module,
+    index_keys,
     literal,
+    literal_string,
     policy_statements,
     strings,
     unquote,
@@ -189,8 +194,7 @@ def test_table_indexes_match_the_schema(
     """Each table has exactly the schema's GSIs, with its hash and range keys, projecting ALL."""
     declared = {}
     for index in _table(label).get("global_secondary_index", []):
-        keys = {literal(k["key_type"]): literal(k["attribute_name"]) for k in index["key_schema"]}
-        declared[literal(index["name"])] = (keys.get("HASH"), keys.get("RANGE"))
+        declared[literal(index["name"])] = index_keys(index)
         assert literal(index["projection_type"]) == "ALL"
     assert declared == indexes
 
@@ -362,6 +366,16 @@ def test_schedule_starts_the_orchestrator_through_the_live_alias() -> None:
     assert "retry_policy" in target
 
 
+def test_schedule_input_becomes_an_event_the_orchestrator_reads() -> None:
+    """The schedule's input is literal JSON in which Scheduler's time keyword survives, and once substituted it names the previous day."""
+    (target,) = MODULE.resource("aws_scheduler_schedule", "daily")["target"]
+    template = literal_string(target["input"])
+    assert template is not None, "the input must be a literal string: jsonencode escapes < and >"
+    # Scheduler replaces the keyword in the text it holds, before anything parses it as JSON.
+    sent = template.replace("<aws.scheduler.scheduled-time>", "2026-03-01T06:30:00Z")
+    assert parse_event(json.loads(sent)).polling_date == "2026-02-28"
+
+
 def test_downloader_event_source_reports_item_failures_and_caps_concurrency() -> None:
     """The SQS event source retries only failed messages and never exceeds the set concurrency."""
     mapping = MODULE.resource("aws_lambda_event_source_mapping", "downloads")
@@ -395,6 +409,80 @@ def test_every_queue_is_encrypted_with_the_dlpipe_key() -> None:
     assert {n: b.get("kms_master_key_id") for n, b in queues.items()} == dict.fromkeys(
         queues, "${aws_kms_key.dlpipe.arn}"
     )
+
+
+# --- defaults that must work on any account -------------------------------------------------
+
+# Variables whose validation must refuse what AWS refuses or advises against: (name, a value
+# the validation must reject, a value it must accept).
+AWS_LIMITS = [
+    # AWS advises a redrive maxReceiveCount of at least 5 for Lambda event sources: throttled
+    # batches count as receives, so fewer sends healthy messages to the DLQ.
+    pytest.param("max_receive_count", 4, 5, id="max_receive_count"),
+    # An SQS event source's maximum_concurrency is 2 to 1,000.
+    pytest.param("downloader_max_concurrency", 1, 2, id="downloader_max_concurrency"),
+    # An SQS event source reads at most 10 messages per batch without a batching window.
+    pytest.param("downloader_batch_size", 11, 10, id="downloader_batch_size"),
+]
+
+_HCL_TO_PYTHON = {"&&": " and ", "||": " or ", "!": " not ", "null": "None"}
+_HCL_TO_PYTHON |= {"true": "True", "false": "False"}
+
+
+def _evaluate(expression: Any, values: dict[str, Any]) -> Any:
+    """A small HCL expression (var refs, literals, comparisons, && || !, one `c ? a : b`)."""
+    if not isinstance(expression, str):
+        return expression
+    text = expression.removeprefix("${").removesuffix("}")
+    text = VAR_REF.sub(lambda m: repr(values[m.group(1)]), text)
+    text = re.sub(
+        r"&&|\|\||!(?!=)|\bnull\b|\btrue\b|\bfalse\b", lambda m: _HCL_TO_PYTHON[m.group(0)], text
+    )
+    condition, question, branches = text.partition("?")
+    if question:
+        when_true, _, when_false = branches.partition(":")
+        text = f"({when_true}) if ({condition}) else ({when_false})"
+    tree = ast.parse(text, mode="eval")
+    allowed = (ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.IfExp)
+    allowed += (ast.Compare, ast.cmpop, ast.Constant, ast.USub)
+    assert all(isinstance(node, allowed) for node in ast.walk(tree)), expression
+    return eval(compile(tree, "<hcl>", "eval"))  # only literals and operators, checked above
+
+
+def _defaults(**overrides: Any) -> dict[str, Any]:
+    return {name: body.get("default") for name, body in MODULE.variables.items()} | overrides
+
+
+@pytest.mark.parametrize(("name", "rejected", "accepted"), AWS_LIMITS)
+def test_variable_validation_refuses_what_aws_refuses(
+    name: str, rejected: Any, accepted: Any
+) -> None:
+    """Each listed variable's validation rejects the value past the AWS limit and accepts the limit."""
+    (validation,) = MODULE.variables[name]["validation"]
+    assert _evaluate(validation["condition"], _defaults(**{name: rejected})) is False
+    assert _evaluate(validation["condition"], _defaults(**{name: accepted})) is True
+
+
+@pytest.mark.parametrize("label", ["orchestrator", "downloader"])
+def test_lambda_reserves_no_concurrency_with_default_variables(label: str) -> None:
+    """No function reserves concurrency by default: an account with a low quota (new ones have 10) refuses any reservation."""
+    body = MODULE.resource("aws_lambda_function", label)
+    assert _evaluate(body.get("reserved_concurrent_executions"), _defaults()) is None
+
+
+def test_reserve_lambda_concurrency_reserves_what_each_function_needs() -> None:
+    """With reserve_lambda_concurrency on, the orchestrator reserves its setting and the downloader its event source's maximum concurrency."""
+    values = _defaults(reserve_lambda_concurrency=True)
+    reserved = {
+        label: _evaluate(
+            MODULE.resource("aws_lambda_function", label)["reserved_concurrent_executions"], values
+        )
+        for label in ("orchestrator", "downloader")
+    }
+    assert reserved == {
+        "orchestrator": values["orchestrator_reserved_concurrency"],
+        "downloader": values["downloader_max_concurrency"],
+    }
 
 
 # --- formatting ------------------------------------------------------------------------------

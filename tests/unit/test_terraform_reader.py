@@ -81,20 +81,36 @@ def test_references_to_other_resources_are_refused_not_guessed(module: Terraform
         module.value(module.resource("aws_sqs_queue", "q")["kms_master_key_id"])
 
 
-def test_older_hash_key_range_key_index_form_is_read_too(module: TerraformModule) -> None:
-    """GSIs written with hash_key/range_key become the same CreateTable request."""
+WHEN_INDEX = {
+    "IndexName": "WhenIndex",
+    "KeySchema": [
+        {"AttributeName": "ID", "KeyType": "HASH"},
+        {"AttributeName": "When", "KeyType": "RANGE"},
+    ],
+    "Projection": {"ProjectionType": "ALL"},
+}
+
+
+def test_hash_key_range_key_index_form_becomes_a_create_table_request(
+    module: TerraformModule,
+) -> None:
+    """GSIs written with hash_key/range_key (terraform/'s form) become CreateTable's KeySchema."""
     definition = table_definition(module, "things")
-    assert definition.create_request["GlobalSecondaryIndexes"] == [
-        {
-            "IndexName": "WhenIndex",
-            "KeySchema": [
-                {"AttributeName": "ID", "KeyType": "HASH"},
-                {"AttributeName": "When", "KeyType": "RANGE"},
-            ],
-            "Projection": {"ProjectionType": "ALL"},
-        }
-    ]
+    assert definition.create_request["GlobalSecondaryIndexes"] == [WHEN_INDEX]
     assert (definition.name, definition.ttl_attribute) == ("t-things", "TTL")
+
+
+def test_key_schema_index_form_becomes_the_same_request(tmp_path: Path) -> None:
+    """GSIs written with key_schema blocks (providers >= 6.29) give the same request."""
+    key_schema = (
+        '    key_schema {\n      attribute_name = "ID"\n      key_type       = "HASH"\n    }\n'
+        '    key_schema {\n      attribute_name = "When"\n      key_type       = "RANGE"\n    }\n'
+    )
+    hcl = HCL.replace('    hash_key        = "ID"\n    range_key       = "When"\n', key_schema)
+    assert hcl != HCL
+    (tmp_path / "main.tf").write_text(hcl)
+    definition = table_definition(TerraformModule.load(tmp_path), "things")
+    assert definition.create_request["GlobalSecondaryIndexes"] == [WHEN_INDEX]
 
 
 def test_unknown_resource_is_a_clear_error(module: TerraformModule) -> None:
