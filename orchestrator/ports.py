@@ -13,7 +13,8 @@ FINAL_STATUSES = frozenset({"completed", "failed", "timeout"})
 
 
 class FetchFailed(Exception):
-    """The provider failed permanently (after the flow's own retries): the batch must end failed.
+    """The fetch failed for good (the provider refused us, or an outage outlasted its budget):
+    the batch must end failed, with this message as its ErrorMessage.
 
     The durable shell never retries it; raise this class itself, or a subclass.
     """
