@@ -43,6 +43,7 @@ ENV_LOG_LEVEL = "DLPIPE_LOG_LEVEL"
 ENV_ORCHESTRATOR_ARN = "DLPIPE_ORCHESTRATOR_ARN"  # qualified (alias) ARN, for backfill
 ENV_SWEEP_REQUEUE = "DLPIPE_SWEEP_REQUEUE"
 ENV_RESEND_AFTER_SECONDS = "DLPIPE_RESEND_AFTER_SECONDS"
+ENV_PROVIDER_OUTAGE_BUDGET_SECONDS = "DLPIPE_PROVIDER_OUTAGE_BUDGET_SECONDS"
 
 DEFAULT_REGION = "us-east-1"
 JOBS_TABLE_BASE_NAME = "data-download-jobs"
@@ -104,6 +105,8 @@ class Settings:
     # The poller's sweeper: requeue expired claims and re-send available jobs nobody took.
     sweep_requeue: bool = False
     resend_after_seconds: int = 1800
+    # How long a day keeps retrying (suspended, no compute) while the provider is unavailable.
+    provider_outage_budget_seconds: int = 7200
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -136,6 +139,9 @@ class Settings:
             orchestrator_arn=env.get(ENV_ORCHESTRATOR_ARN) or None,
             sweep_requeue=_bool_setting(env, ENV_SWEEP_REQUEUE),
             resend_after_seconds=_int_setting(env, ENV_RESEND_AFTER_SECONDS, 1800),
+            provider_outage_budget_seconds=_int_setting(
+                env, ENV_PROVIDER_OUTAGE_BUDGET_SECONDS, 7200, minimum=0
+            ),
         )
 
     def endpoint_for(self, service: str) -> str | None:

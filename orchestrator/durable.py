@@ -17,6 +17,28 @@ pins the parts we rely on:
   Such a crash inside a step leaves no result checkpoint, so the step runs again on replay
   (steps are at-least-once: every flow method must be idempotent).
 - The local runner arms the execution timeout in real seconds, never in virtual time.
+- A step's retry strategy is called with the live exception object and the number of the
+  attempt that failed (SDK operation/step.py, retry_handler); the step function gets that
+  attempt number as StepContext.attempt (1-based), restored from the checkpoint.
+
+Provider outages. fetch-and-queue-files raises ProviderOutage while the provider is down,
+slow or throttling (after the provider client's own short retries, seconds); the step's
+retry strategy then schedules the next attempt after an OutageBackoff delay (30 s doubling
+to 10 min, jittered): a RETRY checkpoint and a suspension, so the hours of an outage cost
+no compute. Each retried attempt logs `batch.provider_unavailable` (batch, attempt, delay,
+cause). Once the next delay would pass the budget (DLPIPE_PROVIDER_OUTAGE_BUDGET_SECONDS,
+2 h by default), the attempt raises OutageBudgetSpent instead, and the batch ends failed with
+`provider_unavailable: <cause> after N attempts over M min` (BatchFailed metric). A refusal
+(401/403/404, a malformed listing) is FetchFailed: no retry, the batch fails at once. The
+replay of a retried fetch never runs create-batch again (its result is checkpointed), and
+fetch-and-queue is idempotent (conditional puts, re-sends this batch's available jobs).
+
+Failed checks. A check-completion step (its sweeper included) whose retries are used up ends
+the batch failed with `check_failed: <step> failed: <error type>: <message>`, the BatchFailed
+metric, and a normal result, instead of failing the execution with the batch left queued.
+
+The execution timeout must hold the polling, the outage budget and the setup margin:
+assert_polling_fits checks it, as the precondition in terraform/lambda_orchestrator.tf does.
 """
 
 from __future__ import annotations
@@ -33,12 +55,23 @@ from aws_durable_execution_sdk_python.retries import (
     create_retry_strategy,
 )
 
+from dlpipe.log import get_logger
 from orchestrator.events import parse_event
 from orchestrator.inline import STEP_FETCH_AND_QUEUE, PollingPlan, run_batch
-from orchestrator.ports import BatchFlow, FetchFailed, FlowContractError
+from orchestrator.outage import OutageBackoff, exhausted_message
+from orchestrator.ports import (
+    BatchFlow,
+    FetchFailed,
+    FlowContractError,
+    OutageBudgetSpent,
+    ProviderOutage,
+    StepFailed,
+)
 
 if TYPE_CHECKING:
-    from aws_durable_execution_sdk_python.types import LambdaContext
+    from aws_durable_execution_sdk_python.types import LambdaContext, StepContext
+
+log = get_logger(component="orchestrator")
 
 _T = TypeVar("_T")
 
@@ -81,14 +114,17 @@ def assert_polling_fits(
     max_polls: int,
     execution_timeout_seconds: int,
     margin_seconds: int = DEFAULT_MARGIN_SECONDS,
+    outage_budget_seconds: int = 0,
 ) -> None:
-    """Raise PollingBudgetError unless polls x interval + margin fits in the execution timeout."""
-    needed_seconds = poll_interval_seconds * max_polls + margin_seconds
+    """Raise PollingBudgetError unless polls x interval + outage budget + margin fits in the
+    execution timeout (a day may wait out a whole outage, then poll to its last check)."""
+    needed_seconds = poll_interval_seconds * max_polls + outage_budget_seconds + margin_seconds
     if needed_seconds > execution_timeout_seconds:
         raise PollingBudgetError(
-            f"{max_polls} polls x {poll_interval_seconds}s + {margin_seconds}s margin = "
-            f"{needed_seconds}s exceeds the execution timeout of {execution_timeout_seconds}s: "
-            "raise the timeout or lower DLPIPE_MAX_POLLS / DLPIPE_POLL_INTERVAL_SECONDS"
+            f"{max_polls} polls x {poll_interval_seconds}s + {outage_budget_seconds}s outage "
+            f"budget + {margin_seconds}s margin = {needed_seconds}s exceeds the execution "
+            f"timeout of {execution_timeout_seconds}s: raise the timeout or lower "
+            "DLPIPE_MAX_POLLS / DLPIPE_POLL_INTERVAL_SECONDS / DLPIPE_PROVIDER_OUTAGE_BUDGET_SECONDS"
         )
 
 
@@ -98,12 +134,15 @@ def build_durable_handler(
     max_polls: int,
     *,
     date_offset_days: int = 1,
+    outage: OutageBackoff | None = None,
 ) -> Callable[[Any, LambdaContext], Any]:
     """Return the Lambda handler that runs one day's batch as a durable execution.
 
     `flow_factory` is called at most once per invocation, inside the first step that runs.
+    `outage`: how long and how often to retry the fetch while the provider is unavailable.
     """
     plan = PollingPlan(poll_interval_seconds, max_polls)
+    backoff = outage or OutageBackoff()
 
     @durable_execution
     def orchestrate(event: Any, context: DurableContext) -> dict[str, Any]:
@@ -113,7 +152,7 @@ def build_durable_handler(
         # Built lazily inside a step, so a failure to build it (a secret read, say) is a step
         # failure that gets retried, and pure replays build nothing.
         flow = functools.cache(flow_factory)
-        return run_batch(_DurableSteps(context), flow, request, plan).to_dict()
+        return run_batch(_DurableSteps(context, backoff), flow, request, plan).to_dict()
 
     return orchestrate
 
@@ -126,26 +165,67 @@ def build_durable_handler(
 # execution history, and replays deterministically: names depend only on the poll number, and
 # max_polls is fixed per function version.
 class _DurableSteps:
-    """StepRunner on a DurableContext; turns a failed step's FetchFailed back into FetchFailed."""
+    """StepRunner on a DurableContext: retries the fetch through provider outages, and turns a
+    step that failed for good into FetchFailed (fetch) or StepFailed (any other step)."""
 
-    def __init__(self, context: DurableContext) -> None:
+    def __init__(self, context: DurableContext, outage: OutageBackoff) -> None:
         self._context = context
+        self._outage = outage
+        # Stable across replays and unique per execution: the jitter's seed.
+        self._seed = context.execution_context.durable_execution_arn
+        self._fetch_config = StepConfig(retry_strategy=self._fetch_retry_strategy)
 
     def step(self, name: str, func: Callable[[], _T]) -> _T:
+        is_fetch = name == STEP_FETCH_AND_QUEUE
+
+        def body(step_context: StepContext) -> _T:
+            return self._fetch_attempt(func, step_context.attempt) if is_fetch else func()
+
         try:
-            return self._context.step(lambda _step_context: func(), name=name, config=STEP_CONFIG)
+            return self._context.step(
+                body, name=name, config=self._fetch_config if is_fetch else STEP_CONFIG
+            )
         except StepError as exc:
             if exc.error_type in _wire_names(FetchFailed):
                 raise FetchFailed(exc.message or f"{name} failed") from exc
-            if name == STEP_FETCH_AND_QUEUE:
+            if is_fetch:
                 # Any other cause that outlasted the step's retries (SQS refusing every send,
                 # DynamoDB down) also ends the day: fail-batch records why on the batch item,
                 # instead of leaving it `initiated` with no word of what happened.
                 raise FetchFailed(f"{name} failed: {exc.error_type}: {exc.message}") from exc
-            raise
+            raise StepFailed(f"{name} failed: {exc.error_type}: {exc.message}") from exc
 
     def wait(self, name: str, seconds: int) -> None:
         self._context.wait(Duration.from_seconds(seconds), name=name)
+
+    def _fetch_attempt(self, func: Callable[[], _T], attempt: int) -> _T:
+        """Run one fetch attempt; past the outage budget, a ProviderOutage becomes permanent."""
+        try:
+            return func()
+        except ProviderOutage as outage:
+            spent_s = self._outage.spent_seconds(attempt, self._seed, outage.elapsed_seconds)
+            delay_s = self._outage.next_delay(attempt, self._seed, outage.elapsed_seconds)
+            if delay_s is None:
+                message = exhausted_message(str(outage), attempt, spent_s)
+                raise OutageBudgetSpent(message) from outage
+            log.warning(
+                "batch.provider_unavailable",
+                batch_id=outage.batch_id,
+                attempt=attempt,
+                outage_s=round(spent_s),
+                retry_in_s=delay_s,
+                budget_s=self._outage.budget_seconds,
+                cause=str(outage),
+            )
+            raise
+
+    def _fetch_retry_strategy(self, error: Exception, attempts_made: int) -> RetryDecision:
+        # _fetch_attempt lets a ProviderOutage escape only while the next delay fits the budget.
+        if isinstance(error, ProviderOutage):
+            return RetryDecision.retry(
+                Duration.from_seconds(self._outage.delay_seconds(attempts_made, self._seed))
+            )
+        return step_retry_strategy(error, attempts_made)
 
 
 def _wire_names(error_class: type[Exception]) -> set[str]:

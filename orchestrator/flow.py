@@ -24,10 +24,10 @@ from dlpipe.log import get_logger
 from dlpipe.queue import JobQueue, QueueSendError
 from downloader.messages import JobMessage
 from orchestrator.jobs_from_listing import error_job, job_from_descriptor
-from orchestrator.ports import CompletionCheck, FetchFailed, QueueResult
+from orchestrator.ports import CompletionCheck, FetchFailed, ProviderOutage, QueueResult
 from provider.client import ProviderClient, token_from_settings
 from provider.contract import ListingResult
-from provider.errors import ProviderError
+from provider.errors import ProviderRefusedError, ProviderUnavailableError
 from records.batches_table import BatchesTable
 from records.clock import Clock, SystemClock, iso_from_ms
 from records.errors import BatchTransitionRefusedError, JobExistsError, RequeueRefusedError
@@ -43,7 +43,7 @@ class FileLister(Protocol):
     """What the flow needs of the provider (provider.client.ProviderClient fits)."""
 
     def list_files(self, date: str) -> ListingResult:
-        """The provider's files for `date`."""
+        """The provider's files for `date`; ProviderUnavailableError / ProviderRefusedError."""
         ...
 
 
@@ -104,8 +104,13 @@ class BatchFlowService:
             )
         try:
             listing = self.provider.list_files(polling_date)
-        except ProviderError as exc:
-            raise FetchFailed(f"provider: {exc}") from exc
+        except ProviderUnavailableError as exc:
+            # Down, slow or throttling: the durable shell tries again later, within a budget.
+            waited_s = max(0.0, (self.clock.now_ms() - _epoch_ms(batch.start_time)) / 1000)
+            raise ProviderOutage(exc.reason, batch_id=batch_id, elapsed_seconds=waited_s) from exc
+        except ProviderRefusedError as exc:
+            # 401/403/404, a malformed listing: asking again would get the same answer.
+            raise FetchFailed(f"provider_refused: {exc}") from exc
         expected, to_send, present, problems = self._write_jobs(batch_id, listing)
         try:
             sent = self.queue.send([JobMessage(f, batch_id) for f in to_send])
@@ -314,8 +319,12 @@ def _summarize_refusals(problems: list[str], batch_id: str) -> str | None:
     return f"{len(problems)} provider entries rejected: {shown}{tail}"
 
 
+def _epoch_ms(iso_time: str) -> int:
+    return int(datetime.fromisoformat(iso_time).timestamp() * 1000)
+
+
 def _emit_finished(batch: Batch, status: BatchStatus, now_ms: int) -> None:
-    started_ms = int(datetime.fromisoformat(batch.start_time).timestamp() * 1000)
+    started_ms = _epoch_ms(batch.start_time)
     metrics.emit(
         {
             f"Batch{_METRIC_SUFFIX[status]}": (1, metrics.COUNT),

@@ -8,6 +8,7 @@ from typing import Any
 
 from dlpipe.config import Settings
 from orchestrator.durable import build_durable_handler
+from orchestrator.outage import OutageBackoff
 from orchestrator.ports import BatchFlow
 
 
@@ -31,6 +32,7 @@ def durable_handler() -> Callable[[Any, Any], Any]:
         settings.poll_interval_seconds,
         settings.max_polls,
         date_offset_days=settings.date_offset_days,
+        outage=OutageBackoff(budget_seconds=settings.provider_outage_budget_seconds),
     )
 
 

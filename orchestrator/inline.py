@@ -8,12 +8,15 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
 from orchestrator.events import PollingRequest, parse_event
+from orchestrator.outage import exhausted_message
 from orchestrator.ports import (
     BatchFlow,
     BatchRunResult,
     CompletionCheck,
     FetchFailed,
     FlowContractError,
+    ProviderOutage,
+    StepFailed,
     StepRunner,
 )
 
@@ -50,26 +53,53 @@ class PollingPlan:
 def run_batch(
     steps: StepRunner, flow: Callable[[], BatchFlow], request: PollingRequest, plan: PollingPlan
 ) -> BatchRunResult:
-    """Create the batch, fetch and queue its files, then poll until it is final."""
+    """Create the batch, fetch and queue its files, then poll until it is final.
+
+    A fetch that fails for good (FetchFailed) or a check that fails for good (StepFailed)
+    ends the batch failed through the fail-batch step, saying why; the run then returns.
+    """
     date = request.polling_date
     batch_id = steps.step(STEP_CREATE_BATCH, lambda: flow().create_batch(date, rerun=request.rerun))
     try:
         steps.step(STEP_FETCH_AND_QUEUE, lambda: flow().fetch_and_queue(batch_id, date).to_dict())
     except FetchFailed as exc:
-        reason = str(exc) or "provider fetch failed"
-        steps.step(STEP_FAIL_BATCH, lambda: flow().fail_batch(batch_id, reason))
-        return BatchRunResult(batch_id, date, "failed", 0, 0, 0, polls=0, rerun=request.rerun)
+        return _fail(steps, flow, request, batch_id, str(exc) or "provider fetch failed")
+    check = CompletionCheck(None, 0, 0, 0)
     for poll_number in range(1, plan.max_polls + 1):
         steps.wait(wait_name(poll_number), plan.poll_interval_seconds)
         is_last = poll_number == plan.max_polls
-        checked = steps.step(
-            check_step_name(poll_number), _checker(flow, batch_id, poll_number, is_last)
-        )
+        try:
+            checked = steps.step(
+                check_step_name(poll_number), _checker(flow, batch_id, poll_number, is_last)
+            )
+        except StepFailed as exc:
+            # A DynamoDB throttle that outlasted the step's retries, say: without this the
+            # execution would fail and leave the batch queued, with no word of why.
+            reason = f"check_failed: {exc}"
+            return _fail(steps, flow, request, batch_id, reason, last=check, polls=poll_number)
         check = CompletionCheck.from_dict(checked)
         if check.status is not None:
             counts = (check.completed, check.failed, check.pending)
             return BatchRunResult(batch_id, date, check.status, *counts, poll_number, request.rerun)
     raise FlowContractError(f"batch {batch_id}: no final status after the last poll")
+
+
+def _fail(
+    steps: StepRunner,
+    flow: Callable[[], BatchFlow],
+    request: PollingRequest,
+    batch_id: str,
+    reason: str,
+    *,
+    last: CompletionCheck | None = None,
+    polls: int = 0,
+) -> BatchRunResult:
+    """End the batch failed with `reason`; the counts are the last check's, if any."""
+    steps.step(STEP_FAIL_BATCH, lambda: flow().fail_batch(batch_id, reason))
+    counts = (last.completed, last.failed, last.pending) if last else (0, 0, 0)
+    return BatchRunResult(
+        batch_id, request.polling_date, "failed", *counts, polls=polls, rerun=request.rerun
+    )
 
 
 def _checker(
@@ -81,7 +111,11 @@ def _checker(
 
 @dataclass
 class InlineSteps:
-    """Runs steps as plain calls, records their names, and sleeps only if given a sleep."""
+    """Runs steps as plain calls, records their names, and sleeps only if given a sleep.
+
+    Nothing is retried: a provider outage ends the day at once (as FetchFailed), and any
+    other error propagates as it is.
+    """
 
     sleep: Callable[[float], None] | None = None
     names: list[str] = field(default_factory=list)
@@ -89,7 +123,11 @@ class InlineSteps:
     def step(self, name: str, func: Callable[[], _T]) -> _T:
         """Call `func` and pass its result through JSON, as a checkpoint would."""
         self.names.append(name)
-        return cast(_T, json.loads(json.dumps(func())))
+        try:
+            result = func()
+        except ProviderOutage as exc:
+            raise FetchFailed(exhausted_message(str(exc), 1, exc.elapsed_seconds)) from exc
+        return cast(_T, json.loads(json.dumps(result)))
 
     def wait(self, name: str, seconds: int) -> None:
         """Record the wait; sleep for real only when a sleep function was given."""

@@ -13,10 +13,33 @@ FINAL_STATUSES = frozenset({"completed", "failed", "timeout"})
 
 
 class FetchFailed(Exception):
-    """The provider failed permanently (after the flow's own retries): the batch must end failed.
+    """The fetch failed for good (the provider refused us, or an outage outlasted its budget):
+    the batch must end failed, with this message as its ErrorMessage.
 
     The durable shell never retries it; raise this class itself, or a subclass.
     """
+
+
+class OutageBudgetSpent(FetchFailed):
+    """The provider stayed unavailable for the whole outage budget: the batch must end failed."""
+
+
+class ProviderOutage(Exception):
+    """The provider is unavailable for now (connection errors, timeouts, 5xx, 429): transient.
+
+    The durable shell retries the fetch step with a long, suspended backoff until the outage
+    budget is used up. `elapsed_seconds` is how long the batch has waited so far, as measured
+    by the flow's clock (it counts the time the attempts themselves took).
+    """
+
+    def __init__(self, cause: str, *, batch_id: str, elapsed_seconds: float = 0.0) -> None:
+        super().__init__(cause)
+        self.batch_id = batch_id
+        self.elapsed_seconds = elapsed_seconds
+
+
+class StepFailed(RuntimeError):
+    """A step failed for good (its retries used up); the message names the step and the cause."""
 
 
 class FlowContractError(RuntimeError):
@@ -102,7 +125,10 @@ class BatchFlow(Protocol):
         ...
 
     def fetch_and_queue(self, batch_id: str, polling_date: str) -> QueueResult:
-        """List the provider's files, write their jobs and queue them; raise FetchFailed if down."""
+        """List the provider's files, write their jobs and queue them.
+
+        Raise ProviderOutage while the provider is unavailable, FetchFailed if it refused.
+        """
         ...
 
     def check_completion(

@@ -114,6 +114,7 @@ class ProviderClient:
                 f"provider unavailable for {path}: {exc} after {self._max_attempts} attempts",
                 attempts=self._max_attempts,
                 status_code=exc.status_code,
+                reason=f"GET {path}: {exc}",
             ) from exc
         try:
             return json.loads(body)

@@ -1,7 +1,9 @@
 """The provider client's errors: one base; transient and permanent faults are different types.
 
-Only `ProviderUnavailableError` is transient (retrying later may help); every other class is
-permanent. Messages never contain the bearer token or a presigned URL.
+`ProviderUnavailableError` is transient (retrying later may help: the provider is down, slow or
+throttling us); `ProviderRefusedError` and its subclasses are permanent (the provider answered,
+and asking again will not change the answer). Callers choose by type, never by message.
+Messages never contain the bearer token or a presigned URL.
 """
 
 from __future__ import annotations
@@ -12,15 +14,30 @@ class ProviderError(Exception):
 
 
 class ProviderUnavailableError(ProviderError):
-    """Transient: 5xx, 429, timeouts or connection errors, after the client's retries ran out."""
+    """Transient: 5xx, 429, timeouts or connection errors, after the client's retries ran out.
 
-    def __init__(self, message: str, *, attempts: int, status_code: int | None = None) -> None:
+    `reason` is the short cause of the last attempt, e.g. "GET /v1/files: HTTP 503".
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        attempts: int,
+        status_code: int | None = None,
+        reason: str | None = None,
+    ) -> None:
         super().__init__(message)
         self.attempts = attempts
         self.status_code = status_code
+        self.reason = reason or message
 
 
-class ProviderAuthError(ProviderError):
+class ProviderRefusedError(ProviderError):
+    """Permanent: the provider answered, and its answer will not change by asking again."""
+
+
+class ProviderAuthError(ProviderRefusedError):
     """Permanent: the provider refused our bearer token (HTTP 401 or 403)."""
 
     def __init__(self, status_code: int) -> None:
@@ -31,11 +48,11 @@ class ProviderAuthError(ProviderError):
         self.status_code = status_code
 
 
-class ProviderNotFoundError(ProviderError):
+class ProviderNotFoundError(ProviderRefusedError):
     """Permanent: the provider has no such file (or no listing) for the date (HTTP 404)."""
 
 
-class ProviderRequestError(ProviderError):
+class ProviderRequestError(ProviderRefusedError):
     """Permanent: the provider refused the request with a 4xx other than 401/403/404/429."""
 
     def __init__(self, message: str, *, status_code: int) -> None:
@@ -43,5 +60,5 @@ class ProviderRequestError(ProviderError):
         self.status_code = status_code
 
 
-class MalformedResponseError(ProviderError):
+class MalformedResponseError(ProviderRefusedError):
     """Permanent: the response is not valid JSON or breaks the contract; the message names the field."""

@@ -41,7 +41,9 @@ resource "aws_lambda_function" "orchestrator" {
   }
 
   environment {
-    variables = local.orchestrator_environment
+    variables = merge(local.orchestrator_environment, {
+      DLPIPE_PROVIDER_OUTAGE_BUDGET_SECONDS = tostring(var.provider_outage_budget_seconds)
+    })
   }
 
   tracing_config {
@@ -57,8 +59,8 @@ resource "aws_lambda_function" "orchestrator" {
 
   lifecycle {
     precondition {
-      condition     = var.poll_interval_seconds * var.max_polls + var.durable_setup_margin_seconds <= var.durable_execution_timeout_seconds
-      error_message = "poll_interval_seconds * max_polls + durable_setup_margin_seconds must not exceed durable_execution_timeout_seconds, or the execution times out before the orchestrator can mark the batch timed out."
+      condition     = var.poll_interval_seconds * var.max_polls + var.provider_outage_budget_seconds + var.durable_setup_margin_seconds <= var.durable_execution_timeout_seconds
+      error_message = "poll_interval_seconds * max_polls + provider_outage_budget_seconds + durable_setup_margin_seconds must not exceed durable_execution_timeout_seconds, or a day that waits out a provider outage times out before the orchestrator can mark its batch failed or timed out."
     }
   }
 

@@ -430,3 +430,14 @@ variable "ecs_security_group_ids" {
   type        = list(string)
   default     = []
 }
+
+variable "provider_outage_budget_seconds" {
+  description = "How long a day keeps retrying the provider's listing while it is unavailable (5xx, 429, timeouts, connection errors), with a suspended backoff of 30 s doubling to 10 min, before the batch ends failed (DLPIPE_PROVIDER_OUTAGE_BUDGET_SECONDS). It counts against durable_execution_timeout_seconds; 0 fails the day at the first outage."
+  type        = number
+  default     = 7200
+
+  validation {
+    condition     = var.provider_outage_budget_seconds >= 0 && var.provider_outage_budget_seconds <= 86400 && floor(var.provider_outage_budget_seconds) == var.provider_outage_budget_seconds
+    error_message = "provider_outage_budget_seconds must be a whole number between 0 and 86400."
+  }
+}

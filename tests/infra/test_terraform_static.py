@@ -14,7 +14,9 @@ from typing import Any
 import pytest
 
 from dlpipe import config, metrics
+from orchestrator.durable import assert_polling_fits
 from orchestrator.events import parse_event
+from orchestrator.outage import OutageBackoff
 from records import schema
 from tests.infra.hcl import (
     DATA_REF,
@@ -61,6 +63,7 @@ ORCHESTRATOR_NEEDS = {
     config.ENV_SWEEP_REQUEUE,
     config.ENV_RESEND_AFTER_SECONDS,
     config.ENV_LOG_LEVEL,
+    config.ENV_PROVIDER_OUTAGE_BUDGET_SECONDS,
 }
 DOWNLOADER_NEEDS = {
     config.ENV_JOBS_TABLE,
@@ -338,21 +341,32 @@ def test_lambda_handler_names_a_function_in_the_package(label: str) -> None:
 
 
 def test_default_poll_budget_fits_the_durable_execution_timeout() -> None:
-    """With default variables, every poll plus the setup margin fits in the execution timeout."""
+    """With default variables, every poll, a whole provider outage and the setup margin fit."""
     default = {name: body.get("default") for name, body in MODULE.variables.items()}
-    budget = default["poll_interval_seconds"] * default["max_polls"]
-    assert (
-        budget + default["durable_setup_margin_seconds"]
-        <= default["durable_execution_timeout_seconds"]
+    assert_polling_fits(
+        default["poll_interval_seconds"],
+        default["max_polls"],
+        default["durable_execution_timeout_seconds"],
+        margin_seconds=default["durable_setup_margin_seconds"],
+        outage_budget_seconds=default["provider_outage_budget_seconds"],
     )
 
 
+def test_default_outage_budget_is_the_orchestrators_own_default() -> None:
+    """Terraform's provider_outage_budget_seconds defaults to what the code assumes unset."""
+    default = MODULE.variables["provider_outage_budget_seconds"]["default"]
+    assert default == config.Settings().provider_outage_budget_seconds
+    assert default == OutageBackoff().budget_seconds
+
+
 def test_orchestrator_rejects_a_poll_budget_beyond_the_execution_timeout() -> None:
-    """A plan fails when poll_interval_seconds * max_polls overruns the durable timeout."""
+    """A plan fails when polls plus the outage budget and margin overrun the durable timeout."""
     (lifecycle,) = MODULE.resource("aws_lambda_function", "orchestrator")["lifecycle"]
     conditions = [p["condition"] for p in lifecycle["precondition"]]
     assert any(
         "var.poll_interval_seconds * var.max_polls" in c
+        and "var.provider_outage_budget_seconds" in c
+        and "var.durable_setup_margin_seconds" in c
         and "<= var.durable_execution_timeout_seconds" in c
         for c in conditions
     )

@@ -13,7 +13,7 @@ from dlpipe.aws import AwsClients
 from dlpipe.queue import JobQueue
 from downloader.messages import decode_message
 from orchestrator.flow import BatchFlowService
-from orchestrator.ports import FetchFailed
+from orchestrator.ports import FetchFailed, ProviderOutage
 from provider.crypto import CIPHER_CBC, CIPHER_GCM
 from provider.stub import StubProvider
 from provider.stub_faults import Faults
@@ -266,22 +266,48 @@ def test_files_still_pending_at_the_last_poll_time_the_batch_out(
     assert batch.timeout_at is not None
 
 
-def test_provider_outage_raises_fetch_failed_and_fail_batch_records_why(
-    make_flow: Any, stub_factory: StubFactory, entity: str, batches: BatchesTable
+@pytest.mark.parametrize(
+    ("outage", "cause"),
+    [({"error_rate": 1.0}, r"GET /v1/files: HTTP 50\d"), ({"throttle_rate": 1.0}, "HTTP 429")],
+    ids=["5xx", "429"],
+)
+def test_provider_outage_raises_provider_outage_and_leaves_the_batch_initiated(
+    make_flow: Any,
+    stub_factory: StubFactory,
+    entity: str,
+    batches: BatchesTable,
+    clock: ManualClock,
+    outage: dict[str, float],
+    cause: str,
 ) -> None:
-    """Every provider call 5xx: FetchFailed after bounded retries; the batch ends failed with a reason."""
+    """Every call 5xx / 429: a transient ProviderOutage naming the cause and the time waited."""
     day = unique_day()
-    stub = stub_factory(specs(entity, 1), faults=Faults(error_rate=1.0))
+    stub = stub_factory(specs(entity, 1), faults=Faults(**outage))
     flow = make_flow(stub)
     batch_id = flow.create_batch(day)
-    with pytest.raises(FetchFailed, match="provider"):
+    clock.advance(90)
+    with pytest.raises(ProviderOutage, match=cause) as caught:
         flow.fetch_and_queue(batch_id, day)
-    flow.fail_batch(batch_id, "provider unavailable after retries")
+    assert (caught.value.batch_id, caught.value.elapsed_seconds) == (batch_id, 90)
+    assert batches.require(batch_id).status is BatchStatus.INITIATED
+
+
+def test_refused_token_raises_fetch_failed_and_fail_batch_records_why(
+    make_flow: Any, stub_factory: StubFactory, entity: str, batches: BatchesTable
+) -> None:
+    """A 401 is permanent: FetchFailed (provider_refused) after one request; fail-batch says why."""
+    day = unique_day()
+    stub = stub_factory(specs(entity, 1))
+    flow = make_flow(stub)
+    flow.provider = fast_client(stub, token="not-the-token-0000")
+    batch_id = flow.create_batch(day)
+    with pytest.raises(FetchFailed, match=r"provider_refused: .*HTTP 401") as caught:
+        flow.fetch_and_queue(batch_id, day)
+    assert stub.request_count == 1
+    flow.fail_batch(batch_id, str(caught.value))
     batch = batches.require(batch_id)
-    assert (batch.status, batch.error_message) == (
-        BatchStatus.FAILED,
-        "provider unavailable after retries",
-    )
+    assert batch.status is BatchStatus.FAILED
+    assert (batch.error_message or "").startswith("provider_refused: ")
 
 
 def test_rejected_listing_entries_become_error_jobs_or_a_batch_error(

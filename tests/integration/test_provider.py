@@ -16,6 +16,7 @@ from provider.errors import (
     MalformedResponseError,
     ProviderAuthError,
     ProviderNotFoundError,
+    ProviderRefusedError,
     ProviderUnavailableError,
 )
 from provider.stub_faults import Faults
@@ -81,6 +82,7 @@ def test_wrong_token_is_a_permanent_auth_error_and_is_not_retried(stub_factory) 
     with pytest.raises(ProviderAuthError, match="token") as caught:
         fast_client(stub, token="not-the-token-abc").list_files(DAY)
     assert caught.value.status_code == 401
+    assert isinstance(caught.value, ProviderRefusedError)
     assert "not-the-token-abc" not in str(caught.value)
     assert stub.request_count == 1
 
@@ -108,6 +110,7 @@ def test_provider_down_raises_unavailable_after_bounded_attempts(stub_factory) -
     assert stub.request_count == 3
     assert caught.value.attempts == 3
     assert caught.value.status_code in {500, 502, 503}
+    assert caught.value.reason == f"GET /v1/files: HTTP {caught.value.status_code}"
 
 
 @pytest.mark.parametrize(("max_wait_s", "waits"), [(30.0, [1.0, 1.0]), (0.25, [0.25, 0.25])])
@@ -137,8 +140,9 @@ def test_a_stalled_call_times_out_and_is_retried(stub_factory) -> None:
 def test_invalid_json_is_malformed_and_not_retried(stub_factory) -> None:
     """A 200 with a broken JSON body raises MalformedResponseError after one request."""
     stub = stub_factory(SMALL_DAY[:1], Faults(malformed_json=True))
-    with pytest.raises(MalformedResponseError, match="invalid JSON"):
+    with pytest.raises(MalformedResponseError, match="invalid JSON") as caught:
         fast_client(stub).list_files(DAY)
+    assert isinstance(caught.value, ProviderRefusedError)
     assert stub.request_count == 1
 
 

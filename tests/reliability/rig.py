@@ -19,6 +19,11 @@ from typing import Any
 import requests
 import structlog
 from aws_durable_execution_sdk_python.exceptions import RetryableSerDesError
+from aws_durable_execution_sdk_python_testing.execution import ExecutionStatus
+from aws_durable_execution_sdk_python_testing.runner import (
+    DurableFunctionTestResult,
+    DurableFunctionTestRunner,
+)
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 
 from dlpipe.aws import AwsClients
@@ -34,6 +39,7 @@ from downloader.worker import Worker, WorkerOptions
 from orchestrator.durable import build_durable_handler
 from orchestrator.flow import BatchFlowService
 from orchestrator.local_runner import run_durable_locally
+from orchestrator.outage import OutageBackoff
 from orchestrator.ports import BatchFlow
 from provider.client import ProviderClient
 from provider.stub import StubProvider
@@ -102,13 +108,36 @@ class Rig:
         )
 
     def run_day(
-        self, flow: BatchFlow, date: str, *, polls: int = 120, interval_s: int = 1
+        self,
+        flow: BatchFlow,
+        date: str,
+        *,
+        polls: int = 120,
+        interval_s: int = 1,
+        outage: OutageBackoff | None = None,
     ) -> dict[str, Any]:
         """Run the day under the SDK's local runner in real time; the handler's result."""
-        handler = build_durable_handler(lambda: flow, interval_s, polls)
+        handler = build_durable_handler(lambda: flow, interval_s, polls, outage=outage)
         return run_durable_locally(
             handler, {"date": date}, skip_time=False, timeout_seconds=polls * interval_s + 120
         )
+
+    def run_day_virtual(
+        self,
+        flow: BatchFlow,
+        date: str,
+        *,
+        polls: int = 5,
+        interval_s: int = 60,
+        outage: OutageBackoff | None = None,
+        timeout_s: int = 120,
+    ) -> VirtualRun:
+        """Run the day under the local runner with waits and retry backoffs in virtual time."""
+        handler = build_durable_handler(lambda: flow, interval_s, polls, outage=outage)
+        with DurableFunctionTestRunner(handler=handler, skip_time=True) as runner:
+            arn = runner.run_async(input=json.dumps({"date": date}), execution_timeout=timeout_s)
+            outcome = runner.wait_for_result(arn, timeout=timeout_s + 5)
+        return VirtualRun(outcome, arn)
 
     def service(
         self,
@@ -200,6 +229,34 @@ class Rig:
     def wait_queue_empty(self, timeout_s: float) -> None:
         """Wait (polling, bounded) until every message was consumed."""
         wait_until(self.queue_empty, timeout_s, "the download queue to drain")
+
+
+@dataclass(frozen=True)
+class VirtualRun:
+    """A durable run in virtual time: the runner's outcome and the execution ARN (jitter seed)."""
+
+    outcome: DurableFunctionTestResult
+    arn: str
+
+    @property
+    def result(self) -> dict[str, Any]:
+        """The handler's result; AssertionError unless the execution succeeded."""
+        status = self.outcome.execution_status
+        assert status is ExecutionStatus.SUCCEEDED, (status, self.outcome.error)
+        assert self.outcome.result is not None
+        result: dict[str, Any] = json.loads(self.outcome.result)
+        return result
+
+    def attempts(self, step: str) -> int:
+        """How many times the step ran."""
+        return self.outcome.get_step(step).attempt
+
+    def virtual_seconds(self, step: str) -> float:
+        """Virtual time from the step's first attempt to its end (its retry backoffs included)."""
+        op = self.outcome.get_step(step)
+        assert op.start_timestamp is not None
+        assert op.end_timestamp is not None
+        return (op.end_timestamp - op.start_timestamp).total_seconds()
 
 
 class RecordingQueue(JobQueue):

@@ -21,6 +21,7 @@ from aws_durable_execution_sdk_python_testing.runner import (
     DurableFunctionTestRunner,
     StepOperation,
 )
+from structlog.testing import capture_logs
 
 from orchestrator import handler as handler_module
 from orchestrator.durable import (
@@ -31,9 +32,17 @@ from orchestrator.durable import (
 )
 from orchestrator.inline import InlineSteps, PollingPlan, run_inline
 from orchestrator.local_runner import LocalRunError, run_durable_locally
-from orchestrator.ports import CompletionCheck, FetchFailed, FlowContractError, QueueResult
+from orchestrator.outage import OutageBackoff
+from orchestrator.ports import (
+    CompletionCheck,
+    FetchFailed,
+    FlowContractError,
+    ProviderOutage,
+    QueueResult,
+)
 
 EVENT = {"date": "2026-02-28"}
+OUTAGE_CAUSE = "GET /v1/files: HTTP 503"
 
 
 def crash() -> BaseException:
@@ -48,6 +57,8 @@ class FakeFlow:
     final_after: int = 2
     final_status: str = "completed"
     fetch_error: Exception | None = None
+    fetch_outages: int = 0  # the first n fetches find the provider unavailable
+    check_error: Exception | None = None  # raised by every check
     never_final: bool = False
     faults: dict[tuple[str, str], BaseException] = field(default_factory=dict)
     calls: list[tuple[Any, ...]] = field(default_factory=list)
@@ -71,6 +82,8 @@ class FakeFlow:
         self._enter("fetch_and_queue", batch_id, polling_date)
         if self.fetch_error is not None:
             raise self.fetch_error
+        if len(self.named("fetch_and_queue")) <= self.fetch_outages:
+            raise ProviderOutage(OUTAGE_CAUSE, batch_id=batch_id)
         self._leave("fetch_and_queue")
         return QueueResult(expected=3, sent=3, already_present=0)
 
@@ -78,6 +91,8 @@ class FakeFlow:
         self, batch_id: str, poll_number: int, is_last_poll: bool
     ) -> CompletionCheck:
         self._enter("check_completion", batch_id, poll_number, is_last_poll)
+        if self.check_error is not None:
+            raise self.check_error
         self._leave("check_completion")
         if poll_number >= self.final_after and not self.never_final:
             return CompletionCheck(self.final_status, completed=3, failed=0, pending=0)
@@ -365,3 +380,147 @@ def test_step_retry_strategy_retries_other_errors_twice_with_a_delay() -> None:
     decisions = [step_retry_strategy(ConnectionError(), attempt) for attempt in (1, 2, 3)]
     assert [d.should_retry for d in decisions] == [True, True, False]
     assert all(d.delay_seconds >= 1 for d in decisions[:2])
+
+
+# --- provider outages and checks that fail for good -----------------------------------------
+
+
+def run_seeded(handler: Callable[[Any, Any], Any]) -> tuple[DurableFunctionTestResult, str]:
+    """Run under virtual time; also return the execution ARN (the backoff jitter's seed)."""
+    with DurableFunctionTestRunner(handler=handler, skip_time=True) as runner:
+        arn = runner.run_async(input=json.dumps(EVENT), execution_timeout=60)
+        outcome: DurableFunctionTestResult = runner.wait_for_result(arn, timeout=65)
+    return outcome, arn
+
+
+def virtual_seconds(outcome: DurableFunctionTestResult, step: str) -> float:
+    """Virtual time from a step's first attempt to its last."""
+    op = outcome.get_step(step)
+    assert op.start_timestamp is not None
+    assert op.end_timestamp is not None
+    return (op.end_timestamp - op.start_timestamp).total_seconds()
+
+
+def test_a_provider_outage_is_retried_after_suspended_backoffs_and_the_day_completes() -> None:
+    """Four fetches find the provider down: attempt 5 lists the day after ~7.5 virtual minutes."""
+    flow = FakeFlow(final_after=1, fetch_outages=4)
+    backoff = OutageBackoff()
+    with capture_logs() as logs:
+        outcome, arn = run_seeded(build_durable_handler(lambda: flow, 300, 4, outage=backoff))
+    assert result_of(outcome)["status"] == "completed"
+    assert outcome.get_step("fetch-and-queue-files").attempt == 5
+    delays = [backoff.delay_seconds(attempt, arn) for attempt in range(1, 5)]
+    assert sum(delays) >= 15 + 30 + 60 + 120  # each delay is at least half its base
+    assert virtual_seconds(outcome, "fetch-and-queue-files") >= sum(delays)
+    assert (len(flow.named("create_batch")), flow.named("fail_batch")) == (1, [])
+    noted = [e for e in logs if e["event"] == "batch.provider_unavailable"]
+    assert [(e["attempt"], e["retry_in_s"], e["batch_id"]) for e in noted] == [
+        (attempt, delay, "batch-2026-02-28-1") for attempt, delay in enumerate(delays, 1)
+    ]
+
+
+def test_an_outage_past_the_budget_fails_the_batch_with_provider_unavailable() -> None:
+    """The provider never answers: the last attempt that fits 1 h ends the day, saying why."""
+    flow = FakeFlow(fetch_outages=10_000)
+    backoff = OutageBackoff(budget_seconds=3600)
+    outcome, arn = run_seeded(build_durable_handler(lambda: flow, 300, 4, outage=backoff))
+    result = result_of(outcome)
+    delays = backoff.delays_while_down(arn)
+    attempts = len(delays) + 1
+    assert (result["status"], result["polls"]) == ("failed", 0)
+    assert outcome.get_step("fetch-and-queue-files").attempt == attempts
+    assert len(flow.named("fetch_and_queue")) == attempts
+    assert 3600 - 600 < sum(delays) <= 3600
+    assert virtual_seconds(outcome, "fetch-and-queue-files") >= sum(delays)
+    ((*_, reason),) = flow.named("fail_batch")
+    assert reason == (
+        f"provider_unavailable: {OUTAGE_CAUSE} after {attempts} attempts "
+        f"over {round(sum(delays) / 60)} min"
+    )
+    assert names(outcome) == ["create-batch", "fetch-and-queue-files", "fail-batch"]
+
+
+def test_a_zero_outage_budget_fails_the_day_at_the_first_outage() -> None:
+    """Budget 0: no durable retry; one attempt, and the reason says so."""
+    flow = FakeFlow(fetch_outages=1)
+    handler = build_durable_handler(lambda: flow, 300, 4, outage=OutageBackoff(budget_seconds=0))
+    assert result_of(run(handler))["status"] == "failed"
+    assert flow.named("fail_batch") == [
+        (
+            "fail_batch",
+            "batch-2026-02-28-1",
+            f"provider_unavailable: {OUTAGE_CAUSE} after 1 attempt over 0 s",
+        )
+    ]
+
+
+def test_a_refusing_provider_fails_the_day_at_the_first_attempt_without_backoff() -> None:
+    """FetchFailed (a 401, say) is not an outage: one attempt, no virtual time spent waiting."""
+    flow = FakeFlow(fetch_error=FetchFailed("provider_refused: HTTP 401"))
+    outcome = run(durable_handler(flow))
+    assert result_of(outcome)["status"] == "failed"
+    assert outcome.get_step("fetch-and-queue-files").attempt == 1
+    assert virtual_seconds(outcome, "fetch-and-queue-files") < 5
+
+
+def test_a_check_failing_for_good_ends_the_batch_failed_and_the_run_cleanly() -> None:
+    """A check that raises on all 3 attempts: fail-batch with check_failed, a normal result."""
+    flow = FakeFlow(check_error=ConnectionError("ProvisionedThroughputExceededException"))
+    outcome = run(durable_handler(flow))
+    result = result_of(outcome)
+    assert (result["status"], result["polls"]) == ("failed", 1)
+    assert outcome.get_step("check-completion-1").attempt == 3
+    assert flow.named("fail_batch") == [
+        (
+            "fail_batch",
+            "batch-2026-02-28-1",
+            "check_failed: check-completion-1 failed: ConnectionError: "
+            "ProvisionedThroughputExceededException",
+        )
+    ]
+    assert names(outcome)[-2:] == ["check-completion-1", "fail-batch"]
+
+
+class UnrecordableFlow(FakeFlow):
+    """Its fail_batch can never write: the batches table is down too."""
+
+    def fail_batch(self, batch_id: str, reason: str) -> None:
+        raise ConnectionError("still down")
+
+
+def test_a_failing_fail_batch_step_still_fails_the_execution() -> None:
+    """Nothing is left to record the failure: the execution fails, naming the step."""
+    flow = UnrecordableFlow(check_error=ConnectionError("down"))
+    error_type, message = failure_of(run(durable_handler(flow)))
+    assert error_type == "orchestrator.ports.StepFailed"
+    assert message.startswith("fail-batch failed: ConnectionError: still down")
+
+
+def test_inline_runs_end_the_day_at_the_first_provider_outage() -> None:
+    """Inline steps never retry: an outage fails the batch at once with provider_unavailable."""
+    flow = FakeFlow(fetch_outages=1)
+    assert run_inline(flow, EVENT, PollingPlan(300, 4))["status"] == "failed"
+    ((*_, reason),) = flow.named("fail_batch")
+    assert str(reason).startswith(f"provider_unavailable: {OUTAGE_CAUSE} after 1 attempt")
+
+
+def test_lambda_handler_reads_the_outage_budget_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """DLPIPE_PROVIDER_OUTAGE_BUDGET_SECONDS=0 makes the deployed handler give up at once."""
+    flow = FakeFlow(fetch_outages=5)
+    monkeypatch.setenv("DLPIPE_PROVIDER_OUTAGE_BUDGET_SECONDS", "0")
+    monkeypatch.setattr(handler_module, "_build_flow", lambda _settings: flow)
+    handler_module.durable_handler.cache_clear()
+    try:
+        result = run_durable_locally(handler_module.handler, EVENT)
+    finally:
+        handler_module.durable_handler.cache_clear()
+    assert (result["status"], len(flow.named("fetch_and_queue"))) == ("failed", 1)
+
+
+def test_polling_plan_must_leave_room_for_the_outage_budget() -> None:
+    """12 polls x 300 s + 2 h outage + 30 min margin needs 12,600 s: 14,400 fits, 12,599 not."""
+    assert_polling_fits(300, 12, 14_400, margin_seconds=1800, outage_budget_seconds=7200)
+    with pytest.raises(PollingBudgetError, match="7200s outage budget"):
+        assert_polling_fits(300, 12, 12_599, margin_seconds=1800, outage_budget_seconds=7200)
