@@ -42,6 +42,8 @@ def run_durable_locally(
         DurableFunctionTestRunner,
     )
 
+    enforce_checkpoint_size_limit()
+
     # The context manager's close() stops the runner's scheduler and worker pools; a handler
     # still busy in a step when the run times out finishes on its own daemon thread.
     with DurableFunctionTestRunner(handler=handler, skip_time=skip_time) as runner:
@@ -57,6 +59,44 @@ def run_durable_locally(
                 f"durable execution did not finish within {timeout_seconds}s"
             ) from exc
     return _result_of(outcome)
+
+
+_LIMIT_INSTALLED = False
+
+
+def enforce_checkpoint_size_limit() -> None:
+    """Make the local runner refuse an operation payload over 256 KB, as the Lambda durable
+    service does (the testing package checks only error objects and chained invokes).
+
+    A step whose result outgrows a checkpoint then fails here, in a test, not on AWS.
+    """
+    global _LIMIT_INSTALLED  # noqa: PLW0603 - one patch per process, installed on first use
+    if _LIMIT_INSTALLED:
+        return
+    from aws_durable_execution_sdk_python.constants import (  # noqa: PLC0415
+        CHECKPOINT_SIZE_LIMIT_BYTES,
+    )
+    from aws_durable_execution_sdk_python_testing.checkpoint.validators.checkpoint import (  # noqa: PLC0415
+        CheckpointValidator,
+    )
+    from aws_durable_execution_sdk_python_testing.exceptions import (  # noqa: PLC0415
+        InvalidParameterValueException,
+    )
+
+    original = CheckpointValidator._validate_payload_sizes
+
+    def validate(update: Any, execution: Any) -> None:
+        payload = getattr(update, "payload", None)
+        if payload is not None and len(payload.encode("utf-8")) > CHECKPOINT_SIZE_LIMIT_BYTES:
+            raise InvalidParameterValueException(
+                f"operation {getattr(update, 'name', None) or update.operation_id} payload is "
+                f"{len(payload.encode('utf-8'))} bytes: over the {CHECKPOINT_SIZE_LIMIT_BYTES}-byte "
+                "checkpoint limit"
+            )
+        original(update, execution)
+
+    CheckpointValidator._validate_payload_sizes = staticmethod(validate)  # type: ignore[method-assign]
+    _LIMIT_INSTALLED = True
 
 
 def _result_of(outcome: DurableFunctionTestResult) -> dict[str, Any]:
