@@ -116,7 +116,10 @@ def _summary(stack: list[tuple[str, str]]) -> list[tuple[str, str]]:
     return [(module, where) for module, where in stack if _ours(module)]
 
 
-def _patch_threads() -> None:
+def patch_threads() -> None:
+    """Make new threads and pool tasks inherit the stack of the code that starts them (once)."""
+    if getattr(threading.Thread.start, "_iam_patched", False):
+        return
     original_start = threading.Thread.start
     original_submit = ThreadPoolExecutor.submit
 
@@ -138,8 +141,14 @@ def _patch_threads() -> None:
 
         return original_submit(self, run, *args, **kwargs)
 
+    start._iam_patched = True  # type: ignore[attr-defined]
     threading.Thread.start = start  # type: ignore[method-assign]
     ThreadPoolExecutor.submit = submit  # type: ignore[method-assign]
+
+
+def current_component() -> str | None:
+    """The component the calling code runs as, by the rules above."""
+    return decide(role_of_module(module) for module, _ in _stack(1))
 
 
 # --- resources -------------------------------------------------------------------------------
@@ -268,7 +277,7 @@ def install_into(client_module: Any, path: str) -> Recorder:
 
     base._make_api_call = _make_api_call
     base._iam_recorder = recorder
-    _patch_threads()
+    patch_threads()
     return recorder
 
 
