@@ -179,9 +179,8 @@ class Policies:
 
     def _document_statements(self, role: str, document: str) -> Iterator[Statement]:
         body = self.static.data[("aws_iam_policy_document", document)]
-        for source in body.get("source_policy_documents", []):
-            for name in _DOCUMENT_REF.findall(source):
-                yield from self._document_statements(role, name)
+        for name in _DOCUMENT_REF.findall(str(body.get("source_policy_documents", ""))):
+            yield from self._document_statements(role, name)
         for raw in policy_statements(body):
             resources, raw_resources = self._resource_patterns(raw.get("resources", []))
             assert "not_actions" not in raw, "teach tests/iam/policies.py not_actions"

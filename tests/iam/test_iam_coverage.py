@@ -22,6 +22,7 @@ from tests.iam import recorder
 from tests.iam.actions import ACTIONS
 from tests.iam.plugin import Call, Session
 from tests.iam.policies import ACCOUNT, REGION, Policies, Statement, glob_regex
+from tests.infra.hcl import literal
 
 pytestmark = pytest.mark.iam_coverage
 
@@ -31,8 +32,8 @@ README_SECTION = "### Permissions an operator needs"
 # Tests make queues and secrets of their own so that they never share messages; each stands in
 # for the Terraform resource whose part it plays. (service, test-made name, Terraform resource)
 STAND_INS: tuple[tuple[str, str, str], ...] = (
-    # tests/e2e/test_worker.py points a worker at a missing table to make every message fail.
-    ("dynamodb", r"no-such-table", "aws_dynamodb_table.jobs"),
+    # Tests that point a worker or the CLI at a missing table, to see how it fails.
+    ("dynamodb", r"(ops-test-)?no-such-table", "aws_dynamodb_table.jobs"),
     ("sqs", r".+-dlq", "aws_sqs_queue.downloads_dlq"),
     ("sqs", r".+", "aws_sqs_queue.downloads"),
     ("secretsmanager", r"dlpipe-test-key-.+", "aws_secretsmanager_secret.rsa_private_key"),
@@ -43,14 +44,46 @@ STAND_INS: tuple[tuple[str, str, str], ...] = (
     ),
 )
 
-# Granted, never called by our code, needed all the same: (role, sid, action) -> why.
-NOT_CALLED_BUT_NEEDED: dict[tuple[str, str, str], str] = {}
+_LOGS = "the Lambda runtime writes the function's logs with its role"
+_XRAY = "active tracing: Lambda sends the function's trace segments with its role"
+_KMS = "S3, SQS, Secrets Manager and DynamoDB use the key for the role (kms:ViaService)"
+_ESM = "the SQS event source mapping polls and deletes with the function's role"
 
-# Operator permissions the suite cannot exercise: action -> why.
-OPERATOR_NOT_RECORDED: dict[str, str] = {
-    "lambda:InvokeFunction": "`dlpipe backfill` starts the orchestrator's alias; tests use a "
-    "recording starter, the emulator cannot run a durable function",
+# Granted, never called by our code, needed all the same: (role, sid, action) -> who uses it.
+NOT_CALLED_BUT_NEEDED: dict[tuple[str, str, str], str] = {
+    ("orchestrator", "DurableExecutionCheckpoints", "lambda:CheckpointDurableExecution"): (
+        "the durable SDK checkpoints every step on AWS; the local runner keeps them in memory"
+    ),
+    ("orchestrator", "DurableExecutionCheckpoints", "lambda:GetDurableExecutionState"): (
+        "the durable SDK reads the checkpoints back on replay; the local runner keeps them in memory"
+    ),
+    ("orchestrator", "FunctionDeadLetterQueue", "sqs:SendMessage"): (
+        "Lambda sends the events of executions that failed for good with the function's role"
+    ),
+    ("orchestrator", "UseDataKey", "kms:Decrypt"): _KMS,
+    ("orchestrator", "UseDataKey", "kms:GenerateDataKey"): _KMS,
+    ("orchestrator", "WriteLogs", "logs:CreateLogStream"): _LOGS,
+    ("orchestrator", "WriteLogs", "logs:PutLogEvents"): _LOGS,
+    ("orchestrator", "XRayTraces", "xray:PutTraceSegments"): _XRAY,
+    ("orchestrator", "XRayTraces", "xray:PutTelemetryRecords"): _XRAY,
+    ("downloader", "EventSourceConsumesDownloads", "sqs:ReceiveMessage"): _ESM,
+    ("downloader", "EventSourceConsumesDownloads", "sqs:DeleteMessage"): _ESM,
+    ("downloader", "EventSourceConsumesDownloads", "sqs:GetQueueAttributes"): _ESM,
+    ("downloader", "UseDataKey", "kms:Decrypt"): _KMS,
+    ("downloader", "UseDataKey", "kms:GenerateDataKey"): _KMS,
+    ("downloader", "WriteLogs", "logs:CreateLogStream"): _LOGS,
+    ("downloader", "WriteLogs", "logs:PutLogEvents"): _LOGS,
+    ("downloader", "XRayTraces", "xray:PutTraceSegments"): _XRAY,
+    ("downloader", "XRayTraces", "xray:PutTelemetryRecords"): _XRAY,
+    ("ecs_task", "UseDataKey", "kms:Decrypt"): _KMS,
+    ("ecs_task", "UseDataKey", "kms:GenerateDataKey"): _KMS,
 }
+# S3 answers HeadObject of a missing key 404 only to a caller with s3:ListBucket on the bucket
+# (403 otherwise): the downloader's "is it there already?" depends on it without calling it.
+for _role in ("downloader", "ecs_task"):
+    NOT_CALLED_BUT_NEEDED[(_role, "FindObjectsAndStaleUploads", "s3:ListBucket")] = (
+        "HeadObject of a missing key is a 404, not a 403, only with s3:ListBucket"
+    )
 
 ENCRYPTED_SERVICES = frozenset({"s3", "sqs", "secretsmanager", "dynamodb"})
 
@@ -111,6 +144,8 @@ def canonical(service: str, arn: str) -> str:
 def _checked(calls: Iterable[Call]) -> Iterable[tuple[Call, str, str, str]]:
     """(call, role, action, canonical resource) for every check a call implies."""
     for call in calls:
+        if call.component == recorder.OPERATOR:
+            continue  # no role: the README's table says what an operator needs
         for role in policies().roles_of(str(call.component)):
             for action in ACTIONS.get((call.service, call.operation), ()):
                 for resource in call.resources:
@@ -167,22 +202,34 @@ def _used(calls: list[Call]) -> set[tuple[str, str, str]]:
 def _grant_is_used(
     used: set[tuple[str, str, str]], role: str, action: str, pattern: str | None
 ) -> bool:
-    wanted, where = glob_regex(action, ignore_case=True), glob_regex(pattern or "")
-    return any(
-        r == role and wanted.fullmatch(a) and pattern is not None and where.fullmatch(res)
-        for r, a, res in used
-    )
+    if pattern is None:
+        return False
+    wanted, where = glob_regex(action, ignore_case=True), glob_regex(pattern)
+    return any(r == role and wanted.fullmatch(a) and where.fullmatch(res) for r, a, res in used)
 
 
-def unused_grants(calls: list[Call]) -> list[tuple[Statement, str, str]]:
-    """(statement, action, raw resource) of every grant of a component role no call used."""
-    used = _used(calls)
-    return [
-        (statement, action, raw)
-        for role in policies().component_roles
-        for statement, action, pattern, raw in policies().grants(role)
-        if not _grant_is_used(used, role, action, pattern)
-    ]
+def unused_grants(calls: list[Call]) -> list[tuple[Statement, str]]:
+    """(statement, item) for each action of a statement that no call used on any of its
+    resources, and each resource that no call used with any of its actions."""
+    used, unused = _used(calls), []
+    for role in policies().component_roles:
+        for statement in policies().statements[role]:
+            if statement.effect != "Allow":
+                continue
+            hits = [
+                (action, raw)
+                for action in statement.actions
+                for pattern, raw in zip(statement.resources, statement.raw_resources, strict=True)
+                if _grant_is_used(used, role, action, pattern)
+            ]
+            unused += [(statement, a) for a in statement.actions if a not in {a for a, _ in hits}]
+            if hits:  # with no action used, the actions above say it all
+                unused += [
+                    (statement, literal(raw))
+                    for raw in statement.raw_resources
+                    if raw not in {r for _, r in hits}
+                ]
+    return unused
 
 
 def test_every_grant_is_used_by_a_call_or_explained(
@@ -190,10 +237,9 @@ def test_every_grant_is_used_by_a_call_or_explained(
 ) -> None:
     """What a role grants, some call of its component uses, or NOT_CALLED_BUT_NEEDED says why."""
     lines, unexplained = [], []
-    for statement, action, raw in unused_grants(calls):
-        key = (statement.role, statement.sid, action)
-        why = NOT_CALLED_BUT_NEEDED.get(key)
-        line = f"{statement.role} / {statement.sid}: {action} on {raw}"
+    for statement, item in unused_grants(calls):
+        why = NOT_CALLED_BUT_NEEDED.get((statement.role, statement.sid, item))
+        line = f"{statement.role} / {statement.sid}: {item}"
         lines.append(f"{line}  [{why}]" if why else f"{line}  [UNEXPLAINED]")
         if why is None:
             unexplained.append(line)
@@ -211,9 +257,10 @@ def test_every_grant_is_used_by_a_call_or_explained(
 def test_every_explanation_names_a_grant_that_exists() -> None:
     """NOT_CALLED_BUT_NEEDED has no entry for a statement or action no longer granted."""
     granted = {
-        (s.role, s.sid, action)
+        (s.role, s.sid, item)
         for role in policies().component_roles
-        for s, action, _, _ in policies().grants(role)
+        for s, action, _, raw in policies().grants(role)
+        for item in (action, literal(raw))
     }
     assert set(NOT_CALLED_BUT_NEEDED) - granted == set()
 
@@ -231,13 +278,14 @@ def _kms_statements() -> list[Statement]:
 
 
 def _via_services(statement: Statement) -> set[str]:
-    values = {
-        value
+    """The services a kms:ViaService condition names, in the region Terraform deploys to."""
+    region = policies().module.value("${var.aws_region}")
+    return {
+        value.removesuffix(f".{region}.amazonaws.com")
         for c in statement.conditions
         if c.variable == "kms:ViaService" and c.test == "StringEquals"
         for value in c.values
     }
-    return {v.removesuffix(f".{REGION}.amazonaws.com") for v in values}
 
 
 def test_kms_grants_of_component_roles_hold_only_through_a_service() -> None:
@@ -252,9 +300,8 @@ def test_kms_via_services_are_the_encrypted_services_the_role_calls(
     if not iam_session.complete:
         pytest.skip(f"not the whole suite ({iam_session.why_partial})")
     called: dict[str, set[str]] = defaultdict(set)
-    for call in calls:
-        for role in policies().roles_of(str(call.component)):
-            called[role].add(call.service)
+    for call, role, _, _ in _checked(calls):
+        called[role].add(call.service)
     wrong = {
         (s.role, s.sid): (sorted(_via_services(s)), sorted(called[s.role] & ENCRYPTED_SERVICES))
         for s in _kms_statements()
@@ -323,8 +370,7 @@ def test_the_readme_lists_every_permission_the_operator_cli_uses(
             f"{action} on {resource}"
             for actions, resource in rows
             for action in actions
-            if action not in OPERATOR_NOT_RECORDED
-            and not any(covers({action}, resource, *n) for n in needed)
+            if not any(covers({action}, resource, *n) for n in needed)
         )
     table = f"README.md {README_SECTION!r} should read:\n{_operator_table(needed)}"
     assert uncovered == [], f"missing from the README: {uncovered}\n{table}"
