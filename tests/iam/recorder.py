@@ -19,6 +19,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
+from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -55,6 +56,7 @@ LOCAL_ACCOUNT = "123456789012"  # moto's account, as dlpipe/local/terraform.py r
 SECRET_SUFFIX = "??????"  # Secrets Manager appends 6 random characters to a secret's name
 
 
+@lru_cache(maxsize=4096)
 def role_of_module(module: str) -> str | None:
     """The MODULE_ROLES entry of the longest prefix of `module`, if any."""
     best: tuple[int, str] | None = None
@@ -89,18 +91,21 @@ def _module_of(frame: Any) -> str:
     return name
 
 
-def _stack(skip: int) -> list[tuple[str, str]]:
-    """(module, file:line) of every frame, outermost first, after the inherited origin."""
+Frame = tuple[str, str, int]  # module, file, line
+
+
+def _stack(skip: int) -> list[Frame]:
+    """Every frame, outermost first, after the frames inherited from the starting thread."""
     frames = []
     frame = sys._getframe(skip + 1)
     while frame is not None:
-        frames.append((_module_of(frame), f"{frame.f_code.co_filename}:{frame.f_lineno}"))
+        frames.append((_module_of(frame), frame.f_code.co_filename, frame.f_lineno))
         frame = frame.f_back
     frames.reverse()
     return _origin() + frames
 
 
-def _origin() -> list[tuple[str, str]]:
+def _origin() -> list[Frame]:
     task_origin = getattr(_local, "task_origin", None)
     if task_origin is not None:
         return list(task_origin)
@@ -111,9 +116,9 @@ def _ours(module: str) -> bool:
     return module.partition(".")[0] in OUR_PACKAGES
 
 
-def _summary(stack: list[tuple[str, str]]) -> list[tuple[str, str]]:
+def _summary(stack: list[Frame]) -> list[Frame]:
     """Only the frames that matter for attribution, to keep what a thread inherits small."""
-    return [(module, where) for module, where in stack if _ours(module)]
+    return [frame for frame in stack if _ours(frame[0])]
 
 
 def patch_threads() -> None:
@@ -148,7 +153,7 @@ def patch_threads() -> None:
 
 def current_component() -> str | None:
     """The component the calling code runs as, by the rules above."""
-    return decide(role_of_module(module) for module, _ in _stack(1))
+    return decide(role_of_module(module) for module, _, _ in _stack(1))
 
 
 # --- resources -------------------------------------------------------------------------------
@@ -226,7 +231,7 @@ class Recorder:
     def record(self, service: str, operation: str, region: str, params: dict[str, Any]) -> None:
         """Attribute one call from the current stack and write it unless already written."""
         stack = _stack(2)
-        component = decide(role_of_module(module) for module, _ in stack)
+        component = decide(role_of_module(module) for module, _, _ in stack)
         arns = resources(service, operation, region, params)
         test = os.environ.get(TEST_ENV, "")
         key = (component, service, operation, tuple(arns), test)
@@ -234,28 +239,25 @@ class Recorder:
             if key in self._seen:
                 return
             self._seen.add(key)
-        at = next(
-            (where for module, where in reversed(stack) if _ours(module)),
-            "",
-        )
+        at = next((f"{_relative(f)}:{n}" for m, f, n in reversed(stack) if _ours(m)), "")
         line = {
             "component": component,
             "service": service,
             "operation": operation,
             "resources": arns,
             "test": test,
-            "at": _relative(at),
+            "at": at,
             "pid": os.getpid(),
         }
         os.write(self._fd, (json.dumps(line) + "\n").encode())
 
 
-def _relative(where: str) -> str:
+def _relative(path: str) -> str:
     for package in OUR_PACKAGES:
         marker = f"{os.sep}{package}{os.sep}"
-        if marker in where:
-            return package + os.sep + where.rsplit(marker, 1)[1]
-    return where
+        if marker in path:
+            return package + os.sep + path.rsplit(marker, 1)[1]
+    return path
 
 
 def install_into(client_module: Any, path: str) -> Recorder:

@@ -46,7 +46,7 @@ STAND_INS: tuple[tuple[str, str, str], ...] = (
 
 _LOGS = "the Lambda runtime writes the function's logs with its role"
 _XRAY = "active tracing: Lambda sends the function's trace segments with its role"
-_KMS = "S3, SQS, Secrets Manager and DynamoDB use the key for the role (kms:ViaService)"
+_KMS = "the services its kms:ViaService names use the key for the role; no code calls KMS"
 _ESM = "the SQS event source mapping polls and deletes with the function's role"
 
 # Granted, never called by our code, needed all the same: (role, sid, action) -> who uses it.
