@@ -36,7 +36,7 @@ resource "aws_cloudwatch_log_group" "ecs_worker" {
   kms_key_id        = aws_kms_key.dlpipe.arn
 }
 
-# The task role: what the worker's code may do (exactly what the downloader Lambda may do).
+# The task role: what the worker's code may do (the downloader's code, plus its own long poll).
 resource "aws_iam_role" "ecs_task" {
   count              = local.ecs_worker_count
   name               = "${var.name_prefix}dlpipe-worker-task"
@@ -47,7 +47,19 @@ resource "aws_iam_role_policy" "ecs_task" {
   count  = local.ecs_worker_count
   name   = "dlpipe-worker-task"
   role   = aws_iam_role.ecs_task[0].id
-  policy = data.aws_iam_policy_document.downloader.json
+  policy = data.aws_iam_policy_document.ecs_task.json
+}
+
+# The worker receives and deletes its messages itself. Its logs go out through the execution
+# role (awslogs driver), and the task runs no X-Ray daemon.
+data "aws_iam_policy_document" "ecs_task" {
+  source_policy_documents = [data.aws_iam_policy_document.downloader_code.json]
+
+  statement {
+    sid       = "ReceiveDownloads"
+    actions   = ["sqs:ReceiveMessage", "sqs:DeleteMessage"]
+    resources = [aws_sqs_queue.downloads.arn]
+  }
 }
 
 # The execution role: what ECS needs to start the task (pull the image, ship the logs).

@@ -90,7 +90,6 @@ data "aws_iam_policy_document" "orchestrator" {
     ]
     resources = [
       aws_dynamodb_table.jobs.arn,
-      "${aws_dynamodb_table.jobs.arn}/index/*",
       aws_dynamodb_table.batches.arn,
       "${aws_dynamodb_table.batches.arn}/index/*",
     ]
@@ -98,14 +97,8 @@ data "aws_iam_policy_document" "orchestrator" {
 
   statement {
     sid       = "QueueDownloads"
-    actions   = ["sqs:SendMessage", "sqs:GetQueueAttributes"]
+    actions   = ["sqs:SendMessage"]
     resources = [aws_sqs_queue.downloads.arn]
-  }
-
-  statement {
-    sid       = "ReadDeadLetterDepth"
-    actions   = ["sqs:GetQueueAttributes"]
-    resources = [aws_sqs_queue.downloads_dlq.arn]
   }
 
   # Lambda sends the events of executions that failed for good to the function's DLQ with
@@ -122,10 +115,22 @@ data "aws_iam_policy_document" "orchestrator" {
     resources = [aws_secretsmanager_secret.provider_token.arn]
   }
 
+  # Only SQS (the download queue, the function's DLQ), Secrets Manager and DynamoDB use the
+  # key for this role; the code never calls KMS itself.
   statement {
     sid       = "UseDataKey"
     actions   = ["kms:Decrypt", "kms:GenerateDataKey"]
     resources = [aws_kms_key.dlpipe.arn]
+
+    condition {
+      test     = "StringEquals"
+      variable = "kms:ViaService"
+      values = [
+        "sqs.${var.aws_region}.amazonaws.com",
+        "secretsmanager.${var.aws_region}.amazonaws.com",
+        "dynamodb.${var.aws_region}.amazonaws.com",
+      ]
+    }
   }
 
   statement {
@@ -142,20 +147,10 @@ data "aws_iam_policy_document" "orchestrator" {
   }
 }
 
-# --- downloader (Lambda) and worker (ECS task role): the same code, the same permissions ----
+# --- downloader (Lambda) and worker (ECS task role): the same code, so one shared document ---
 
-resource "aws_iam_role" "downloader" {
-  name               = "${var.name_prefix}dlpipe-downloader"
-  assume_role_policy = data.aws_iam_policy_document.lambda_assume.json
-}
-
-resource "aws_iam_role_policy" "downloader" {
-  name   = "dlpipe-downloader"
-  role   = aws_iam_role.downloader.id
-  policy = data.aws_iam_policy_document.downloader.json
-}
-
-data "aws_iam_policy_document" "downloader" {
+# What the downloader's code calls, wherever it runs (downloader Lambda, `dlpipe worker` on ECS).
+data "aws_iam_policy_document" "downloader_code" {
   # Read a job, claim it, extend the lease, record the outcome. No Query, no Scan.
   statement {
     sid       = "ClaimAndCompleteJobs"
@@ -163,16 +158,11 @@ data "aws_iam_policy_document" "downloader" {
     resources = [aws_dynamodb_table.jobs.arn]
   }
 
-  # Receive/Delete/GetQueueAttributes are what the SQS event source needs (and the ECS
-  # worker's long poll); ChangeMessageVisibility lets a long download keep its message.
+  # ChangeMessageVisibility lets a long download keep its message; SendMessage replaces a copy
+  # that met another worker's live claim with a fresh one, delayed until that claim ends.
   statement {
-    sid = "ConsumeDownloads"
-    actions = [
-      "sqs:ReceiveMessage",
-      "sqs:DeleteMessage",
-      "sqs:ChangeMessageVisibility",
-      "sqs:GetQueueAttributes",
-    ]
+    sid       = "KeepAndDeferDownloads"
+    actions   = ["sqs:ChangeMessageVisibility", "sqs:SendMessage"]
     resources = [aws_sqs_queue.downloads.arn]
   }
 
@@ -201,20 +191,59 @@ data "aws_iam_policy_document" "downloader" {
     ]
   }
 
-  # Decrypt: queue messages, secrets, completing a multipart upload; GenerateDataKey: S3 parts.
+  # Only the services this code calls use the key for it: S3 (parts, completing an upload),
+  # SQS (messages), Secrets Manager (secrets) and DynamoDB (the jobs table).
   statement {
     sid       = "UseDataKey"
     actions   = ["kms:Decrypt", "kms:GenerateDataKey"]
     resources = [aws_kms_key.dlpipe.arn]
+
+    condition {
+      test     = "StringEquals"
+      variable = "kms:ViaService"
+      values = [
+        "s3.${var.aws_region}.amazonaws.com",
+        "sqs.${var.aws_region}.amazonaws.com",
+        "secretsmanager.${var.aws_region}.amazonaws.com",
+        "dynamodb.${var.aws_region}.amazonaws.com",
+      ]
+    }
+  }
+}
+
+resource "aws_iam_role" "downloader" {
+  name               = "${var.name_prefix}dlpipe-downloader"
+  assume_role_policy = data.aws_iam_policy_document.lambda_assume.json
+}
+
+resource "aws_iam_role_policy" "downloader" {
+  name   = "dlpipe-downloader"
+  role   = aws_iam_role.downloader.id
+  policy = data.aws_iam_policy_document.downloader.json
+}
+
+# The downloader Lambda: the code's permissions, plus what Lambda itself does with the role.
+data "aws_iam_policy_document" "downloader" {
+  source_policy_documents = [data.aws_iam_policy_document.downloader_code.json]
+
+  # The SQS event source polls the queue, and deletes handled messages, with the function's role.
+  statement {
+    sid       = "EventSourceConsumesDownloads"
+    actions   = ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"]
+    resources = [aws_sqs_queue.downloads.arn]
+  }
+
+  # Without DLPIPE_QUEUE_URL the handler finds the URL of a record's queue from its ARN.
+  statement {
+    sid       = "FindDownloadQueue"
+    actions   = ["sqs:GetQueueUrl"]
+    resources = [aws_sqs_queue.downloads.arn]
   }
 
   statement {
-    sid     = "WriteLogs"
-    actions = ["logs:CreateLogStream", "logs:PutLogEvents"]
-    resources = concat(
-      ["${aws_cloudwatch_log_group.downloader.arn}:*"],
-      [for group in aws_cloudwatch_log_group.ecs_worker : "${group.arn}:*"],
-    )
+    sid       = "WriteLogs"
+    actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
+    resources = ["${aws_cloudwatch_log_group.downloader.arn}:*"]
   }
 
   # X-Ray has no resource-level permissions: AWS requires "*" for these two actions.

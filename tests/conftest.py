@@ -17,6 +17,9 @@ from records.batches_table import BatchesTable
 from records.jobs_table import JobsTable
 from tests.support import ManualClock
 
+# Records every AWS call of the session for the IAM checker (tests/iam/), which runs last.
+pytest_plugins = ["tests.iam.plugin"]
+
 
 @pytest.fixture(scope="session")
 def emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalAws]:

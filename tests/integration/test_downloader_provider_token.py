@@ -1,0 +1,31 @@
+"""On AWS the downloader takes the provider's bearer token from Secrets Manager, on first use."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from dlpipe.aws import AwsClients
+from dlpipe.config import Settings
+from downloader.bootstrap import provider_factory
+from provider.crypto import CIPHER_GCM
+from provider.stub_publish import StubFileSpec
+from tests.integration.test_downloader_kit import DAY, StubFactory
+from tests.provider_support import TEST_PROVIDER_TOKEN
+
+pytestmark = pytest.mark.integration
+pytest_plugins = ["tests.provider_fixtures"]  # stub_factory
+
+
+def test_the_downloaders_provider_client_authenticates_with_the_secrets_token(
+    clients: AwsClients, stub_factory: StubFactory, entity: str
+) -> None:
+    """With DLPIPE_PROVIDER_TOKEN_SECRET set, a URL refresh is authorized by the secret's token."""
+    stub = stub_factory([StubFileSpec(entity, 1024, CIPHER_GCM)])
+    name = f"dlpipe-test/provider-token-{uuid.uuid4().hex[:8]}"
+    clients.secretsmanager.create_secret(Name=name, SecretString=TEST_PROVIDER_TOKEN)
+    settings = Settings(provider_base_url=stub.base_url, provider_token_secret_id=name)
+    build = provider_factory(settings, clients)
+    assert build is not None
+    assert build().get_file(entity, DAY).entity == entity
