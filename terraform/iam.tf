@@ -92,6 +92,8 @@ data "aws_iam_policy_document" "orchestrator" {
       aws_dynamodb_table.jobs.arn,
       aws_dynamodb_table.batches.arn,
       "${aws_dynamodb_table.batches.arn}/index/*",
+      # A replayed fetch-and-queue re-sends this batch's jobs that are still available.
+      "${aws_dynamodb_table.jobs.arn}/index/BatchIndex",
     ]
   }
 

@@ -11,8 +11,10 @@ from records.clock import iso_from_ms
 from records.model import Batch, BatchStatus, FileJob, JobStatus, make_batch_id, make_file_id
 from records.rules import batch_ttl_epoch_s, job_ttl_epoch_s
 
-# 2026-02-28T00:00:00Z: a fixed "now" keeps tests independent of the wall clock.
-BASE_MS = 1_772_236_800_000
+# 2126-02-28T00:00:00Z: a fixed "now" keeps tests independent of the wall clock. It lies in the
+# future because DynamoDB Local, like DynamoDB, deletes items whose TTL has passed in real time:
+# a test item stamped with a past "now" would vanish under the test.
+BASE_MS = 4_927_910_400_000
 
 
 class ManualClock:

@@ -264,7 +264,8 @@ def test_batch_index_lists_a_batchs_jobs_by_status(jobs: JobsTable, entity: str)
 def test_items_past_their_ttl_read_as_absent(
     jobs: JobsTable, entity: str, clock: ManualClock
 ) -> None:
-    """moto never deletes expired items; GetItem, BatchGetItem and queries ignore them."""
+    """DynamoDB deletes expired items only eventually (hours to days); until then GetItem,
+    BatchGetItem and queries ignore them."""
     batch_id = new_batch_id()
     job = jobs.create(
         replace(make_job(entity, batch_id=batch_id), ttl_epoch_s=clock.now // 1000 - 1)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ops.durations import date_range, default_polling_date, parse_day, parse_duration, resolve_day
-from tests.support import BASE_MS  # 2026-02-28T00:00:00Z
+from tests.support import BASE_MS  # 2126-02-28T00:00:00Z
 
 
 @pytest.mark.parametrize(
@@ -26,8 +26,8 @@ def test_malformed_durations_are_refused(text: str) -> None:
 def test_relative_days_resolve_against_the_clock() -> None:
     """today and yesterday are the clock's UTC date and the one before; dates pass through."""
     assert [resolve_day(parse_day(d), BASE_MS) for d in ("today", "Yesterday", "2020-02-29")] == [
-        "2026-02-28",
-        "2026-02-27",
+        "2126-02-28",
+        "2126-02-27",
         "2020-02-29",
     ]
 
@@ -41,7 +41,7 @@ def test_non_dates_are_refused(text: str) -> None:
 
 def test_default_polling_date_is_today_minus_the_offset() -> None:
     """With the default offset of one day, today's run polls yesterday."""
-    assert default_polling_date(BASE_MS, 1) == "2026-02-27"
+    assert default_polling_date(BASE_MS, 1) == "2126-02-27"
 
 
 def test_date_range_is_inclusive_and_bounded() -> None:
