@@ -14,6 +14,8 @@ from botocore.exceptions import (
 
 from dlpipe.config import ConfigError
 from dlpipe.local.cli import local_group
+from dlpipe.local.dynamodb_local import DynamoDBLocalError
+from dlpipe.local.emulator import EmulatorError
 from dlpipe.run import run_command
 from downloader.cli import worker_command
 from ops.cli import COMMANDS as OPS_COMMANDS
@@ -28,6 +30,8 @@ _EXPECTED: dict[type[Exception], str] = {
     NoRegionError: "no AWS region configured (set AWS_REGION)",
     ConfigError: "configuration error: {exc}",
     RecordsError: "{exc}",
+    DynamoDBLocalError: "{exc}",
+    EmulatorError: "{exc}",
 }
 
 
