@@ -163,6 +163,13 @@ class InvalidJobError(PermanentError):
     default_message = "the job record is malformed"
 
 
+class DestinationConflictError(PermanentError):
+    """The destination key already holds different bytes: it is never overwritten."""
+
+    code = "destination_conflict"
+    default_message = "the destination already holds a different object"
+
+
 class SourceNotFoundError(PermanentError):
     """The presigned URL answers 404: the provider's object does not exist."""
 
