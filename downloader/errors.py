@@ -202,6 +202,13 @@ class SourceUnavailableError(TransientError):
         self.retry_after_s = retry_after_s
 
 
+class UrlNotAllowedError(PermanentError):
+    """The URL policy refuses the provider's URL (scheme, host, userinfo, address, redirect)."""
+
+    code = "url_refused"
+    default_message = "the URL is not allowed"
+
+
 class UrlRefusedError(TransientError):
     """The presigned URL answers 403: a freshly signed URL may work."""
 

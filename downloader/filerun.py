@@ -29,7 +29,7 @@ from downloader.errors import (
 )
 from downloader.lease import Heartbeat, LeaseLost
 from downloader.sink import MultipartSink, ObjectExists
-from downloader.source import url_host
+from downloader.source import check_url, url_host
 from downloader.transfer import Verified, transfer_once
 from provider.errors import ProviderError, ProviderUnavailableError
 from records.errors import LeaseLostError, StoreUnavailableError
@@ -123,6 +123,7 @@ class FileRun:
                     sink=sink,
                     tuning=tuning,
                     checkpoint=self.heartbeat.checkpoint,
+                    policy=deps.url_policy,
                 )
             log.info("job.downloaded", byte_count=verified.byte_count, seconds=_since(started))
             # Cheap early exit for a worker that already lost its claim. It is only a check:
@@ -152,6 +153,8 @@ class FileRun:
             raise ProviderUnreachableError(str(exc)) from exc
         except ProviderError as exc:
             raise ProviderRejectedError(str(exc)) from exc
+        # A refreshed URL is provider input like the listed one: refused before it is stored.
+        check_url(deps.url_policy, descriptor.url)
         try:
             deps.jobs.update_url(job.file_id, self.owner, descriptor.url, descriptor.expires_at)
         except LeaseLostError as exc:

@@ -21,10 +21,13 @@ from downloader.errors import (
     UrlRefusedError,
 )
 from downloader.source import open_source, retry_after_seconds, url_host
+from provider.url_policy import UrlPolicy
 
 SIGNED_QUERY = "?X-Amz-Signature=deadbeefcafe&X-Amz-Credential=secretcred"
 EXPIRED_BODY = b"<Error><Code>AccessDenied</Code><Message>Request has expired</Message></Error>"
 BODY = bytes(range(256)) * 40
+# The local server is plain http on loopback: allowed explicitly, as the local stack does.
+LOCAL = UrlPolicy.from_patterns(["127.0.0.1:*"], allow_http=True, allow_private=True)
 
 ROUTES: dict[str, tuple[int, dict[str, str], bytes]] = {
     "/ok": (200, {}, BODY),
@@ -70,7 +73,7 @@ def base_url() -> Iterator[str]:
 def read(url: str) -> bytes:
     with (
         requests.Session() as session,
-        open_source(session, url, chunk_bytes=1000, timeout_s=(2, 2)) as chunks,
+        open_source(session, url, chunk_bytes=1000, timeout_s=(2, 2), policy=LOCAL) as chunks,
     ):
         return b"".join(chunks)
 
@@ -80,7 +83,11 @@ def test_a_200_is_streamed_in_chunks_of_the_asked_size(base_url: str) -> None:
     with (
         requests.Session() as session,
         open_source(
-            session, f"{base_url}/ok{SIGNED_QUERY}", chunk_bytes=1000, timeout_s=(2, 2)
+            session,
+            f"{base_url}/ok{SIGNED_QUERY}",
+            chunk_bytes=1000,
+            timeout_s=(2, 2),
+            policy=LOCAL,
         ) as chunks,
     ):
         pieces = list(chunks)
