@@ -44,6 +44,10 @@ ENV_ORCHESTRATOR_ARN = "DLPIPE_ORCHESTRATOR_ARN"  # qualified (alias) ARN, for b
 ENV_SWEEP_REQUEUE = "DLPIPE_SWEEP_REQUEUE"
 ENV_RESEND_AFTER_SECONDS = "DLPIPE_RESEND_AFTER_SECONDS"
 ENV_PROVIDER_OUTAGE_BUDGET_SECONDS = "DLPIPE_PROVIDER_OUTAGE_BUDGET_SECONDS"
+# Which provider URLs may be requested (provider/url_policy.py); the exemptions are local only.
+ENV_URL_ALLOWED_HOSTS = "DLPIPE_URL_ALLOWED_HOSTS"
+ENV_ALLOW_HTTP_URLS = "DLPIPE_ALLOW_HTTP_URLS"
+ENV_ALLOW_PRIVATE_URL_HOSTS = "DLPIPE_ALLOW_PRIVATE_URL_HOSTS"
 
 DEFAULT_REGION = "us-east-1"
 JOBS_TABLE_BASE_NAME = "data-download-jobs"
@@ -107,6 +111,10 @@ class Settings:
     resend_after_seconds: int = 1800
     # How long a day keeps retrying (suspended, no compute) while the provider is unavailable.
     provider_outage_budget_seconds: int = 7200
+    # Host patterns a provider URL may name; empty: the provider's S3 hosts and API host.
+    url_allowed_hosts: tuple[str, ...] = ()
+    allow_http_urls: bool = False
+    allow_private_url_hosts: bool = False
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -142,6 +150,11 @@ class Settings:
             provider_outage_budget_seconds=_int_setting(
                 env, ENV_PROVIDER_OUTAGE_BUDGET_SECONDS, 7200, minimum=0
             ),
+            url_allowed_hosts=tuple(
+                h.strip() for h in (env.get(ENV_URL_ALLOWED_HOSTS) or "").split(",") if h.strip()
+            ),
+            allow_http_urls=_bool_setting(env, ENV_ALLOW_HTTP_URLS),
+            allow_private_url_hosts=_bool_setting(env, ENV_ALLOW_PRIVATE_URL_HOSTS),
         )
 
     def endpoint_for(self, service: str) -> str | None:

@@ -12,6 +12,7 @@ from downloader.deps import ServiceDeps, UrlSigner
 from downloader.keys import private_key_from_settings
 from downloader.service import DownloadService
 from downloader.transfer import TransferTuning
+from provider.url_policy import UrlPolicy, default_allowed_hosts
 from records.jobs_table import JobsTable
 
 
@@ -31,6 +32,18 @@ def provider_factory(settings: Settings, clients: AwsClients) -> Callable[[], Ur
     return build
 
 
+def url_policy_from_settings(settings: Settings) -> UrlPolicy:
+    """The configured allowlist, else the provider's S3 hosts for the region and its API host."""
+    hosts = settings.url_allowed_hosts or default_allowed_hosts(
+        settings.region, settings.provider_base_url
+    )
+    return UrlPolicy.from_patterns(
+        hosts,
+        allow_http=settings.allow_http_urls,
+        allow_private=settings.allow_private_url_hosts,
+    )
+
+
 def build_service(
     settings: Settings,
     clients: AwsClients | None = None,
@@ -47,6 +60,7 @@ def build_service(
         private_key=private_key_from_settings(settings, clients),
         provider=provider_factory(settings, clients),
         lease_seconds=settings.lease_seconds,
+        url_policy=url_policy_from_settings(settings),
         tuning=tuning or TransferTuning(),
         stop=stop or threading.Event(),
     )

@@ -13,6 +13,7 @@ import requests
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 
 from downloader.transfer import TransferTuning
+from provider.url_policy import UrlPolicy
 from records.clock import Clock, SystemClock
 from records.jobs_table import JobsTable
 
@@ -45,6 +46,8 @@ class ServiceDeps:
     private_key: RSAPrivateKey = field(repr=False)
     provider: Callable[[], UrlSigner] | None
     lease_seconds: int
+    # Checked before every request to a provider URL, redirects and refreshed URLs included.
+    url_policy: UrlPolicy
     tuning: TransferTuning = field(default_factory=TransferTuning)
     stop: threading.Event = field(default_factory=threading.Event)
     owner_prefix: str = field(default_factory=default_owner_prefix)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import TYPE_CHECKING
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from dlpipe.log import get_logger
-from downloader.errors import InvalidJobError
-from downloader.sink import SHA256_METADATA
+from downloader.errors import DestinationConflictError, DestinationUnavailableError, InvalidJobError
+from downloader.sink import SHA256_METADATA, s3_call
 from downloader.transfer import Verified
 from records.errors import InvalidIdentifierError
 from records.model import FileJob, make_file_id
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
 
 log = get_logger()
 _MISSING = frozenset({"404", "NoSuchKey", "NotFound"})
+_READ_CHUNK = 1 << 20
 
 
 def destination_key(job: FileJob) -> str:
@@ -56,6 +58,39 @@ def already_published(s3: S3Client, bucket: str, key: str, job: FileJob) -> Veri
     if job.expected_size is not None and size != job.expected_size:
         return None
     return Verified(size, sha256)
+
+
+def published_object(s3: S3Client, bucket: str, key: str) -> Verified:
+    """What is at `key` (size, SHA-256): from our metadata, else by reading the bytes back."""
+    try:
+        head = s3_call("HeadObject", s3.head_object, Bucket=bucket, Key=key)
+        sha256 = head.get("Metadata", {}).get(SHA256_METADATA, "").lower()
+        if sha256:
+            return Verified(head["ContentLength"], sha256)
+        # Not written by dlpipe (no metadata): the bytes themselves say what it is.
+        body = s3_call("GetObject", s3.get_object, Bucket=bucket, Key=key)["Body"]
+        digest, size = hashlib.sha256(), 0
+        for chunk in iter(lambda: body.read(_READ_CHUNK), b""):
+            digest.update(chunk)
+            size += len(chunk)
+        return Verified(size, digest.hexdigest())
+    except ClientError as exc:
+        # 412 said it exists; gone now (deleted meanwhile): another attempt decides again.
+        code = exc.response.get("Error", {}).get("Code", "")
+        raise DestinationUnavailableError(f"reading the existing object failed: {code}") from exc
+
+
+def verify_existing(s3: S3Client, bucket: str, key: str, ours: Verified) -> Verified:
+    """The object someone else published at `key`, if it is exactly our verified file;
+    DestinationConflictError (never an overwrite) if it is not."""
+    theirs = published_object(s3, bucket, key)
+    if theirs != ours:
+        raise DestinationConflictError(
+            f"{key} already holds {theirs.byte_count} bytes with SHA-256 {theirs.sha256},"
+            f" not the verified {ours.byte_count} bytes with SHA-256 {ours.sha256};"
+            " left as it is"
+        )
+    return theirs
 
 
 def abort_stale_uploads(s3: S3Client, bucket: str, key: str) -> int:

@@ -163,6 +163,13 @@ class InvalidJobError(PermanentError):
     default_message = "the job record is malformed"
 
 
+class DestinationConflictError(PermanentError):
+    """The destination key already holds different bytes: it is never overwritten."""
+
+    code = "destination_conflict"
+    default_message = "the destination already holds a different object"
+
+
 class SourceNotFoundError(PermanentError):
     """The presigned URL answers 404: the provider's object does not exist."""
 
@@ -193,6 +200,13 @@ class SourceUnavailableError(TransientError):
     def __init__(self, detail: str | None = None, retry_after_s: float | None = None) -> None:
         super().__init__(detail)
         self.retry_after_s = retry_after_s
+
+
+class UrlNotAllowedError(PermanentError):
+    """The URL policy refuses the provider's URL (scheme, host, userinfo, address, redirect)."""
+
+    code = "url_refused"
+    default_message = "the URL is not allowed"
 
 
 class UrlRefusedError(TransientError):

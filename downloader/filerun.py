@@ -15,7 +15,12 @@ from tenacity.wait import wait_random_exponential
 
 from dlpipe.log import get_logger
 from downloader.deps import ServiceDeps
-from downloader.destination import abort_stale_uploads, already_published, destination_key
+from downloader.destination import (
+    abort_stale_uploads,
+    already_published,
+    destination_key,
+    verify_existing,
+)
 from downloader.errors import (
     ProviderRejectedError,
     ProviderUnreachableError,
@@ -23,8 +28,8 @@ from downloader.errors import (
     UrlRefusedError,
 )
 from downloader.lease import Heartbeat, LeaseLost
-from downloader.sink import MultipartSink
-from downloader.source import url_host
+from downloader.sink import MultipartSink, ObjectExists
+from downloader.source import check_url, url_host
 from downloader.transfer import Verified, transfer_once
 from provider.errors import ProviderError, ProviderUnavailableError
 from records.errors import LeaseLostError, StoreUnavailableError
@@ -118,13 +123,21 @@ class FileRun:
                     sink=sink,
                     tuning=tuning,
                     checkpoint=self.heartbeat.checkpoint,
+                    policy=deps.url_policy,
                 )
             log.info("job.downloaded", byte_count=verified.byte_count, seconds=_since(started))
-            # Fence: publish only while we provably hold the claim for another lease period.
-            # This is the job's 4th write (create, claim, this, complete): it is what stops a
-            # worker whose claim was taken over (a long pause, clock skew) from publishing.
+            # Cheap early exit for a worker that already lost its claim. It is only a check:
+            # a pause after it defeats it, so the publish itself is create-only (sink.py).
             self.heartbeat.renew()
-            sink.publish(verified.sha256)
+            try:
+                sink.publish(verified.sha256)
+            except ObjectExists:
+                # Someone published first (a successor, or our own earlier attempt): finish
+                # only if theirs is exactly our file; completion stays conditional on the claim.
+                log.info("job.publish_refused", destination_key=key, reason="object_exists")
+                existing = verify_existing(deps.s3, deps.bucket, key, verified)
+                log.info("job.already_published", destination_key=key)
+                return existing
             log.info("job.published", destination_key=key, parts=sink.part_count)
             return verified
         finally:
@@ -140,6 +153,8 @@ class FileRun:
             raise ProviderUnreachableError(str(exc)) from exc
         except ProviderError as exc:
             raise ProviderRejectedError(str(exc)) from exc
+        # A refreshed URL is provider input like the listed one: refused before it is stored.
+        check_url(deps.url_policy, descriptor.url)
         try:
             deps.jobs.update_url(job.file_id, self.owner, descriptor.url, descriptor.expires_at)
         except LeaseLostError as exc:

@@ -3,6 +3,10 @@
 Memory is bounded by (max_in_flight + 1) part buffers whatever the file size. Nothing is
 visible in the bucket before `publish`; `abort` (idempotent, for a finally) leaves no
 object and no in-progress upload behind.
+
+Publication is conditional (`If-None-Match: *` on PutObject and CompleteMultipartUpload):
+S3 refuses it with 412 when the key exists, so however long a worker paused after its last
+lease check, it can never add a second version or overwrite: it gets ObjectExists instead.
 """
 
 from __future__ import annotations
@@ -22,11 +26,26 @@ if TYPE_CHECKING:
 MIN_PART_BYTES = 5 * 1024 * 1024  # S3's minimum for every part but the last
 SHA256_METADATA = "sha256"  # stored as x-amz-meta-sha256
 # NoSuchUpload: a worker that took the file over aborted our upload; the retry's lease check
-# then finds the lease lost.
+# then finds the lease lost. ConditionalRequestConflict (409): a conditional write raced
+# another one on the same key; the retry then gets 412 or succeeds.
 _TRANSIENT_CODES = frozenset(
     {"SlowDown", "InternalError", "ServiceUnavailable", "RequestTimeout", "Throttling"}
     | {"ThrottlingException", "RequestLimitExceeded", "NoSuchUpload"}
+    | {"ConditionalRequestConflict"}
 )
+_EXISTS_CODES = frozenset({"PreconditionFailed", "412"})
+
+
+class ObjectExists(Exception):
+    """The conditional publish was refused: an object already exists at the key."""
+
+
+def _refused_because_exists(exc: ClientError) -> bool:
+    code = exc.response.get("Error", {}).get("Code", "")
+    status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+    return code in _EXISTS_CODES or status == 412
+
+
 T = TypeVar("T")
 
 
@@ -131,14 +150,13 @@ class MultipartSink:
         return response["ETag"]
 
     def publish(self, sha256_hex: str) -> None:
-        """Make the object visible: complete the multipart upload, or put a small file whole."""
+        """Make the object visible unless the key exists; ObjectExists if it does (nothing
+        is written then, and the upload stays open for `abort`)."""
         if self.upload_id is None:
             body = bytes(memoryview(self._buffer)[: self._filled])
-            s3_call(
+            self._conditional(
                 "PutObject",
                 self._s3.put_object,
-                Bucket=self.bucket,
-                Key=self.key,
                 Body=body,
                 Metadata={SHA256_METADATA: sha256_hex},
             )
@@ -147,20 +165,25 @@ class MultipartSink:
                 self._flush_part()
             while self._in_flight:
                 self._collect_oldest()
-            self._complete()
+            parts: Any = [{"PartNumber": n, "ETag": tag} for n, tag in enumerate(self._etags, 1)]
+            self._conditional(
+                "CompleteMultipartUpload",
+                self._s3.complete_multipart_upload,
+                UploadId=str(self.upload_id),
+                MultipartUpload={"Parts": parts},
+            )
         self.published = True
         self._shutdown_pool()
 
-    def _complete(self) -> None:
-        parts: Any = [{"PartNumber": n, "ETag": tag} for n, tag in enumerate(self._etags, 1)]
-        s3_call(
-            "CompleteMultipartUpload",
-            self._s3.complete_multipart_upload,
-            Bucket=self.bucket,
-            Key=self.key,
-            UploadId=str(self.upload_id),
-            MultipartUpload={"Parts": parts},
-        )
+    def _conditional(self, operation: str, call: Callable[..., Any], **request: Any) -> None:
+        # If-None-Match: * makes the write create-only: the one race that must never produce a
+        # second version (a stale worker publishing after a successor) is decided by S3 itself.
+        try:
+            s3_call(operation, call, Bucket=self.bucket, Key=self.key, IfNoneMatch="*", **request)
+        except ClientError as exc:
+            if _refused_because_exists(exc):
+                raise ObjectExists(f"{operation} refused: {self.key} already exists") from exc
+            raise
 
     def abort(self) -> None:
         """Abandon an unpublished upload so that no part survives; safe to call twice."""

@@ -2,6 +2,8 @@
 
 HTTP faults become typed errors here. No error message carries the URL: requests puts the
 signed query string into its own messages, so those are never passed on (only the host).
+Every URL, the first and each redirect target, passes the URL policy before it is requested;
+requests' own redirect following is off, so no hop escapes the check.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import email.utils
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 import requests
 
@@ -19,11 +21,14 @@ from downloader.errors import (
     SourceRejectedError,
     SourceUnavailableError,
     UrlExpiredError,
+    UrlNotAllowedError,
     UrlRefusedError,
 )
+from provider.url_policy import MAX_REDIRECTS, UrlPolicy, UrlRefused
 
 _EXPIRED_MARKER = b"Request has expired"
 _ERROR_BODY_LIMIT = 4096
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
 
 
 def url_host(url: str) -> str:
@@ -59,20 +64,48 @@ def _status_error(response: requests.Response, host: str) -> Exception:
     return SourceRejectedError(f"HTTP {status} from {host}")
 
 
+def check_url(policy: UrlPolicy, url: str) -> None:
+    """UrlNotAllowedError (permanent) unless `policy` lets `url` be requested."""
+    try:
+        policy.check(url)
+    except UrlRefused as exc:
+        raise UrlNotAllowedError(str(exc)) from None
+
+
 @contextmanager
 def open_source(
-    session: requests.Session, url: str, *, chunk_bytes: int, timeout_s: tuple[float, float]
+    session: requests.Session,
+    url: str,
+    *,
+    chunk_bytes: int,
+    timeout_s: tuple[float, float],
+    policy: UrlPolicy,
 ) -> Iterator[Iterator[bytes]]:
     """Stream the object at `url` in chunks of up to `chunk_bytes`; typed errors on faults."""
-    host = url_host(url)
-    try:
-        response = session.get(url, stream=True, timeout=timeout_s)
-    except requests.RequestException as exc:
-        raise SourceUnavailableError(f"{type(exc).__name__} contacting {host}") from None
+    response = _get_following_allowed_redirects(session, url, timeout_s, policy)
+    host = url_host(response.url or url)
     with response:
         if response.status_code != 200:
             raise _status_error(response, host)
         yield _chunks(response, host, chunk_bytes)
+
+
+def _get_following_allowed_redirects(
+    session: requests.Session, url: str, timeout_s: tuple[float, float], policy: UrlPolicy
+) -> requests.Response:
+    for _ in range(MAX_REDIRECTS + 1):
+        check_url(policy, url)
+        host = url_host(url)
+        try:
+            response = session.get(url, stream=True, timeout=timeout_s, allow_redirects=False)
+        except requests.RequestException as exc:
+            raise SourceUnavailableError(f"{type(exc).__name__} contacting {host}") from None
+        location = response.headers.get("Location")
+        if response.status_code not in _REDIRECTS or not location:
+            return response
+        response.close()
+        url = urljoin(url, location)
+    raise UrlNotAllowedError(f"more than {MAX_REDIRECTS} redirects (host {url_host(url)})")
 
 
 def _chunks(response: requests.Response, host: str, chunk_bytes: int) -> Iterator[bytes]:

@@ -16,6 +16,7 @@ from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 from downloader.crypto import PlaintextVerifier, open_decryptor
 from downloader.sink import MultipartSink
 from downloader.source import open_source
+from provider.url_policy import UrlPolicy
 from records.model import FileJob
 
 MIB = 1024 * 1024
@@ -63,13 +64,16 @@ def transfer_once(
     sink: MultipartSink,
     tuning: TransferTuning,
     checkpoint: Callable[[], None],
+    policy: UrlPolicy,
 ) -> Verified:
     """Stream `url` through decryption and verification into `sink`; raise on any fault."""
     # Key, IV and cipher are checked before the first byte is fetched.
     decryptor = open_decryptor(private_key, job.cipher, job.encrypted_aes_key, job.encoded_aes_iv)
     verifier = PlaintextVerifier(job.expected_size, job.expected_sha256)
     timeout_s = (tuning.connect_timeout_s, tuning.read_timeout_s)
-    with open_source(http, url, chunk_bytes=tuning.chunk_bytes, timeout_s=timeout_s) as chunks:
+    with open_source(
+        http, url, chunk_bytes=tuning.chunk_bytes, timeout_s=timeout_s, policy=policy
+    ) as chunks:
         for chunk in chunks:
             checkpoint()
             plaintext = decryptor.update(chunk)

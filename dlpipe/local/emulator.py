@@ -28,11 +28,12 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from types import TracebackType
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlsplit
 
 import requests
 from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_fixed
 
+from dlpipe.config import ENV_ALLOW_HTTP_URLS, ENV_ALLOW_PRIVATE_URL_HOSTS, ENV_URL_ALLOWED_HOSTS
 from dlpipe.local.dynamodb_local import DynamoDBLocal
 
 DEFAULT_HOST = "127.0.0.1"
@@ -226,7 +227,8 @@ def local_environment(
     """The AWS variables a process needs to talk to the local stack (dummy credentials).
 
     `AWS_ENDPOINT_URL` is moto (S3, SQS, Secrets Manager); the standard per-service variable
-    `AWS_ENDPOINT_URL_DYNAMODB` sends DynamoDB to DynamoDB Local.
+    `AWS_ENDPOINT_URL_DYNAMODB` sends DynamoDB to DynamoDB Local. The stub's presigned URLs
+    are plain http to moto on loopback: the URL policy allows exactly that host:port.
     """
     env = {
         "AWS_ENDPOINT_URL": endpoint_url,
@@ -237,6 +239,9 @@ def local_environment(
     }
     if dynamodb_endpoint_url:
         env["AWS_ENDPOINT_URL_DYNAMODB"] = dynamodb_endpoint_url
+    env[ENV_URL_ALLOWED_HOSTS] = urlsplit(endpoint_url).netloc
+    env[ENV_ALLOW_HTTP_URLS] = "true"
+    env[ENV_ALLOW_PRIVATE_URL_HOSTS] = "true"
     return env
 
 

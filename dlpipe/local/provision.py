@@ -157,6 +157,17 @@ def _provision_bucket(clients: AwsClients, module: TerraformModule) -> str | Non
         return None
     name = str(module.value(buckets[DESTINATION_BUCKET_RESOURCE]["bucket"]))
     ensure_bucket(clients, name)
+    versioning = module.resources.get("aws_s3_bucket_versioning", {})
+    if DESTINATION_BUCKET_RESOURCE in versioning:
+        # Versioned as on AWS: a second publish of one key would be a second version, which
+        # the invariant checker counts, instead of silently replacing the first.
+        configuration = versioning[DESTINATION_BUCKET_RESOURCE]["versioning_configuration"]
+        blocks = configuration if isinstance(configuration, list) else [configuration]
+        status = str(module.value(blocks[0]["status"]))
+        clients.s3.put_bucket_versioning(
+            Bucket=name,
+            VersioningConfiguration={"Status": status},  # type: ignore[typeddict-item]
+        )
     return name
 
 

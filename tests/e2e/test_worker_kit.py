@@ -23,6 +23,7 @@ from dlpipe.config import (
     ENV_PROVIDER_TOKEN,
     ENV_PROVIDER_URL,
     ENV_QUEUE_URL,
+    ENV_URL_ALLOWED_HOSTS,
 )
 from dlpipe.local.provision import Provisioned
 from downloader.messages import JobMessage, encode_message
@@ -91,6 +92,8 @@ def worker_env(
             ENV_LEASE_SECONDS: str(lease_seconds),
             ENV_PROVIDER_TOKEN: TEST_PROVIDER_TOKEN,
             **({ENV_PROVIDER_URL: stub.base_url} if stub else {}),
+            # Fault relays stand between worker and emulator on loopback ports of their own.
+            ENV_URL_ALLOWED_HOSTS: "127.0.0.1:*",
             **extra,
         }
     )

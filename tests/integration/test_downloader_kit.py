@@ -23,6 +23,7 @@ from downloader.transfer import TransferTuning
 from orchestrator.jobs_from_listing import job_from_descriptor
 from provider.stub import StubProvider
 from provider.stub_publish import ExpectedFile
+from provider.url_policy import UrlPolicy
 from records.clock import SystemClock
 from records.jobs_table import JobsTable
 from records.model import FileJob
@@ -42,6 +43,10 @@ FAST = TransferTuning(
     retry_after_max_s=0.2,
     visibility_margin_s=1,
 )
+
+# The local stack's exemption, explicit: plain http to loopback, any port (the emulator and
+# the fault relays that stand in front of it).
+LOOPBACK_URLS = UrlPolicy.from_patterns(["127.0.0.1:*"], allow_http=True, allow_private=True)
 
 
 def wall_clock_jobs(clients: AwsClients, provisioned: Provisioned) -> JobsTable:
@@ -73,6 +78,7 @@ def make_service(
             private_key=private_key,
             provider=provider,
             lease_seconds=lease_seconds,
+            url_policy=LOOPBACK_URLS,
             tuning=tuning,
             stop=stop or threading.Event(),
         )

@@ -3,8 +3,9 @@
 For the day's batch:
 - every FileID the provider listed has exactly one job, in this batch; any other job of the
   batch is an `error` job for a listing entry that was refused;
-- every job is `completed` (exactly one destination object, whose bytes, read back, hash to
-  the provider's plaintext SHA-256) or `failed` / `error` with an ErrorMessage and no object;
+- every job is `completed` (exactly one destination object, stored as exactly one version in
+  the versioned bucket, whose bytes, read back, hash to the provider's plaintext SHA-256) or
+  `failed` / `error` with an ErrorMessage and no object;
 - no job is left `available` or `downloading`;
 - the batch agrees with its jobs: completed iff every job completed and the batch recorded no
   error; failed if every job is terminal and some failed (or the batch has an ErrorMessage);
@@ -74,6 +75,18 @@ class _Checker:
         listing = self.clients.s3.list_objects_v2(Bucket=self.bucket, Prefix=prefix)
         return [o["Key"] for o in listing.get("Contents", [])]
 
+    def version_count(self, key: str) -> int:
+        """Versions and delete markers stored at exactly `key`."""
+        count, request = 0, {"Bucket": self.bucket, "Prefix": key}
+        while True:
+            page: Any = self.clients.s3.list_object_versions(**request)  # type: ignore[arg-type]
+            entries = page.get("Versions", []) + page.get("DeleteMarkers", [])
+            count += sum(1 for v in entries if v.get("Key") == key)
+            if not page.get("IsTruncated"):
+                return count
+            request["KeyMarker"] = page["NextKeyMarker"]
+            request["VersionIdMarker"] = page["NextVersionIdMarker"]
+
     def object_sha256(self, key: str) -> str | None:
         try:
             body = self.clients.s3.get_object(Bucket=self.bucket, Key=key)["Body"]
@@ -132,6 +145,8 @@ class _Checker:
         if job.destination_key != key or present != [key]:
             self.fail(f"{job.file_id}: destination {job.destination_key!r}, objects {present}")
             return
+        if (versions := self.version_count(key)) != 1:
+            self.fail(f"{job.file_id}: {versions} object versions at {key}, expected exactly 1")
         actual = self.object_sha256(key)
         if actual != expected.sha256:
             self.fail(

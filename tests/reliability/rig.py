@@ -48,7 +48,7 @@ from records.clock import SystemClock
 from records.jobs_table import JobsTable
 from records.model import BatchStatus, JobStatus
 from tests.e2e.test_worker_kit import Queues, WorkerProcess, wait_until, worker_env
-from tests.integration.test_downloader_kit import FAST
+from tests.integration.test_downloader_kit import FAST, LOOPBACK_URLS
 from tests.provider_support import fast_client
 from tests.support import unique_day as unique_day  # noqa: PLC0414 - re-exported for the scenarios
 
@@ -161,6 +161,7 @@ class Rig:
                 private_key=self.private_key,
                 provider=provider,
                 lease_seconds=lease_seconds,
+                url_policy=LOOPBACK_URLS,
                 tuning=tuning,
                 stop=stop or threading.Event(),
             )

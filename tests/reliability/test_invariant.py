@@ -96,6 +96,11 @@ def _tamper_object(rig: Rig, built: BuiltDay) -> None:
     rig.clients.s3.put_object(Bucket=rig.bucket, Key=destination_key(built.good), Body=b"other")
 
 
+def _publish_a_second_version(rig: Rig, built: BuiltDay) -> None:
+    # Identical bytes: only the version count can tell (the stale-worker publish of issue 14).
+    rig.clients.s3.put_object(Bucket=rig.bucket, Key=destination_key(built.good), Body=BODY)
+
+
 def _leave_downloading(rig: Rig, built: BuiltDay) -> None:
     rig.jobs().requeue(built.bad.file_id)
     rig.jobs().claim(built.bad.file_id, "ghost", 30)
@@ -117,6 +122,7 @@ def _dead_letter_a_live_job(rig: Rig, built: BuiltDay) -> None:
 
 BREAKAGES: dict[str, tuple[Callable[[Rig, BuiltDay], None], str]] = {
     "object-bytes-differ": (_tamper_object, "object bytes hash to"),
+    "second-version-published": (_publish_a_second_version, "2 object versions at"),
     "job-left-downloading": (_leave_downloading, "was left downloading"),
     "failed-file-published": (_publish_the_error, "but objects exist"),
     "upload-left-in-progress": (_leave_an_upload, "multipart uploads left in progress"),

@@ -42,3 +42,51 @@ def test_require_names_a_missing_setting() -> None:
 def test_token_is_not_shown_in_repr() -> None:
     """The provider token never appears in the settings' repr."""
     assert "s3cr3t" not in repr(Settings.from_env({"DLPIPE_PROVIDER_TOKEN": "s3cr3t"}))
+
+
+def test_the_url_policy_settings_are_read_and_default_to_aws_strict() -> None:
+    """Allowed hosts split on commas; http and private hosts are off unless set true."""
+    assert Settings.from_env({}).url_allowed_hosts == ()
+    assert not Settings.from_env({}).allow_http_urls
+    assert not Settings.from_env({}).allow_private_url_hosts
+    settings = Settings.from_env(
+        {
+            "DLPIPE_URL_ALLOWED_HOSTS": " a.example , *.b.example:8443,, ",
+            "DLPIPE_ALLOW_HTTP_URLS": "true",
+            "DLPIPE_ALLOW_PRIVATE_URL_HOSTS": "1",
+        }
+    )
+    assert settings.url_allowed_hosts == ("a.example", "*.b.example:8443")
+    assert settings.allow_http_urls
+    assert settings.allow_private_url_hosts
+    with pytest.raises(ConfigError, match="DLPIPE_ALLOW_HTTP_URLS"):
+        Settings.from_env({"DLPIPE_ALLOW_HTTP_URLS": "sometimes"})
+
+
+def test_the_downloader_policy_defaults_to_the_regions_s3_hosts_and_the_api_host() -> None:
+    """No allowlist configured: the provider's S3 hosts for the region, its API host, https only."""
+    from downloader.bootstrap import url_policy_from_settings
+
+    settings = Settings.from_env(
+        {"AWS_REGION": "eu-west-1", "DLPIPE_PROVIDER_URL": "https://api.provider.example/v1"}
+    )
+    policy = url_policy_from_settings(settings)
+    assert policy.allowed_hosts == (
+        "*.s3.eu-west-1.amazonaws.com",
+        "s3.eu-west-1.amazonaws.com",
+        "*.s3.amazonaws.com",
+        "s3.amazonaws.com",
+        "api.provider.example",
+    )
+    assert (policy.allow_http, policy.allow_private) == (False, False)
+
+
+def test_the_local_stack_allows_exactly_the_emulator_over_http() -> None:
+    """local_environment names the emulator's host:port and both exemptions, explicitly."""
+    from dlpipe.local.emulator import local_environment
+
+    env = local_environment("http://127.0.0.1:4566")
+    settings = Settings.from_env(env)
+    assert settings.url_allowed_hosts == ("127.0.0.1:4566",)
+    assert settings.allow_http_urls
+    assert settings.allow_private_url_hosts

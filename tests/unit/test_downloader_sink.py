@@ -10,7 +10,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from downloader.errors import DestinationUnavailableError
-from downloader.sink import MIN_PART_BYTES, MultipartSink
+from downloader.sink import MIN_PART_BYTES, MultipartSink, ObjectExists
 
 PART = MIN_PART_BYTES
 
@@ -18,10 +18,16 @@ PART = MIN_PART_BYTES
 class FakeS3:
     """Records every call; UploadPart can be slowed down or made to fail."""
 
-    def __init__(self, part_delay_s: float = 0.0, fail_code: str | None = None) -> None:
+    def __init__(
+        self,
+        part_delay_s: float = 0.0,
+        fail_code: str | None = None,
+        publish_error: tuple[str, int] | None = None,
+    ) -> None:
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.part_sizes: dict[int, int] = {}
         self.part_delay_s, self.fail_code = part_delay_s, fail_code
+        self.publish_error = publish_error  # (code, HTTP status) answered to the publish
         self.in_flight = self.max_in_flight = 0
         self._lock = threading.Lock()
 
@@ -47,12 +53,20 @@ class FakeS3:
 
     def complete_multipart_upload(self, **request: Any) -> None:
         self._record("complete", **request)
+        self._refuse_publish("CompleteMultipartUpload")
+
+    def _refuse_publish(self, operation: str) -> None:
+        if self.publish_error:
+            code, status = self.publish_error
+            error: Any = {"Error": {"Code": code}, "ResponseMetadata": {"HTTPStatusCode": status}}
+            raise ClientError(error, operation)
 
     def abort_multipart_upload(self, **request: Any) -> None:
         self._record("abort", **request)
 
     def put_object(self, **request: Any) -> None:
         self._record("put", **request)
+        self._refuse_publish("PutObject")
 
     def names(self) -> list[str]:
         return [name for name, _ in self.calls]
@@ -144,3 +158,35 @@ def test_parts_below_the_s3_minimum_are_refused() -> None:
     """A part size S3 would reject at completion is refused up front."""
     with pytest.raises(ValueError, match="at least"):
         MultipartSink(FakeS3(), "b", "k", part_bytes=PART - 1)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("size", [10, PART * 2])
+def test_every_publish_is_create_only(size: int) -> None:
+    """PutObject and CompleteMultipartUpload both carry If-None-Match: *."""
+    s3 = FakeS3()
+    sink = MultipartSink(s3, "b", "k", part_bytes=PART)  # type: ignore[arg-type]
+    feed(sink, size)
+    sink.publish("a" * 64)
+    assert s3.calls[-1][1]["IfNoneMatch"] == "*"
+
+
+@pytest.mark.parametrize("size", [10, PART * 2])
+def test_a_412_is_object_exists_and_the_upload_is_left_to_abort(size: int) -> None:
+    """PreconditionFailed: ObjectExists, nothing marked published, abort() then cleans up."""
+    s3 = FakeS3(publish_error=("PreconditionFailed", 412))
+    sink = MultipartSink(s3, "b", "k", part_bytes=PART)  # type: ignore[arg-type]
+    feed(sink, size)
+    with pytest.raises(ObjectExists, match="already exists"):
+        sink.publish("a" * 64)
+    assert not sink.published
+    sink.abort()
+    assert s3.names()[-1] == ("abort" if size > PART else "put")
+
+
+def test_a_conflicting_conditional_write_is_transient() -> None:
+    """409 ConditionalRequestConflict (a concurrent conditional write): retry, not a verdict."""
+    s3 = FakeS3(publish_error=("ConditionalRequestConflict", 409))
+    sink = MultipartSink(s3, "b", "k", part_bytes=PART)  # type: ignore[arg-type]
+    feed(sink, 10)
+    with pytest.raises(DestinationUnavailableError, match="ConditionalRequestConflict"):
+        sink.publish("a" * 64)

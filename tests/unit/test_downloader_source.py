@@ -18,13 +18,17 @@ from downloader.errors import (
     SourceUnavailableError,
     TransientError,
     UrlExpiredError,
+    UrlNotAllowedError,
     UrlRefusedError,
 )
 from downloader.source import open_source, retry_after_seconds, url_host
+from provider.url_policy import UrlPolicy
 
 SIGNED_QUERY = "?X-Amz-Signature=deadbeefcafe&X-Amz-Credential=secretcred"
 EXPIRED_BODY = b"<Error><Code>AccessDenied</Code><Message>Request has expired</Message></Error>"
 BODY = bytes(range(256)) * 40
+# The local server is plain http on loopback: allowed explicitly, as the local stack does.
+LOCAL = UrlPolicy.from_patterns(["127.0.0.1:*"], allow_http=True, allow_private=True)
 
 ROUTES: dict[str, tuple[int, dict[str, str], bytes]] = {
     "/ok": (200, {}, BODY),
@@ -36,6 +40,8 @@ ROUTES: dict[str, tuple[int, dict[str, str], bytes]] = {
     "/bad": (400, {}, b""),
     # Content-Length promises more than is sent: the connection breaks mid-body.
     "/short": (200, {"Content-Length": str(len(BODY) + 100)}, BODY),
+    "/hop": (302, {"Location": "/ok"}, b""),  # relative, same server: followed
+    "/loop": (307, {"Location": "/loop"}, b""),
 }
 
 
@@ -70,7 +76,7 @@ def base_url() -> Iterator[str]:
 def read(url: str) -> bytes:
     with (
         requests.Session() as session,
-        open_source(session, url, chunk_bytes=1000, timeout_s=(2, 2)) as chunks,
+        open_source(session, url, chunk_bytes=1000, timeout_s=(2, 2), policy=LOCAL) as chunks,
     ):
         return b"".join(chunks)
 
@@ -80,7 +86,11 @@ def test_a_200_is_streamed_in_chunks_of_the_asked_size(base_url: str) -> None:
     with (
         requests.Session() as session,
         open_source(
-            session, f"{base_url}/ok{SIGNED_QUERY}", chunk_bytes=1000, timeout_s=(2, 2)
+            session,
+            f"{base_url}/ok{SIGNED_QUERY}",
+            chunk_bytes=1000,
+            timeout_s=(2, 2),
+            policy=LOCAL,
         ) as chunks,
     ):
         pieces = list(chunks)
@@ -141,3 +151,16 @@ def test_retry_after_reads_seconds_and_http_dates() -> None:
 def test_url_host_is_the_only_loggable_part() -> None:
     """url_host drops the path and the signed query."""
     assert url_host(f"https://bucket.s3.amazonaws.com/k{SIGNED_QUERY}") == "bucket.s3.amazonaws.com"
+
+
+def test_a_relative_redirect_to_an_allowed_host_is_followed(base_url: str) -> None:
+    """302 to a path on the same (allowed) server: the body of the target arrives."""
+    assert read(f"{base_url}/hop{SIGNED_QUERY}") == BODY
+
+
+def test_a_redirect_loop_is_refused_after_a_bounded_number_of_hops(base_url: str) -> None:
+    """A server redirecting to itself forever: url_refused, naming the host only."""
+    with pytest.raises(UrlNotAllowedError, match=r"more than 3 redirects \(host 127.0.0.1\)") as e:
+        read(f"{base_url}/loop{SIGNED_QUERY}")
+    assert e.value.error_message.startswith("url_refused: ")
+    assert "secretcred" not in e.value.error_message

@@ -1,0 +1,153 @@
+"""Which URLs from the provider dlpipe may request: the rule, in plain Python (no boto3).
+
+A listing entry's URL is input from outside: fetched blindly it can reach the instance
+metadata service, a loopback admin port or a private network (SSRF). A URL passes only when
+it is `https` (plain `http` only where the local stack allows it), carries no userinfo, names
+an allowed host (and port), is not an IP literal and does not resolve to a loopback,
+link-local or private address (both only where allowed). Refusals name the host, never the
+path or query string: those carry the presigned signature.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from urllib.parse import SplitResult, urlsplit
+
+Resolver = Callable[[str, int], Sequence[str]]
+_DEFAULT_PORTS = {"https": 443, "http": 80}
+MAX_REDIRECTS = 3
+
+
+class UrlRefused(ValueError):
+    """A URL the policy refuses; `reason` is short, `host` is the only part of the URL kept."""
+
+    def __init__(self, reason: str, host: str) -> None:
+        super().__init__(f"{reason} (host {host})")
+        self.reason, self.host = reason, host
+
+
+def resolve_addresses(host: str, port: int) -> list[str]:
+    """Every address `host` resolves to (the system resolver, as requests will use it)."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as exc:
+        raise UrlRefused("the host does not resolve", host) from exc
+    return sorted({str(info[4][0]) for info in infos})
+
+
+def default_allowed_hosts(region: str, provider_base_url: str | None) -> tuple[str, ...]:
+    """The provider's S3 hosts for `region` (virtual-hosted and path style) and its API host."""
+    hosts = [
+        f"*.s3.{region}.amazonaws.com",
+        f"s3.{region}.amazonaws.com",
+        "*.s3.amazonaws.com",
+        "s3.amazonaws.com",
+    ]
+    if provider_base_url and (api := urlsplit(provider_base_url)).hostname:
+        hosts.append(api.netloc.rsplit("@", 1)[-1].lower())
+    return tuple(hosts)
+
+
+def _is_ip_literal(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_internal(address: str) -> bool:
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return (
+        ip.is_loopback
+        or ip.is_link_local
+        or ip.is_private
+        or ip.is_unspecified
+        or ip.is_multicast
+        or ip.is_reserved
+    )
+
+
+def _split_pattern(pattern: str) -> tuple[str, str]:
+    """`host`, `host:port`, `host:*`, `[v6]:port` -> (host, port or "")."""
+    if pattern.startswith("["):
+        name, _, rest = pattern[1:].partition("]")
+        return name, rest.removeprefix(":")
+    name, sep, port = pattern.rpartition(":")
+    return (name, port) if sep else (pattern, "")
+
+
+def _matches(pattern: str, host: str, port: int, default_port: int) -> bool:
+    name, want_port = _split_pattern(pattern)
+    if want_port == "*":
+        port_ok = True
+    elif want_port:
+        port_ok = want_port.isdigit() and int(want_port) == port
+    else:
+        port_ok = port == default_port
+    if not port_ok:
+        return False
+    if name.startswith("*."):
+        suffix = name[1:]  # ".s3.amazonaws.com": one or more labels before it
+        return host.endswith(suffix) and len(host) > len(suffix)
+    return host == name
+
+
+@dataclass(frozen=True)
+class UrlPolicy:
+    """The allowlist and the local-stack exemptions; `check` raises UrlRefused or returns."""
+
+    allowed_hosts: tuple[str, ...]
+    allow_http: bool = False
+    allow_private: bool = False  # IP literals and loopback/private resolution: local stack only
+    resolver: Resolver = field(default=resolve_addresses, compare=False, repr=False)
+
+    @classmethod
+    def from_patterns(
+        cls, patterns: Iterable[str], *, allow_http: bool = False, allow_private: bool = False
+    ) -> UrlPolicy:
+        """A policy from host patterns (`host`, `*.suffix`, optionally `:port` or `:*`)."""
+        cleaned = tuple(p.strip().lower() for p in patterns if p.strip())
+        return cls(cleaned, allow_http=allow_http, allow_private=allow_private)
+
+    def check(self, url: str) -> None:
+        """Return if `url` may be requested; raise UrlRefused naming the reason and host."""
+        try:
+            parts = urlsplit(url)
+            host = (parts.hostname or "").lower()
+            port = parts.port
+        except ValueError as exc:
+            raise UrlRefused("the URL cannot be parsed", "?") from exc
+        self._check_form(parts, host)
+        default_port = _DEFAULT_PORTS[parts.scheme]
+        port = port if port is not None else default_port
+        if not any(_matches(p, host, port, default_port) for p in self.allowed_hosts):
+            raise UrlRefused("the host is not in the allowlist", _shown(host, parts))
+        if _is_ip_literal(host):
+            if not self.allow_private:
+                raise UrlRefused("IP literal hosts are not allowed", host)
+            return
+        if not self.allow_private:
+            internal = [a for a in self.resolver(host, port) if _is_internal(a)]
+            if internal:
+                raise UrlRefused(f"the host resolves to internal address {internal[0]}", host)
+
+    def _check_form(self, parts: SplitResult, host: str) -> None:
+        shown = host or "?"
+        if parts.scheme not in _DEFAULT_PORTS:
+            raise UrlRefused(f"scheme {parts.scheme or '(none)'!r} is not allowed", shown)
+        if parts.scheme == "http" and not self.allow_http:
+            raise UrlRefused("plain http is not allowed", shown)
+        if parts.username is not None or parts.password is not None or "@" in parts.netloc:
+            raise UrlRefused("credentials (userinfo) in the URL are not allowed", shown)
+        if not host:
+            raise UrlRefused("the URL has no host", shown)
+
+
+def _shown(host: str, parts: SplitResult) -> str:
+    return f"{host}:{parts.port}" if parts.port is not None else host
