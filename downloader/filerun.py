@@ -108,7 +108,7 @@ class FileRun:
             deps.s3,
             deps.bucket,
             key,
-            part_bytes=tuning.part_bytes,
+            part_bytes=tuning.part_bytes_for(self._job.expected_size),
             max_in_flight=tuning.max_in_flight_parts,
             expected_sha256=(self._job.expected_sha256 or "").lower() or None,
         )

@@ -20,6 +20,7 @@ from provider.url_policy import UrlPolicy
 from records.model import FileJob
 
 MIB = 1024 * 1024
+MAX_PARTS = 10_000  # S3's limit on parts in one multipart upload
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,14 @@ class TransferTuning:
     retry_after_max_s: float = 120.0  # a server's Retry-After is honored up to this
     # A message stays hidden this long past the lease; None: a tenth of the lease, >= 1 s.
     visibility_margin_s: int | None = None
+
+    def part_bytes_for(self, expected_size: int | None) -> int:
+        """The part size for a file of `expected_size`: `part_bytes`, grown (in whole MiB) when
+        the file would otherwise need more than S3's 10,000 parts (8 MiB parts end at 78 GiB)."""
+        if not expected_size:
+            return self.part_bytes
+        needed = -(-expected_size // MAX_PARTS)  # ceiling division
+        return max(self.part_bytes, -(-needed // MIB) * MIB)
 
     def margin_s(self, lease_seconds: int) -> int:
         """Seconds a message stays hidden beyond a lease of `lease_seconds`."""

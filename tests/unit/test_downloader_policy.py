@@ -92,3 +92,16 @@ def test_only_finished_outcomes_acknowledge() -> None:
     """BUSY and RELEASED keep the message; every other outcome deletes it."""
     kept = {o for o in Outcome if not ProcessResult(o).acknowledge}
     assert kept == {Outcome.BUSY, Outcome.RELEASED}
+
+
+def test_part_size_grows_so_no_file_needs_more_than_10000_parts() -> None:
+    """8 MiB parts up to 78 GiB; beyond, whole-MiB parts that keep the count within S3's 10,000."""
+    from downloader.transfer import MAX_PARTS, MIB, TransferTuning
+
+    tuning = TransferTuning()
+    assert tuning.part_bytes_for(None) == 8 * MIB
+    assert tuning.part_bytes_for(MAX_PARTS * 8 * MIB) == 8 * MIB
+    for size in (MAX_PARTS * 8 * MIB + 1, 100 * 1024**3, 5 * 1024**4):
+        part = tuning.part_bytes_for(size)
+        assert part % MIB == 0
+        assert -(-size // part) <= MAX_PARTS, size
