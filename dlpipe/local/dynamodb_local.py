@@ -28,6 +28,8 @@ from typing import IO
 import requests
 from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_fixed
 
+from dlpipe.local.processes import stop_child
+
 NPM_PACKAGE = "amplify-dynamodb-simulator"
 NPM_VERSION = "2.9.30"  # carries DynamoDB Local 1.25.1 (jar dated 2025)
 NPM_INTEGRITY = "sha512-xTeeRLvzEfqyd5lh3bH4c0kHvSHHmmhD5ZDsHFKAQ5g2Zl6JqlFdutaQhCLHzxEp6Ry1o7TB6niIoXuQAnSewQ=="
@@ -265,13 +267,7 @@ class DynamoDBLocal:
         process, self._process = self._process, None
         if process is None:
             return
-        if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout_s)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout_s)
+        stop_child(process, timeout_s)
         if self._drain is not None:
             self._drain.join(timeout_s)
             self._drain = None

@@ -35,6 +35,7 @@ from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_fixe
 
 from dlpipe.config import ENV_ALLOW_HTTP_URLS, ENV_ALLOW_PRIVATE_URL_HOSTS, ENV_URL_ALLOWED_HOSTS
 from dlpipe.local.dynamodb_local import DynamoDBLocal
+from dlpipe.local.processes import stop_child
 
 DEFAULT_HOST = "127.0.0.1"
 READY_PREFIX = "dlpipe-emulator listening on port "
@@ -197,13 +198,7 @@ class Emulator:
         process, self._process = self._process, None
         if process is None:
             return
-        if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout_s)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout_s)
+        stop_child(process, timeout_s)
         if process.stdout:
             process.stdout.close()
         self.port = None
