@@ -6,6 +6,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from dlpipe.routing import DEFAULT_LARGE_FILE_THRESHOLD_BYTES
+
 # Environment variable names: the only place they are spelled.
 ENV_ENDPOINT_URL = "AWS_ENDPOINT_URL"
 # AWS's standard per-service override, AWS_ENDPOINT_URL_<SERVICE>: locally DynamoDB is served
@@ -44,6 +46,8 @@ ENV_ORCHESTRATOR_ARN = "DLPIPE_ORCHESTRATOR_ARN"  # qualified (alias) ARN, for b
 ENV_SWEEP_REQUEUE = "DLPIPE_SWEEP_REQUEUE"
 ENV_RESEND_AFTER_SECONDS = "DLPIPE_RESEND_AFTER_SECONDS"
 ENV_PROVIDER_OUTAGE_BUDGET_SECONDS = "DLPIPE_PROVIDER_OUTAGE_BUDGET_SECONDS"
+ENV_LARGE_QUEUE_URL = "DLPIPE_LARGE_QUEUE_URL"  # only the long-poll worker consumes it
+ENV_LARGE_FILE_THRESHOLD_BYTES = "DLPIPE_LARGE_FILE_THRESHOLD_BYTES"
 
 DEFAULT_REGION = "us-east-1"
 JOBS_TABLE_BASE_NAME = "data-download-jobs"
@@ -107,6 +111,9 @@ class Settings:
     resend_after_seconds: int = 1800
     # How long a day keeps retrying (suspended, no compute) while the provider is unavailable.
     provider_outage_budget_seconds: int = 7200
+    # Files above the threshold go to the large-file queue, when there is one (dlpipe.routing).
+    large_queue_url: str | None = None
+    large_file_threshold_bytes: int = DEFAULT_LARGE_FILE_THRESHOLD_BYTES
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -141,6 +148,10 @@ class Settings:
             resend_after_seconds=_int_setting(env, ENV_RESEND_AFTER_SECONDS, 1800),
             provider_outage_budget_seconds=_int_setting(
                 env, ENV_PROVIDER_OUTAGE_BUDGET_SECONDS, 7200, minimum=0
+            ),
+            large_queue_url=env.get(ENV_LARGE_QUEUE_URL) or None,
+            large_file_threshold_bytes=_int_setting(
+                env, ENV_LARGE_FILE_THRESHOLD_BYTES, DEFAULT_LARGE_FILE_THRESHOLD_BYTES, minimum=0
             ),
         )
 
