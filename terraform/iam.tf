@@ -102,6 +102,17 @@ data "aws_iam_policy_document" "orchestrator" {
     resources = [aws_sqs_queue.downloads.arn]
   }
 
+  # Files above the large-file threshold go to the ECS worker's queue, when it exists.
+  dynamic "statement" {
+    for_each = length(aws_sqs_queue.downloads_large) > 0 ? [1] : []
+
+    content {
+      sid       = "QueueLargeDownloads"
+      actions   = ["sqs:SendMessage"]
+      resources = aws_sqs_queue.downloads_large[*].arn
+    }
+  }
+
   statement {
     sid       = "ReadDeadLetterDepth"
     actions   = ["sqs:GetQueueAttributes"]
@@ -174,6 +185,17 @@ data "aws_iam_policy_document" "downloader" {
       "sqs:GetQueueAttributes",
     ]
     resources = [aws_sqs_queue.downloads.arn]
+  }
+
+  # A delayed copy of a large file's message goes back to the large-file queue (dispatch.py).
+  dynamic "statement" {
+    for_each = length(aws_sqs_queue.downloads_large) > 0 ? [1] : []
+
+    content {
+      sid       = "CopyToLargeDownloads"
+      actions   = ["sqs:SendMessage"]
+      resources = aws_sqs_queue.downloads_large[*].arn
+    }
   }
 
   # CreateMultipartUpload, UploadPart and CompleteMultipartUpload are all s3:PutObject;
