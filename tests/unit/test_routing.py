@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import threading
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -196,3 +198,24 @@ def test_no_time_left_is_not_acknowledged_and_the_message_comes_back_at_once() -
     assert not acked
     assert sqs.visibility == [0]
     assert service.budgets == [budget]
+
+
+SOURCE_PACKAGES = ("dlpipe", "downloader", "orchestrator", "ops", "records", "provider")
+# The only places that talk to SQS's send APIs: JobQueue (every job send, routed by size)
+# and the delayed copy in dispatch (routed by MessageVisibility's copy_to).
+RAW_SEND_ALLOWED = {"dlpipe/queue.py", "downloader/dispatch.py"}
+_RAW_SEND = re.compile(r"\.send_message(_batch)?\(|\bqueue\(\)\.send\(|\.queue\.send\(")
+
+
+def test_every_job_send_goes_through_the_routing_job_queue() -> None:
+    """No module outside JobQueue and the delayed copy calls SQS's send or JobQueue.send."""
+    root = Path(__file__).resolve().parents[2]
+    offenders = [
+        f"{path.relative_to(root)}:{number}"
+        for package in SOURCE_PACKAGES
+        for path in sorted((root / package).rglob("*.py"))
+        if str(path.relative_to(root)) not in RAW_SEND_ALLOWED
+        for number, line in enumerate(path.read_text().splitlines(), start=1)
+        if _RAW_SEND.search(line)
+    ]
+    assert offenders == []
