@@ -89,6 +89,6 @@ def test_the_visibility_margin_is_a_tenth_of_the_lease_unless_set() -> None:
 
 
 def test_only_finished_outcomes_acknowledge() -> None:
-    """BUSY and RELEASED keep the message; every other outcome deletes it."""
+    """BUSY, RELEASED and NO_TIME keep the message; every other outcome deletes it."""
     kept = {o for o in Outcome if not ProcessResult(o).acknowledge}
-    assert kept == {Outcome.BUSY, Outcome.RELEASED}
+    assert kept == {Outcome.BUSY, Outcome.RELEASED, Outcome.NO_TIME}
