@@ -22,6 +22,7 @@ from dlpipe.aws import AwsClients
 from dlpipe.config import Settings
 from dlpipe.log import get_logger
 from dlpipe.queue import JobQueue, QueueSendError
+from dlpipe.routing import Route
 from orchestrator.jobs_from_listing import error_job, job_from_descriptor
 from orchestrator.ports import CompletionCheck, FetchFailed, ProviderOutage, QueueResult
 from provider.client import ProviderClient, token_from_settings
@@ -123,6 +124,7 @@ class BatchFlowService:
             batch_id=batch_id,
             expected=len(expected),
             sent=sent,
+            to_large_queue=sum(self.queue.route(j.expected_size) is Route.LARGE for j in to_send),
             already_present=present,
         )
         metrics.emit(
