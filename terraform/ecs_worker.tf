@@ -51,10 +51,11 @@ resource "aws_iam_role_policy" "ecs_task" {
   count  = local.ecs_worker_count
   name   = "dlpipe-worker-task"
   role   = aws_iam_role.ecs_task[0].id
-  policy = data.aws_iam_policy_document.ecs_task.json
+  policy = data.aws_iam_policy_document.ecs_task[0].json
 }
 
 data "aws_iam_policy_document" "ecs_task" {
+  count                   = local.ecs_worker_count
   source_policy_documents = [data.aws_iam_policy_document.downloader.json]
 
   # SendMessage: a delayed copy of a message whose file another worker holds.

@@ -596,4 +596,4 @@ def test_large_queue_permissions_follow_who_sends_and_who_consumes() -> None:
         | {"sqs:GetQueueAttributes", "sqs:SendMessage"},
     }
     policy = MODULE.resource("aws_iam_role_policy", "ecs_task")
-    assert policy["policy"] == "${data.aws_iam_policy_document.ecs_task.json}"
+    assert policy["policy"] == "${data.aws_iam_policy_document.ecs_task[0].json}"
