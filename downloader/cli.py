@@ -16,7 +16,13 @@ from downloader.worker import WorkerOptions
 
 
 @click.command("worker")
-@click.option("--concurrency", type=click.IntRange(1, 64), default=1, show_default=True)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="Threads per queue (the main queue, and the large-file queue when configured).",
+)
 @click.option(
     "--wait-seconds",
     type=click.IntRange(0, 20),
