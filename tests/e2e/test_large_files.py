@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -18,7 +19,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 
 from dlpipe.aws import AwsClients
-from dlpipe.config import Settings
+from dlpipe.config import ENV_LARGE_FILE_THRESHOLD_BYTES, ENV_LARGE_QUEUE_URL, Settings
 from dlpipe.local.provision import Provisioned
 from dlpipe.queue import JobQueue
 from downloader import handler as lambda_handler
@@ -31,6 +32,7 @@ from provider.stub_publish import StubFileSpec
 from records.batches_table import BatchesTable
 from records.clock import SystemClock
 from records.model import JobStatus, make_file_id
+from tests.e2e.test_worker_kit import WorkerProcess, worker_env
 from tests.integration.test_downloader_kit import StubFactory, make_service, wall_clock_jobs
 from tests.provider_support import fast_client
 from tests.support import unique_day
@@ -230,3 +232,41 @@ def test_a_worker_with_a_time_budget_fails_what_it_cannot_finish_and_deletes_the
     assert job.error_message is not None
     assert job.error_message.startswith(f"too_large_for_worker: {LARGE_BYTES} bytes needs ~1 s")
     assert messages_left(clients, large_url) == 0
+
+
+def test_the_dlpipe_worker_process_consumes_the_main_and_the_large_queue(
+    clients: AwsClients,
+    provisioned: Provisioned,
+    aws_env: dict[str, str],
+    rsa_keypair: tuple[bytes, bytes],
+    stub_factory: StubFactory,
+    entity: str,
+    queues: tuple[str, str],
+    tmp_path: Path,
+) -> None:
+    """`dlpipe worker` with DLPIPE_LARGE_QUEUE_URL set drains both queues, then exits when idle."""
+    main_url, large_url = queues
+    stub = stub_factory(
+        [
+            StubFileSpec(f"{entity}s", SMALL_BYTES, CIPHER_CBC),
+            StubFileSpec(f"{entity}l", LARGE_BYTES, CIPHER_GCM),
+        ]
+    )
+    router = JobQueue(
+        clients.sqs, main_url, large_queue_url=large_url, large_file_threshold_bytes=THRESHOLD_BYTES
+    )
+    day = queue_day(clients, provisioned, stub, router)
+    key_file = tmp_path / "private.pem"
+    key_file.write_bytes(rsa_keypair[0])
+    extra = {ENV_LARGE_QUEUE_URL: large_url, ENV_LARGE_FILE_THRESHOLD_BYTES: str(THRESHOLD_BYTES)}
+    env = worker_env(aws_env, provisioned, main_url, key_file, stub=stub, **extra)
+    worker = WorkerProcess(env, tmp_path / "w.log", "--exit-when-idle", "1.5")
+    try:
+        assert worker.wait(60) == 0
+    finally:
+        worker.stop()
+    jobs = wall_clock_jobs(clients, provisioned)
+    for name in (f"{entity}s", f"{entity}l"):
+        assert jobs.require(make_file_id(name, day)).status is JobStatus.COMPLETED
+    assert messages_left(clients, main_url) == messages_left(clients, large_url) == 0
+    assert worker.event_names().count("job.completed") == 2
