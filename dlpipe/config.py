@@ -6,6 +6,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from dlpipe.routing import DEFAULT_LARGE_FILE_THRESHOLD_BYTES
+
 # Environment variable names: the only place they are spelled.
 ENV_ENDPOINT_URL = "AWS_ENDPOINT_URL"
 # AWS's standard per-service override, AWS_ENDPOINT_URL_<SERVICE>: locally DynamoDB is served
@@ -48,6 +50,8 @@ ENV_PROVIDER_OUTAGE_BUDGET_SECONDS = "DLPIPE_PROVIDER_OUTAGE_BUDGET_SECONDS"
 ENV_URL_ALLOWED_HOSTS = "DLPIPE_URL_ALLOWED_HOSTS"
 ENV_ALLOW_HTTP_URLS = "DLPIPE_ALLOW_HTTP_URLS"
 ENV_ALLOW_PRIVATE_URL_HOSTS = "DLPIPE_ALLOW_PRIVATE_URL_HOSTS"
+ENV_LARGE_QUEUE_URL = "DLPIPE_LARGE_QUEUE_URL"  # only the long-poll worker consumes it
+ENV_LARGE_FILE_THRESHOLD_BYTES = "DLPIPE_LARGE_FILE_THRESHOLD_BYTES"
 
 DEFAULT_REGION = "us-east-1"
 JOBS_TABLE_BASE_NAME = "data-download-jobs"
@@ -115,6 +119,9 @@ class Settings:
     url_allowed_hosts: tuple[str, ...] = ()
     allow_http_urls: bool = False
     allow_private_url_hosts: bool = False
+    # Files above the threshold go to the large-file queue, when there is one (dlpipe.routing).
+    large_queue_url: str | None = None
+    large_file_threshold_bytes: int = DEFAULT_LARGE_FILE_THRESHOLD_BYTES
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -155,6 +162,10 @@ class Settings:
             ),
             allow_http_urls=_bool_setting(env, ENV_ALLOW_HTTP_URLS),
             allow_private_url_hosts=_bool_setting(env, ENV_ALLOW_PRIVATE_URL_HOSTS),
+            large_queue_url=env.get(ENV_LARGE_QUEUE_URL) or None,
+            large_file_threshold_bytes=_int_setting(
+                env, ENV_LARGE_FILE_THRESHOLD_BYTES, DEFAULT_LARGE_FILE_THRESHOLD_BYTES, minimum=0
+            ),
         )
 
     def endpoint_for(self, service: str) -> str | None:

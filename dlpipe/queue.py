@@ -1,4 +1,9 @@
-"""The download queue: sending job messages in batches of ten, failed entries retried."""
+"""The download queues: sending job messages in batches of ten, failed entries retried.
+
+Every (re)send of a job goes through `JobQueue.send_jobs`, which routes each job by its
+size (dlpipe.routing): the main queue, or the large-file queue only the long-poll worker
+consumes. `send` is the raw send to the main queue underneath it.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +13,14 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
+from dlpipe.routing import DEFAULT_LARGE_FILE_THRESHOLD_BYTES, Route, route_for
 from downloader.messages import JobMessage, encode_message
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
+
+    from dlpipe.config import Settings
+    from records.model import FileJob
 
 SEND_BATCH_MAX = 10  # SendMessageBatch's limit
 
@@ -31,12 +40,75 @@ class _PartialSend(Exception):
 
 
 class JobQueue:
-    """Sends JobMessages to one SQS queue."""
+    """Sends JobMessages to the main SQS queue, and large files' to the large-file queue."""
 
-    def __init__(self, sqs: SQSClient, queue_url: str, max_attempts: int = 6) -> None:
+    def __init__(
+        self,
+        sqs: SQSClient,
+        queue_url: str,
+        max_attempts: int = 6,
+        *,
+        large_queue_url: str | None = None,
+        large_file_threshold_bytes: int = DEFAULT_LARGE_FILE_THRESHOLD_BYTES,
+    ) -> None:
         self._sqs = sqs
         self.queue_url = queue_url
         self._max_attempts = max_attempts
+        self.large_queue_url = large_queue_url
+        self.large_file_threshold_bytes = large_file_threshold_bytes
+
+    @classmethod
+    def from_settings(cls, sqs: SQSClient, settings: Settings) -> JobQueue:
+        """The queues `settings` name (ConfigError if DLPIPE_QUEUE_URL is unset)."""
+        return cls(
+            sqs,
+            settings.require("queue_url"),
+            large_queue_url=settings.large_queue_url,
+            large_file_threshold_bytes=settings.large_file_threshold_bytes,
+        )
+
+    def route(self, size_bytes: int | None) -> Route:
+        """Which queue a file of `size_bytes` goes to."""
+        has_large = self.large_queue_url is not None
+        return route_for(size_bytes, self.large_file_threshold_bytes, has_large)
+
+    def queue_url_for(self, size_bytes: int | None) -> str:
+        """The URL of the queue a file of `size_bytes` goes to."""
+        if self.route(size_bytes) is Route.LARGE and self.large_queue_url:
+            return self.large_queue_url
+        return self.queue_url
+
+    def send_jobs(self, jobs: Sequence[FileJob]) -> int:
+        """Send one message per job to the queue its size routes it to; QueueSendError lists
+        every job that could not be sent, whichever queue it was meant for."""
+        main = [
+            JobMessage(j.file_id, j.batch_id)
+            for j in jobs
+            if self.route(j.expected_size) is Route.MAIN
+        ]
+        large = [
+            JobMessage(j.file_id, j.batch_id)
+            for j in jobs
+            if self.route(j.expected_size) is Route.LARGE
+        ]
+        failed: list[str] = []
+        errors: list[str] = []
+        for messages, send in ((main, self.send), (large, self._send_large)):
+            if not messages:
+                continue
+            try:
+                send(messages)
+            except QueueSendError as exc:
+                failed.extend(exc.failed)
+                errors.append(str(exc))
+        if failed:
+            raise QueueSendError("; ".join(errors), failed)
+        return len(jobs)
+
+    def _send_large(self, messages: Sequence[JobMessage]) -> int:
+        # route() says LARGE only when there is a large queue.
+        large = JobQueue(self._sqs, self.large_queue_url or self.queue_url, self._max_attempts)
+        return large.send(messages)
 
     def send(self, messages: Sequence[JobMessage]) -> int:
         """Send every message (10 a call); return how many were sent, or raise QueueSendError."""

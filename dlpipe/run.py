@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -12,9 +14,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from dlpipe import metrics
-from dlpipe.config import Settings
+from dlpipe.config import ENV_LARGE_FILE_THRESHOLD_BYTES, Settings
 from dlpipe.local.day import DayOptions, DayReport, run_day
-from dlpipe.local.stack import local_stack
+from dlpipe.local.stack import LocalStack, local_stack
 from dlpipe.log import configure_logging
 from orchestrator.durable import build_durable_handler
 from orchestrator.events import parse_polling_date
@@ -84,9 +86,22 @@ def run_command(local: bool, day: str | None, files: int, workers: int, poll_int
     raise SystemExit(code)
 
 
+# The stub's files are small (0-20 MiB): a local run routes those above 8 MiB to the large-file
+# queue, so that `make run` exercises both queues; DLPIPE_LARGE_FILE_THRESHOLD_BYTES overrides.
+LOCAL_LARGE_FILE_THRESHOLD_BYTES = 8 * 1024 * 1024
+
+
+def _with_local_threshold(stack: LocalStack) -> LocalStack:
+    if os.environ.get(ENV_LARGE_FILE_THRESHOLD_BYTES):
+        return stack
+    settings = replace(stack.settings, large_file_threshold_bytes=LOCAL_LARGE_FILE_THRESHOLD_BYTES)
+    return replace(stack, settings=settings)
+
+
 def _run_local(day: str, files: int, workers: int, poll_interval: int) -> DayReport:
     options = DayOptions(date=day, workers=workers, poll_interval_seconds=poll_interval)
-    with local_stack() as stack, _progress() as progress:
+    with local_stack() as started, _progress() as progress:
+        stack = _with_local_threshold(started)
         aws = stack.emulator
         err.print(
             f"moto {aws.endpoint_url} (pid {aws.moto.pid}), DynamoDB Local "

@@ -11,11 +11,18 @@ from dlpipe.aws import AwsClients
 from dlpipe.config import ConfigError, Settings
 from dlpipe.log import configure_logging
 from downloader.bootstrap import build_service
-from downloader.worker import Worker, WorkerOptions
+from downloader.pool import worker_pool
+from downloader.worker import WorkerOptions
 
 
 @click.command("worker")
-@click.option("--concurrency", type=click.IntRange(1, 64), default=1, show_default=True)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="Threads per queue (the main queue, and the large-file queue when configured).",
+)
 @click.option(
     "--wait-seconds",
     type=click.IntRange(0, 20),
@@ -44,24 +51,35 @@ from downloader.worker import Worker, WorkerOptions
     show_default=True,
     help="On SIGTERM/SIGINT: time for files in progress to finish before they are released.",
 )
-def worker_command(
+@click.option(
+    "--time-budget-seconds",
+    type=click.FloatRange(min=1),
+    default=None,
+    metavar="SECONDS",
+    help="Per file: fail files that need longer at the minimum throughput (default: no limit).",
+)
+def worker_command(  # noqa: PLR0917 - click passes one argument per option
     concurrency: int,
     wait_seconds: int,
     max_messages: int,
     exit_when_idle: float | None,
     grace_seconds: float,
+    time_budget_seconds: float | None,
 ) -> None:
-    """Long-poll the download queue and process files until SIGTERM/SIGINT."""
+    """Long-poll the download queue (and the large-file queue, if configured) until
+    SIGTERM/SIGINT."""
     try:
         settings = Settings.from_env()
         configure_logging(settings.log_level)
         clients = AwsClients(settings)
-        queue_url = settings.require("queue_url")
+        settings.require("queue_url")
         service = build_service(settings, clients)
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from exc
-    options = WorkerOptions(concurrency, wait_seconds, max_messages, exit_when_idle, grace_seconds)
-    worker = Worker(service, clients.sqs, queue_url, options)
+    options = WorkerOptions(
+        concurrency, wait_seconds, max_messages, exit_when_idle, grace_seconds, time_budget_seconds
+    )
+    worker = worker_pool(service, clients.sqs, settings, options)
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
         worker.request_stop(signal.Signals(signum).name)

@@ -10,11 +10,13 @@ acknowledged: SQS redelivers the message and, after maxReceiveCount, dead-letter
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from dlpipe.log import get_logger
+from dlpipe.routing import TimeBudget
 from downloader.messages import MalformedMessageError, decode_message
 from downloader.service import DownloadService, Outcome
 
@@ -27,10 +29,21 @@ _MAX_DELAY_S = 900
 
 
 class MessageVisibility:
-    """Sets one received message's visibility timeout; failures are logged, never raised."""
+    """Sets one received message's visibility timeout; failures are logged, never raised.
 
-    def __init__(self, sqs: SQSClient, queue_url: str, receipt_handle: str) -> None:
+    `copy_to(size_bytes)` names the queue a fresh copy goes to (JobQueue.queue_url_for, so
+    a copy is routed like every other send); without it, the queue the message came from.
+    """
+
+    def __init__(
+        self,
+        sqs: SQSClient,
+        queue_url: str,
+        receipt_handle: str,
+        copy_to: Callable[[int | None], str] | None = None,
+    ) -> None:
         self._sqs, self._queue_url, self._receipt = sqs, queue_url, receipt_handle
+        self._copy_to = copy_to
 
     def __call__(self, seconds: int) -> None:
         """Hide the message for `seconds` from now (0: visible again at once)."""
@@ -42,11 +55,12 @@ class MessageVisibility:
             # The message then reappears at its old timeout; the job's claim still guards it.
             log.warning("message.visibility_failed", error_type=type(exc).__name__)
 
-    def send_copy_later(self, body: str, delay_s: int) -> bool:
+    def send_copy_later(self, body: str, delay_s: int, size_bytes: int | None = None) -> bool:
         """Queue a fresh copy of `body`, visible after `delay_s` (SQS allows 900 at most)."""
+        queue_url = self._copy_to(size_bytes) if self._copy_to else self._queue_url
         try:
             self._sqs.send_message(
-                QueueUrl=self._queue_url,
+                QueueUrl=queue_url,
                 MessageBody=body,
                 DelaySeconds=max(0, min(delay_s, _MAX_DELAY_S)),
             )
@@ -56,7 +70,12 @@ class MessageVisibility:
         return True
 
 
-def dispatch(service: DownloadService, body: str, visibility: MessageVisibility) -> bool:
+def dispatch(
+    service: DownloadService,
+    body: str,
+    visibility: MessageVisibility,
+    budget: TimeBudget | None = None,
+) -> bool:
     """Process one message body; True when the message is done with and may be deleted."""
     try:
         message = decode_message(body)
@@ -64,7 +83,7 @@ def dispatch(service: DownloadService, body: str, visibility: MessageVisibility)
         log.warning("message.rejected", reason=str(exc), body_preview=body[:_PREVIEW_CHARS])
         return True
     try:
-        result = service.process(message.file_id, on_heartbeat=visibility)
+        result = service.process(message.file_id, on_heartbeat=visibility, budget=budget)
     except Exception as exc:  # any failure must become a redelivery, never an ack
         log.exception("message.failed", error_type=type(exc).__name__, error=str(exc))
         return False
@@ -72,10 +91,10 @@ def dispatch(service: DownloadService, body: str, visibility: MessageVisibility)
         # Every return of the same message is a new receive, so a duplicate of a long but
         # healthy download would reach the DLQ. A fresh copy, delayed until the claim ends,
         # comes back just the same with its receive count at zero; the old one is deleted.
-        if visibility.send_copy_later(body, result.retry_after_s):
+        if visibility.send_copy_later(body, result.retry_after_s, result.size_bytes):
             log.info("message.deferred", delay_s=result.retry_after_s)
             return True
         visibility(result.retry_after_s)  # fallback: back when the live claim ends
-    elif result.outcome is Outcome.RELEASED:
-        visibility(0)  # another worker may take it at once
+    elif result.outcome in (Outcome.RELEASED, Outcome.NO_TIME):
+        visibility(0)  # another worker (or a fresh invocation) may take it at once
     return result.acknowledge

@@ -235,3 +235,17 @@ class DestinationUnavailableError(TransientError):
 
     code = "destination_unavailable"
     default_message = "the destination bucket is unavailable"
+
+
+# --- capacity (large-files) -------------------------------------------------------------------
+
+
+class TooLargeForWorkerError(TransientError):
+    """The file cannot finish in this worker's time budget at the minimum throughput.
+
+    Transient, so the job ends `failed` (requeue-able): a worker with more time, e.g. the
+    long-poll worker behind the large-file queue, can still finish it.
+    """
+
+    code = "too_large_for_worker"
+    default_message = "the file cannot finish in this worker's time budget"

@@ -17,6 +17,8 @@ from structlog.contextvars import bound_contextvars
 from dlpipe.aws import AwsClients
 from dlpipe.config import Settings
 from dlpipe.log import configure_logging, get_logger
+from dlpipe.queue import JobQueue
+from dlpipe.routing import TimeBudget
 from downloader.bootstrap import build_service
 from downloader.dispatch import MessageVisibility, dispatch
 from downloader.service import DownloadService
@@ -37,6 +39,7 @@ class Runtime:
     sqs: SQSClient
     queue_url: str | None
     queue_urls: dict[str, str] = field(default_factory=dict)
+    router: JobQueue | None = None  # routes the delayed copy of a message by the file's size
 
     def queue_url_for(self, arn: str) -> str:
         """The queue URL for an event source ARN (arn:aws:sqs:region:account:name)."""
@@ -60,7 +63,10 @@ def _get_runtime() -> Runtime:
             settings = Settings.from_env()
             configure_logging(settings.log_level)
             clients = AwsClients(settings)
-            _runtime = Runtime(build_service(settings, clients), clients.sqs, settings.queue_url)
+            router = JobQueue.from_settings(clients.sqs, settings) if settings.queue_url else None
+            _runtime = Runtime(
+                build_service(settings, clients), clients.sqs, settings.queue_url, router=router
+            )
         return _runtime
 
 
@@ -74,14 +80,20 @@ def handle_event(event: dict[str, Any], runtime: Runtime, context: Any = None) -
     stop = runtime.service.deps.stop
     stop.clear()
     failures: list[dict[str, str]] = []
+    budget = invocation_budget(context)
     with _deadline(context, stop):
         for record in event.get("Records", []):
-            if not _handle_record(record, runtime, stop):
+            if not _handle_record(record, runtime, stop, budget):
                 failures.append({"itemIdentifier": record["messageId"]})
     return {"batchItemFailures": failures}
 
 
-def _handle_record(record: dict[str, Any], runtime: Runtime, stop: threading.Event) -> bool:
+def _handle_record(
+    record: dict[str, Any],
+    runtime: Runtime,
+    stop: threading.Event,
+    budget: TimeBudget | None = None,
+) -> bool:
     with bound_contextvars(message_id=record.get("messageId")):
         if stop.is_set():
             return False  # out of time: leave the record to a later invocation
@@ -90,8 +102,22 @@ def _handle_record(record: dict[str, Any], runtime: Runtime, stop: threading.Eve
         except Exception as exc:  # one record must not fail the batch
             log.exception("message.failed", error_type=type(exc).__name__, error=str(exc))
             return False
-        visibility = MessageVisibility(runtime.sqs, queue_url, record.get("receiptHandle", ""))
-        return dispatch(runtime.service, record.get("body", ""), visibility)
+        copy_to = runtime.router.queue_url_for if runtime.router else None
+        receipt = record.get("receiptHandle", "")
+        visibility = MessageVisibility(runtime.sqs, queue_url, receipt, copy_to)
+        return dispatch(runtime.service, record.get("body", ""), visibility, budget)
+
+
+def invocation_budget(context: Any) -> TimeBudget | None:
+    """This invocation's time for a file: what was left when it started (about the function's
+    timeout), and what is left now; both less the margin kept to release a claim."""
+    remaining_ms = getattr(context, "get_remaining_time_in_millis", None)
+    if remaining_ms is None:
+        return None
+    return TimeBudget(
+        full_s=remaining_ms() / 1000 - DEADLINE_MARGIN_S,
+        remaining_s=lambda: remaining_ms() / 1000 - DEADLINE_MARGIN_S,
+    )
 
 
 @contextmanager

@@ -16,8 +16,9 @@ from enum import StrEnum
 from structlog.contextvars import bound_contextvars
 
 from dlpipe.log import get_logger
+from dlpipe.routing import Budget, TimeBudget, too_large_message
 from downloader.deps import ServiceDeps
-from downloader.errors import PermanentError, TransientError
+from downloader.errors import PermanentError, TooLargeForWorkerError, TransientError
 from downloader.filerun import FileRun
 from downloader.lease import LeaseLost, ShutdownRequested
 from downloader.transfer import MIB, Verified
@@ -41,6 +42,7 @@ class Outcome(StrEnum):
     RELEASED = "released"  # shutdown: the job is `available` again, the message must return
     LEASE_LOST = "lease_lost"  # another worker took the claim over; its result stands
     NOT_FOUND = "not_found"  # no such job (or past its TTL)
+    NO_TIME = "no_time"  # not claimed: fits a fresh invocation, not what is left of this one
 
 
 _ACKNOWLEDGED = frozenset(
@@ -55,6 +57,7 @@ class ProcessResult:
 
     outcome: Outcome
     retry_after_s: int | None = None
+    size_bytes: int | None = None  # the job's size, for routing a delayed copy of its message
 
     @property
     def acknowledge(self) -> bool:
@@ -69,25 +72,46 @@ class DownloadService:
         self.deps = deps
 
     def process(
-        self, file_id: str, *, on_heartbeat: Callable[[int], None] | None = None
+        self,
+        file_id: str,
+        *,
+        on_heartbeat: Callable[[int], None] | None = None,
+        budget: TimeBudget | None = None,
     ) -> ProcessResult:
-        """Process one FileID; `on_heartbeat(seconds)` keeps the message hidden that long."""
+        """Process one FileID; `on_heartbeat(seconds)` keeps the message hidden that long;
+        a file that cannot finish in `budget` is not started (see dlpipe.routing)."""
         with bound_contextvars(file_id=file_id):
             job = self.deps.jobs.get(file_id)
             if job is None:
                 log.warning("job.not_found")
                 return ProcessResult(Outcome.NOT_FOUND)
             with bound_contextvars(batch_id=job.batch_id):
+                fit = budget.decide(job.expected_size) if budget else Budget.FITS
+                if fit is Budget.LATER and self._claimable(job):
+                    log.info("job.deferred", reason="not enough time left in this invocation")
+                    return ProcessResult(Outcome.NO_TIME, size_bytes=job.expected_size)
                 owner = f"{self.deps.owner_prefix}:{uuid.uuid4().hex[:8]}"
                 claimed = self._claim(job, owner)
                 if isinstance(claimed, ProcessResult):
                     return claimed
+                if fit is Budget.TOO_LARGE and budget is not None:
+                    return self._too_large(claimed, owner, budget)
                 # A job claimed before (taken over, released, requeued) may have left an upload.
                 reclaimed = claimed.attempts > 1
                 run = FileRun(
                     self.deps, claimed, owner, reclaimed=reclaimed, on_heartbeat=on_heartbeat
                 )
                 return self._run(run, claimed)
+
+    def _claimable(self, job: FileJob) -> bool:
+        return claim_decision(job, self.deps.clock.now_ms()) is not ClaimDecision.DONE
+
+    def _too_large(self, job: FileJob, owner: str, budget: TimeBudget) -> ProcessResult:
+        # Claimed first, then failed under that claim: the job is visible and counted as
+        # `failed` instead of restarting from zero until its message dead-letters.
+        size = job.expected_size or 0
+        error = TooLargeForWorkerError(too_large_message(size, budget.full_s or 0))
+        return self._finish(job, owner, JobStatus.FAILED, error)
 
     def _claim(self, job: FileJob, owner: str) -> FileJob | ProcessResult:
         for _ in range(_CLAIM_ROUNDS):
@@ -115,7 +139,7 @@ class DownloadService:
         seconds = max(0, math.ceil(remaining_ms / 1000)) + margin_s
         retry_after_s = min(seconds, _MAX_VISIBILITY_S)
         log.info("job.busy", retry_after_s=retry_after_s)
-        return ProcessResult(Outcome.BUSY, retry_after_s)
+        return ProcessResult(Outcome.BUSY, retry_after_s, size_bytes=job.expected_size)
 
     def _run(self, run: FileRun, job: FileJob) -> ProcessResult:
         started = time.monotonic()

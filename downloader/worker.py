@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextvars
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +17,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from structlog.contextvars import bound_contextvars
 
 from dlpipe.log import get_logger
+from dlpipe.routing import TimeBudget
 from downloader.dispatch import MessageVisibility, dispatch
 from downloader.service import DownloadService
 
@@ -36,15 +38,24 @@ class WorkerOptions:
     max_messages: int = 1
     exit_when_idle_s: float | None = None  # stop once the queue has been empty this long
     grace_s: float = 20.0
+    time_budget_s: float | None = None  # per file; None: unlimited (files are never refused)
 
 
 class Worker:
     """Receives messages on `concurrency` threads and processes them until stopped."""
 
     def __init__(
-        self, service: DownloadService, sqs: SQSClient, queue_url: str, options: WorkerOptions
+        self,
+        service: DownloadService,
+        sqs: SQSClient,
+        queue_url: str,
+        options: WorkerOptions,
+        copy_to: Callable[[int | None], str] | None = None,
     ) -> None:
         self._service, self._sqs, self._queue_url, self._options = service, sqs, queue_url, options
+        self._copy_to = copy_to  # routes a delayed copy of a message (JobQueue.queue_url_for)
+        budget_s = options.time_budget_s
+        self._budget = None if budget_s is None else TimeBudget(budget_s, lambda: budget_s)
         self._stopping = threading.Event()
         self._stop_reason = ""
         self._lock = threading.Lock()
@@ -155,11 +166,13 @@ class Worker:
 
     def _handle(self, message: Any) -> None:
         with bound_contextvars(message_id=message["MessageId"]):
-            if dispatch(self._service, message.get("Body", ""), self._visibility(message)):
+            visibility, body = self._visibility(message), message.get("Body", "")
+            if dispatch(self._service, body, visibility, self._budget):
                 self._delete(message)
 
     def _visibility(self, message: Any) -> MessageVisibility:
-        return MessageVisibility(self._sqs, self._queue_url, message["ReceiptHandle"])
+        receipt = message["ReceiptHandle"]
+        return MessageVisibility(self._sqs, self._queue_url, receipt, self._copy_to)
 
     def _delete(self, message: Any) -> None:
         try:

@@ -51,8 +51,8 @@ class OpsContext:
         return BatchesTable(self.clients.dynamodb, self.settings.batches_table, self.clock)
 
     def queue(self) -> JobQueue:
-        """The download queue (ConfigError if DLPIPE_QUEUE_URL is unset)."""
-        return JobQueue(self.clients.sqs, self.settings.require("queue_url"))
+        """The download queues, routed by size (ConfigError if DLPIPE_QUEUE_URL is unset)."""
+        return JobQueue.from_settings(self.clients.sqs, self.settings)
 
 
 class _Stderr:

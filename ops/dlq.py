@@ -10,9 +10,8 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from dlpipe.log import get_logger
-from downloader.messages import JobMessage
 from ops.context import OpsContext
-from ops.recovery import send_messages
+from ops.recovery import send_jobs
 from ops.sqs_messages import QueuedMessage, delete, give_back, receive
 from records.errors import RequeueRefusedError
 from records.jobs_table import JobsTable
@@ -111,12 +110,9 @@ def _outcome(entry: DlqEntry, unsent: set[str]) -> str:
 def _execute(ops: OpsContext, entries: list[DlqEntry]) -> list[DlqEntry]:
     jobs = ops.jobs()
     entries = [_requeue(jobs, e, ops.now_ms()) for e in entries]
-    messages = [
-        JobMessage(e.job.file_id, e.job.batch_id)
-        for e in entries
-        if e.action is Action.SEND and e.job is not None
-    ]
-    unsent = send_messages(ops.queue(), messages) if messages else set()
+    # Each job goes back to the queue its size routes it to: the DLQ is shared by both.
+    to_send = [e.job for e in entries if e.action is Action.SEND and e.job is not None]
+    unsent = send_jobs(ops.queue(), to_send) if to_send else set()
     return [replace(e, outcome=_outcome(e, unsent)) for e in entries]
 
 

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from dlpipe.log import get_logger
 from dlpipe.queue import SEND_BATCH_MAX, JobQueue, QueueSendError
-from downloader.messages import JobMessage
 from ops.context import OpsContext
 from ops.queries import is_stuck, stuck_jobs
 from records.clock import iso_from_ms
@@ -36,6 +35,7 @@ class RequeueResult:
     previous_status: str | None
     batch_id: str | None
     detail: str
+    job: FileJob | None = field(default=None, compare=False, repr=False)  # as requeued
 
     @property
     def ok(self) -> bool:
@@ -87,16 +87,19 @@ def _requeue_one(
         "ops.requeued", file_id=file_id, batch_id=after.batch_id, was=str(before.status)
     )
     # The batch the job belongs to now (a rerun may have adopted it since we looked).
-    return RequeueResult(file_id, Outcome.REQUEUED, str(before.status), after.batch_id, change)
+    return RequeueResult(
+        file_id, Outcome.REQUEUED, str(before.status), after.batch_id, change, job=after
+    )
 
 
-def send_messages(queue: JobQueue, messages: Sequence[JobMessage]) -> set[str]:
-    """Send in chunks of ten; return the FileIDs that could not be sent."""
+def send_jobs(queue: JobQueue, jobs: Sequence[FileJob]) -> set[str]:
+    """Send in chunks of ten, each job to the queue its size routes it to; return the
+    FileIDs that could not be sent."""
     unsent: set[str] = set()
-    for start in range(0, len(messages), SEND_BATCH_MAX):
-        chunk = messages[start : start + SEND_BATCH_MAX]
+    for start in range(0, len(jobs), SEND_BATCH_MAX):
+        chunk = jobs[start : start + SEND_BATCH_MAX]
         try:
-            queue.send(chunk)
+            queue.send_jobs(chunk)
         except QueueSendError as exc:
             unsent.update(exc.failed)
     return unsent
@@ -115,12 +118,8 @@ def requeue_files(
     """Requeue each file (look, then conditional write) and send the requeued ones to SQS."""
     jobs, now_ms = ops.jobs(), ops.now_ms()
     results = [_requeue_one(jobs, f, now_ms, force, dry_run) for f in dict.fromkeys(file_ids)]
-    to_send = [
-        JobMessage(r.file_id, r.batch_id)
-        for r in results
-        if r.outcome is Outcome.REQUEUED and r.batch_id
-    ]
-    unsent = send_messages(ops.queue(), to_send) if to_send else set()
+    to_send = [r.job for r in results if r.outcome is Outcome.REQUEUED and r.job is not None]
+    unsent = send_jobs(ops.queue(), to_send) if to_send else set()
     return [_unsent(r) if r.file_id in unsent else r for r in results]
 
 

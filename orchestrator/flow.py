@@ -22,7 +22,7 @@ from dlpipe.aws import AwsClients
 from dlpipe.config import Settings
 from dlpipe.log import get_logger
 from dlpipe.queue import JobQueue, QueueSendError
-from downloader.messages import JobMessage
+from dlpipe.routing import Route
 from orchestrator.jobs_from_listing import error_job, job_from_descriptor
 from orchestrator.ports import CompletionCheck, FetchFailed, ProviderOutage, QueueResult
 from provider.client import ProviderClient, token_from_settings
@@ -113,7 +113,7 @@ class BatchFlowService:
             raise FetchFailed(f"provider_refused: {exc}") from exc
         expected, to_send, present, problems = self._write_jobs(batch_id, listing)
         try:
-            sent = self.queue.send([JobMessage(f, batch_id) for f in to_send])
+            sent = self.queue.send_jobs(to_send)  # each to the queue its size routes it to
         except QueueSendError as exc:
             # The jobs exist and stay available: a replay of this step sends them again.
             raise RuntimeError(f"queueing failed for {len(exc.failed)} file(s)") from exc
@@ -124,6 +124,7 @@ class BatchFlowService:
             batch_id=batch_id,
             expected=len(expected),
             sent=sent,
+            to_large_queue=sum(self.queue.route(j.expected_size) is Route.LARGE for j in to_send),
             already_present=present,
         )
         metrics.emit(
@@ -139,17 +140,17 @@ class BatchFlowService:
 
     def _write_jobs(
         self, batch_id: str, listing: ListingResult
-    ) -> tuple[set[str], list[str], int, list[str]]:
+    ) -> tuple[set[str], list[FileJob], int, list[str]]:
         now_ms = self.clock.now_ms()
         expected: set[str] = set()
-        to_send: list[str] = []
+        to_send: list[FileJob] = []
         present = 0
         problems: list[str] = []
         for descriptor in listing.files:
             job = job_from_descriptor(descriptor, batch_id, now_ms)
             expected.add(job.file_id)
             if self._create_or_adopt(job):
-                to_send.append(job.file_id)
+                to_send.append(job)
             else:
                 present += 1
         for rejected in listing.rejected:
@@ -264,11 +265,10 @@ class BatchFlowService:
         for job in [*stuck, *idle]:
             try:
                 # Conditional: a worker that renewed or finished meanwhile keeps its job.
-                self.jobs.requeue(job.file_id)
+                requeued.append(self.jobs.requeue(job.file_id))
             except RequeueRefusedError:
                 continue
-            requeued.append(JobMessage(job.file_id, batch_id))
-        self.queue.send(requeued)
+        self.queue.send_jobs(requeued)
         log.warning(
             "batch.swept",
             batch_id=batch_id,
@@ -365,7 +365,7 @@ def build_flow(settings: Settings, clients: AwsClients | None = None) -> BatchFl
         jobs=JobsTable(clients.dynamodb, settings.jobs_table, clock),
         batches=BatchesTable(clients.dynamodb, settings.batches_table, clock),
         provider=provider,
-        queue=JobQueue(clients.sqs, settings.require("queue_url")),
+        queue=JobQueue.from_settings(clients.sqs, settings),
         clock=clock,
         new_uuid=lambda: str(uuid.uuid4()),
         sweep_requeue=settings.sweep_requeue,

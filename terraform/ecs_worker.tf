@@ -1,5 +1,6 @@
 # Optional: `dlpipe worker` on ECS Fargate, long-polling the same queue as the downloader
-# Lambda, for files that need longer than Lambda's 15 minutes. Off by default
+# Lambda and, alone, the large-file queue (sqs.tf: files the orchestrator routes there
+# because they need longer than the downloader's timeout). Off by default
 # (var.enable_ecs_worker); every resource here has count = 0 then.
 #
 # Variables: ecs_worker_image (required when enabled), ecs_subnet_ids and
@@ -16,7 +17,9 @@ locals {
     for parts in local.ecr_image_parts : "arn:${local.partition}:ecr:${parts[1]}:${parts[0]}:repository/${parts[2]}"
   ]
 
-  ecs_worker_environment = merge(local.downloader_environment, { AWS_REGION = var.aws_region })
+  ecs_worker_environment = merge(
+    local.downloader_environment, local.large_file_environment, { AWS_REGION = var.aws_region }
+  )
 }
 
 resource "aws_ecs_cluster" "worker" {
@@ -36,7 +39,8 @@ resource "aws_cloudwatch_log_group" "ecs_worker" {
   kms_key_id        = aws_kms_key.dlpipe.arn
 }
 
-# The task role: what the worker's code may do (the downloader's code, plus its own long poll).
+# The task role: what the worker's code may do (the downloader's code, plus its own long
+# poll of the download queue and of the large-file queue, which only the worker polls).
 resource "aws_iam_role" "ecs_task" {
   count              = local.ecs_worker_count
   name               = "${var.name_prefix}dlpipe-worker-task"
@@ -47,18 +51,30 @@ resource "aws_iam_role_policy" "ecs_task" {
   count  = local.ecs_worker_count
   name   = "dlpipe-worker-task"
   role   = aws_iam_role.ecs_task[0].id
-  policy = data.aws_iam_policy_document.ecs_task.json
+  policy = data.aws_iam_policy_document.ecs_task[0].json
 }
 
 # The worker receives and deletes its messages itself. Its logs go out through the execution
 # role (awslogs driver), and the task runs no X-Ray daemon.
 data "aws_iam_policy_document" "ecs_task" {
+  count                   = local.ecs_worker_count
   source_policy_documents = [data.aws_iam_policy_document.downloader_code.json]
 
   statement {
     sid       = "ReceiveDownloads"
     actions   = ["sqs:ReceiveMessage", "sqs:DeleteMessage"]
     resources = [aws_sqs_queue.downloads.arn]
+  }
+
+  # The large-file queue's delayed copies are granted in downloader_code (CopyToLargeDownloads).
+  statement {
+    sid = "ConsumeLargeDownloads"
+    actions = [
+      "sqs:ReceiveMessage",
+      "sqs:DeleteMessage",
+      "sqs:ChangeMessageVisibility",
+    ]
+    resources = aws_sqs_queue.downloads_large[*].arn
   }
 }
 

@@ -103,6 +103,17 @@ data "aws_iam_policy_document" "orchestrator" {
     resources = [aws_sqs_queue.downloads.arn]
   }
 
+  # Files above the large-file threshold go to the ECS worker's queue, when it exists.
+  dynamic "statement" {
+    for_each = length(aws_sqs_queue.downloads_large) > 0 ? [1] : []
+
+    content {
+      sid       = "QueueLargeDownloads"
+      actions   = ["sqs:SendMessage"]
+      resources = aws_sqs_queue.downloads_large[*].arn
+    }
+  }
+
   # Lambda sends the events of executions that failed for good to the function's DLQ with
   # the function's own role.
   statement {
@@ -166,6 +177,17 @@ data "aws_iam_policy_document" "downloader_code" {
     sid       = "KeepAndDeferDownloads"
     actions   = ["sqs:ChangeMessageVisibility", "sqs:SendMessage"]
     resources = [aws_sqs_queue.downloads.arn]
+  }
+
+  # A delayed copy of a large file's message goes back to the large-file queue (dispatch.py).
+  dynamic "statement" {
+    for_each = length(aws_sqs_queue.downloads_large) > 0 ? [1] : []
+
+    content {
+      sid       = "CopyToLargeDownloads"
+      actions   = ["sqs:SendMessage"]
+      resources = aws_sqs_queue.downloads_large[*].arn
+    }
   }
 
   # CreateMultipartUpload, UploadPart and CompleteMultipartUpload are all s3:PutObject;

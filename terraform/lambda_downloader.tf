@@ -39,7 +39,7 @@ resource "aws_lambda_function" "downloader" {
   }
 
   environment {
-    variables = local.downloader_environment
+    variables = merge(local.downloader_environment, local.large_file_environment)
   }
 
   tracing_config {

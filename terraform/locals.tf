@@ -44,6 +44,18 @@ locals {
     DLPIPE_LOG_LEVEL             = var.log_level
   }
 
+  # Files a downloader Lambda surely finishes: timeout x 20 MiB/s (a conservative minimum,
+  # below every throughput BENCHMARKS.md measured) x 1/2 (safety), as dlpipe/routing.py
+  # computes its default; 10485760 = 20 MiB/s x 1/2 in bytes. Larger files go to the ECS
+  # worker's queue. Without the worker there is no large queue and no threshold at all.
+  large_file_threshold_bytes = var.downloader_timeout_seconds * 10485760
+  large_file_environment = {
+    for name, value in {
+      DLPIPE_LARGE_QUEUE_URL            = one(aws_sqs_queue.downloads_large[*].url)
+      DLPIPE_LARGE_FILE_THRESHOLD_BYTES = tostring(local.large_file_threshold_bytes)
+    } : name => value if var.enable_ecs_worker
+  }
+
   # Shared by the downloader Lambda and the optional ECS worker: both run the same code.
   downloader_environment = {
     DLPIPE_JOBS_TABLE            = aws_dynamodb_table.jobs.name

@@ -13,6 +13,16 @@ output "queue_url" {
   value       = aws_sqs_queue.downloads.url
 }
 
+output "large_queue_url" {
+  description = "URL of the large-file queue (DLPIPE_LARGE_QUEUE_URL), null without the ECS worker. Operators set it with DLPIPE_LARGE_FILE_THRESHOLD_BYTES so that `dlpipe jobs requeue` and `dlpipe dlq redrive` route large files there."
+  value       = one(aws_sqs_queue.downloads_large[*].url)
+}
+
+output "large_file_threshold_bytes" {
+  description = "DLPIPE_LARGE_FILE_THRESHOLD_BYTES the functions use: downloader timeout x 20 MiB/s x 1/2 (null without the ECS worker: no threshold)."
+  value       = var.enable_ecs_worker ? local.large_file_threshold_bytes : null
+}
+
 output "dlq_url" {
   description = "URL of the download queue's dead-letter queue (DLPIPE_DLQ_URL)."
   value       = aws_sqs_queue.downloads_dlq.url

@@ -1,5 +1,5 @@
 # The download queue carries one FileID per message from the orchestrator to the downloaders.
-# Local provisioning (dlpipe local provision) reads these two queues from here as well.
+# Local provisioning (dlpipe local provision) reads these queues from here as well.
 
 resource "aws_sqs_queue" "downloads" {
   name                       = "${var.name_prefix}dlpipe-downloads"
@@ -24,13 +24,34 @@ resource "aws_sqs_queue" "downloads_dlq" {
   kms_data_key_reuse_period_seconds = 3600
 }
 
-# Only the download queue may use the DLQ as its dead-letter target.
+# Files above the large-file threshold (dlpipe/routing.py), consumed only by the ECS worker,
+# which has no time limit. It exists only with the worker (var.enable_ecs_worker); without it
+# every file goes to the main queue and the downloader Lambda's timeout is the limit.
+# It shares the download DLQ: a dead job message is redriven by `dlpipe dlq redrive` to the
+# queue its size routes it to, so one DLQ, one alarm and one command cover both queues.
+resource "aws_sqs_queue" "downloads_large" {
+  count                      = local.ecs_worker_count
+  name                       = "${var.name_prefix}dlpipe-downloads-large"
+  visibility_timeout_seconds = local.queue_visibility_timeout_seconds # the worker extends it
+  message_retention_seconds  = 345600
+  receive_wait_time_seconds  = 20
+
+  kms_master_key_id                 = aws_kms_key.dlpipe.arn
+  kms_data_key_reuse_period_seconds = 3600
+
+  redrive_policy = jsonencode({
+    deadLetterTargetArn = aws_sqs_queue.downloads_dlq.arn
+    maxReceiveCount     = var.max_receive_count
+  })
+}
+
+# Only the download queues may use the DLQ as their dead-letter target.
 resource "aws_sqs_queue_redrive_allow_policy" "downloads_dlq" {
   queue_url = aws_sqs_queue.downloads_dlq.id
 
   redrive_allow_policy = jsonencode({
     redrivePermission = "byQueue"
-    sourceQueueArns   = [aws_sqs_queue.downloads.arn]
+    sourceQueueArns   = concat([aws_sqs_queue.downloads.arn], aws_sqs_queue.downloads_large[*].arn)
   })
 }
 

@@ -376,7 +376,7 @@ variable "ecs_worker_image" {
 }
 
 variable "ecs_worker_concurrency" {
-  description = "Files one worker task downloads at once (`dlpipe worker --concurrency N`)."
+  description = "Files one worker task downloads at once from each queue it polls (`dlpipe worker --concurrency N`: N for the main queue and N for the large-file queue)."
   type        = number
   default     = 4
 

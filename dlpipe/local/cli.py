@@ -12,7 +12,13 @@ from rich.console import Console
 from rich.table import Table
 
 from dlpipe.aws import AwsClients
-from dlpipe.config import ENV_DEST_BUCKET, ENV_DLQ_URL, ENV_QUEUE_URL, Settings
+from dlpipe.config import (
+    ENV_DEST_BUCKET,
+    ENV_DLQ_URL,
+    ENV_LARGE_QUEUE_URL,
+    ENV_QUEUE_URL,
+    Settings,
+)
 from dlpipe.local.dynamodb_local import DynamoDBLocalError
 from dlpipe.local.emulator import EmulatorError, LocalAws
 from dlpipe.local.provision import Provisioned, provision
@@ -34,7 +40,8 @@ def provisioned_table(clients: AwsClients, provisioned: Provisioned) -> Table:
             for g in described.get("GlobalSecondaryIndexes", [])
         )
         table.add_row("table", name, keys, indexes, ttl.get("AttributeName", "-"))
-    for label, url in (("queue", provisioned.queue_url), ("dlq", provisioned.dlq_url)):
+    queues = (("queue", provisioned.queue_url), ("dlq", provisioned.dlq_url))
+    for label, url in (*queues, ("large queue", provisioned.large_queue_url)):
         if url:
             table.add_row(label, url.rsplit("/", 1)[-1], "", "", "")
     if provisioned.destination_bucket:
@@ -49,6 +56,7 @@ def provisioned_environment(emulator: LocalAws, provisioned: Provisioned) -> dic
         (ENV_QUEUE_URL, provisioned.queue_url),
         (ENV_DLQ_URL, provisioned.dlq_url),
         (ENV_DEST_BUCKET, provisioned.destination_bucket),
+        (ENV_LARGE_QUEUE_URL, provisioned.large_queue_url),
     ):
         if value:
             env[key] = value

@@ -11,7 +11,8 @@ from typing import Any
 
 from dlpipe.local.stack import LocalStack
 from downloader.bootstrap import build_service
-from downloader.worker import Worker, WorkerOptions
+from downloader.pool import WorkerPool, worker_pool
+from downloader.worker import WorkerOptions
 from orchestrator.durable import build_durable_handler
 from orchestrator.flow import build_flow
 from orchestrator.local_runner import run_durable_locally
@@ -60,13 +61,13 @@ class DayReport:
 
 
 @contextmanager
-def running_workers(stack: LocalStack, count: int) -> Iterator[Worker]:
-    """`count` downloader threads on the stack's queue, stopped (by request) on exit."""
+def running_workers(stack: LocalStack, count: int) -> Iterator[WorkerPool]:
+    """`count` downloader threads on each of the stack's queues (main and large-file), as
+    `dlpipe worker` runs them, stopped (by request) on exit."""
     stop = threading.Event()
     service = build_service(stack.settings, stack.clients, stop=stop)
-    queue_url = stack.settings.require("queue_url")
     options = WorkerOptions(concurrency=count, wait_seconds=1, max_messages=1, grace_s=5.0)
-    worker = Worker(service, stack.clients.sqs, queue_url, options)
+    worker = worker_pool(service, stack.clients.sqs, stack.settings, options)
     thread = threading.Thread(target=worker.run, name="dlpipe-workers", daemon=True)
     thread.start()
     try:

@@ -16,6 +16,9 @@ if TYPE_CHECKING:
 
 QUEUE_RESOURCE = "downloads"
 DLQ_RESOURCE = "downloads_dlq"
+# Created in AWS only with the ECS worker (count); locally always, so that local runs and
+# tests exercise the routing of large files to the long-poll worker.
+LARGE_QUEUE_RESOURCE = "downloads_large"
 DESTINATION_BUCKET_RESOURCE = "destination"
 DEFAULT_MAX_RECEIVE_COUNT = 5
 PRIVATE_KEY_SECRET_RESOURCE = "rsa_private_key"  # noqa: S105 - a Terraform label
@@ -42,6 +45,7 @@ class Provisioned:
     destination_bucket: str | None = None
     private_key_secret: str | None = None
     provider_token_secret: str | None = None
+    large_queue_url: str | None = None
 
 
 def _index_keys(module: TerraformModule, index: dict[str, Any]) -> list[dict[str, str]]:
@@ -129,11 +133,13 @@ def _queue_attributes(module: TerraformModule, body: dict[str, Any]) -> dict[Any
     return attributes
 
 
-def _provision_queues(clients: AwsClients, module: TerraformModule) -> tuple[str, str] | None:
+def _provision_queues(
+    clients: AwsClients, module: TerraformModule
+) -> tuple[str, str, str | None] | None:
     queues = module.resources.get("aws_sqs_queue", {})
     if QUEUE_RESOURCE not in queues or DLQ_RESOURCE not in queues:
         return None
-    dlq_body, queue_body = queues[DLQ_RESOURCE], queues[QUEUE_RESOURCE]
+    dlq_body = queues[DLQ_RESOURCE]
     dlq_url = clients.sqs.create_queue(
         QueueName=module.value(dlq_body["name"]), Attributes=_queue_attributes(module, dlq_body)
     )["QueueUrl"]
@@ -141,14 +147,18 @@ def _provision_queues(clients: AwsClients, module: TerraformModule) -> tuple[str
         "Attributes"
     ]["QueueArn"]
     max_receive = module.variables.get("max_receive_count", DEFAULT_MAX_RECEIVE_COUNT)
-    attributes = _queue_attributes(module, queue_body)
-    attributes["RedrivePolicy"] = json.dumps(
+    redrive = json.dumps(
         {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": int(module.value(max_receive))}
     )
-    queue_url = clients.sqs.create_queue(
-        QueueName=module.value(queue_body["name"]), Attributes=attributes
-    )["QueueUrl"]
-    return queue_url, dlq_url
+    urls: dict[str, str] = {}
+    for label in (QUEUE_RESOURCE, LARGE_QUEUE_RESOURCE):
+        if label not in queues:
+            continue
+        attributes = _queue_attributes(module, queues[label]) | {"RedrivePolicy": redrive}
+        urls[label] = clients.sqs.create_queue(
+            QueueName=module.value(queues[label]["name"]), Attributes=attributes
+        )["QueueUrl"]
+    return urls[QUEUE_RESOURCE], dlq_url, urls.get(LARGE_QUEUE_RESOURCE)
 
 
 def _provision_bucket(clients: AwsClients, module: TerraformModule) -> str | None:
@@ -209,4 +219,5 @@ def provision(clients: AwsClients, module: TerraformModule | None = None) -> Pro
         destination_bucket=_provision_bucket(clients, module),
         private_key_secret=_provision_secret(clients, module, PRIVATE_KEY_SECRET_RESOURCE),
         provider_token_secret=_provision_secret(clients, module, PROVIDER_TOKEN_SECRET_RESOURCE),
+        large_queue_url=queues[2] if queues else None,
     )

@@ -38,6 +38,7 @@ def settings_for(provisioned: Provisioned, base: Settings) -> Settings:
         destination_bucket=provisioned.destination_bucket,
         private_key_secret_id=provisioned.private_key_secret,
         provider_token_secret_id=provisioned.provider_token_secret,
+        large_queue_url=provisioned.large_queue_url,
     )
 
 

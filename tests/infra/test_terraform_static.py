@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from dlpipe import config, metrics
+from dlpipe import config, metrics, routing
+from dlpipe.local.terraform import TerraformModule
 from orchestrator.durable import assert_polling_fits
 from orchestrator.events import parse_event
 from orchestrator.outage import OutageBackoff
@@ -64,6 +65,8 @@ ORCHESTRATOR_NEEDS = {
     config.ENV_RESEND_AFTER_SECONDS,
     config.ENV_LOG_LEVEL,
     config.ENV_PROVIDER_OUTAGE_BUDGET_SECONDS,
+    config.ENV_LARGE_QUEUE_URL,
+    config.ENV_LARGE_FILE_THRESHOLD_BYTES,
 }
 DOWNLOADER_NEEDS = {
     config.ENV_JOBS_TABLE,
@@ -73,6 +76,9 @@ DOWNLOADER_NEEDS = {
     config.ENV_PROVIDER_URL,
     config.ENV_PROVIDER_TOKEN_SECRET,
     config.ENV_LEASE_SECONDS,
+    # A delayed copy of a message is routed like every send (downloader/dispatch.py).
+    config.ENV_LARGE_QUEUE_URL,
+    config.ENV_LARGE_FILE_THRESHOLD_BYTES,
 }
 
 TABLES = [
@@ -543,3 +549,51 @@ def test_files_are_formatted_like_terraform_fmt(path: Any) -> None:
     assert [n for n, line in enumerate(lines, 1) if "\t" in line or line != line.rstrip()] == []
     assert [n for n, line in enumerate(lines, 1) if (len(line) - len(line.lstrip())) % 2] == []
     assert _misaligned(lines) == []
+
+
+# --- large files (dlpipe/routing.py) ---------------------------------------------------------
+
+
+def test_large_queue_exists_only_with_the_ecs_worker_and_dead_letters_to_the_shared_dlq() -> None:
+    """The large-file queue is counted by the ECS worker switch and redrives to the download DLQ."""
+    queue = MODULE.resource("aws_sqs_queue", "downloads_large")
+    assert queue["count"] == "${local.ecs_worker_count}"
+    assert "aws_sqs_queue.downloads_dlq.arn" in queue["redrive_policy"]
+    allow = MODULE.resource("aws_sqs_queue_redrive_allow_policy", "downloads_dlq")
+    assert "aws_sqs_queue.downloads_large[*].arn" in allow["redrive_allow_policy"]
+
+
+def test_large_file_threshold_is_the_routing_rule_at_the_downloader_timeout() -> None:
+    """Terraform's threshold is dlpipe.routing's formula (timeout x 20 MiB/s x 1/2)."""
+    for timeout_s in (60, 600, 900):
+        module = TerraformModule.load(downloader_timeout_seconds=timeout_s)
+        value = module.value("${local.large_file_threshold_bytes}")
+        assert value == routing.large_file_threshold_bytes(timeout_s)
+
+
+def test_large_file_settings_are_set_only_with_the_ecs_worker() -> None:
+    """Without the worker neither setting is set: no large queue, every file on the main one."""
+    environment = MODULE.locals["large_file_environment"]
+    assert environment.rstrip("}").rstrip().endswith("if var.enable_ecs_worker")
+    for label in ("orchestrator", "downloader"):
+        body = MODULE.resource("aws_lambda_function", label)
+        assert "local.large_file_environment" in body["environment"][0]["variables"]
+    assert "local.large_file_environment" in MODULE.locals["ecs_worker_environment"]
+
+
+def test_large_queue_permissions_follow_who_sends_and_who_consumes() -> None:
+    """The orchestrator and the Lambda may only send to the large queue; the ECS task consumes it."""
+    on_large = {
+        (name, sid): {literal(a) for a in statement["actions"]}
+        for name, sid, statement in _statements()
+        if "downloads_large" in str(statement.get("resources"))
+    }
+    consume = {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility"}
+    assert on_large == {
+        ("orchestrator", "QueueLargeDownloads"): {"sqs:SendMessage"},
+        ("downloader", "CopyToLargeDownloads"): {"sqs:SendMessage"},
+        ("ecs_task", "ConsumeLargeDownloads"): consume
+        | {"sqs:GetQueueAttributes", "sqs:SendMessage"},
+    }
+    policy = MODULE.resource("aws_iam_role_policy", "ecs_task")
+    assert policy["policy"] == "${data.aws_iam_policy_document.ecs_task[0].json}"

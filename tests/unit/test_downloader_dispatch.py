@@ -50,7 +50,11 @@ class FakeService:
         self.calls: list[str] = []
 
     def process(
-        self, file_id: str, *, on_heartbeat: Callable[[int], None] | None = None
+        self,
+        file_id: str,
+        *,
+        on_heartbeat: Callable[[int], None] | None = None,
+        budget: object = None,
     ) -> ProcessResult:
         self.calls.append(file_id)
         result = self.results[file_id]

@@ -1,0 +1,55 @@
+"""One long-poll Worker per download queue (main and, when deployed, large-file), run as one.
+
+The large-file queue is consumed only here: the downloader Lambda's event source is the
+main queue alone. Each queue gets its own `concurrency` threads, so a quiet large queue
+never delays the main one's long polls.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+from dlpipe.queue import JobQueue
+from downloader.service import DownloadService
+from downloader.worker import Worker, WorkerOptions
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+
+    from dlpipe.config import Settings
+
+
+class WorkerPool:
+    """Workers run side by side; stopping the pool stops each of them."""
+
+    def __init__(self, workers: list[Worker]) -> None:
+        self.workers = workers
+
+    def request_stop(self, reason: str = "signal") -> None:
+        """Stop every worker (safe in a signal handler, like Worker.request_stop)."""
+        for worker in self.workers:
+            worker.request_stop(reason)
+
+    def run(self) -> int:
+        """Run every worker until all have stopped; returns the process exit code (0)."""
+        threads = [
+            threading.Thread(target=w.run, name=f"worker-{n}", daemon=True)
+            for n, w in enumerate(self.workers)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            # Joined in short slices so the main thread still runs signal handlers.
+            while thread.is_alive():
+                thread.join(timeout=0.5)
+        return 0
+
+
+def worker_pool(
+    service: DownloadService, sqs: SQSClient, settings: Settings, options: WorkerOptions
+) -> WorkerPool:
+    """A Worker on the main queue, and one on the large-file queue if it is configured."""
+    router = JobQueue.from_settings(sqs, settings)
+    urls = [router.queue_url, *([router.large_queue_url] if router.large_queue_url else [])]
+    return WorkerPool([Worker(service, sqs, url, options, router.queue_url_for) for url in urls])
