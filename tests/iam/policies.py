@@ -42,8 +42,12 @@ _ARN_FORMATS: dict[str, tuple[str, str]] = {
     "aws_cloudwatch_log_group": ("name", "arn:{p}:logs:{r}:{a}:log-group:{n}"),
     "aws_kms_key": ("description", "arn:{p}:kms:{r}:{a}:key/*"),  # the key id exists only on AWS
 }
-_RESOURCE_ATTRIBUTE = re.compile(r"^(aws_[a-z0-9_]+)\.([A-Za-z_][\w-]*)(?:\[0\])?\.([a-z_]+)$")
-_DOCUMENT_REF = re.compile(r"data\.aws_iam_policy_document\.([A-Za-z_][\w-]*)\.json")
+# `x.y.arn`, `x.y[0].arn`, or the splat `x.y[*].arn` of a counted resource (local provisioning
+# always creates it, so the splat's one element is the local name).
+_RESOURCE_ATTRIBUTE = re.compile(
+    r"^(aws_[a-z0-9_]+)\.([A-Za-z_][\w-]*)(?:\[0\]|\[\*\])?\.([a-z_]+)$"
+)
+_DOCUMENT_REF = re.compile(r"data\.aws_iam_policy_document\.([A-Za-z_][\w-]*)(?:\[0\])?\.json")
 _ROLE_REF = re.compile(r"aws_iam_role\.([A-Za-z_][\w-]*)(?:\[0\])?\.(?:id|arn|name)")
 
 

@@ -43,6 +43,7 @@ MODULE_ROLES: dict[str, str] = {
     "downloader": DOWNLOADERS,
     "downloader.handler": DOWNLOADER_LAMBDA,
     "downloader.worker": ECS_WORKER,
+    "downloader.pool": ECS_WORKER,
     "downloader.cli": ECS_WORKER,
     "ops": OPERATOR,
     "dlpipe.local": SETUP,

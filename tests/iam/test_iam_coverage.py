@@ -35,6 +35,8 @@ STAND_INS: tuple[tuple[str, str, str], ...] = (
     # Tests that point a worker or the CLI at a missing table, to see how it fails.
     ("dynamodb", r"(ops-test-)?no-such-table", "aws_dynamodb_table.jobs"),
     ("sqs", r".+-dlq", "aws_sqs_queue.downloads_dlq"),
+    # The large-file tests' own large queues (tests/e2e/test_large_files.py, ..._routing.py).
+    ("sqs", r"dl-large-.+|ops-large-.+", "aws_sqs_queue.downloads_large"),
     ("sqs", r".+", "aws_sqs_queue.downloads"),
     ("secretsmanager", r"dlpipe-test-key-.+", "aws_secretsmanager_secret.rsa_private_key"),
     (

@@ -591,9 +591,9 @@ def test_large_queue_permissions_follow_who_sends_and_who_consumes() -> None:
     consume = {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility"}
     assert on_large == {
         ("orchestrator", "QueueLargeDownloads"): {"sqs:SendMessage"},
-        ("downloader", "CopyToLargeDownloads"): {"sqs:SendMessage"},
-        ("ecs_task", "ConsumeLargeDownloads"): consume
-        | {"sqs:GetQueueAttributes", "sqs:SendMessage"},
+        # Both downloaders' code (Lambda and ECS task) re-sends a deferred copy there.
+        ("downloader_code", "CopyToLargeDownloads"): {"sqs:SendMessage"},
+        ("ecs_task", "ConsumeLargeDownloads"): consume,
     }
     policy = MODULE.resource("aws_iam_role_policy", "ecs_task")
     assert policy["policy"] == "${data.aws_iam_policy_document.ecs_task[0].json}"
