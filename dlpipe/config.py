@@ -44,6 +44,9 @@ ENV_ORCHESTRATOR_ARN = "DLPIPE_ORCHESTRATOR_ARN"  # qualified (alias) ARN, for b
 ENV_SWEEP_REQUEUE = "DLPIPE_SWEEP_REQUEUE"
 ENV_RESEND_AFTER_SECONDS = "DLPIPE_RESEND_AFTER_SECONDS"
 ENV_PROVIDER_OUTAGE_BUDGET_SECONDS = "DLPIPE_PROVIDER_OUTAGE_BUDGET_SECONDS"
+ENV_PROVIDER_LISTING_MAX_ENTRY_BYTES = "DLPIPE_PROVIDER_LISTING_MAX_ENTRY_BYTES"
+ENV_PROVIDER_LISTING_MAX_FILES = "DLPIPE_PROVIDER_LISTING_MAX_FILES"
+ENV_PROVIDER_LISTING_MAX_PAGES = "DLPIPE_PROVIDER_LISTING_MAX_PAGES"
 
 DEFAULT_REGION = "us-east-1"
 JOBS_TABLE_BASE_NAME = "data-download-jobs"
@@ -107,6 +110,10 @@ class Settings:
     resend_after_seconds: int = 1800
     # How long a day keeps retrying (suspended, no compute) while the provider is unavailable.
     provider_outage_budget_seconds: int = 7200
+    # Sanity caps of the streamed provider listing (provider/listing_stream.py).
+    provider_listing_max_entry_bytes: int = 64 * 1024
+    provider_listing_max_files: int = 200_000
+    provider_listing_max_pages: int = 10_000
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -142,6 +149,11 @@ class Settings:
             provider_outage_budget_seconds=_int_setting(
                 env, ENV_PROVIDER_OUTAGE_BUDGET_SECONDS, 7200, minimum=0
             ),
+            provider_listing_max_entry_bytes=_int_setting(
+                env, ENV_PROVIDER_LISTING_MAX_ENTRY_BYTES, 64 * 1024
+            ),
+            provider_listing_max_files=_int_setting(env, ENV_PROVIDER_LISTING_MAX_FILES, 200_000),
+            provider_listing_max_pages=_int_setting(env, ENV_PROVIDER_LISTING_MAX_PAGES, 10_000),
         )
 
     def endpoint_for(self, service: str) -> str | None:

@@ -34,13 +34,16 @@ from typing import Any
 
 import ijson
 
+from dlpipe.config import Settings
 from provider.contract import FileDescriptor, ListingResult, RejectedFile
 from provider.descriptor import kind, parse_file, safe_entity
 from provider.errors import MalformedResponseError
 
-DEFAULT_MAX_ENTRY_BYTES = 64 * 1024  # one entry is 1-2.3 KB; a bigger one is not a file
-DEFAULT_MAX_FILES = 200_000  # twice the largest day the design plans for
-DEFAULT_MAX_PAGES = 10_000
+# Defaults are the settings' (DLPIPE_PROVIDER_LISTING_MAX_*): one entry is 1-2.3 KB, so 64 KiB
+# is no file; 200,000 files is twice the largest day the design plans for.
+DEFAULT_MAX_ENTRY_BYTES: int = Settings.provider_listing_max_entry_bytes
+DEFAULT_MAX_FILES: int = Settings.provider_listing_max_files
+DEFAULT_MAX_PAGES: int = Settings.provider_listing_max_pages
 _FEED_BYTES = 8 * 1024  # the parser is fed slices this size: bounds how late a cap trips
 _BACKEND_ENV = "DLPIPE_IJSON_BACKEND"  # tests and benches may force "python"
 
@@ -71,6 +74,15 @@ class ListingLimits:
     def __post_init__(self) -> None:
         if min(self.max_entry_bytes, self.max_files, self.max_pages) < 1:
             raise ValueError("listing limits must be positive")
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ListingLimits:
+        """The caps configured by DLPIPE_PROVIDER_LISTING_MAX_{ENTRY_BYTES,FILES,PAGES}."""
+        return cls(
+            settings.provider_listing_max_entry_bytes,
+            settings.provider_listing_max_files,
+            settings.provider_listing_max_pages,
+        )
 
 
 Entry = FileDescriptor | RejectedFile
@@ -156,32 +168,34 @@ class _Page:
     def run(self, chunks: Iterable[bytes]) -> Iterator[Entry]:
         events: list[tuple[str, str, Any]] = ijson.sendable_list()
         coroutine = BACKEND.parse_coro(events, use_float=True)
-        try:
-            for chunk in chunks:
-                for start in range(0, len(chunk), self._feed):
-                    piece = chunk[start : start + self._feed]
-                    before = self._fed
-                    self._fed += len(piece)
-                    coroutine.send(piece)
-                    if events:
-                        self._quiet_from = self._fed
-                    for prefix, event, value in events:
-                        if (outcome := self._event(prefix, event, value, before)) is not None:
-                            yield outcome
-                    del events[:]
-                    self._check_sizes()
-            coroutine.close()  # end of input: raises if the JSON broke off
-            for prefix, event, value in events:
-                if (outcome := self._event(prefix, event, value, self._fed)) is not None:
-                    yield outcome
-        except ijson.JSONError as exc:
-            raise self._malformed(str(exc) or type(exc).__name__) from None
+        for chunk in chunks:
+            for start in range(0, len(chunk), self._feed):
+                piece = chunk[start : start + self._feed]
+                before = self._fed
+                self._fed += len(piece)
+                error = _send(coroutine, piece)
+                yield from self._events(events, before)
+                if error is not None:  # after the events parsed before it: "at entry N" is exact
+                    raise self._malformed(error)
+                self._check_sizes()
+        error = _send(coroutine, None)  # end of input: an error if the JSON broke off
+        yield from self._events(events, self._fed)
+        if error is not None:
+            raise self._malformed(error)
         if not self._started:
             raise self._malformed("the answer is empty")
         if not self._seen_date:
             raise MalformedResponseError(f"listing.date: missing ({self._where})")
         if not self._seen_files:
             raise MalformedResponseError(f"listing.files: missing ({self._where})")
+
+    def _events(self, events: list[tuple[str, str, Any]], fed_before: int) -> Iterator[Entry]:
+        if events:
+            self._quiet_from = self._fed
+        for prefix, event, value in events:
+            if (outcome := self._event(prefix, event, value, fed_before)) is not None:
+                yield outcome
+        del events[:]
 
     def _malformed(self, detail: str) -> MalformedResponseError:
         detail = detail.strip().splitlines()[0][:200] if detail.strip() else "no detail"
@@ -275,6 +289,18 @@ class _Page:
                 item, self._builder = self._builder.value, None
                 return self._parser._entry(item)
         return None
+
+
+def _send(coroutine: Any, piece: bytes | None) -> str | None:
+    """Feed the parser (None: end of input); the parse error's text, if any."""
+    try:
+        if piece is None:
+            coroutine.close()
+        else:
+            coroutine.send(piece)
+    except ijson.JSONError as exc:
+        return str(exc) or type(exc).__name__
+    return None
 
 
 def _event_kind(event: str, value: Any) -> str:
