@@ -73,7 +73,8 @@ class StubProvider:
             raise ValueError("stub file specs repeat an entity")
         if (page_size is not None and page_size < 1) or synthetic_files < 0:
             raise ValueError("page_size must be positive and synthetic_files not negative")
-        self._page_size, self._synthetic_files = page_size, synthetic_files
+        self.page_size = page_size  # may be changed while it runs
+        self._synthetic_files = synthetic_files
         self._key_prefix = key_prefix
         self.faults = faults or Faults()
         self._clients, self._token, self._bucket, self._port = clients, token, bucket, port
@@ -199,7 +200,7 @@ class StubProvider:
             return Reply.json(400, {"error": "unknown cursor"})
         entities, extras = self._listing_parts(date, faults)
         total = len(entities) + self._synthetic_files + len(extras)
-        size = self._page_size or max(1, total)
+        size = self.page_size or max(1, total)
         end = min(offset + size, total)
         cursor = encode_cursor(date, end) if end < total else None
         entries = self._entries(date, faults, entities, extras, range(offset, end))
