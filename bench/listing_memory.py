@@ -1,6 +1,6 @@
 """Peak memory and speed of a process that streams a large provider listing.
 
-    python bench/listing_memory.py [--sizes 10000,100000] [--pages 0,1000]
+    python bench/listing_memory.py [--sizes 10000,100000] [--pages 0,1000] [--whole]
 
 Starts the emulator (moto, for the stub's bucket and presigning endpoint) and one stub
 provider per size, serving synthetic listing-only entries (provider/stub_listing.py: really
@@ -10,7 +10,8 @@ ProviderClient and iterates `iter_listing` without keeping entries. The child re
 RSS and kernel high-water mark (VmHWM, /proc/self/status) after its imports and before the
 listing, then VmHWM after it, the wall time and entries/s; `growth` is VmHWM after minus
 RSS before. The ijson backend the child used is printed (yajl2_c unless forced with
-DLPIPE_IJSON_BACKEND=python).
+DLPIPE_IJSON_BACKEND=python). `--whole` adds, for comparison, the previous client's way:
+the whole answer read, json.loads'ed and every entry validated into a list.
 """
 
 from __future__ import annotations
@@ -35,18 +36,31 @@ def _status_kib(field: str) -> int:
     raise RuntimeError(f"{field} not in /proc/self/status")
 
 
-def child(url: str) -> None:
-    """Stream the listing at `url` through the real client; print one JSON line of figures."""
-    from provider.client import ProviderClient  # noqa: PLC0415 - measured after imports
+def child(url: str, *, whole: bool) -> None:
+    """Stream the listing at `url` through the real client; print one JSON line of figures.
+
+    `whole`: the previous client's way instead, for comparison: read the whole answer, then
+    json.loads it and validate every entry into a list (its 32 MiB cap left out).
+    """
+    import requests  # noqa: PLC0415 - measured after imports
+
+    from provider.client import ProviderClient  # noqa: PLC0415
+    from provider.descriptor import parse_file  # noqa: PLC0415
     from provider.listing_stream import BACKEND_NAME  # noqa: PLC0415
 
     client = ProviderClient(url, TOKEN)
     rss_before, hwm_before = _status_kib("VmRSS"), _status_kib("VmHWM")
     started = time.monotonic()
     entries = rejected = 0
-    for entry in client.iter_listing(DAY):
-        entries += 1
-        rejected += not hasattr(entry, "url")
+    if whole:
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        body = requests.get(f"{url}/v1/files", params={"date": DAY}, headers=headers, timeout=60)
+        kept = [parse_file(item, DAY, "files[i]") for item in json.loads(body.content)["files"]]
+        entries = len(kept)
+    else:
+        for entry in client.iter_listing(DAY):
+            entries += 1
+            rejected += not hasattr(entry, "url")
     wall = time.monotonic() - started
     hwm_after = _status_kib("VmHWM")
     print(
@@ -60,7 +74,7 @@ def child(url: str) -> None:
                 "hwm_before_mib": round(hwm_before / 1024, 1),
                 "hwm_after_mib": round(hwm_after / 1024, 1),
                 "growth_mib": round((hwm_after - rss_before) / 1024, 1),
-                "backend": BACKEND_NAME,
+                "backend": "json.loads, whole answer" if whole else BACKEND_NAME,
             }
         )
     )
@@ -73,9 +87,12 @@ def main() -> None:
     parser.add_argument("--url")
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--pages", default="0,1000", help="page sizes; 0 = unpaged")
+    parser.add_argument(
+        "--whole", action="store_true", help="also run the previous whole-answer parse, unpaged"
+    )
     args = parser.parse_args()
     if args.mode == "child":
-        child(args.url)
+        child(args.url, whole=args.whole)
         return
     from dlpipe.aws import AwsClients  # noqa: PLC0415
     from dlpipe.config import Settings  # noqa: PLC0415
@@ -99,14 +116,17 @@ def main() -> None:
         clients = AwsClients(Settings.from_env())
         for size in sizes:
             with StubProvider(clients, public_pem, TOKEN, [], synthetic_files=size) as stub:
-                for page_size in page_sizes:
+                runs = [(p, False) for p in page_sizes] + ([(0, True)] if args.whole else [])
+                for page_size, whole in runs:
                     stub.page_size = page_size or None
                     out = subprocess.run(
-                        [sys.executable, __file__, "child", "--url", stub.base_url],
+                        [sys.executable, __file__, "child", "--url", stub.base_url,
+                         *(["--whole"] if whole else [])],
                         env=env, capture_output=True, text=True, check=True, timeout=300,
                     )  # fmt: skip
                     figures = json.loads(out.stdout.strip().splitlines()[-1])
-                    rows.append({"files": size, "page_size": page_size or "unpaged", **figures})
+                    label = "whole answer" if whole else (page_size or "unpaged")
+                    rows.append({"files": size, "page_size": label, **figures})
                     print(json.dumps(rows[-1]), flush=True)
     print()
     print(
