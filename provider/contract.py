@@ -9,6 +9,8 @@ The orchestrator records a rejected file as an `error` job when `RejectedFile.en
 (the entity is safe, so a FileID can be built), otherwise in the batch's ErrorMessage.
 `size` and `sha256` are required (nothing is published unverified); unknown fields are
 ignored so the provider may add some. Messages never echo URLs or key material.
+The client streams listings of any size through provider/listing_stream.py, which applies
+these same rules entry by entry; `parse_listing` is for a listing already in memory.
 """
 
 from __future__ import annotations
