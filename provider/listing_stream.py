@@ -22,6 +22,10 @@ What is refused, and how:
   JSON that breaks off or goes bad mid-stream ("malformed listing: ... at entry N").
 Entries handed on before a fault was found are not taken back: a consumer commits only
 what it may redo (the orchestrator writes jobs idempotently and fails the day on the error).
+
+Where this differs from `parse_listing(json.loads(...))`: NaN and Infinity (which json.loads
+accepts, and JSON does not) refuse the listing; so does an integer beyond 64 bits with the
+C backend (yajl: "integer overflow"), where json.loads let one file be rejected as "huge".
 """
 
 from __future__ import annotations
@@ -98,6 +102,7 @@ class ListingParser:
         self.pages = 0
         self._first_index: dict[str, int] = {}  # entity -> index of its first copy
         self._cursors: set[str] = set()
+        self.next_cursor: str | None = None  # the last page's `next`
 
     def page(self, chunks: Iterable[bytes]) -> Iterator[Entry]:
         """Entries of one answer, in order; afterwards `next_cursor` holds its `next` or None."""
@@ -106,7 +111,7 @@ class ListingParser:
             raise MalformedResponseError(
                 f"listing: more than {self.limits.max_pages} pages (the page cap)"
             )
-        self.next_cursor: str | None = None
+        self.next_cursor = None
         page = _Page(self)
         yield from page.run(chunks)
         cursor = page.next_cursor

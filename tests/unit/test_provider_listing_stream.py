@@ -170,3 +170,16 @@ def test_whole_listing_faults_raise(answer: bytes, message: str) -> None:
     """Faults of the answer as a whole are MalformedResponseError naming the fault."""
     with pytest.raises(MalformedResponseError, match=message):
         pages(answer)
+
+
+def test_numbers_json_loads_tolerates_refuse_the_listing(backend: str) -> None:
+    """NaN (not JSON) refuses the listing; a 30-digit size does too on yajl2_c, not on python."""
+    nan = body(listing(good("a"))).replace(b"12345", b"NaN")
+    with pytest.raises(MalformedResponseError, match=r"invalid JSON .* at entry 0"):
+        pages(nan)
+    huge = body(listing(good("a"))).replace(b"12345", b"1" + b"0" * 30)
+    if backend == "python":
+        assert "huge declared size" in pages(huge).rejected[0].reason
+    else:
+        with pytest.raises(MalformedResponseError, match="integer overflow"):
+            pages(huge)
