@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import requests
@@ -25,7 +26,13 @@ from tenacity.wait import wait_random_exponential
 
 from dlpipe.config import ENV_PROVIDER_TOKEN, ENV_PROVIDER_TOKEN_SECRET, ConfigError, Settings
 from dlpipe.log import get_logger
-from provider.contract import FileDescriptor, ListingResult, RejectedFile, parse_descriptor
+from provider.contract import (
+    MAX_FILES_PER_LISTING,
+    FileDescriptor,
+    ListingResult,
+    RejectedFile,
+    parse_descriptor,
+)
 from provider.errors import (
     MalformedResponseError,
     ProviderAuthError,
@@ -97,8 +104,16 @@ class ProviderClient:
         return f"ProviderClient({self._base_url!r})"  # never the token
 
     def list_files(self, date: str) -> ListingResult:
-        """The day's listing, all pages collected: parsed files and the refused ones."""
-        return collect_listing(date, self.iter_listing(date))
+        """The day's listing, all pages collected: parsed files and the refused ones.
+
+        Held whole, so capped at MAX_FILES_PER_LISTING (10,000) as before streaming: its
+        caller keeps every FileID in one batch item. Larger days need `iter_listing`.
+        """
+        limits = replace(
+            self._listing_limits,
+            max_files=min(self._listing_limits.max_files, MAX_FILES_PER_LISTING),
+        )
+        return collect_listing(date, self._iter_listing(date, limits))
 
     def iter_listing(self, date: str) -> Iterator[FileDescriptor | RejectedFile]:
         """The day's listing entry by entry, following `next` cursors; O(one entry) of bytes.
@@ -107,8 +122,13 @@ class ProviderClient:
         entries were yielded; a RejectedFile with `duplicate` set asks to refuse an entity
         yielded before (see provider/listing_stream.py).
         """
+        return self._iter_listing(date, self._listing_limits)
+
+    def _iter_listing(
+        self, date: str, limits: ListingLimits
+    ) -> Iterator[FileDescriptor | RejectedFile]:
         validate_date(date)
-        parser = ListingParser(date, self._listing_limits)
+        parser = ListingParser(date, limits)
         cursor: str | None = None
         while True:
             with self._open_listing_page(date, cursor, parser.pages + 1) as response:

@@ -8,7 +8,7 @@ import pytest
 import requests
 from click.testing import CliRunner
 
-from provider.contract import ListingResult
+from provider.contract import MAX_FILES_PER_LISTING, ListingResult
 from provider.crypto import CIPHER_CBC, CIPHER_GCM
 from provider.errors import MalformedResponseError, ProviderUnavailableError
 from provider.stub_cli import provider_stub
@@ -150,3 +150,11 @@ def test_stub_help_documents_paging_and_faults() -> None:
     assert result.exit_code == 0
     for option in ("--page-size", "--synthetic-files", "--broken-page", "--broken-kind"):
         assert option in result.output
+
+
+def test_list_files_keeps_the_10000_cap_and_iter_listing_goes_past_it(stub_factory) -> None:
+    """The collecting API still refuses a day over 10,000 files; the streaming one lists it."""
+    stub = stub_factory([], page_size=5000, synthetic_files=MAX_FILES_PER_LISTING + 1)
+    with pytest.raises(MalformedResponseError, match="more than 10000 files"):
+        fast_client(stub).list_files(DAY)
+    assert sum(1 for _ in fast_client(stub).iter_listing(DAY)) == MAX_FILES_PER_LISTING + 1
