@@ -93,7 +93,7 @@ Entry = FileDescriptor | RejectedFile
 
 
 class ListingParser:
-    """Parses the pages of one day's listing in order; `page` once per answer, then `finish`."""
+    """The pages of one day's listing, in order: `page` per answer until `next_cursor` is None."""
 
     def __init__(self, expected_date: str, limits: ListingLimits | None = None) -> None:
         self.expected_date = expected_date
