@@ -2,8 +2,8 @@
 
 Three kinds: per API call (5xx, 429, stall, latency, bad JSON, a broken listing page), per
 descriptor when it is served (wrong sha256/size/IV/cipher, dropped or replaced fields), and
-per stored object when a date is published (tampered, truncated, extra bytes: set those before the date's first
-listing). URL and key faults (expired, missing object, wrong key) are applied by the stub.
+per stored object when a date is published (tampered, truncated, extra bytes: set those
+before the date's first listing). URL and key faults (expired, missing object, wrong key) are applied by the stub.
 """
 
 from __future__ import annotations
