@@ -52,6 +52,9 @@ ENV_ALLOW_HTTP_URLS = "DLPIPE_ALLOW_HTTP_URLS"
 ENV_ALLOW_PRIVATE_URL_HOSTS = "DLPIPE_ALLOW_PRIVATE_URL_HOSTS"
 ENV_LARGE_QUEUE_URL = "DLPIPE_LARGE_QUEUE_URL"  # only the long-poll worker consumes it
 ENV_LARGE_FILE_THRESHOLD_BYTES = "DLPIPE_LARGE_FILE_THRESHOLD_BYTES"
+ENV_PROVIDER_LISTING_MAX_ENTRY_BYTES = "DLPIPE_PROVIDER_LISTING_MAX_ENTRY_BYTES"
+ENV_PROVIDER_LISTING_MAX_FILES = "DLPIPE_PROVIDER_LISTING_MAX_FILES"
+ENV_PROVIDER_LISTING_MAX_PAGES = "DLPIPE_PROVIDER_LISTING_MAX_PAGES"
 
 DEFAULT_REGION = "us-east-1"
 JOBS_TABLE_BASE_NAME = "data-download-jobs"
@@ -122,6 +125,10 @@ class Settings:
     # Files above the threshold go to the large-file queue, when there is one (dlpipe.routing).
     large_queue_url: str | None = None
     large_file_threshold_bytes: int = DEFAULT_LARGE_FILE_THRESHOLD_BYTES
+    # Sanity caps of the streamed provider listing (provider/listing_stream.py).
+    provider_listing_max_entry_bytes: int = 64 * 1024
+    provider_listing_max_files: int = 200_000
+    provider_listing_max_pages: int = 10_000
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -166,6 +173,11 @@ class Settings:
             large_file_threshold_bytes=_int_setting(
                 env, ENV_LARGE_FILE_THRESHOLD_BYTES, DEFAULT_LARGE_FILE_THRESHOLD_BYTES, minimum=0
             ),
+            provider_listing_max_entry_bytes=_int_setting(
+                env, ENV_PROVIDER_LISTING_MAX_ENTRY_BYTES, 64 * 1024
+            ),
+            provider_listing_max_files=_int_setting(env, ENV_PROVIDER_LISTING_MAX_FILES, 200_000),
+            provider_listing_max_pages=_int_setting(env, ENV_PROVIDER_LISTING_MAX_PAGES, 10_000),
         )
 
     def endpoint_for(self, service: str) -> str | None:

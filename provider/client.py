@@ -1,5 +1,11 @@
 """HTTP client of the provider API: bearer token, bounded retries with full jitter, strict parsing.
 
+The day's listing is streamed (provider/listing_stream.py): `iter_listing` yields validated
+entries page after page (`next` cursors) without holding an answer; `list_files` collects
+them. A transient fault before a page's body (5xx, 429, connection error, timeout) retries
+that page, not the listing; a connection that breaks mid-body is ProviderUnavailableError
+(the entries already yielded cannot be taken back, so the caller redoes the day).
+
 Retried: 5xx, 429 (Retry-After seconds honoured, capped at `max_wait_s`), connection errors
 and timeouts; then ProviderUnavailableError. Other 4xx are permanent and never retried.
 Logs carry the API path, date, status and timing; never the token or a file's URL.
@@ -9,7 +15,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import requests
@@ -19,7 +26,13 @@ from tenacity.wait import wait_random_exponential
 
 from dlpipe.config import ENV_PROVIDER_TOKEN, ENV_PROVIDER_TOKEN_SECRET, ConfigError, Settings
 from dlpipe.log import get_logger
-from provider.contract import FileDescriptor, ListingResult, parse_descriptor, parse_listing
+from provider.contract import (
+    MAX_FILES_PER_LISTING,
+    FileDescriptor,
+    ListingResult,
+    RejectedFile,
+    parse_descriptor,
+)
 from provider.errors import (
     MalformedResponseError,
     ProviderAuthError,
@@ -27,12 +40,14 @@ from provider.errors import (
     ProviderRequestError,
     ProviderUnavailableError,
 )
+from provider.listing_stream import ListingLimits, ListingParser, collect_listing
 from records.model import validate_date, validate_entity
 
 if TYPE_CHECKING:
     from dlpipe.aws import AwsClients
 
-MAX_RESPONSE_BYTES = 32 * 1024 * 1024  # a full 10,000-file listing is a few MiB
+MAX_RESPONSE_BYTES = 32 * 1024 * 1024  # one file's answer; the listing is streamed, uncapped
+_LISTING_CHUNK_BYTES = 64 * 1024
 # Faults of the connection, not of the request: worth another attempt.
 _TRANSPORT_ERRORS = (
     requests.ConnectionError,
@@ -71,6 +86,7 @@ class ProviderClient:
         max_wait_s: float = 30,
         initial_wait_s: float = 0.5,
         sleep: Callable[[float], None] = time.sleep,
+        listing_limits: ListingLimits | None = None,
     ) -> None:
         if not token:
             raise ConfigError("the provider token is empty")
@@ -82,14 +98,108 @@ class ProviderClient:
         self._max_wait_s = max_wait_s
         self._backoff = wait_random_exponential(multiplier=initial_wait_s, max=max_wait_s)
         self._sleep = sleep
+        self._listing_limits = listing_limits or ListingLimits()
 
     def __repr__(self) -> str:
         return f"ProviderClient({self._base_url!r})"  # never the token
 
     def list_files(self, date: str) -> ListingResult:
-        """The day's listing: parsed files and the files refused with their reasons."""
+        """The day's listing, all pages collected: parsed files and the refused ones.
+
+        Held whole, so capped at MAX_FILES_PER_LISTING (10,000) as before streaming: its
+        caller keeps every FileID in one batch item. Larger days need `iter_listing`.
+        """
+        limits = replace(
+            self._listing_limits,
+            max_files=min(self._listing_limits.max_files, MAX_FILES_PER_LISTING),
+        )
+        return collect_listing(date, self._iter_listing(date, limits))
+
+    def iter_listing(self, date: str) -> Iterator[FileDescriptor | RejectedFile]:
+        """The day's listing entry by entry, following `next` cursors; O(one entry) of bytes.
+
+        Raises MalformedResponseError (permanent) on a whole-listing fault, possibly after
+        entries were yielded; a RejectedFile with `duplicate` set asks to refuse an entity
+        yielded before (see provider/listing_stream.py).
+        """
+        return self._iter_listing(date, self._listing_limits)
+
+    def _iter_listing(
+        self, date: str, limits: ListingLimits
+    ) -> Iterator[FileDescriptor | RejectedFile]:
         validate_date(date)
-        return parse_listing(self._get_json("/v1/files", date, f"no listing for {date}"), date)
+        parser = ListingParser(date, limits)
+        cursor: str | None = None
+        while True:
+            with self._open_listing_page(date, cursor, parser.pages + 1) as response:
+                try:
+                    yield from parser.page(response.iter_content(_LISTING_CHUNK_BYTES))
+                except _TRANSPORT_ERRORS as exc:
+                    raise ProviderUnavailableError(
+                        f"the provider's listing broke off at entry {parser.entries}"
+                        f" (page {parser.pages}): {type(exc).__name__}",
+                        attempts=1,
+                        reason=f"GET /v1/files: {type(exc).__name__} mid-body",
+                    ) from exc
+            _log().info(
+                "provider.listing_page", date=date, page=parser.pages, entries=parser.entries
+            )
+            cursor = parser.next_cursor
+            if cursor is None:
+                return
+
+    def _open_listing_page(self, date: str, cursor: str | None, page: int) -> requests.Response:
+        """GET one listing page, retried like every request; the open 200 response."""
+        params = {"date": date} if cursor is None else {"date": date, "cursor": cursor}
+        retrying = Retrying(
+            stop=stop_after_attempt(self._max_attempts),
+            wait=self._wait,
+            retry=retry_if_exception_type(_Retryable),
+            before_sleep=self._log_retry,
+            sleep=self._sleep,
+            reraise=True,
+        )
+        try:
+            response: requests.Response = retrying(self._open_page_attempt, params, page)
+        except _Retryable as exc:
+            raise ProviderUnavailableError(
+                f"provider unavailable for /v1/files (page {page}): {exc}"
+                f" after {self._max_attempts} attempts",
+                attempts=self._max_attempts,
+                status_code=exc.status_code,
+                reason=f"GET /v1/files: {exc}",
+            ) from exc
+        return response
+
+    def _open_page_attempt(self, params: dict[str, str], page: int) -> requests.Response:
+        path, date = "/v1/files", params["date"]
+        started = time.monotonic()
+        try:
+            response = self._session.get(
+                f"{self._base_url}{path}",
+                params=params,  # requests URL-encodes the opaque cursor
+                headers=self._headers,
+                timeout=self._timeout,
+                stream=True,
+                allow_redirects=False,  # a bearer token is not sent wherever a redirect points
+            )
+        except _TRANSPORT_ERRORS as exc:
+            _log().info(
+                "provider.request", path=path, date=date, page=page, error=type(exc).__name__
+            )
+            raise _Retryable(type(exc).__name__) from exc
+        _log().info(
+            "provider.request",
+            path=path,
+            date=date,
+            page=page,
+            status=response.status_code,
+            elapsed_ms=round((time.monotonic() - started) * 1000),  # to the headers
+        )
+        if response.status_code != 200:
+            response.close()
+            _check_status(response, path, f"no listing for {date}")
+        return response
 
     def get_file(self, entity: str, date: str) -> FileDescriptor:
         """One file's descriptor with a freshly signed URL."""

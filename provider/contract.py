@@ -9,6 +9,8 @@ The orchestrator records a rejected file as an `error` job when `RejectedFile.en
 (the entity is safe, so a FileID can be built), otherwise in the batch's ErrorMessage.
 `size` and `sha256` are required (nothing is published unverified); unknown fields are
 ignored so the provider may add some. Messages never echo URLs or key material.
+The client streams listings of any size through provider/listing_stream.py, which applies
+these same rules entry by entry; `parse_listing` is for a listing already in memory.
 """
 
 from __future__ import annotations
@@ -42,11 +44,16 @@ MAX_FILES_PER_LISTING = 10_000
 
 @dataclass(frozen=True)
 class RejectedFile:
-    """A listed file that breaks the contract; `entity` is set only when the entity is safe."""
+    """A listed file that breaks the contract; `entity` is set only when the entity is safe.
+
+    `duplicate` marks a later copy of an entity a streamed listing handed on already
+    (provider/listing_stream.py): the consumer must refuse every copy of that entity.
+    """
 
     entity_or_index: str  # the entity, or "files[3]" when it is missing or unsafe
     reason: str
     entity: str | None = None
+    duplicate: bool = False
 
 
 @dataclass(frozen=True)

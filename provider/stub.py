@@ -4,6 +4,9 @@ Files are really encrypted (fresh AES-256 key per file, wrapped with the configu
 stored in the emulator's S3 under `{key_prefix}{date}/{entity}.bin`, and handed out as
 SigV4 presigned URLs. A date is published on its first listing (or `publish`). Faults are
 switched with `Faults` (provider/stub_faults.py), at construction or while it runs.
+With `page_size` the listing is served in pages linked by `next` cursors; `synthetic_files`
+adds listing-only entries of objects that do not exist (provider/stub_listing.py), so a
+100,000-file day can be listed without storing 100,000 files. Listings are streamed.
 """
 
 from __future__ import annotations
@@ -11,17 +14,24 @@ from __future__ import annotations
 import base64
 import random
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from functools import cached_property
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from dlpipe.local.provision import ensure_bucket
 from dlpipe.log import get_logger
-from provider.crypto import generate_rsa_keypair, load_public_key, wrap_aes_key
+from provider.crypto import generate_rsa_keypair, load_public_key, new_aes_key, wrap_aes_key
 from provider.stub_faults import CallFault, Descriptor, Faults, draw_call_fault, falsify_descriptor
-from provider.stub_http import Reply, StubHttpServer, bearer_matches, route
-from provider.stub_presign import Presigner
+from provider.stub_http import Reply, Route, StubHttpServer, bearer_matches, route
+from provider.stub_listing import (
+    decode_cursor,
+    encode_cursor,
+    page_chunks,
+    synthetic_descriptor,
+    synthetic_entity,
+)
+from provider.stub_presign import BatchSigner, Presigner
 from provider.stub_publish import ExpectedFile, StubFileSpec
 from provider.stub_store import PublishedDays
 from records.model import make_file_id
@@ -56,9 +66,16 @@ class StubProvider:
         url_ttl_seconds: int = 3600,
         key_prefix: str = "",
         port: int = 0,
+        page_size: int | None = None,
+        synthetic_files: int = 0,
     ) -> None:
         if len({spec.entity for spec in files}) != len(files):
             raise ValueError("stub file specs repeat an entity")
+        if (page_size is not None and page_size < 1) or synthetic_files < 0:
+            raise ValueError("page_size must be positive and synthetic_files not negative")
+        self.page_size = page_size  # may be changed while it runs
+        self._synthetic_files = synthetic_files
+        self._key_prefix = key_prefix
         self.faults = faults or Faults()
         self._clients, self._token, self._bucket, self._port = clients, token, bucket, port
         self._public_key = load_public_key(public_key_pem)
@@ -155,7 +172,7 @@ class StubProvider:
         if faults.malformed_json:
             return Reply(200, b'{"date": "' + call.date.encode() + b'", "files": [{"entity": ')
         if call.entity is None:
-            return Reply.json(200, self._listing(call.date, faults))
+            return self._listing_page(call, faults)
         descriptor = self._descriptor(call.date, call.entity, faults, refresh=True)
         return Reply.json(200, {"date": call.date, **descriptor})
 
@@ -175,13 +192,58 @@ class StubProvider:
             http.pause(faults.stall_seconds)  # answered after the client gave up
         return None
 
-    def _listing(self, date: str, faults: Faults) -> dict[str, object]:
+    def _listing_page(self, call: Route, faults: Faults) -> Reply:
+        date = call.date
+        assert date is not None
+        offset = 0 if call.cursor is None else decode_cursor(call.cursor, date)
+        if offset is None:
+            return Reply.json(400, {"error": "unknown cursor"})
+        entities, extras = self._listing_parts(date, faults)
+        total = len(entities) + self._synthetic_files + len(extras)
+        size = self.page_size or max(1, total)
+        end = min(offset + size, total)
+        cursor = encode_cursor(date, end) if end < total else None
+        entries = self._entries(date, faults, entities, extras, range(offset, end))
+        page = offset // size + 1
+        return Reply.streamed(200, page_chunks(date, entries, cursor, page=page, faults=faults))
+
+    def _listing_parts(
+        self, date: str, faults: Faults
+    ) -> tuple[list[str], list[dict[str, object]]]:
         if faults.empty_listing:
-            return {"date": date, "files": []}
-        entities = list(self._days.get(date))
+            return [], []
+        entities = list(self._days.get(date)) if self._entities else []
         entities += [e for e in entities if e in faults.duplicate_entities]
-        files = [self._descriptor(date, e, faults, refresh=False) for e in entities]
-        return {"date": date, "files": files + [dict(e) for e in faults.extra_listing_entries]}
+        return entities, [dict(e) for e in faults.extra_listing_entries]
+
+    def _entries(
+        self,
+        date: str,
+        faults: Faults,
+        entities: list[str],
+        extras: list[dict[str, object]],
+        indexes: range,
+    ) -> Iterator[dict[str, object]]:
+        signer = self._presigner.batch(self._bucket, self._url_ttl_s)
+        synthetic_end = len(entities) + self._synthetic_files
+        for index in indexes:
+            if index < len(entities):
+                yield self._descriptor(date, entities[index], faults, refresh=False)
+            elif index < synthetic_end:
+                yield self._synthetic(date, synthetic_entity(index - len(entities)), signer)
+            else:
+                yield extras[index - synthetic_end]
+
+    def _synthetic(self, date: str, entity: str, signer: BatchSigner) -> dict[str, object]:
+        key = f"{self._key_prefix}{date}/synthetic/{entity}.bin"  # never stored
+        return synthetic_descriptor(
+            entity, signer.url(key), self._synthetic_key, signer.expires_at_iso
+        )
+
+    @cached_property
+    def _synthetic_key(self) -> str:
+        # One real wrap of a random AES key, shared by every synthetic entry.
+        return wrap_aes_key(self._public_key, new_aes_key())
 
     def _descriptor(self, date: str, entity: str, faults: Faults, *, refresh: bool) -> Descriptor:
         published = self._days.get(date)[entity]

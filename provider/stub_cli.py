@@ -13,6 +13,7 @@ from dlpipe.aws import AwsClients
 from dlpipe.config import ENV_ENDPOINT_URL, ENV_PROVIDER_TOKEN, Settings
 from dlpipe.log import configure_logging
 from provider.stub import DEFAULT_BUCKET, StubProvider
+from provider.stub_faults import BROKEN_PAGE_KINDS, Faults
 from provider.stub_publish import default_day
 from records.errors import InvalidIdentifierError
 from records.model import validate_date
@@ -71,8 +72,53 @@ def _dates(_ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]
 @click.option(
     "--bucket", default=DEFAULT_BUCKET, show_default=True, help="Bucket for the ciphertext."
 )
+@click.option(
+    "--page-size",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Serve the listing in pages of N entries linked by `next` cursors (default: one answer).",
+)
+@click.option(
+    "--synthetic-files",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Add N listing-only entries (synthetic_0000000, ...): signed URLs of objects never"
+    " stored, so large days list without storing files; downloading them gets 404.",
+)
+@click.option(
+    "--broken-page",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Fault: answer listing page N (1-based) with broken JSON.",
+)
+@click.option(
+    "--broken-kind",
+    type=click.Choice(BROKEN_PAGE_KINDS),
+    default=BROKEN_PAGE_KINDS[0],
+    show_default=True,
+    help="How --broken-page breaks: truncated (stops mid-entry) or malformed (a bad token).",
+)
+@click.option(
+    "--broken-at-entry",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Entries of the broken page served intact before the break.",
+)
 def provider_stub(  # noqa: PLR0917 - click passes every option as an argument
-    port: int, public_key: Path, token: str, n_files: int, dates: list[str], seed: int, bucket: str
+    port: int,
+    public_key: Path,
+    token: str,
+    n_files: int,
+    dates: list[str],
+    seed: int,
+    bucket: str,
+    page_size: int | None,
+    synthetic_files: int,
+    broken_page: int | None,
+    broken_kind: str,
+    broken_at_entry: int,
 ) -> None:
     """Serve the provider API on 127.0.0.1 (needs AWS_ENDPOINT_URL pointing at the emulator)."""
     settings = Settings.from_env()
@@ -86,9 +132,13 @@ def provider_stub(  # noqa: PLR0917 - click passes every option as an argument
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    faults = Faults(
+        broken_page=broken_page or 0, broken_page_kind=broken_kind, broken_at_entry=broken_at_entry
+    )
     stub = StubProvider(
         AwsClients(settings), public_key.read_bytes(), token, default_day(n_files),
-        bucket=bucket, seed=seed, port=port,
+        bucket=bucket, seed=seed, port=port, faults=faults, page_size=page_size,
+        synthetic_files=synthetic_files,
     )  # fmt: skip
     with stub:
         for day in dates:

@@ -1,9 +1,9 @@
 """The stub provider's fault switches, and the small tables that apply them.
 
-Three kinds: per API call (5xx, 429, stall, latency, bad JSON), per descriptor when it is
-served (wrong sha256/size/IV/cipher, dropped or replaced fields), and per stored object when
-a date is published (tampered, truncated, extra bytes: set those before the date's first
-listing). URL and key faults (expired, missing object, wrong key) are applied by the stub.
+Three kinds: per API call (5xx, 429, stall, latency, bad JSON, a broken listing page), per
+descriptor when it is served (wrong sha256/size/IV/cipher, dropped or replaced fields), and
+per stored object when a date is published (tampered, truncated, extra bytes: set those
+before the date's first listing). URL and key faults (expired, missing object, wrong key) are applied by the stub.
 """
 
 from __future__ import annotations
@@ -28,6 +28,9 @@ DROP: Final = _Drop()  # in `malformed_fields`: remove the field instead of repl
 UNKNOWN_CIPHER = "AES-128-ECB"
 TRUNCATED_BYTES = 5  # leaves CBC off its block boundary, and cuts into a GCM tag
 EXTRA_BYTES = b"\x00" * 16
+BROKEN_TRUNCATED = "truncated"  # the page's JSON stops mid-entry (the HTTP body ends cleanly)
+BROKEN_MALFORMED = "malformed"  # a bad token where the entry should be, then the rest
+BROKEN_PAGE_KINDS = (BROKEN_TRUNCATED, BROKEN_MALFORMED)
 
 
 @dataclass
@@ -55,6 +58,9 @@ class Faults:
     unknown_cipher_entities: AbstractSet[str] = frozenset()
     duplicate_entities: AbstractSet[str] = frozenset()
     extra_listing_entries: Sequence[Mapping[str, object]] = ()  # raw, hostile entries
+    broken_page: int = 0  # 1-based listing page answered with broken JSON; 0: none
+    broken_page_kind: str = BROKEN_TRUNCATED  # one of BROKEN_PAGE_KINDS
+    broken_at_entry: int = 0  # entries of that page served intact before the break
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def set(self, **changes: object) -> None:

@@ -7,7 +7,7 @@ import hmac
 import json
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, cast
@@ -27,11 +27,17 @@ def _log() -> Any:
 
 @dataclass(frozen=True)
 class Reply:
-    """An HTTP answer: status, JSON body bytes, extra headers."""
+    """An HTTP answer: status, JSON body bytes, extra headers; or a body streamed in chunks."""
 
     status: int
     body: bytes
     headers: Sequence[tuple[str, str]] = ()
+    chunks: Iterable[bytes] | None = None  # sent with Transfer-Encoding: chunked; body unused
+
+    @classmethod
+    def streamed(cls, status: int, chunks: Iterable[bytes]) -> Reply:
+        """A reply whose body is produced while it is sent (a listing of any size)."""
+        return cls(status, b"", (), chunks)
 
     @classmethod
     def json(cls, status: int, payload: object, headers: Sequence[tuple[str, str]] = ()) -> Reply:
@@ -48,6 +54,7 @@ class Route:
 
     entity: str | None  # None: the day's listing
     date: str | None  # None: missing, or not a calendar date
+    cursor: str | None = None  # the listing's `cursor` parameter, decoded
 
 
 def route(path: str) -> Route | None:
@@ -56,11 +63,12 @@ def route(path: str) -> Route | None:
     match = _ROUTE.fullmatch(url.path)
     if match is None:
         return None
+    query = parse_qs(url.query)
     try:
-        date: str | None = validate_date(parse_qs(url.query).get("date", [""])[0])
+        date: str | None = validate_date(query.get("date", [""])[0])
     except InvalidIdentifierError:
         date = None
-    return Route(match.group(1), date)
+    return Route(match.group(1), date, query.get("cursor", [None])[0])
 
 
 def bearer_matches(authorization: str | None, token: str) -> bool:
@@ -74,6 +82,7 @@ Serve = Callable[[str, str | None], Reply]  # (path with query, Authorization he
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as a real API behind a load balancer
+    disable_nagle_algorithm = True  # headers, then chunks: no 40 ms delayed-ACK stall between
 
     def do_GET(self) -> None:
         server = cast("_Server", self.server)
@@ -82,11 +91,20 @@ class _Handler(BaseHTTPRequestHandler):
         _log().debug("provider.stub.request", path=self.path.split("?")[0], status=reply.status)
         self.send_response(reply.status)
         self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(reply.body)))
+        if reply.chunks is not None:
+            self.send_header("Transfer-Encoding", "chunked")
+        else:
+            self.send_header("Content-Length", str(len(reply.body)))
         for name, value in reply.headers:
             self.send_header(name, value)
         self.end_headers()
-        self.wfile.write(reply.body)
+        if reply.chunks is None:
+            self.wfile.write(reply.body)
+            return
+        for chunk in reply.chunks:
+            if chunk:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+        self.wfile.write(b"0\r\n\r\n")
 
     def log_message(self, format: str, *args: Any) -> None:
         """Silence http.server's stderr lines; `provider.stub.request` logs each call."""

@@ -8,10 +8,12 @@ a signed URL; S3 (and the strict emulator) refuse it with 403 "Request has expir
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import boto3
 from botocore.auth import SIGV4_TIMESTAMP, S3SigV4QueryAuth
@@ -88,7 +90,75 @@ class Presigner:
         _SignedAtQueryAuth(credentials, self._region, ttl_s, naive_utc).add_auth(request)
         return SignedUrl(str(request.url), signed_at + timedelta(seconds=ttl_s))
 
+    def batch(self, bucket: str, ttl_s: int) -> BatchSigner:
+        """A signer of many keys of `bucket`, signed now: ~10 us a URL instead of ~300 us."""
+        return BatchSigner(
+            self._s3.meta.endpoint_url.rstrip("/"),
+            self._credentials.get_frozen_credentials(),
+            self._region,
+            bucket,
+            ttl_s,
+            datetime.now(UTC).replace(microsecond=0),
+        )
+
     def expired_url(self, bucket: str, key: str, ttl_s: int) -> SignedUrl:
         """A correctly signed URL whose validity ended a minute ago."""
         signed_at = datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=ttl_s)
         return self.signed_at(bucket, key, ttl_s, signed_at - _EXPIRED_FOR)
+
+
+def _hmac(key: bytes, text: str) -> bytes:
+    return hmac.new(key, text.encode(), hashlib.sha256).digest()
+
+
+def _encode(value: str) -> str:
+    return quote(value, safe="-_.~")
+
+
+class BatchSigner:
+    """SigV4 query presigning of many GET URLs at one signing time (the stub's large listings).
+
+    The same algorithm as botocore's S3SigV4QueryAuth (a test compares the two signatures),
+    with the signing key and the auth parameters computed once instead of per URL.
+    """
+
+    def __init__(  # noqa: PLR0917 - the inputs of a signature
+        self,
+        endpoint: str,
+        credentials: Any,
+        region: str,
+        bucket: str,
+        ttl_s: int,
+        signed_at: datetime,
+    ) -> None:
+        self._bucket = bucket
+        split = urlsplit(endpoint)
+        self._origin = f"{split.scheme}://{split.netloc}"
+        self._host, self._base_path = split.netloc, split.path.rstrip("/")
+        self._stamp = signed_at.astimezone(UTC).strftime(SIGV4_TIMESTAMP)
+        day = self._stamp[:8]
+        self._scope = f"{day}/{region}/s3/aws4_request"
+        key = _hmac(f"AWS4{credentials.secret_key}".encode(), day)
+        for part in (region, "s3", "aws4_request"):
+            key = _hmac(key, part)
+        self._signing_key = key
+        params = {
+            "X-Amz-Algorithm": "AWS4-HMAC-SHA256",
+            "X-Amz-Credential": f"{credentials.access_key}/{self._scope}",
+            "X-Amz-Date": self._stamp,
+            "X-Amz-Expires": str(ttl_s),
+            "X-Amz-SignedHeaders": "host",
+        }
+        if credentials.token is not None:
+            params["X-Amz-Security-Token"] = credentials.token
+        self._query = "&".join(f"{_encode(k)}={_encode(v)}" for k, v in sorted(params.items()))
+        self.expires_at_iso = SignedUrl("", signed_at + timedelta(seconds=ttl_s)).expires_at_iso
+
+    def url(self, key: str) -> str:
+        """The presigned GET URL of `key`."""
+        path = f"{self._base_path}/{self._bucket}/{quote(key, safe='/~')}"
+        canonical = f"GET\n{path}\n{self._query}\nhost:{self._host}\n\nhost\nUNSIGNED-PAYLOAD"
+        digest = hashlib.sha256(canonical.encode()).hexdigest()
+        to_sign = f"AWS4-HMAC-SHA256\n{self._stamp}\n{self._scope}\n{digest}"
+        signature = hmac.new(self._signing_key, to_sign.encode(), hashlib.sha256).hexdigest()
+        return f"{self._origin}{path}?{self._query}&X-Amz-Signature={signature}"

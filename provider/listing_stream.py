@@ -1,0 +1,337 @@
+"""A day's listing parsed as a stream: one validated entry at a time, any number of pages.
+
+The provider may split a large day into pages: each answer is `{"date", "files", "next"?}`
+and `next` is an opaque cursor for `GET /v1/files?date=...&cursor=...` (DESIGN.md, "Data
+provider contract"). `ListingParser` turns the bytes of all pages into FileDescriptors and
+RejectedFiles without ever holding a whole answer: an incremental JSON parser (ijson, its
+C backend yajl2_c when installed) emits events, and only the entry being read is built.
+
+Memory is O(one entry) for the bytes, plus O(files) for the duplicate check: a dict of
+entity name -> index of its first copy (short strings; ~100 bytes a file, ~10 MiB at
+100,000 files). Every other per-file fact is handed on and forgotten.
+
+What is refused, and how:
+- per-file faults (a field missing or mistyped, an unsafe entity, ...) are RejectedFiles
+  with the same reasons as `parse_listing`; "files[N]" counts entries across all pages;
+- a later copy of an entity already listed is a RejectedFile with `duplicate=True`: the
+  first copy was handed on already, so the consumer must refuse that entity too
+  (`collect_listing` does: all copies refused, as `parse_listing` decides);
+- whole-listing faults raise MalformedResponseError (permanent): not an object, `date`
+  missing or not the asked date (on any page), `files` not a list, `next` not a string, a
+  cursor seen before, too many pages or files, one entry larger than the per-entry cap, and
+  JSON that breaks off or goes bad mid-stream ("malformed listing: ... at entry N").
+Entries handed on before a fault was found are not taken back: a consumer commits only
+what it may redo (the orchestrator writes jobs idempotently and fails the day on the error).
+
+Where this differs from `parse_listing(json.loads(...))`: NaN and Infinity (which json.loads
+accepts, and JSON does not) refuse the listing; so does an integer beyond 64 bits with the
+C backend (yajl: "integer overflow"), where json.loads let one file be rejected as "huge".
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+import ijson
+
+from dlpipe.config import Settings
+from provider.contract import FileDescriptor, ListingResult, RejectedFile
+from provider.descriptor import kind, parse_file, safe_entity
+from provider.errors import MalformedResponseError
+
+# Defaults are the settings' (DLPIPE_PROVIDER_LISTING_MAX_*): one entry is 1-2.3 KB, so 64 KiB
+# is no file; 200,000 files is twice the largest day the design plans for.
+DEFAULT_MAX_ENTRY_BYTES: int = Settings.provider_listing_max_entry_bytes
+DEFAULT_MAX_FILES: int = Settings.provider_listing_max_files
+DEFAULT_MAX_PAGES: int = Settings.provider_listing_max_pages
+_FEED_BYTES = 8 * 1024  # the parser is fed slices this size: bounds how late a cap trips
+_BACKEND_ENV = "DLPIPE_IJSON_BACKEND"  # tests and benches may force "python"
+
+
+def _pick_backend() -> ModuleType:
+    forced = os.environ.get(_BACKEND_ENV)
+    for name in [forced] if forced else ["yajl2_c", "yajl2_cffi", "python"]:
+        try:
+            backend: ModuleType = ijson.get_backend(name)
+        except ImportError:
+            continue
+        return backend
+    raise ImportError(f"ijson backend {forced!r} is not available")
+
+
+BACKEND = _pick_backend()
+BACKEND_NAME: str = getattr(BACKEND, "backend_name", BACKEND.__name__.rsplit(".", 1)[-1])
+
+
+@dataclass(frozen=True)
+class ListingLimits:
+    """Sanity caps of a streamed listing; each breach is a whole-listing fault."""
+
+    max_entry_bytes: int = DEFAULT_MAX_ENTRY_BYTES
+    max_files: int = DEFAULT_MAX_FILES
+    max_pages: int = DEFAULT_MAX_PAGES
+
+    def __post_init__(self) -> None:
+        if min(self.max_entry_bytes, self.max_files, self.max_pages) < 1:
+            raise ValueError("listing limits must be positive")
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ListingLimits:
+        """The caps configured by DLPIPE_PROVIDER_LISTING_MAX_{ENTRY_BYTES,FILES,PAGES}."""
+        return cls(
+            settings.provider_listing_max_entry_bytes,
+            settings.provider_listing_max_files,
+            settings.provider_listing_max_pages,
+        )
+
+
+Entry = FileDescriptor | RejectedFile
+
+
+class ListingParser:
+    """The pages of one day's listing, in order: `page` per answer until `next_cursor` is None."""
+
+    def __init__(self, expected_date: str, limits: ListingLimits | None = None) -> None:
+        self.expected_date = expected_date
+        self.limits = limits or ListingLimits()
+        self.entries = 0  # entries read so far, all pages
+        self.pages = 0
+        self._first_index: dict[str, int] = {}  # entity -> index of its first copy
+        self._cursors: set[str] = set()
+        self.next_cursor: str | None = None  # the last page's `next`
+
+    def page(self, chunks: Iterable[bytes]) -> Iterator[Entry]:
+        """Entries of one answer, in order; afterwards `next_cursor` holds its `next` or None."""
+        self.pages += 1
+        if self.pages > self.limits.max_pages:
+            raise MalformedResponseError(
+                f"listing: more than {self.limits.max_pages} pages (the page cap)"
+            )
+        self.next_cursor = None
+        page = _Page(self)
+        yield from page.run(chunks)
+        cursor = page.next_cursor
+        if cursor is not None:
+            if cursor in self._cursors:
+                raise MalformedResponseError(
+                    f"listing.next: page {self.pages} repeats an earlier cursor"
+                    " (the listing would never end)"
+                )
+            self._cursors.add(cursor)
+        self.next_cursor = cursor
+
+    def _entry(self, item: object) -> Entry:
+        index = self.entries
+        self.entries += 1
+        if self.entries > self.limits.max_files:
+            raise MalformedResponseError(
+                f"listing: more than {self.limits.max_files} files (the listing's file cap)"
+            )
+        where = f"files[{index}]"
+        try:
+            outcome: Entry = parse_file(item, self.expected_date, where)
+        except MalformedResponseError as exc:
+            entity = safe_entity(item)
+            outcome = RejectedFile(entity or where, str(exc), entity)
+        entity = outcome.entity
+        if entity is None:
+            return outcome
+        first = self._first_index.setdefault(entity, index)
+        if first == index:
+            return outcome
+        return RejectedFile(
+            entity,
+            f"duplicate entity {entity!r} in the listing (files[{first}], {where})",
+            entity,
+            duplicate=True,
+        )
+
+
+class _Page:
+    """One answer's event loop: top-level keys, the `files` array, one entry built at a time."""
+
+    def __init__(self, parser: ListingParser) -> None:
+        self._parser = parser
+        self._cap = parser.limits.max_entry_bytes
+        self._feed = max(1, min(_FEED_BYTES, self._cap))
+        self._where = f"page {parser.pages}"
+        self._key: str | None = None  # the top-level key whose value is being read
+        self._seen_date = False
+        self._seen_files = False
+        self._started = False
+        self._builder: Any = None  # ijson.ObjectBuilder of the entry being read
+        self._depth = 0
+        self._entry_from = 0  # bytes fed before the slice in which the entry began
+        self._fed = 0
+        self._quiet_from = 0  # bytes fed when the parser last emitted an event
+        self.next_cursor: str | None = None
+
+    def run(self, chunks: Iterable[bytes]) -> Iterator[Entry]:
+        events: list[tuple[str, str, Any]] = ijson.sendable_list()
+        coroutine = BACKEND.parse_coro(events, use_float=True)
+        for chunk in chunks:
+            for start in range(0, len(chunk), self._feed):
+                piece = chunk[start : start + self._feed]
+                before = self._fed
+                self._fed += len(piece)
+                error = _send(coroutine, piece)
+                yield from self._events(events, before)
+                if error is not None:  # after the events parsed before it: "at entry N" is exact
+                    raise self._malformed(error)
+                self._check_sizes()
+        error = _send(coroutine, None)  # end of input: an error if the JSON broke off
+        yield from self._events(events, self._fed)
+        if error is not None:
+            raise self._malformed(error)
+        if not self._started:
+            raise self._malformed("the answer is empty")
+        if not self._seen_date:
+            raise MalformedResponseError(f"listing.date: missing ({self._where})")
+        if not self._seen_files:
+            raise MalformedResponseError(f"listing.files: missing ({self._where})")
+
+    def _events(self, events: list[tuple[str, str, Any]], fed_before: int) -> Iterator[Entry]:
+        if events:
+            self._quiet_from = self._fed
+        for prefix, event, value in events:
+            if (outcome := self._event(prefix, event, value, fed_before)) is not None:
+                yield outcome
+        del events[:]
+
+    def _malformed(self, detail: str) -> MalformedResponseError:
+        detail = detail.strip().splitlines()[0][:200] if detail.strip() else "no detail"
+        return MalformedResponseError(
+            f"malformed listing: invalid JSON ({detail}) at entry {self._parser.entries}"
+            f" ({self._where})"
+        )
+
+    def _check_sizes(self) -> None:
+        # An entry still open after more than the cap (give or take one slice), or a token the
+        # parser has been buffering that long, could be a gigabyte: refuse it.
+        if self._builder is not None and self._fed - self._entry_from > self._cap + self._feed:
+            raise MalformedResponseError(
+                f"listing.files[{self._parser.entries}]: the entry is larger than"
+                f" {self._cap} bytes (the per-entry cap; {self._where})"
+            )
+        if self._fed - self._quiet_from > self._cap + self._feed:
+            raise MalformedResponseError(
+                f"listing: a JSON value longer than {self._cap} bytes"
+                f" at entry {self._parser.entries} (the per-entry cap; {self._where})"
+            )
+
+    def _event(self, prefix: str, event: str, value: Any, fed_before: int) -> Entry | None:
+        if self._builder is not None:
+            return self._inside_entry(event, value)
+        if not self._started:
+            self._started = True
+            if event != "start_map":
+                raise MalformedResponseError(
+                    f"listing: expected a JSON object, got {_event_kind(event, value)}"
+                    f" ({self._where})"
+                )
+            return None
+        if prefix == "" and event == "map_key":
+            self._key = value
+            return None
+        if prefix == "files.item":
+            return self._entry_start(event, value, fed_before)
+        if prefix == "date" and self._key == "date":
+            self._date(event, value)
+        elif prefix == "files" and self._key == "files":
+            self._files(event, value)
+        elif prefix == "next" and self._key == "next":
+            self._next(event, value)
+        return None  # unknown top-level fields are ignored, as `parse_listing` does
+
+    def _date(self, event: str, value: Any) -> None:
+        self._seen_date = True
+        expected = self._parser.expected_date
+        if event != "string" or value != expected:
+            shown = repr(value)[:40] if event == "string" else _event_kind(event, value)
+            raise MalformedResponseError(
+                f"listing.date: expected {expected!r}, got {shown} ({self._where})"
+            )
+
+    def _files(self, event: str, value: Any) -> None:
+        if event == "start_array":
+            self._seen_files = True
+        elif event != "end_array":
+            raise MalformedResponseError(
+                f"listing.files: expected a list, got {_event_kind(event, value)} ({self._where})"
+            )
+
+    def _next(self, event: str, value: Any) -> None:
+        if event == "null":
+            return
+        if event != "string" or not value:
+            raise MalformedResponseError(
+                f"listing.next: expected a non-empty string cursor, got"
+                f" {_event_kind(event, value)} ({self._where})"
+            )
+        self.next_cursor = value
+
+    def _entry_start(self, event: str, value: Any, fed_before: int) -> Entry | None:
+        if event in ("start_map", "start_array"):
+            self._builder = ijson.ObjectBuilder()
+            self._builder.event(event, value)
+            self._depth = 1
+            self._entry_from = fed_before
+            return None
+        scalar = None if event == "null" else value  # a scalar entry: rejected by parse_file
+        return self._parser._entry(scalar)
+
+    def _inside_entry(self, event: str, value: Any) -> Entry | None:
+        self._builder.event(event, value)
+        if event in ("start_map", "start_array"):
+            self._depth += 1
+        elif event in ("end_map", "end_array"):
+            self._depth -= 1
+            if self._depth == 0:
+                item, self._builder = self._builder.value, None
+                return self._parser._entry(item)
+        return None
+
+
+def _send(coroutine: Any, piece: bytes | None) -> str | None:
+    """Feed the parser (None: end of input); the parse error's text, if any."""
+    try:
+        if piece is None:
+            coroutine.close()
+        else:
+            coroutine.send(piece)
+    except ijson.JSONError as exc:
+        return str(exc) or type(exc).__name__
+    return None
+
+
+def _event_kind(event: str, value: Any) -> str:
+    names = {"start_map": "dict", "start_array": "list", "null": "null", "string": "str"}
+    return names.get(event) or kind(value)
+
+
+def collect_listing(date: str, entries: Iterable[Entry]) -> ListingResult:
+    """The whole listing, as `parse_listing` returns it: every copy of a duplicate refused."""
+    files: list[FileDescriptor] = []
+    rejected: list[RejectedFile] = []
+    places: dict[str, list[int]] = {}  # entity -> the indexes of its copies
+    for index, entry in enumerate(entries):  # one outcome per entry, in order: index = N
+        if entry.entity is not None:
+            places.setdefault(entry.entity, []).append(index)
+        if isinstance(entry, FileDescriptor):
+            files.append(entry)
+        elif not entry.duplicate:
+            rejected.append(entry)
+    duplicated = {entity: found for entity, found in places.items() if len(found) > 1}
+    if not duplicated:
+        return ListingResult(date, files, rejected)
+    files = [f for f in files if f.entity not in duplicated]
+    rejected = [r for r in rejected if r.entity not in duplicated]
+    for entity, found in sorted(duplicated.items(), key=lambda item: item[1][0]):
+        where = ", ".join(f"files[{i}]" for i in found)
+        reason = f"duplicate entity {entity!r} in the listing ({where}): all copies refused"
+        rejected.append(RejectedFile(entity, reason, entity))
+    return ListingResult(date, files, rejected)

@@ -1,0 +1,185 @@
+"""The streamed listing parser against crafted byte streams: chunking, paging and every cap."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import ijson
+import pytest
+
+from provider import listing_stream
+from provider.contract import ListingResult, RejectedFile, parse_listing
+from provider.errors import MalformedResponseError
+from provider.listing_stream import ListingLimits, ListingParser, collect_listing
+from tests.unit.test_provider_contract import DAY, good, listing
+
+ENTRIES = [good("a"), good("b", size="x"), {"url": "no entity"}, good("c"), 7, good("a")]
+
+
+@pytest.fixture(params=["yajl2_c", "python"])
+def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each test using it runs on ijson's C backend and on its pure-Python one."""
+    monkeypatch.setattr(listing_stream, "BACKEND", ijson.get_backend(request.param))
+    return str(request.param)
+
+
+def body(payload: object) -> bytes:
+    return json.dumps(payload).encode()
+
+
+def pages(*answers: bytes, limits: ListingLimits | None = None) -> ListingResult:
+    """Parse the answers as consecutive pages (as the client does), collected."""
+    parser = ListingParser(DAY, limits)
+
+    def entries() -> Iterator[object]:
+        for answer in answers:
+            yield from parser.page([answer])
+
+    return collect_listing(DAY, entries())  # type: ignore[arg-type]
+
+
+def test_streamed_result_equals_parse_listing_at_every_chunk_boundary(backend: str) -> None:
+    """Split anywhere (two pieces at every offset, or one byte at a time), the result is parse_listing's."""
+    data = body(listing(*ENTRIES))
+    expected = parse_listing(json.loads(data), DAY)
+    assert expected.rejected  # the sample exercises rejections and a duplicate
+    splits = [[data[:i], data[i:]] for i in range(len(data) + 1)]
+    splits.append([data[i : i + 1] for i in range(len(data))])
+    for chunks in splits:
+        parser = ListingParser(DAY)
+        assert collect_listing(DAY, parser.page(chunks)) == expected
+
+
+def test_a_bad_token_after_5000_good_entries_names_the_entry(backend: str) -> None:
+    """5,000 entries are yielded, then the bad token fails the listing at entry 5000."""
+    good_part = b", ".join(body(good(f"e{i}")) for i in range(5000))
+    data = b'{"date": "' + DAY.encode() + b'", "files": [' + good_part + b", @oops]}"
+    parser = ListingParser(DAY)
+    seen: list[object] = []
+    chunks = [data[i : i + 4096] for i in range(0, len(data), 4096)]
+    with pytest.raises(MalformedResponseError) as caught:
+        seen.extend(parser.page(chunks))  # extend keeps what came before the raise
+    assert len(seen) == 5000
+    assert str(caught.value).startswith("malformed listing: invalid JSON (")
+    assert str(caught.value).endswith("at entry 5000 (page 1)")
+
+
+def test_truncated_json_fails_at_the_entry_it_broke_in(backend: str) -> None:
+    """An answer that stops mid-entry is a malformed listing, not a shorter one."""
+    data = body(listing(good("a"), good("b"), good("c")))
+    cut = data[: data.index(b'"c"') + 10]
+    with pytest.raises(MalformedResponseError, match=r"invalid JSON .* at entry 2 \(page 1\)$"):
+        list(ListingParser(DAY).page([cut]))
+
+
+def test_pages_are_followed_and_indexes_count_across_pages() -> None:
+    """Entries of page 2 are files[2].. and a duplicate across pages refuses every copy."""
+    result = pages(
+        body({**listing(good("a"), good("b")), "next": "c+/=1"}),
+        body(listing(good("c", size="x"), good("a"))),
+    )
+    assert [f.entity for f in result.files] == ["b"]
+    assert [r.reason for r in result.rejected] == [
+        "files[2].size: expected a non-negative integer, got 'x'",
+        "duplicate entity 'a' in the listing (files[0], files[3]): all copies refused",
+    ]
+
+
+def test_a_later_copy_is_yielded_as_a_duplicate_rejection() -> None:
+    """The iterator cannot take back the first copy, so it flags the later one for the consumer."""
+    outcomes = list(ListingParser(DAY).page([body(listing(good("a"), good("a")))]))
+    assert outcomes[0].entity == "a"
+    assert outcomes[1] == RejectedFile(
+        "a", "duplicate entity 'a' in the listing (files[0], files[1])", "a", duplicate=True
+    )
+
+
+def test_wrong_date_on_page_two_fails_the_listing() -> None:
+    """Every page must carry the asked date."""
+    with pytest.raises(
+        MalformedResponseError,
+        match=r"listing.date: expected '2026-02-28', got '2026-03-01' \(page 2\)",
+    ):
+        pages(
+            body({**listing(good("a")), "next": "n1"}),
+            body(listing(good("b"), date="2026-03-01")),
+        )
+
+
+def test_a_date_after_the_files_is_still_checked() -> None:
+    """Key order is free in JSON: a `date` that comes last is checked when it comes."""
+    ok = b'{"files": [' + body(good("a")) + b'], "date": "' + DAY.encode() + b'"}'
+    assert [f.entity for f in pages(ok).files] == ["a"]
+    with pytest.raises(MalformedResponseError, match=r"listing\.date: missing"):
+        pages(body({"files": [good("a")]}))
+
+
+def test_a_repeated_cursor_is_a_provider_fault() -> None:
+    """A cursor seen before would loop forever: the listing is refused."""
+    with pytest.raises(MalformedResponseError, match="page 3 repeats an earlier cursor"):
+        pages(
+            body({**listing(good("a")), "next": "x"}),
+            body({**listing(good("b")), "next": "y"}),
+            body({**listing(good("c")), "next": "x"}),
+        )
+
+
+def test_page_and_file_caps() -> None:
+    """More pages or files than the configured caps refuse the listing."""
+    page = body({**listing(good("a")), "next": "n"})
+    with pytest.raises(MalformedResponseError, match="more than 1 pages"):
+        pages(page, body(listing()), limits=ListingLimits(max_pages=1))
+    with pytest.raises(MalformedResponseError, match="more than 2 files"):
+        pages(body(listing(good("a"), good("b"), good("c"))), limits=ListingLimits(max_files=2))
+
+
+def test_one_entry_larger_than_the_cap_refuses_the_listing() -> None:
+    """A giant entry cannot exhaust memory: past the per-entry cap the listing is refused."""
+    limits = ListingLimits(max_entry_bytes=16 * 1024)
+    small = good("a", extra="x" * 8000)  # 8 KB of unknown field: under the cap, kept
+    assert [f.entity for f in pages(body(listing(small)), limits=limits).files] == ["a"]
+    giant = body(listing(good("a"), {**good("b"), "extra": ["x" * 100] * 400}))
+    with pytest.raises(MalformedResponseError, match=r"files\[1\]: the entry is larger than 16384"):
+        pages(giant, limits=limits)
+
+
+def test_one_giant_token_is_refused_before_it_is_buffered_whole() -> None:
+    """A huge string (in an entry or an unknown top-level field) trips the cap while streaming."""
+    limits = ListingLimits(max_entry_bytes=16 * 1024)
+    giant = b'{"date": "' + DAY.encode() + b'", "junk": "' + b"x" * 10_000_000 + b'", "files": []}'
+    parser = ListingParser(DAY, limits)
+    chunks = (giant[i : i + 65536] for i in range(0, len(giant), 65536))
+    with pytest.raises(MalformedResponseError, match="a JSON value longer than 16384 bytes"):
+        list(parser.page(chunks))
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        (b"", "invalid JSON"),
+        (b"[]", "listing: expected a JSON object, got list"),
+        (body({"date": DAY, "files": {}}), "listing.files: expected a list, got dict"),
+        (body({"date": DAY}), "listing.files: missing"),
+        (body({**listing(), "next": 5}), "listing.next: expected a non-empty string cursor"),
+        (body(listing(date=None)), "listing.date: expected '2026-02-28', got null"),
+        (body(listing()) + b" {}", "invalid JSON"),
+    ],
+)
+def test_whole_listing_faults_raise(answer: bytes, message: str) -> None:
+    """Faults of the answer as a whole are MalformedResponseError naming the fault."""
+    with pytest.raises(MalformedResponseError, match=message):
+        pages(answer)
+
+
+def test_numbers_json_loads_tolerates_refuse_the_listing(backend: str) -> None:
+    """NaN (not JSON) refuses the listing; a 30-digit size does too on yajl2_c, not on python."""
+    nan = body(listing(good("a"))).replace(b"12345", b"NaN")
+    with pytest.raises(MalformedResponseError, match=r"invalid JSON .* at entry 0"):
+        pages(nan)
+    huge = body(listing(good("a"))).replace(b"12345", b"1" + b"0" * 30)
+    if backend == "python":
+        assert "huge declared size" in pages(huge).rejected[0].reason
+    else:
+        with pytest.raises(MalformedResponseError, match="integer overflow"):
+            pages(huge)
