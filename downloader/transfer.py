@@ -6,7 +6,6 @@ that is after the GCM tag (or CBC padding), the size and the SHA-256 all checked
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -17,6 +16,7 @@ from downloader.crypto import PlaintextVerifier, open_decryptor
 from downloader.sink import MultipartSink
 from downloader.source import open_source
 from records.model import FileJob
+from records.rules import visibility_margin_seconds
 
 MIB = 1024 * 1024
 
@@ -43,7 +43,7 @@ class TransferTuning:
         """Seconds a message stays hidden beyond a lease of `lease_seconds`."""
         if self.visibility_margin_s is not None:
             return self.visibility_margin_s
-        return max(1, math.ceil(lease_seconds / 10))
+        return visibility_margin_seconds(lease_seconds)
 
 
 @dataclass(frozen=True)
