@@ -226,7 +226,7 @@ class BatchFlowService:
         failed = {
             f for f, j in found.items() if j.status in (JobStatus.FAILED, JobStatus.ERROR)
         } | vanished
-        self._sweep(batch_id, found.values())
+        completed |= self._sweep(batch_id, found.values())
         if completed or failed:
             batch = (
                 self.batches.record_outcomes(batch_id, completed=completed, failed=failed) or batch
@@ -251,9 +251,9 @@ class BatchFlowService:
             return _check(batch, None if status is None else str(status))
         return _check(self._finish(batch, status), None)
 
-    def _sweep(self, batch_id: str, pending_jobs: Iterable[FileJob]) -> None:
-        """Finish or requeue jobs whose worker died, re-send idle ones (orchestrator.sweeper)."""
-        Sweeper(
+    def _sweep(self, batch_id: str, pending_jobs: Iterable[FileJob]) -> set[str]:
+        """Finish or requeue jobs whose worker died, re-send idle ones; the FileIDs it completed."""
+        return Sweeper(
             self.jobs,
             self.queue,
             self.clock,

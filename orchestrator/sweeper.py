@@ -61,15 +61,15 @@ class Sweeper:
     resend_after_seconds: int
     published: PublishedCheck | None = None
 
-    def sweep(self, batch_id: str, pending_jobs: Iterable[FileJob]) -> None:
-        """Act on the batch's pending jobs; emits StuckJobs, logs `batch.swept` when it acted."""
+    def sweep(self, batch_id: str, pending_jobs: Iterable[FileJob]) -> set[str]:
+        """Act on the batch's pending jobs; the FileIDs it completed (StuckJobs, `batch.swept`)."""
         now_ms = self.clock.now_ms()
         actions = [(j, sweep_action(j, now_ms, self.resend_after_seconds)) for j in pending_jobs]
         stuck = [j for j, a in actions if a is SweepAction.TAKE_BACK]
         idle = [j for j, a in actions if a is SweepAction.RESEND]
         metrics.emit({"StuckJobs": (len(stuck), metrics.COUNT)}, BatchID=batch_id)
         if not self.requeue or not (stuck or idle):
-            return
+            return set()
         finished = [j for j in stuck if self._finish_published(j)]
         to_send = [
             JobMessage(j.file_id, batch_id)
@@ -85,6 +85,7 @@ class Sweeper:
             completed=len(finished),
             requeued=len(to_send),
         )
+        return {j.file_id for j in finished}
 
     def _finish_published(self, job: FileJob) -> bool:
         found = self.published(job) if self.published and job.lease_owner else None

@@ -18,6 +18,7 @@ from orchestrator.durable import assert_polling_fits
 from orchestrator.events import parse_event
 from orchestrator.outage import OutageBackoff
 from records import schema
+from records.rules import assert_recovery_fits, visibility_margin_seconds
 from tests.infra.hcl import (
     DATA_REF,
     LOCAL_REF,
@@ -64,6 +65,8 @@ ORCHESTRATOR_NEEDS = {
     config.ENV_RESEND_AFTER_SECONDS,
     config.ENV_LOG_LEVEL,
     config.ENV_PROVIDER_OUTAGE_BUDGET_SECONDS,
+    config.ENV_DEST_BUCKET,
+    config.ENV_LEASE_SECONDS,
 }
 DOWNLOADER_NEEDS = {
     config.ENV_JOBS_TABLE,
@@ -543,3 +546,16 @@ def test_files_are_formatted_like_terraform_fmt(path: Any) -> None:
     assert [n for n, line in enumerate(lines, 1) if "\t" in line or line != line.rstrip()] == []
     assert [n for n, line in enumerate(lines, 1) if (len(line) - len(line.lstrip())) % 2] == []
     assert _misaligned(lines) == []
+
+
+def test_default_sweep_and_polling_leave_room_for_the_recovery_bound() -> None:
+    """Terraform's defaults sweep as the code does, and the polls outlast a crash's recovery."""
+    default = {name: body.get("default") for name, body in MODULE.variables.items()}
+    assert default["sweep_requeue"] is config.Settings().sweep_requeue is True
+    assert_recovery_fits(
+        default["max_polls"],
+        default["poll_interval_seconds"],
+        default["lease_seconds"],
+        visibility_margin_seconds(default["lease_seconds"]),
+        default["resend_after_seconds"],
+    )
