@@ -4,10 +4,11 @@ completing), one is frozen (SIGSTOP) across a takeover and thawed, and the polle
 dies inside fetch-and-queue; every day still completes with no operator action, within the
 documented recovery bound.
 
-Only the time constants are scaled down, all by the same factor of 100 from production:
-lease 3 s (300 s), visibility margin 1 s (lease/10 rounded up; 30 s), poll interval 3 s
-(300 s), resend bound 18 s (1800 s), the queue's own visibility timeout 36 s (3600 s); the
-number of polls is the default 12, so the polling window is 36 s (3600 s).
+Only the time constants are scaled down, all by the same factor from production (60 in the
+short run, 30 in the soak): lease 5 s (300 s), visibility margin 1 s (lease/10 rounded up, at
+least 1 s; 30 s), poll interval 5 s (300 s), resend bound 30 s (1800 s), the queue's own
+visibility timeout 60 s (3600 s); the number of polls is the default 12, so the polling window
+is 60 s (3600 s). Soak: 10, 1, 10, 60 and 120 s.
 """
 
 from __future__ import annotations
@@ -50,15 +51,38 @@ from tests.reliability.rig import (
 pytest_plugins = ["tests.provider_fixtures"]
 pytestmark = pytest.mark.e2e
 
-SCALE = 100  # production seconds per test second
 DEFAULTS = Settings()
-LEASE_S = DEFAULTS.lease_seconds // SCALE
-MARGIN_S = TransferTuning().margin_s(LEASE_S)
-POLL_S = DEFAULTS.poll_interval_seconds // SCALE
-RESEND_S = DEFAULTS.resend_after_seconds // SCALE
+
+
+@dataclass(frozen=True)
+class Timing:
+    """The default time constants divided by `scale` (production seconds per test second)."""
+
+    scale: int
+
+    @property
+    def lease_s(self) -> int:
+        return DEFAULTS.lease_seconds // self.scale
+
+    @property
+    def poll_s(self) -> int:
+        return DEFAULTS.poll_interval_seconds // self.scale
+
+    @property
+    def resend_s(self) -> int:
+        return DEFAULTS.resend_after_seconds // self.scale
+
+    @property
+    def queue_visibility_s(self) -> int:
+        return 3600 // self.scale  # terraform: 6 x the downloader Lambda's 600 s timeout
+
+    @property
+    def bound_s(self) -> int:
+        margin_s = TransferTuning().margin_s(self.lease_s)
+        return recovery_bound_seconds(self.lease_s, margin_s, self.poll_s, self.resend_s)
+
+
 MAX_POLLS = DEFAULTS.max_polls
-QUEUE_VISIBILITY_S = 3600 // SCALE  # terraform: 6 x the downloader Lambda's 600 s timeout
-BOUND_S = recovery_bound_seconds(LEASE_S, MARGIN_S, POLL_S, RESEND_S)
 WINDOWS = ("received", "claimed", "published")
 HOLD_S = 600  # a victim waits at its point until it is killed
 
@@ -70,11 +94,12 @@ class ChaosPlan:
     files: int
     workers: int
     kills: int
+    timing: Timing
     freeze: bool = True
 
 
-SHORT = ChaosPlan(files=60, workers=4, kills=12)
-SOAK = ChaosPlan(files=300, workers=6, kills=60)
+SHORT = ChaosPlan(files=60, workers=4, kills=12, timing=Timing(scale=60))
+SOAK = ChaosPlan(files=300, workers=6, kills=60, timing=Timing(scale=30))
 
 
 @dataclass
@@ -115,7 +140,7 @@ class ChaosDriver:
         """Stop watching; raise what went wrong in the driver thread."""
         self._done.set()
         for thread in [self._thread, *self._threads]:
-            thread.join(timeout=4 * BOUND_S)
+            thread.join(timeout=4 * self._plan.timing.bound_s)
         if self.injected.errors:
             raise self.injected.errors[0]
 
@@ -129,7 +154,7 @@ class ChaosDriver:
     def _start(self, *, pause_at: str | None = None, hold_s: float = 0) -> WorkerProcess:
         extra = {ENV_TEST_PAUSE_AT: f"{pause_at}:{hold_s}:{self.announce}"} if pause_at else {}
         process = self._rig.worker_process(
-            self._stub, f"worker{len(self._pool)}", lease_seconds=LEASE_S, **extra
+            self._stub, f"worker{len(self._pool)}", lease_seconds=self._plan.timing.lease_s, **extra
         )
         self._pool.append(process)
         return process
@@ -172,7 +197,11 @@ class ChaosDriver:
             job = jobs.require(file_id)
             return job.status is JobStatus.COMPLETED or job.lease_owner != frozen_owner
 
-        wait_until(taken_over, 4 * BOUND_S, f"a takeover of {file_id} from the frozen worker")
+        wait_until(
+            taken_over,
+            4 * self._plan.timing.bound_s,
+            f"a takeover of {file_id} from the frozen worker",
+        )
         os.kill(pid, signal.SIGCONT)
         self.injected.frozen.append((pid, file_id, stopped_at, self.clock.seconds))
 
@@ -187,14 +216,15 @@ def tiny_specs(entity: str, n: int) -> list[StubFileSpec]:
 
 def run_chaos(make_rig: Any, stub_factory: StubFactory, plan: ChaosPlan, figures: Any) -> None:
     """Run one day under `plan`; check the invariant, the injections and the recovery bound."""
-    rig = make_rig(visibility_s=QUEUE_VISIBILITY_S, max_receive=5)
+    timing = plan.timing
+    rig = make_rig(visibility_s=timing.queue_visibility_s, max_receive=5)
     day, stub = unique_day(), stub_factory(tiny_specs(unique_entity(), plan.files))
     expected = stub.expected(day)
     queue = RecordingQueue(rig.clients.sqs, rig.queues.url)
     # As build_flow wires it: the sweeper HEADs destination keys in the destination bucket.
     flow = dataclasses.replace(
         rig.flow(stub, queue=queue),
-        resend_after_seconds=RESEND_S,
+        resend_after_seconds=timing.resend_s,
         published=published_check(rig.clients.s3, rig.bucket),
     )
     poller_crash = CrashOnce(queue, "_send_chunk", at_call=3)  # 2 of 6 sends landed
@@ -203,9 +233,9 @@ def run_chaos(make_rig: Any, stub_factory: StubFactory, plan: ChaosPlan, figures
     clock = Stopwatch()
     with capture_logs() as poller_logs, ThreadPoolExecutor(1) as poller, stopping_all(pool):
         driver.start()
-        running = poller.submit(rig.run_day, flow, day, polls=MAX_POLLS, interval_s=POLL_S)
+        running = poller.submit(rig.run_day, flow, day, polls=MAX_POLLS, interval_s=timing.poll_s)
         try:
-            result = running.result(timeout=MAX_POLLS * POLL_S + 120)
+            result = running.result(timeout=MAX_POLLS * timing.poll_s + 120)
         finally:
             driver.stop()
         day_s = clock.seconds
@@ -238,7 +268,8 @@ def run_chaos(make_rig: Any, stub_factory: StubFactory, plan: ChaosPlan, figures
             if e.get("event") == "batch.swept"
         ],
         max_recovery_s=max(recovery_s, default=0.0),
-        bound_s=BOUND_S,
+        bound_s=timing.bound_s,
+        scale=timing.scale,
         day_s=day_s,
         status=result["status"],
     )
@@ -247,7 +278,7 @@ def run_chaos(make_rig: Any, stub_factory: StubFactory, plan: ChaosPlan, figures
     assert len(driver.injected.kills) == plan.kills
     assert {k[0] for k in driver.injected.kills} == set(WINDOWS)
     assert poller_crash.crashed
-    assert max(recovery_s, default=0.0) <= BOUND_S
+    assert max(recovery_s, default=0.0) <= timing.bound_s
     if plan.freeze:
         assert driver.injected.frozen, "the frozen worker never reached its point"
         frozen_pid = driver.injected.frozen[0][0]
