@@ -6,7 +6,8 @@
   (conditional too) and sent again;
 - a job `available` and untouched for longer than the resend bound (its message was lost,
   dead-lettered, or hidden by a receive of a process that died): it is sent again, its
-  StatusUpdatedAt touched so the next send waits another bound.
+  StatusUpdatedAt touched so the next send waits another bound; unless the queue shows at
+  least as many visible messages as there are such jobs (a backlog: they are waiting in it).
 Delivery is at-least-once: a copy that meets a live claim or a finished job does nothing.
 """
 
@@ -15,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from botocore.exceptions import BotoCoreError, ClientError
 
 from dlpipe import metrics
 from dlpipe.log import get_logger
@@ -70,6 +73,9 @@ class Sweeper:
         metrics.emit({"StuckJobs": (len(stuck), metrics.COUNT)}, BatchID=batch_id)
         if not self.requeue or not (stuck or idle):
             return set()
+        backlog = self._backlog() if idle else 0
+        if backlog >= len(idle):
+            idle = []  # as many visible messages as idle jobs: they are waiting, not lost
         finished = [j for j in stuck if self._finish_published(j)]
         to_send = [
             JobMessage(j.file_id, batch_id)
@@ -82,6 +88,7 @@ class Sweeper:
             batch_id=batch_id,
             stuck=len(stuck),
             idle=len(idle),
+            backlog=backlog,
             completed=len(finished),
             requeued=len(to_send),
         )
@@ -104,6 +111,13 @@ class Sweeper:
             return False  # renewed, completed or taken over meanwhile: not ours to finish
         log.info("job.completed_by_sweeper", file_id=job.file_id, destination_key=key)
         return True
+
+    def _backlog(self) -> int:
+        try:
+            return self.queue.depth()
+        except (ClientError, BotoCoreError) as exc:
+            log.warning("queue.depth_failed", error_type=type(exc).__name__)
+            return 0  # not knowing costs only duplicate messages
 
     def _requeue(self, job: FileJob) -> bool:
         try:

@@ -153,3 +153,23 @@ def test_an_idle_available_job_is_sent_again_once_per_resend_bound(
     clock.advance(RESEND_S - 1)
     flow.check_completion(batch_id, 3, False)
     assert drain(clients, queue) == []
+
+
+def test_idle_jobs_are_not_resent_while_a_backlog_holds_as_many_messages(
+    make_flow: Any,
+    stub: StubProvider,
+    clients: AwsClients,
+    queue: JobQueue,
+    jobs: JobsTable,
+    clock: ManualClock,
+) -> None:
+    """A backlog of visible messages means idle jobs are waiting, not lost: nothing is re-sent."""
+    flow = make_flow(stub, resend_after_seconds=RESEND_S)
+    day = unique_day()
+    batch_id = flow.create_batch(day)
+    flow.fetch_and_queue(batch_id, day)  # its message stays in the queue, visible
+    clock.advance(RESEND_S + 1)
+    flow.check_completion(batch_id, 1, False)
+    (file_id,) = drain(clients, queue)  # only the first message: no re-send
+    flow.check_completion(batch_id, 2, False)
+    assert drain(clients, queue) == [file_id]  # the queue is empty now: re-sent

@@ -20,6 +20,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -250,7 +251,7 @@ def run_chaos(make_rig: Any, stub_factory: StubFactory, plan: ChaosPlan, figures
         expected=expected,
     )
     events = events_of(pool)
-    recovery_s = _recovery_seconds(driver, facts.jobs)
+    recovery_s = _recovery_seconds(driver, facts.jobs, events)
     figures(
         files=plan.files,
         kills=len(driver.injected.kills),
@@ -286,14 +287,24 @@ def run_chaos(make_rig: Any, stub_factory: StubFactory, plan: ChaosPlan, figures
         assert "job.lease_lost" in thawed.event_names()
 
 
-def _recovery_seconds(driver: ChaosDriver, jobs: dict[str, Any]) -> list[float]:
-    """Per killed file: seconds from the kill to its completion by another worker."""
+def _recovery_seconds(
+    driver: ChaosDriver, jobs: dict[str, Any], events: list[dict[str, Any]]
+) -> list[float]:
+    """Per killed file: seconds from its (last) kill until another worker claimed it again, or
+    until it was completed (the sweeper completes without a claim)."""
     run_started_wall = time.time() - driver.clock.seconds
-    last_kill = {file_id: at_s for _, file_id, at_s in driver.injected.kills}  # a file killed twice
-    return [
-        round(jobs[f].status_updated_at_ms / 1000 - (run_started_wall + at_s), 1)
-        for f, at_s in last_kill.items()
-    ]
+    last_kill = {f: run_started_wall + at_s for _, f, at_s in driver.injected.kills}
+    claims: dict[str, list[float]] = {}
+    for event in events:
+        if event.get("event") == "job.claimed" and event.get("file_id") in last_kill:
+            at = datetime.fromisoformat(event["timestamp"]).timestamp()
+            claims.setdefault(event["file_id"], []).append(at)
+    out = []
+    for file_id, killed_at in last_kill.items():
+        later = [at for at in claims.get(file_id, []) if at > killed_at]
+        back_at = min(later, default=jobs[file_id].status_updated_at_ms / 1000)
+        out.append(round(back_at - killed_at, 1))
+    return out
 
 
 def test_workers_killed_in_every_window_and_a_frozen_worker_need_no_operator(
