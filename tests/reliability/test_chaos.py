@@ -96,11 +96,14 @@ class ChaosPlan:
     workers: int
     kills: int
     timing: Timing
+    # The bound is when a file is back in line; behind a backlog longer than it (the soak's
+    # 300 files) a re-visible message then waits its turn, so only the short run asserts it.
+    within_bound: bool = True
     freeze: bool = True
 
 
 SHORT = ChaosPlan(files=60, workers=4, kills=12, timing=Timing(scale=60))
-SOAK = ChaosPlan(files=300, workers=6, kills=60, timing=Timing(scale=30))
+SOAK = ChaosPlan(files=300, workers=6, kills=60, timing=Timing(scale=30), within_bound=False)
 
 
 @dataclass
@@ -279,7 +282,8 @@ def run_chaos(make_rig: Any, stub_factory: StubFactory, plan: ChaosPlan, figures
     assert len(driver.injected.kills) == plan.kills
     assert {k[0] for k in driver.injected.kills} == set(WINDOWS)
     assert poller_crash.crashed
-    assert max(recovery_s, default=0.0) <= timing.bound_s
+    if plan.within_bound:
+        assert max(recovery_s, default=0.0) <= timing.bound_s
     if plan.freeze:
         assert driver.injected.frozen, "the frozen worker never reached its point"
         frozen_pid = driver.injected.frozen[0][0]
@@ -303,7 +307,7 @@ def _recovery_seconds(
     for file_id, killed_at in last_kill.items():
         later = [at for at in claims.get(file_id, []) if at > killed_at]
         back_at = min(later, default=jobs[file_id].status_updated_at_ms / 1000)
-        out.append(round(back_at - killed_at, 1))
+        out.append(max(0.0, round(back_at - killed_at, 1)))  # 0: done before this kill
     return out
 
 
