@@ -46,6 +46,8 @@ ENV_RESEND_AFTER_SECONDS = "DLPIPE_RESEND_AFTER_SECONDS"
 ENV_PROVIDER_OUTAGE_BUDGET_SECONDS = "DLPIPE_PROVIDER_OUTAGE_BUDGET_SECONDS"
 # Tests only: a named point where the downloader announces itself and pauses (downloader.testpoints).
 ENV_TEST_PAUSE_AT = "DLPIPE_TEST_PAUSE_AT"
+# Tests only: seconds this process's wall clock runs ahead (records.clock), to test clock skew.
+ENV_TEST_CLOCK_OFFSET_SECONDS = "DLPIPE_TEST_CLOCK_OFFSET_SECONDS"
 
 DEFAULT_REGION = "us-east-1"
 JOBS_TABLE_BASE_NAME = "data-download-jobs"

@@ -1,6 +1,8 @@
 """Scenario 11: chaos with default settings. `dlpipe worker` processes are SIGKILLed at named
 points (after receiving a message before claiming it, holding a claim, after publishing before
-completing), one is frozen (SIGSTOP) across a takeover and thawed, and the poller's invocation
+completing), one is frozen (SIGSTOP) across a takeover and thawed, one runs with its clock two
+leases ahead (DLPIPE_TEST_CLOCK_OFFSET_SECONDS: it sees every live claim as expired and takes
+it over; the owner's fenced writes then fail), and the poller's invocation
 dies inside fetch-and-queue; every day still completes with no operator action, within the
 documented recovery bound.
 
@@ -27,7 +29,7 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
-from dlpipe.config import ENV_TEST_PAUSE_AT, Settings
+from dlpipe.config import ENV_TEST_CLOCK_OFFSET_SECONDS, ENV_TEST_PAUSE_AT, Settings
 from downloader.transfer import TransferTuning
 from orchestrator.sweeper import published_check
 from provider.crypto import CIPHER_CBC, CIPHER_GCM
@@ -100,6 +102,7 @@ class ChaosPlan:
     # 300 files) a re-visible message then waits its turn, so only the short run asserts it.
     within_bound: bool = True
     freeze: bool = True
+    skewed: bool = True  # one more worker whose clock runs 2 leases ahead
 
 
 SHORT = ChaosPlan(files=60, workers=4, kills=12, timing=Timing(scale=60))
@@ -128,6 +131,7 @@ class ChaosDriver:
         self.clock = Stopwatch()
         self._started_victims = 0
         self._frozen_pid: int | None = None
+        self.skewed_pid: int | None = None
         self._done = threading.Event()
         self._threads: list[threading.Thread] = []
         self._thread = threading.Thread(target=self._run, name="chaos", daemon=True)
@@ -136,7 +140,9 @@ class ChaosDriver:
         """Start the first workers (all of them victims, one of them the one to freeze)."""
         if self._plan.freeze:
             self._frozen_pid = self._start(pause_at="claimed", hold_s=2.0).pid
-        for _ in range(self._plan.workers - len(self._pool)):
+        if self._plan.skewed:
+            self.skewed_pid = self._start(ahead_s=2 * self._plan.timing.lease_s).pid
+        for _ in range(self._plan.workers):
             self._start_next()
         self._thread.start()
 
@@ -155,8 +161,12 @@ class ChaosDriver:
             return self._start(pause_at=window, hold_s=HOLD_S)
         return self._start()
 
-    def _start(self, *, pause_at: str | None = None, hold_s: float = 0) -> WorkerProcess:
+    def _start(
+        self, *, pause_at: str | None = None, hold_s: float = 0, ahead_s: int = 0
+    ) -> WorkerProcess:
         extra = {ENV_TEST_PAUSE_AT: f"{pause_at}:{hold_s}:{self.announce}"} if pause_at else {}
+        if ahead_s:
+            extra[ENV_TEST_CLOCK_OFFSET_SECONDS] = str(ahead_s)
         process = self._rig.worker_process(
             self._stub, f"worker{len(self._pool)}", lease_seconds=self._plan.timing.lease_s, **extra
         )
@@ -271,6 +281,11 @@ def run_chaos(make_rig: Any, stub_factory: StubFactory, plan: ChaosPlan, figures
             for e in poller_logs
             if e.get("event") == "batch.swept"
         ],
+        skewed_takeovers=sum(
+            1
+            for e in events_of([p for p in pool if p.pid == driver.skewed_pid])
+            if e.get("event") == "job.claimed" and e.get("decision") == "take_over"
+        ),
         max_recovery_s=max(recovery_s, default=0.0),
         bound_s=timing.bound_s,
         scale=timing.scale,
@@ -314,7 +329,7 @@ def _recovery_seconds(
 def test_workers_killed_in_every_window_and_a_frozen_worker_need_no_operator(
     make_rig: Any, stub_factory: StubFactory, figures: Any, tmp_path: Path
 ) -> None:
-    """60 tiny files, 12 SIGKILLs over three windows, a frozen worker, a poller crash: completed."""
+    """60 tiny files, 12 SIGKILLs over three windows, a frozen and a clock-skewed worker, a poller crash: completed."""
     run_chaos(make_rig, stub_factory, SHORT, figures)
 
 
