@@ -55,10 +55,19 @@ ENV_LARGE_FILE_THRESHOLD_BYTES = "DLPIPE_LARGE_FILE_THRESHOLD_BYTES"
 ENV_PROVIDER_LISTING_MAX_ENTRY_BYTES = "DLPIPE_PROVIDER_LISTING_MAX_ENTRY_BYTES"
 ENV_PROVIDER_LISTING_MAX_FILES = "DLPIPE_PROVIDER_LISTING_MAX_FILES"
 ENV_PROVIDER_LISTING_MAX_PAGES = "DLPIPE_PROVIDER_LISTING_MAX_PAGES"
+# Tests only: a named point where the downloader announces itself and pauses (downloader.testpoints).
+ENV_TEST_PAUSE_AT = "DLPIPE_TEST_PAUSE_AT"
+# Tests only: seconds this process's wall clock runs ahead (records.clock), to test clock skew.
+ENV_TEST_CLOCK_OFFSET_SECONDS = "DLPIPE_TEST_CLOCK_OFFSET_SECONDS"
 
 DEFAULT_REGION = "us-east-1"
 JOBS_TABLE_BASE_NAME = "data-download-jobs"
 BATCHES_TABLE_BASE_NAME = "data-download-batches"
+
+
+# The poller's sweeper is on unless turned off: with it, no crash needs an operator.
+DEFAULT_SWEEP_REQUEUE = True
+DEFAULT_RESEND_AFTER_SECONDS = 1800
 
 
 class ConfigError(ValueError):
@@ -113,9 +122,9 @@ class Settings:
     date_offset_days: int = 1
     log_level: str = "INFO"
     orchestrator_arn: str | None = None
-    # The poller's sweeper: requeue expired claims and re-send available jobs nobody took.
-    sweep_requeue: bool = False
-    resend_after_seconds: int = 1800
+    # The poller's sweeper: finish or requeue expired claims, re-send available jobs nobody took.
+    sweep_requeue: bool = DEFAULT_SWEEP_REQUEUE
+    resend_after_seconds: int = DEFAULT_RESEND_AFTER_SECONDS
     # How long a day keeps retrying (suspended, no compute) while the provider is unavailable.
     provider_outage_budget_seconds: int = 7200
     # Host patterns a provider URL may name; empty: the provider's S3 hosts and API host.
@@ -159,8 +168,10 @@ class Settings:
             date_offset_days=_int_setting(env, ENV_DATE_OFFSET_DAYS, 1, minimum=0),
             log_level=(env.get(ENV_LOG_LEVEL) or "INFO").upper(),
             orchestrator_arn=env.get(ENV_ORCHESTRATOR_ARN) or None,
-            sweep_requeue=_bool_setting(env, ENV_SWEEP_REQUEUE),
-            resend_after_seconds=_int_setting(env, ENV_RESEND_AFTER_SECONDS, 1800),
+            sweep_requeue=_bool_setting(env, ENV_SWEEP_REQUEUE, DEFAULT_SWEEP_REQUEUE),
+            resend_after_seconds=_int_setting(
+                env, ENV_RESEND_AFTER_SECONDS, DEFAULT_RESEND_AFTER_SECONDS
+            ),
             provider_outage_budget_seconds=_int_setting(
                 env, ENV_PROVIDER_OUTAGE_BUDGET_SECONDS, 7200, minimum=0
             ),

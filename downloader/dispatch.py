@@ -10,8 +10,8 @@ acknowledged: SQS redelivers the message and, after maxReceiveCount, dead-letter
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 log = get_logger()
 _PREVIEW_CHARS = 200
 _MAX_DELAY_S = 900
+_MAX_VISIBILITY_S = 43_200  # SQS's limit
+_VISIBILITY_BATCH_MAX = 10  # ChangeMessageVisibilityBatch's limit
 
 
 class MessageVisibility:
@@ -68,6 +70,36 @@ class MessageVisibility:
             log.warning("message.defer_failed", error_type=type(exc).__name__)
             return False
         return True
+
+
+def receive_visibility_s(service: DownloadService) -> int:
+    """Lease + margin: how long a received message stays hidden before its heartbeat starts.
+
+    Never the queue's default (6x the Lambda timeout): a message received by a process that
+    then dies comes back after this, not after an hour.
+    """
+    lease_s = service.deps.lease_seconds
+    return min(lease_s + service.deps.tuning.margin_s(lease_s), _MAX_VISIBILITY_S)
+
+
+def hide_messages(
+    sqs: SQSClient, queue_url: str, receipt_handles: Sequence[str], seconds: int
+) -> None:
+    """Hide received messages for `seconds` from now (batches of 10); failures are logged."""
+    for start in range(0, len(receipt_handles), _VISIBILITY_BATCH_MAX):
+        chunk = receipt_handles[start : start + _VISIBILITY_BATCH_MAX]
+        entries: list[Any] = [
+            {"Id": str(n), "ReceiptHandle": handle, "VisibilityTimeout": seconds}
+            for n, handle in enumerate(chunk)
+        ]
+        try:
+            response = sqs.change_message_visibility_batch(QueueUrl=queue_url, Entries=entries)
+        except (ClientError, BotoCoreError) as exc:
+            # They then return at the visibility they were received with; claims still guard.
+            log.warning("message.visibility_failed", error_type=type(exc).__name__)
+            continue
+        for failed in response.get("Failed", []):
+            log.warning("message.visibility_failed", error_code=failed.get("Code", "?"))
 
 
 def dispatch(

@@ -20,7 +20,12 @@ from dlpipe.log import configure_logging, get_logger
 from dlpipe.queue import JobQueue
 from dlpipe.routing import TimeBudget
 from downloader.bootstrap import build_service
-from downloader.dispatch import MessageVisibility, dispatch
+from downloader.dispatch import (
+    MessageVisibility,
+    dispatch,
+    hide_messages,
+    receive_visibility_s,
+)
 from downloader.service import DownloadService
 
 if TYPE_CHECKING:
@@ -81,11 +86,32 @@ def handle_event(event: dict[str, Any], runtime: Runtime, context: Any = None) -
     stop.clear()
     failures: list[dict[str, str]] = []
     budget = invocation_budget(context)
+    records = event.get("Records", [])
     with _deadline(context, stop):
-        for record in event.get("Records", []):
+        for index, record in enumerate(records):
+            # The event source delivers with the queue's visibility (6x the Lambda timeout):
+            # bring this record and those behind it to lease + margin, so the records of an
+            # invocation that crashes or times out come back soon, not after an hour.
+            _hide_waiting(records[index:], runtime)
             if not _handle_record(record, runtime, stop, budget):
                 failures.append({"itemIdentifier": record["messageId"]})
     return {"batchItemFailures": failures}
+
+
+def _hide_waiting(records: list[dict[str, Any]], runtime: Runtime) -> None:
+    by_queue: dict[str, list[str]] = {}
+    for record in records:
+        by_queue.setdefault(record.get("eventSourceARN", ""), []).append(
+            record.get("receiptHandle", "")
+        )
+    seconds = receive_visibility_s(runtime.service)
+    for arn, handles in by_queue.items():
+        try:
+            queue_url = runtime.queue_url_for(arn)
+        except Exception as exc:  # noqa: BLE001 - the record itself reports this below
+            log.warning("message.visibility_failed", error_type=type(exc).__name__)
+            continue
+        hide_messages(runtime.sqs, queue_url, handles, seconds)
 
 
 def _handle_record(

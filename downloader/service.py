@@ -17,6 +17,7 @@ from structlog.contextvars import bound_contextvars
 
 from dlpipe.log import get_logger
 from dlpipe.routing import Budget, TimeBudget, too_large_message
+from downloader import testpoints
 from downloader.deps import ServiceDeps
 from downloader.errors import PermanentError, TooLargeForWorkerError, TransientError
 from downloader.filerun import FileRun
@@ -81,6 +82,7 @@ class DownloadService:
         """Process one FileID; `on_heartbeat(seconds)` keeps the message hidden that long;
         a file that cannot finish in `budget` is not started (see dlpipe.routing)."""
         with bound_contextvars(file_id=file_id):
+            testpoints.reach("received", file_id)
             job = self.deps.jobs.get(file_id)
             if job is None:
                 log.warning("job.not_found")
@@ -145,7 +147,9 @@ class DownloadService:
         started = time.monotonic()
         try:
             with run.heartbeat:
+                testpoints.reach("claimed", job.file_id)
                 key, verified = run.produce()
+            testpoints.reach("published", job.file_id)
             return self._complete(job, run.owner, key, verified, time.monotonic() - started)
         except LeaseLost:
             log.warning("job.lease_lost", during="transfer")

@@ -6,7 +6,6 @@ that is after the GCM tag (or CBC padding), the size and the SHA-256 all checked
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -18,6 +17,7 @@ from downloader.sink import MultipartSink
 from downloader.source import open_source
 from provider.url_policy import UrlPolicy
 from records.model import FileJob
+from records.rules import visibility_margin_seconds
 
 MIB = 1024 * 1024
 MAX_PARTS = 10_000  # S3's limit on parts in one multipart upload
@@ -53,7 +53,7 @@ class TransferTuning:
         """Seconds a message stays hidden beyond a lease of `lease_seconds`."""
         if self.visibility_margin_s is not None:
             return self.visibility_margin_s
-        return max(1, math.ceil(lease_seconds / 10))
+        return visibility_margin_seconds(lease_seconds)
 
 
 @dataclass(frozen=True)

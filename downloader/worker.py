@@ -18,7 +18,12 @@ from structlog.contextvars import bound_contextvars
 
 from dlpipe.log import get_logger
 from dlpipe.routing import TimeBudget
-from downloader.dispatch import MessageVisibility, dispatch
+from downloader.dispatch import (
+    MessageVisibility,
+    dispatch,
+    hide_messages,
+    receive_visibility_s,
+)
 from downloader.service import DownloadService
 
 if TYPE_CHECKING:
@@ -61,6 +66,7 @@ class Worker:
         self._lock = threading.Lock()
         self._busy = 0
         self._last_message_at = time.monotonic()
+        self._visibility_s = receive_visibility_s(service)
 
     def request_stop(self, reason: str = "signal") -> None:
         """Stop receiving; in-progress files finish within the grace period or are released."""
@@ -125,7 +131,12 @@ class Worker:
                 self._stopping.wait(_RECEIVE_BACKOFF_S)
 
     def _poll_once(self) -> None:
-        for message in self._receive():
+        messages = self._receive()
+        for index, message in enumerate(messages):
+            if index:
+                # Those still waiting behind a long file would otherwise come back to others.
+                handles = [m["ReceiptHandle"] for m in messages[index:]]
+                hide_messages(self._sqs, self._queue_url, handles, self._visibility_s)
             if not self._enter():
                 self._visibility(message)(0)  # taken too late: hand it straight back
                 continue
@@ -153,6 +164,9 @@ class Worker:
                 QueueUrl=self._queue_url,
                 MaxNumberOfMessages=self._options.max_messages,
                 WaitTimeSeconds=self._options.wait_seconds,
+                # Not the queue's default (6x the Lambda timeout): if this process dies before
+                # the heartbeat takes over, the message is back after lease + margin.
+                VisibilityTimeout=self._visibility_s,
             )
         except (ClientError, BotoCoreError) as exc:
             log.warning("worker.receive_failed", error_type=type(exc).__name__)

@@ -19,12 +19,13 @@ from typing import Protocol
 
 from dlpipe import metrics
 from dlpipe.aws import AwsClients
-from dlpipe.config import Settings
+from dlpipe.config import DEFAULT_RESEND_AFTER_SECONDS, DEFAULT_SWEEP_REQUEUE, ConfigError, Settings
 from dlpipe.log import get_logger
 from dlpipe.queue import JobQueue, QueueSendError
 from dlpipe.routing import Route
 from orchestrator.jobs_from_listing import error_job, job_from_descriptor
 from orchestrator.ports import CompletionCheck, FetchFailed, ProviderOutage, QueueResult
+from orchestrator.sweeper import PublishedCheck, Sweeper, published_check
 from provider.client import ProviderClient, token_from_settings
 from provider.contract import ListingResult
 from provider.errors import ProviderRefusedError, ProviderUnavailableError
@@ -33,7 +34,13 @@ from records.clock import Clock, SystemClock, iso_from_ms
 from records.errors import BatchTransitionRefusedError, JobExistsError, RequeueRefusedError
 from records.jobs_table import JobsTable
 from records.model import Batch, BatchStatus, FileJob, JobStatus, make_batch_id
-from records.rules import batch_ttl_epoch_s, decide_batch_status
+from records.rules import (
+    RecoveryBudgetError,
+    assert_recovery_fits,
+    batch_ttl_epoch_s,
+    decide_batch_status,
+    visibility_margin_seconds,
+)
 
 log = get_logger(component="orchestrator")
 _ATTACHABLE = frozenset({BatchStatus.INITIATED, BatchStatus.QUEUED, BatchStatus.COMPLETED})
@@ -57,8 +64,9 @@ class BatchFlowService:
     queue: JobQueue
     clock: Clock
     new_uuid: Callable[[], str]
-    sweep_requeue: bool = False
-    resend_after_seconds: int = 1800
+    sweep_requeue: bool = DEFAULT_SWEEP_REQUEUE
+    resend_after_seconds: int = DEFAULT_RESEND_AFTER_SECONDS
+    published: PublishedCheck | None = None  # the sweeper's HEAD of a destination key
 
     # ---- create-batch -----------------------------------------------------------------
 
@@ -219,7 +227,7 @@ class BatchFlowService:
         failed = {
             f for f, j in found.items() if j.status in (JobStatus.FAILED, JobStatus.ERROR)
         } | vanished
-        self._sweep(batch_id, found.values())
+        completed |= self._sweep(batch_id, found.values())
         if completed or failed:
             batch = (
                 self.batches.record_outcomes(batch_id, completed=completed, failed=failed) or batch
@@ -244,38 +252,16 @@ class BatchFlowService:
             return _check(batch, None if status is None else str(status))
         return _check(self._finish(batch, status), None)
 
-    def _sweep(self, batch_id: str, pending_jobs: Iterable[FileJob]) -> None:
-        """Report jobs whose worker died (expired lease) and, if configured, requeue them."""
-        now_ms = self.clock.now_ms()
-        stuck = [
-            j
-            for j in pending_jobs
-            if j.status is JobStatus.DOWNLOADING and not j.lease_live(now_ms)
-        ]
-        idle_cut = now_ms - self.resend_after_seconds * 1000
-        idle = [
-            j
-            for j in pending_jobs
-            if j.status is JobStatus.AVAILABLE and j.status_updated_at_ms < idle_cut
-        ]
-        metrics.emit({"StuckJobs": (len(stuck), metrics.COUNT)}, BatchID=batch_id)
-        if not self.sweep_requeue or not (stuck or idle):
-            return
-        requeued = []
-        for job in [*stuck, *idle]:
-            try:
-                # Conditional: a worker that renewed or finished meanwhile keeps its job.
-                requeued.append(self.jobs.requeue(job.file_id))
-            except RequeueRefusedError:
-                continue
-        self.queue.send_jobs(requeued)
-        log.warning(
-            "batch.swept",
-            batch_id=batch_id,
-            stuck=len(stuck),
-            idle=len(idle),
-            requeued=len(requeued),
-        )
+    def _sweep(self, batch_id: str, pending_jobs: Iterable[FileJob]) -> set[str]:
+        """Finish or requeue jobs whose worker died, re-send idle ones; the FileIDs it completed."""
+        return Sweeper(
+            self.jobs,
+            self.queue,
+            self.clock,
+            requeue=self.sweep_requeue,
+            resend_after_seconds=self.resend_after_seconds,
+            published=self.published,
+        ).sweep(batch_id, pending_jobs)
 
     def _finish(self, batch: Batch, status: BatchStatus) -> Batch:
         timeout_at = iso_from_ms(self.clock.now_ms()) if status is BatchStatus.TIMEOUT else None
@@ -356,8 +342,19 @@ def _check(batch: Batch, status: str | None) -> CompletionCheck:
 
 def build_flow(settings: Settings, clients: AwsClients | None = None) -> BatchFlowService:
     """Wire the flow to DynamoDB, SQS and the provider named by `settings`."""
+    try:
+        assert_recovery_fits(
+            settings.max_polls,
+            settings.poll_interval_seconds,
+            settings.lease_seconds,
+            visibility_margin_seconds(settings.lease_seconds),
+            settings.resend_after_seconds,
+        )
+    except RecoveryBudgetError as exc:
+        raise ConfigError(str(exc)) from exc
     clients = clients or AwsClients(settings)
     clock = SystemClock()
+    bucket = settings.destination_bucket
     provider = ProviderClient(
         settings.require("provider_base_url"), token_from_settings(settings, clients)
     )
@@ -370,4 +367,5 @@ def build_flow(settings: Settings, clients: AwsClients | None = None) -> BatchFl
         new_uuid=lambda: str(uuid.uuid4()),
         sweep_requeue=settings.sweep_requeue,
         resend_after_seconds=settings.resend_after_seconds,
+        published=published_check(clients.s3, bucket) if bucket else None,
     )

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import time
 from datetime import UTC, datetime
 from typing import Protocol
+
+from dlpipe.config import ENV_TEST_CLOCK_OFFSET_SECONDS
+
+# Tests only (clock skew between workers); read once, 0 unless the variable is set.
+_TEST_OFFSET_MS = int(float(os.environ.get(ENV_TEST_CLOCK_OFFSET_SECONDS) or 0) * 1000)
 
 
 class Clock(Protocol):
@@ -16,11 +22,11 @@ class Clock(Protocol):
 
 
 class SystemClock:
-    """The wall clock."""
+    """The wall clock (shifted only when a test sets DLPIPE_TEST_CLOCK_OFFSET_SECONDS)."""
 
     def now_ms(self) -> int:
         """Milliseconds since the epoch."""
-        return time.time_ns() // 1_000_000
+        return time.time_ns() // 1_000_000 + _TEST_OFFSET_MS
 
 
 def iso_from_ms(epoch_ms: int) -> str:

@@ -428,3 +428,38 @@ class JobsTable:
             error=RequeueRefusedError,
             rule="adopt",
         )
+
+    def complete_abandoned(
+        self, file_id: str, owner: str, *, byte_count: int, sha256: str, destination_key: str
+    ) -> FileJob:
+        """downloading -> completed for a claim `owner` abandoned after publishing its file.
+
+        The sweeper's repair: the verified object is in place, only the completion is missing.
+        """
+        now_ms = self._clock.now_ms()
+        # Race: the owner may come back (frozen, not dead) and renew or complete, or another
+        # worker may take the claim over meanwhile; only the same owner's claim, still
+        # expired at write time, is completed here, so no live claim's result is overwritten.
+        condition = "#status = :downloading AND #owner = :owner AND #lease < :now"
+        update = (
+            "SET #status = :completed, #updated = :now, #completed = :at, #bytes = :bytes,"
+            " #sha = :sha, #dest = :dest REMOVE #owner, #lease, #error"
+        )
+        values = {
+            ":downloading": str(JobStatus.DOWNLOADING),
+            ":owner": owner,
+            ":completed": str(JobStatus.COMPLETED),
+            ":now": now_ms,
+            ":at": iso_from_ms(now_ms),
+            ":bytes": byte_count,
+            ":sha": sha256,
+            ":dest": destination_key,
+        }
+        return self._update(
+            file_id,
+            update=update,
+            condition=condition,
+            values=values,
+            error=LeaseLostError,
+            rule="complete abandoned",
+        )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Set
 from enum import StrEnum
 
@@ -74,6 +75,11 @@ def lease_expiry_ms(now_ms: int, lease_seconds: int) -> int:
     return now_ms + lease_seconds * 1000
 
 
+def visibility_margin_seconds(lease_seconds: int) -> int:
+    """How long a message stays hidden past its claim's lease: a tenth of it, at least 1 s."""
+    return max(1, math.ceil(lease_seconds / 10))
+
+
 def job_ttl_epoch_s(now_s: int) -> int:
     """TTL of a job written at `now_s`: 30 days, in epoch seconds as DynamoDB TTL requires."""
     return now_s + JOB_TTL_DAYS * 86_400
@@ -102,3 +108,62 @@ def decide_batch_status(
     if not pending:
         return BatchStatus.FAILED if expected & failed else BatchStatus.COMPLETED
     return BatchStatus.TIMEOUT if is_last_poll else None
+
+
+def recovery_bound_seconds(
+    lease_seconds: int, margin_seconds: int, poll_interval_seconds: int, resend_after_seconds: int
+) -> int:
+    """How long a file whose worker died waits, at most, before another worker runs it.
+
+    A message a dead worker received, or whose claim it held, is visible again lease + margin
+    after its last heartbeat (or its receive); the sweeper requeues an expired claim by the
+    first check after lease, and re-sends a job idle in `available` past the resend bound by
+    the next check (RELIABILITY.md, "Recovery bounds").
+    """
+    return max(
+        lease_seconds + margin_seconds,
+        lease_seconds + poll_interval_seconds,
+        resend_after_seconds + poll_interval_seconds,
+    )
+
+
+class RecoveryBudgetError(ValueError):
+    """The polling window is shorter than the time a crashed worker's file may wait."""
+
+
+def assert_recovery_fits(
+    max_polls: int,
+    poll_interval_seconds: int,
+    lease_seconds: int,
+    margin_seconds: int,
+    resend_after_seconds: int,
+) -> None:
+    """Raise RecoveryBudgetError unless the polls outlast the recovery bound plus one lease
+    (time for the file to be run again), so a crash never alone turns a day into a timeout."""
+    bound = recovery_bound_seconds(
+        lease_seconds, margin_seconds, poll_interval_seconds, resend_after_seconds
+    )
+    window = max_polls * poll_interval_seconds
+    if window < bound + lease_seconds:
+        raise RecoveryBudgetError(
+            f"{max_polls} polls x {poll_interval_seconds}s = {window}s is shorter than the "
+            f"recovery bound {bound}s + one lease {lease_seconds}s: raise DLPIPE_MAX_POLLS or "
+            "lower DLPIPE_RESEND_AFTER_SECONDS / DLPIPE_LEASE_SECONDS"
+        )
+
+
+class SweepAction(StrEnum):
+    """What the poller's sweeper does with a pending job."""
+
+    TAKE_BACK = "take_back"  # downloading under an expired lease: finish or requeue it
+    RESEND = "resend"  # available and untouched past the resend bound: send it again
+
+
+def sweep_action(job: FileJob, now_ms: int, resend_after_seconds: int) -> SweepAction | None:
+    """The sweeper's decision for one pending job, or None to leave it alone."""
+    if job.status is JobStatus.DOWNLOADING and not job.lease_live(now_ms):
+        return SweepAction.TAKE_BACK
+    idle_cut_ms = now_ms - resend_after_seconds * 1000
+    if job.status is JobStatus.AVAILABLE and job.status_updated_at_ms < idle_cut_ms:
+        return SweepAction.RESEND
+    return None

@@ -128,8 +128,22 @@ data "aws_iam_policy_document" "orchestrator" {
     resources = [aws_secretsmanager_secret.provider_token.arn]
   }
 
-  # Only SQS (the download queue, the function's DLQ), Secrets Manager and DynamoDB use the
-  # key for this role; the code never calls KMS itself.
+  # The sweeper finishes a job whose worker died after publishing: it HEADs the deterministic
+  # destination key (sha256 metadata, size). ListBucket turns a missing key's 403 into a 404.
+  statement {
+    sid       = "FindPublishedFiles"
+    actions   = ["s3:GetObject"]
+    resources = ["${aws_s3_bucket.destination.arn}/*"]
+  }
+
+  statement {
+    sid       = "TellMissingFromForbidden"
+    actions   = ["s3:ListBucket"]
+    resources = [aws_s3_bucket.destination.arn]
+  }
+
+  # Only SQS (the download queue, the function's DLQ), Secrets Manager, DynamoDB and S3 (a
+  # HEAD of an SSE-KMS object) use the key for this role; the code never calls KMS itself.
   statement {
     sid       = "UseDataKey"
     actions   = ["kms:Decrypt", "kms:GenerateDataKey"]
@@ -142,6 +156,7 @@ data "aws_iam_policy_document" "orchestrator" {
         "sqs.${var.aws_region}.amazonaws.com",
         "secretsmanager.${var.aws_region}.amazonaws.com",
         "dynamodb.${var.aws_region}.amazonaws.com",
+        "s3.${var.aws_region}.amazonaws.com",
       ]
     }
   }

@@ -42,6 +42,9 @@ locals {
     DLPIPE_SWEEP_REQUEUE         = tostring(var.sweep_requeue)
     DLPIPE_RESEND_AFTER_SECONDS  = tostring(var.resend_after_seconds)
     DLPIPE_LOG_LEVEL             = var.log_level
+    # The sweeper: HEAD of a dead worker's destination key, and the lease in its recovery bound.
+    DLPIPE_DEST_BUCKET   = aws_s3_bucket.destination.bucket
+    DLPIPE_LEASE_SECONDS = tostring(var.lease_seconds)
   }
 
   # Files a downloader Lambda surely finishes: timeout x 20 MiB/s (a conservative minimum,

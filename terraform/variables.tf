@@ -124,9 +124,9 @@ variable "date_offset_days" {
 }
 
 variable "sweep_requeue" {
-  description = "Whether each completion check also requeues jobs whose worker died (expired lease) and re-sends available jobs nobody took (DLPIPE_SWEEP_REQUEUE). Off: they are only counted (StuckJobs metric) and SQS redelivery recovers them."
+  description = "Whether each completion check also finishes (object already published) or requeues jobs whose worker died (expired lease) and re-sends available jobs nobody took (DLPIPE_SWEEP_REQUEUE). On by default: with it no crash needs an operator (RELIABILITY.md, recovery bounds). Off: they are only counted (StuckJobs metric)."
   type        = bool
-  default     = false
+  default     = true
 }
 
 variable "resend_after_seconds" {

@@ -133,8 +133,16 @@ def test_a_message_that_keeps_failing_reaches_the_dead_letter_queue(
     with queues(clients, visibility_s=1, max_receive=2) as q:
         send(clients, q.url, f"{entity}-2026-02-28")
         # A table that does not exist: every attempt fails before anything is claimed.
-        env = worker_env(aws_env, provisioned, q.url, key_file, DLPIPE_JOBS_TABLE="no-such-table")
-        worker = WorkerProcess(env, tmp_path / "w.log", "--exit-when-idle", "2")
+        # A failed message comes back after lease + margin (2 s here), not the queue's timeout.
+        env = worker_env(
+            aws_env,
+            provisioned,
+            q.url,
+            key_file,
+            lease_seconds=1,
+            DLPIPE_JOBS_TABLE="no-such-table",
+        )
+        worker = WorkerProcess(env, tmp_path / "w.log", "--exit-when-idle", "5")
         try:
             assert worker.wait(60) == 0
         finally:

@@ -86,6 +86,10 @@ for _role in ("downloader", "ecs_task"):
     NOT_CALLED_BUT_NEEDED[(_role, "FindObjectsAndStaleUploads", "s3:ListBucket")] = (
         "HeadObject of a missing key is a 404, not a 403, only with s3:ListBucket"
     )
+# The sweeper's HEAD of a published file (orchestrator/sweeper.py), likewise.
+NOT_CALLED_BUT_NEEDED[("orchestrator", "TellMissingFromForbidden", "s3:ListBucket")] = (
+    "the sweeper's HeadObject of a missing key is a 404, not a 403, only with s3:ListBucket"
+)
 
 ENCRYPTED_SERVICES = frozenset({"s3", "sqs", "secretsmanager", "dynamodb"})
 

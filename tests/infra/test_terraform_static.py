@@ -19,6 +19,7 @@ from orchestrator.durable import assert_polling_fits
 from orchestrator.events import parse_event
 from orchestrator.outage import OutageBackoff
 from records import schema
+from records.rules import assert_recovery_fits, visibility_margin_seconds
 from tests.infra.hcl import (
     DATA_REF,
     LOCAL_REF,
@@ -67,6 +68,8 @@ ORCHESTRATOR_NEEDS = {
     config.ENV_PROVIDER_OUTAGE_BUDGET_SECONDS,
     config.ENV_LARGE_QUEUE_URL,
     config.ENV_LARGE_FILE_THRESHOLD_BYTES,
+    config.ENV_DEST_BUCKET,
+    config.ENV_LEASE_SECONDS,
 }
 DOWNLOADER_NEEDS = {
     config.ENV_JOBS_TABLE,
@@ -597,3 +600,16 @@ def test_large_queue_permissions_follow_who_sends_and_who_consumes() -> None:
     }
     policy = MODULE.resource("aws_iam_role_policy", "ecs_task")
     assert policy["policy"] == "${data.aws_iam_policy_document.ecs_task[0].json}"
+
+
+def test_default_sweep_and_polling_leave_room_for_the_recovery_bound() -> None:
+    """Terraform's defaults sweep as the code does, and the polls outlast a crash's recovery."""
+    default = {name: body.get("default") for name, body in MODULE.variables.items()}
+    assert default["sweep_requeue"] is config.Settings().sweep_requeue is True
+    assert_recovery_fits(
+        default["max_polls"],
+        default["poll_interval_seconds"],
+        default["lease_seconds"],
+        visibility_margin_seconds(default["lease_seconds"]),
+        default["resend_after_seconds"],
+    )

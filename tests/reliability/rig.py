@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import threading
@@ -500,3 +501,10 @@ def day_queued(batches: BatchesTable, day: str) -> bool:
     """True once the day's batch exists and its fetch-and-queue step has written every job."""
     found = batches.query_by_date(day)
     return bool(found) and found[-1].status is not BatchStatus.INITIATED
+
+
+def takeover_only(flow: BatchFlowService) -> BatchFlowService:
+    """The flow with its sweeper reporting only: a dead worker's file then recovers solely by a
+    takeover on the message's next delivery, the path the crash scenarios 1 and 1b measure
+    (test_chaos.py runs the defaults, sweeper included)."""
+    return dataclasses.replace(flow, sweep_requeue=False)

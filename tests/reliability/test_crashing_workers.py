@@ -33,6 +33,7 @@ from tests.reliability.rig import (
     events_of,
     point_at,
     stopping_all,
+    takeover_only,
     unique_day,
     unique_entity,
 )
@@ -154,7 +155,7 @@ def run_crash_plan(
     jobs, batches, pool = rig.jobs(), rig.batches(), []
     relay = SlowRelay(plan.bytes_per_s)
     with relay.running(), ThreadPoolExecutor(1) as poller, stopping_all(pool):
-        running = poller.submit(rig.run_day, rig.flow(stub), day, polls=polls)
+        running = poller.submit(rig.run_day, takeover_only(rig.flow(stub)), day, polls=polls)
         wait_until(lambda: day_queued(batches, day), 60, "the poller to queue the day")
         for file_id in expected:  # before any worker runs: every download goes via the relay
             point_at(jobs, file_id, relay.url_for(jobs.require(file_id).presigned_url))

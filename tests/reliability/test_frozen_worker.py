@@ -18,7 +18,7 @@ from tests.e2e.test_worker_signals import point_at
 from tests.integration.test_downloader_kit import Relay, uploads_in_progress
 from tests.provider_support import StubFactory
 from tests.reliability.invariant import check_day
-from tests.reliability.rig import stopping_all, unique_day, unique_entity
+from tests.reliability.rig import stopping_all, takeover_only, unique_day, unique_entity
 
 pytest_plugins = ["tests.provider_fixtures"]
 pytestmark = pytest.mark.e2e
@@ -38,7 +38,7 @@ def test_a_frozen_worker_thawed_after_a_takeover_publishes_nothing(
     file_id, key = f"{entity}-{day}", f"{entity}/{day}/{entity}-{day}"
     jobs, pool = rig.jobs(), []
     with ThreadPoolExecutor(1) as poller, stopping_all(pool):
-        running = poller.submit(rig.run_day, rig.flow(stub), day, polls=120)
+        running = poller.submit(rig.run_day, takeover_only(rig.flow(stub)), day, polls=120)
         wait_until(lambda: jobs.get(file_id) is not None, 30, "the poller to write the job")
         relay = Relay(jobs.require(file_id).presigned_url, bytes_per_s=TRICKLE, slow_requests=1)
         with relay.running():

@@ -15,9 +15,11 @@ from downloader.dispatch import MessageVisibility, dispatch
 from downloader.handler import Runtime, handle_event
 from downloader.messages import JobMessage, encode_message
 from downloader.service import Outcome, ProcessResult
+from downloader.transfer import TransferTuning
 from tests.support import new_batch_id
 
 QUEUE_URL = "http://127.0.0.1:1/000000000000/q"
+LEASE_S = 300
 
 
 class FakeSqs:
@@ -26,6 +28,7 @@ class FakeSqs:
     def __init__(self, fail: bool = False) -> None:
         self.visibility: list[tuple[str, int]] = []
         self.sent: list[tuple[str, int]] = []
+        self.batches: list[list[tuple[str, int]]] = []
         self.fail = fail
 
     def send_message(self, QueueUrl: str, MessageBody: str, DelaySeconds: int) -> None:
@@ -40,13 +43,23 @@ class FakeSqs:
             raise EndpointConnectionError(endpoint_url=QueueUrl)
         self.visibility.append((ReceiptHandle, VisibilityTimeout))
 
+    def change_message_visibility_batch(
+        self, QueueUrl: str, Entries: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        if self.fail:
+            raise EndpointConnectionError(endpoint_url=QueueUrl)
+        self.batches.append([(e["ReceiptHandle"], e["VisibilityTimeout"]) for e in Entries])
+        return {"Successful": [{"Id": e["Id"]} for e in Entries], "Failed": []}
+
 
 class FakeService:
     """Answers each FileID with a fixed result, or raises."""
 
     def __init__(self, results: dict[str, ProcessResult | Exception]) -> None:
         self.results = results
-        self.deps = SimpleNamespace(stop=threading.Event())
+        self.deps = SimpleNamespace(
+            stop=threading.Event(), lease_seconds=LEASE_S, tuning=TransferTuning()
+        )
         self.calls: list[str] = []
 
     def process(
@@ -177,3 +190,30 @@ def test_handler_stops_taking_records_when_the_invocation_runs_out_of_time() -> 
     result = handle_event({"Records": [record("m1", "a-2026-02-28")]}, runtime, context)
     assert result == {"batchItemFailures": [{"itemIdentifier": "m1"}]}
     assert service.calls == []
+
+
+def test_handler_hides_its_records_for_lease_plus_margin_not_the_queue_default() -> None:
+    """Every record of an invocation is hidden lease + margin before work, the rest again per record."""
+    service: Any = FakeService(
+        {"a-2026-02-28": ProcessResult(Outcome.COMPLETED), "b-2026-02-28": RuntimeError("x")}
+    )
+    sqs = FakeSqs()
+    runtime = Runtime(service, sqs, QUEUE_URL)  # type: ignore[arg-type]
+    event = {"Records": [record("m1", "a-2026-02-28"), record("m2", "b-2026-02-28")]}
+    handle_event(event, runtime)
+    visibility_s = LEASE_S + TransferTuning().margin_s(LEASE_S)
+    assert sqs.batches == [
+        [("rh-m1", visibility_s), ("rh-m2", visibility_s)],
+        [("rh-m2", visibility_s)],
+    ]
+
+
+def test_handler_goes_on_when_hiding_its_records_fails() -> None:
+    """SQS refusing the visibility change is logged; the records are still processed."""
+    service: Any = FakeService({"a-2026-02-28": ProcessResult(Outcome.COMPLETED)})
+    runtime = Runtime(service, FakeSqs(fail=True), QUEUE_URL)  # type: ignore[arg-type]
+    with capture_logs() as logs:
+        result = handle_event({"Records": [record("m1", "a-2026-02-28")]}, runtime)
+    assert result == {"batchItemFailures": []}
+    assert service.calls == ["a-2026-02-28"]
+    assert any(e["event"] == "message.visibility_failed" for e in logs)

@@ -1,0 +1,175 @@
+"""The poller's sweeper on the emulator: it finishes, requeues or re-sends what a dead worker
+left, conditionally, and leaves live claims alone."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from dlpipe.aws import AwsClients
+from dlpipe.local.provision import Provisioned
+from dlpipe.queue import JobQueue
+from orchestrator.sweeper import published_check
+from provider.crypto import CIPHER_CBC
+from provider.stub import StubProvider
+from provider.stub_publish import StubFileSpec
+from records.jobs_table import JobsTable
+from records.model import JobStatus
+from tests.integration.test_orchestrator_flow import LEASE_S, drain, make_flow, queue
+from tests.provider_support import StubFactory
+from tests.support import ManualClock, unique_day
+
+pytest_plugins = ["tests.provider_fixtures"]
+pytestmark = pytest.mark.integration
+__all__ = ["make_flow", "queue"]  # fixtures shared with the flow's tests
+RESEND_S = 600
+
+
+def one_claimed_file(
+    make_flow: Any,
+    stub: StubProvider,
+    clients: AwsClients,
+    queue: JobQueue,
+    jobs: JobsTable,
+    provisioned: Provisioned,
+) -> tuple[Any, str, str]:
+    """A day of one file whose worker claimed it and died; (flow, batch, FileID)."""
+    flow = make_flow(
+        stub,
+        resend_after_seconds=RESEND_S,
+        published=published_check(clients.s3, str(provisioned.destination_bucket)),
+    )
+    day = unique_day()
+    batch_id = flow.create_batch(day)
+    flow.fetch_and_queue(batch_id, day)
+    (file_id,) = drain(clients, queue)
+    jobs.claim(file_id, "dead-worker", LEASE_S)
+    return flow, batch_id, file_id
+
+
+def publish(
+    clients: AwsClients,
+    provisioned: Provisioned,
+    jobs: JobsTable,
+    file_id: str,
+    sha256: str | None = None,
+) -> str:
+    """Put the job's object at its deterministic key as the sink writes it (sha256 metadata)."""
+    job = jobs.require(file_id)
+    key = f"{job.entity}/{job.download_date}/{file_id}"
+    body = b"x" * (job.expected_size or 0)
+    clients.s3.put_object(
+        Bucket=str(provisioned.destination_bucket),
+        Key=key,
+        Body=body,
+        Metadata={"sha256": sha256 or str(job.expected_sha256)},
+    )
+    return key
+
+
+@pytest.fixture
+def stub(stub_factory: StubFactory, entity: str) -> StubProvider:
+    """A provider listing one small file."""
+    return stub_factory([StubFileSpec(entity, 100, CIPHER_CBC)])
+
+
+def test_an_expired_claim_whose_file_is_published_is_completed_not_requeued(
+    make_flow: Any,
+    stub: StubProvider,
+    clients: AwsClients,
+    queue: JobQueue,
+    jobs: JobsTable,
+    provisioned: Provisioned,
+    clock: ManualClock,
+) -> None:
+    """A worker that died between publish and complete: the sweeper completes the job, sends nothing."""
+    flow, batch_id, file_id = one_claimed_file(make_flow, stub, clients, queue, jobs, provisioned)
+    key = publish(clients, provisioned, jobs, file_id)
+    clock.advance(LEASE_S + 1)
+    assert flow.check_completion(batch_id, 1, False).status == "completed"
+    job = jobs.require(file_id)
+    assert job.status is JobStatus.COMPLETED
+    assert job.destination_key == key
+    assert job.sha256 == job.expected_sha256
+    assert drain(clients, queue) == []
+
+
+def test_a_live_claim_is_left_alone_even_when_its_file_is_published(
+    make_flow: Any,
+    stub: StubProvider,
+    clients: AwsClients,
+    queue: JobQueue,
+    jobs: JobsTable,
+    provisioned: Provisioned,
+) -> None:
+    """A claim under a live lease is neither completed nor requeued by the sweeper."""
+    flow, batch_id, file_id = one_claimed_file(make_flow, stub, clients, queue, jobs, provisioned)
+    publish(clients, provisioned, jobs, file_id)
+    assert flow.check_completion(batch_id, 1, False).status is None
+    assert jobs.require(file_id).lease_owner == "dead-worker"
+    assert drain(clients, queue) == []
+
+
+def test_an_expired_claim_with_a_wrong_object_is_requeued_and_sent_again(
+    make_flow: Any,
+    stub: StubProvider,
+    clients: AwsClients,
+    queue: JobQueue,
+    jobs: JobsTable,
+    provisioned: Provisioned,
+    clock: ManualClock,
+) -> None:
+    """An object whose SHA-256 metadata does not match is not trusted: the job is run again."""
+    flow, batch_id, file_id = one_claimed_file(make_flow, stub, clients, queue, jobs, provisioned)
+    publish(clients, provisioned, jobs, file_id, sha256="0" * 64)
+    clock.advance(LEASE_S + 1)
+    assert flow.check_completion(batch_id, 1, False).status is None
+    assert jobs.require(file_id).status is JobStatus.AVAILABLE
+    assert drain(clients, queue) == [file_id]
+
+
+def test_an_idle_available_job_is_sent_again_once_per_resend_bound(
+    make_flow: Any,
+    stub: StubProvider,
+    clients: AwsClients,
+    queue: JobQueue,
+    jobs: JobsTable,
+    provisioned: Provisioned,
+    clock: ManualClock,
+) -> None:
+    """A job nobody claimed past the resend bound is re-sent, and not again before another bound."""
+    flow = make_flow(stub, resend_after_seconds=RESEND_S)
+    day = unique_day()
+    batch_id = flow.create_batch(day)
+    flow.fetch_and_queue(batch_id, day)
+    (file_id,) = drain(clients, queue)  # the message is lost
+    clock.advance(RESEND_S - 1)
+    flow.check_completion(batch_id, 1, False)
+    assert drain(clients, queue) == []
+    clock.advance(2)
+    flow.check_completion(batch_id, 2, False)
+    assert drain(clients, queue) == [file_id]
+    clock.advance(RESEND_S - 1)
+    flow.check_completion(batch_id, 3, False)
+    assert drain(clients, queue) == []
+
+
+def test_idle_jobs_are_not_resent_while_a_backlog_holds_as_many_messages(
+    make_flow: Any,
+    stub: StubProvider,
+    clients: AwsClients,
+    queue: JobQueue,
+    jobs: JobsTable,
+    clock: ManualClock,
+) -> None:
+    """A backlog of visible messages means idle jobs are waiting, not lost: nothing is re-sent."""
+    flow = make_flow(stub, resend_after_seconds=RESEND_S)
+    day = unique_day()
+    batch_id = flow.create_batch(day)
+    flow.fetch_and_queue(batch_id, day)  # its message stays in the queue, visible
+    clock.advance(RESEND_S + 1)
+    flow.check_completion(batch_id, 1, False)
+    (file_id,) = drain(clients, queue)  # only the first message: no re-send
+    flow.check_completion(batch_id, 2, False)
+    assert drain(clients, queue) == [file_id]  # the queue is empty now: re-sent
