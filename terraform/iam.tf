@@ -97,9 +97,11 @@ data "aws_iam_policy_document" "orchestrator" {
     ]
   }
 
+  # GetQueueAttributes: the sweeper re-sends idle jobs only when the queue's visible backlog
+  # is smaller than them (they may just be waiting in line).
   statement {
     sid       = "QueueDownloads"
-    actions   = ["sqs:SendMessage"]
+    actions   = ["sqs:SendMessage", "sqs:GetQueueAttributes"]
     resources = [aws_sqs_queue.downloads.arn]
   }
 

@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
+from dlpipe.config import Settings
 from dlpipe.local.stack import LocalStack
 from downloader.bootstrap import build_service
 from downloader.pool import WorkerPool, worker_pool
@@ -33,6 +34,10 @@ class DayOptions:
     workers: int = 4
     poll_interval_seconds: int = 2
     max_polls: int = 90
+    # A local day lasts minutes, not hours: recovery (lease, sweeper re-send) is scaled to fit
+    # its polling window, as build_flow's recovery check demands (RELIABILITY.md, bounds).
+    lease_seconds: int = 30
+    resend_after_seconds: int = 30
 
 
 @dataclass(frozen=True)
@@ -61,13 +66,16 @@ class DayReport:
 
 
 @contextmanager
-def running_workers(stack: LocalStack, count: int) -> Iterator[WorkerPool]:
+def running_workers(
+    stack: LocalStack, count: int, settings: Settings | None = None
+) -> Iterator[WorkerPool]:
     """`count` downloader threads on each of the stack's queues (main and large-file), as
     `dlpipe worker` runs them, stopped (by request) on exit."""
     stop = threading.Event()
-    service = build_service(stack.settings, stack.clients, stop=stop)
+    settings = settings or stack.settings
+    service = build_service(settings, stack.clients, stop=stop)
     options = WorkerOptions(concurrency=count, wait_seconds=1, max_messages=1, grace_s=5.0)
-    worker = worker_pool(service, stack.clients.sqs, stack.settings, options)
+    worker = worker_pool(service, stack.clients.sqs, settings, options)
     thread = threading.Thread(target=worker.run, name="dlpipe-workers", daemon=True)
     thread.start()
     try:
@@ -90,6 +98,8 @@ def run_day(
             provider_base_url=stub.base_url,
             poll_interval_seconds=options.poll_interval_seconds,
             max_polls=options.max_polls,
+            lease_seconds=options.lease_seconds,
+            resend_after_seconds=options.resend_after_seconds,
         )
         handler = build_durable_handler(
             lambda: build_flow(settings, stack.clients),
@@ -103,7 +113,7 @@ def run_day(
             on_progress,
         )
         budget_s = options.poll_interval_seconds * options.max_polls + 300.0
-        with running_workers(stack, options.workers), watcher.watching():
+        with running_workers(stack, options.workers, settings), watcher.watching():
             result = run_durable_locally(
                 handler, {"date": options.date}, skip_time=False, timeout_seconds=budget_s
             )
