@@ -97,10 +97,13 @@ class FlowProbe:
         with phase("create-batch"):
             return self._flow.create_batch(polling_date, rerun)
 
-    def fetch_and_queue(self, batch_id: str, polling_date: str) -> QueueResult:
+    def fetch_and_queue(
+        self, batch_id: str, polling_date: str, resume: QueueResult | None = None
+    ) -> QueueResult:
         with phase("fetch-and-queue"):
-            result = self._flow.fetch_and_queue(batch_id, polling_date)
-        self._on_queued()
+            result = self._flow.fetch_and_queue(batch_id, polling_date, resume)
+        if result.done:  # the last chunk: every job is written and queued
+            self._on_queued()
         return result
 
     def check_completion(

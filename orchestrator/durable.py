@@ -21,6 +21,11 @@ pins the parts we rely on:
   attempt that failed (SDK operation/step.py, retry_handler); the step function gets that
   attempt number as StepContext.attempt (1-based), restored from the checkpoint.
 
+Fan-out. fetch-and-queue runs as one step per chunk of the listing (`fetch-and-queue-files`,
+`fetch-and-queue-files-2`, ...; orchestrator/fanout.py says why and how big): each checkpoints
+a few counts and its listing offset, so a replay re-runs only the first unfinished chunk, and
+every chunk step has the fetch's outage retry strategy below (the stream may break anywhere).
+
 Provider outages. fetch-and-queue-files raises ProviderOutage while the provider is down,
 slow or throttling (after the provider client's own short retries, seconds); the step's
 retry strategy then schedules the next attempt after an OutageBackoff delay (30 s doubling
@@ -57,7 +62,7 @@ from aws_durable_execution_sdk_python.retries import (
 
 from dlpipe.log import get_logger
 from orchestrator.events import parse_event
-from orchestrator.inline import STEP_FETCH_AND_QUEUE, PollingPlan, run_batch
+from orchestrator.inline import PollingPlan, is_fetch_step, run_batch
 from orchestrator.outage import OutageBackoff, exhausted_message
 from orchestrator.ports import (
     BatchFlow,
@@ -75,7 +80,7 @@ log = get_logger(component="orchestrator")
 
 _T = TypeVar("_T")
 
-# Time for everything but the waits: create and fetch (a big listing, one put per file), each
+# Time for everything but the waits: create and fetch (a big listing, chunks of puts), each
 # check's own run time, and step-retry backoffs. Without it the last check, the one that
 # marks the batch timeout, could be cut off by the execution timeout. Same default as
 # terraform's durable_setup_margin_seconds.
@@ -176,7 +181,7 @@ class _DurableSteps:
         self._fetch_config = StepConfig(retry_strategy=self._fetch_retry_strategy)
 
     def step(self, name: str, func: Callable[[], _T]) -> _T:
-        is_fetch = name == STEP_FETCH_AND_QUEUE
+        is_fetch = is_fetch_step(name)
 
         def body(step_context: StepContext) -> _T:
             return self._fetch_attempt(func, step_context.attempt) if is_fetch else func()

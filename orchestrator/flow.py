@@ -13,22 +13,31 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
 
 from dlpipe import metrics
 from dlpipe.aws import AwsClients
 from dlpipe.config import DEFAULT_RESEND_AFTER_SECONDS, DEFAULT_SWEEP_REQUEUE, ConfigError, Settings
 from dlpipe.log import get_logger
-from dlpipe.queue import JobQueue, QueueSendError
+from dlpipe.queue import SEND_BATCH_MAX, JobQueue, QueueSendError
 from dlpipe.routing import Route
+from orchestrator.fanout import (
+    CHUNK_ENTRIES,
+    Entry,
+    FileLister,
+    ListingPosition,
+    in_parallel,
+    open_listing,
+    refusal,
+)
 from orchestrator.jobs_from_listing import error_job, job_from_descriptor
 from orchestrator.ports import CompletionCheck, FetchFailed, ProviderOutage, QueueResult
 from orchestrator.sweeper import PublishedCheck, Sweeper, published_check
 from provider.client import ProviderClient, token_from_settings
-from provider.contract import ListingResult
+from provider.contract import FileDescriptor, RejectedFile
 from provider.errors import ProviderRefusedError, ProviderUnavailableError
+from provider.listing_stream import ListingLimits
 from records.batches_table import BatchesTable
 from records.clock import Clock, SystemClock, iso_from_ms
 from records.errors import BatchTransitionRefusedError, JobExistsError, RequeueRefusedError
@@ -46,14 +55,6 @@ log = get_logger(component="orchestrator")
 _ATTACHABLE = frozenset({BatchStatus.INITIATED, BatchStatus.QUEUED, BatchStatus.COMPLETED})
 
 
-class FileLister(Protocol):
-    """What the flow needs of the provider (provider.client.ProviderClient fits)."""
-
-    def list_files(self, date: str) -> ListingResult:
-        """The provider's files for `date`; ProviderUnavailableError / ProviderRefusedError."""
-        ...
-
-
 @dataclass
 class BatchFlowService:
     """The batch use cases against DynamoDB, SQS and the provider."""
@@ -67,6 +68,9 @@ class BatchFlowService:
     sweep_requeue: bool = DEFAULT_SWEEP_REQUEUE
     resend_after_seconds: int = DEFAULT_RESEND_AFTER_SECONDS
     published: PublishedCheck | None = None  # the sweeper's HEAD of a destination key
+    chunk_entries: int = CHUNK_ENTRIES  # listing entries per fetch-and-queue step
+    # This invocation's open listing stream, continued by the next chunk (orchestrator/fanout.py).
+    _listing: ListingPosition | None = field(default=None, init=False, repr=False)
 
     # ---- create-batch -----------------------------------------------------------------
 
@@ -101,75 +105,138 @@ class BatchFlowService:
 
     # ---- fetch-and-queue-files --------------------------------------------------------
 
-    def fetch_and_queue(self, batch_id: str, polling_date: str) -> QueueResult:
-        """List the provider's files, write one job each, queue them; replay-safe."""
+    def fetch_and_queue(
+        self, batch_id: str, polling_date: str, resume: QueueResult | None = None
+    ) -> QueueResult:
+        """Write and queue the next chunk of the listing, from `resume` (the previous chunk's
+        result) or the start; the chunk that ends the listing marks the batch queued.
+        Replay-safe: conditional puts, and this batch's still-available jobs are sent again."""
         batch = self.batches.require(batch_id)
         if batch.is_terminal:
-            return QueueResult(
-                expected=len(batch.expected_files),
-                sent=0,
-                already_present=len(batch.expected_files),
-            )
+            count = len(batch.expected_files)
+            return QueueResult(expected=count, sent=0, already_present=count)
+        before = resume or QueueResult(expected=0, sent=0, already_present=0, done=False)
         try:
-            listing = self.provider.list_files(polling_date)
-        except ProviderUnavailableError as exc:
-            # Down, slow or throttling: the durable shell tries again later, within a budget.
-            waited_s = max(0.0, (self.clock.now_ms() - _epoch_ms(batch.start_time)) / 1000)
-            raise ProviderOutage(exc.reason, batch_id=batch_id, elapsed_seconds=waited_s) from exc
-        except ProviderRefusedError as exc:
-            # 401/403/404, a malformed listing: asking again would get the same answer.
-            raise FetchFailed(f"provider_refused: {exc}") from exc
-        expected, to_send, present, problems = self._write_jobs(batch_id, listing)
-        try:
-            sent = self.queue.send_jobs(to_send)  # each to the queue its size routes it to
-        except QueueSendError as exc:
-            # The jobs exist and stay available: a replay of this step sends them again.
-            raise RuntimeError(f"queueing failed for {len(exc.failed)} file(s)") from exc
-        error_message = _summarize_refusals(problems, batch_id)
-        self.batches.mark_queued(batch_id, expected, error_message=error_message)
+            position, chunk = self._next_chunk(batch, polling_date, before.offset)
+            to_send, present = self._write_jobs(batch_id, chunk, position)
+            sent = self._send(to_send)
+        except BaseException:
+            self._listing = None  # its place in the stream is unknown now: reopen on a retry
+            raise
+        result = QueueResult(
+            expected=len(position.expected),
+            sent=before.sent + sent,
+            already_present=before.already_present + present,
+            offset=position.offset,
+            done=position.ended,
+        )
         log.info(
-            "batch.queued",
+            "batch.chunk_queued",
             batch_id=batch_id,
-            expected=len(expected),
+            offset=position.offset,
+            entries=len(chunk),
             sent=sent,
             to_large_queue=sum(self.queue.route(j.expected_size) is Route.LARGE for j in to_send),
             already_present=present,
         )
+        if position.ended:
+            self._listing = None
+            self._record_queued(batch_id, position)
+            self._report_queued(batch_id, polling_date, position, result)
+        return result
+
+    def _next_chunk(
+        self, batch: Batch, polling_date: str, offset: int
+    ) -> tuple[ListingPosition, list[Entry]]:
+        """The stream at `offset` (kept from the previous chunk, or reopened and skipped to)
+        and its next chunk of entries."""
+        try:
+            position = self._listing
+            if position is None or not position.at(batch.batch_id, polling_date, offset):
+                position = ListingPosition(
+                    batch.batch_id, polling_date, open_listing(self.provider, polling_date)
+                )
+                if not position.skip_to(offset):
+                    raise FetchFailed(
+                        f"provider_listing_changed: the listing now ends at entry "
+                        f"{position.offset}, before the {offset} entries already queued"
+                    )
+                self._listing = position
+            return position, position.take(self.chunk_entries)
+        except ProviderUnavailableError as exc:
+            # Down, slow or throttling: the durable shell tries again later, within a budget.
+            waited_s = max(0.0, (self.clock.now_ms() - _epoch_ms(batch.start_time)) / 1000)
+            raise ProviderOutage(
+                exc.reason, batch_id=batch.batch_id, elapsed_seconds=waited_s
+            ) from exc
+        except ProviderRefusedError as exc:
+            # 401/403/404, a malformed listing: asking again would get the same answer.
+            raise FetchFailed(f"provider_refused: {exc}") from exc
+
+    def _record_queued(self, batch_id: str, position: ListingPosition) -> None:
+        """The one place that hands the day's files to the batch item (its cap is the batch
+        table's business); a count-only mark_queued would change this line alone."""
+        error_message = _summarize_refusals(position.problems, batch_id)
+        self.batches.mark_queued(batch_id, position.expected, error_message=error_message)
+
+    def _report_queued(
+        self, batch_id: str, polling_date: str, position: ListingPosition, result: QueueResult
+    ) -> None:
+        log.info(
+            "batch.queued",
+            batch_id=batch_id,
+            expected=result.expected,
+            sent=result.sent,
+            already_present=result.already_present,
+        )
         metrics.emit(
             {
-                "FilesExpected": (len(expected), metrics.COUNT),
-                "FilesQueued": (sent, metrics.COUNT),
-                "FilesRejected": (len(listing.rejected), metrics.COUNT),
+                "FilesExpected": (result.expected, metrics.COUNT),
+                "FilesQueued": (result.sent, metrics.COUNT),
+                "FilesRejected": (len(position.problems), metrics.COUNT),
             },
             BatchID=batch_id,
             PollingDate=polling_date,
         )
-        return QueueResult(expected=len(expected), sent=sent, already_present=present)
 
     def _write_jobs(
-        self, batch_id: str, listing: ListingResult
-    ) -> tuple[set[str], list[FileJob], int, list[str]]:
+        self, batch_id: str, chunk: list[Entry], position: ListingPosition
+    ) -> tuple[list[FileJob], int]:
+        """Write the chunk's jobs (WRITE_WORKERS at a time); the jobs to send, and how many
+        were already there with nothing to send."""
         now_ms = self.clock.now_ms()
-        expected: set[str] = set()
-        to_send: list[FileJob] = []
-        present = 0
-        problems: list[str] = []
-        for descriptor in listing.files:
-            job = job_from_descriptor(descriptor, batch_id, now_ms)
-            expected.add(job.file_id)
-            if self._create_or_adopt(job):
-                to_send.append(job)
-            else:
-                present += 1
-        for rejected in listing.rejected:
-            refused = error_job(rejected, batch_id, listing.date, now_ms)
+        jobs = [
+            job_from_descriptor(e, batch_id, now_ms) for e in chunk if isinstance(e, FileDescriptor)
+        ]
+        must_send = in_parallel(self._create_or_adopt, jobs)
+        position.expected.update(job.file_id for job in jobs)
+        for rejected in (e for e in chunk if isinstance(e, RejectedFile)):
+            refused = (
+                None if rejected.duplicate else error_job(rejected, batch_id, position.date, now_ms)
+            )
             if refused is None or not self._create_error_job(refused):
-                problems.append(
-                    f"provider entry {rejected.entity_or_index} rejected: {rejected.reason}"
-                )
+                position.problems.append(refusal(rejected))
             else:
-                expected.add(refused.file_id)
-        return expected, to_send, present, problems
+                position.expected.add(refused.file_id)
+        to_send = [job for job, send in zip(jobs, must_send, strict=True) if send]
+        return to_send, len(jobs) - len(to_send)
+
+    def _send(self, to_send: list[FileJob]) -> int:
+        """Send every job (SendMessageBatch groups on WRITE_WORKERS threads); the count sent."""
+        groups = [to_send[i : i + SEND_BATCH_MAX] for i in range(0, len(to_send), SEND_BATCH_MAX)]
+        failed = sum(in_parallel(self._send_group, groups))
+        if failed:
+            # The jobs exist and stay available: a replay of this chunk sends them again.
+            raise RuntimeError(f"queueing failed for {failed} file(s)")
+        return len(to_send)
+
+    def _send_group(self, jobs: list[FileJob]) -> int:
+        """Send one group; how many of it could not be sent."""
+        try:
+            self.queue.send_jobs(jobs)  # each to the queue its size routes it to
+        except QueueSendError as exc:
+            return len(exc.failed)
+        return 0
 
     def _create_or_adopt(self, job: FileJob) -> bool:
         """True if the job must be (re)sent: new, still available in this batch, or adopted."""
@@ -356,7 +423,9 @@ def build_flow(settings: Settings, clients: AwsClients | None = None) -> BatchFl
     clock = SystemClock()
     bucket = settings.destination_bucket
     provider = ProviderClient(
-        settings.require("provider_base_url"), token_from_settings(settings, clients)
+        settings.require("provider_base_url"),
+        token_from_settings(settings, clients),
+        listing_limits=ListingLimits.from_settings(settings),
     )
     return BatchFlowService(
         jobs=JobsTable(clients.dynamodb, settings.jobs_table, clock),

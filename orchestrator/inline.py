@@ -16,6 +16,7 @@ from orchestrator.ports import (
     FetchFailed,
     FlowContractError,
     ProviderOutage,
+    QueueResult,
     StepFailed,
     StepRunner,
 )
@@ -26,6 +27,16 @@ _T = TypeVar("_T")
 STEP_CREATE_BATCH = "create-batch"
 STEP_FETCH_AND_QUEUE = "fetch-and-queue-files"
 STEP_FAIL_BATCH = "fail-batch"
+
+
+def fetch_step_name(chunk: int) -> str:
+    """Name of the n-th fetch-and-queue chunk (1-based); the first keeps the historic name."""
+    return STEP_FETCH_AND_QUEUE if chunk == 1 else f"{STEP_FETCH_AND_QUEUE}-{chunk}"
+
+
+def is_fetch_step(name: str) -> bool:
+    """True for every fetch-and-queue chunk step (they share the outage retry strategy)."""
+    return name == STEP_FETCH_AND_QUEUE or name.startswith(f"{STEP_FETCH_AND_QUEUE}-")
 
 
 def check_step_name(poll_number: int) -> str:
@@ -61,7 +72,7 @@ def run_batch(
     date = request.polling_date
     batch_id = steps.step(STEP_CREATE_BATCH, lambda: flow().create_batch(date, rerun=request.rerun))
     try:
-        steps.step(STEP_FETCH_AND_QUEUE, lambda: flow().fetch_and_queue(batch_id, date).to_dict())
+        _fetch_and_queue(steps, flow, batch_id, date)
     except FetchFailed as exc:
         return _fail(steps, flow, request, batch_id, str(exc) or "provider fetch failed")
     check = CompletionCheck(None, 0, 0, 0)
@@ -82,6 +93,33 @@ def run_batch(
             counts = (check.completed, check.failed, check.pending)
             return BatchRunResult(batch_id, date, check.status, *counts, poll_number, request.rerun)
     raise FlowContractError(f"batch {batch_id}: no final status after the last poll")
+
+
+def _fetch_and_queue(
+    steps: StepRunner, flow: Callable[[], BatchFlow], batch_id: str, date: str
+) -> QueueResult:
+    """One step per chunk until the listing ends; a replay returns finished chunks' checkpoints
+    and re-runs only the first unfinished one (orchestrator/fanout.py)."""
+    previous: QueueResult | None = None
+    chunk = 1
+    while True:
+        done = QueueResult.from_dict(
+            steps.step(fetch_step_name(chunk), _chunker(flow, batch_id, date, previous))
+        )
+        if done.done:
+            return done
+        if done.offset <= (previous.offset if previous else 0):
+            raise FlowContractError(f"batch {batch_id}: chunk {chunk} read no listing entry")
+        previous, chunk = done, chunk + 1
+
+
+def _chunker(
+    flow: Callable[[], BatchFlow], batch_id: str, date: str, previous: QueueResult | None
+) -> Callable[[], dict[str, Any]]:
+    # The first chunk is called without `resume`, as fetch_and_queue was before chunking.
+    if previous is None:
+        return lambda: flow().fetch_and_queue(batch_id, date).to_dict()
+    return lambda: flow().fetch_and_queue(batch_id, date, previous).to_dict()
 
 
 def _fail(

@@ -48,20 +48,29 @@ class FlowContractError(RuntimeError):
 
 @dataclass(frozen=True)
 class QueueResult:
-    """Outcome of fetch-and-queue: files the provider listed, messages sent, jobs already there."""
+    """Outcome of fetch-and-queue up to a chunk: files expected so far, messages sent, jobs
+    already there (all cumulative), the listing offset reached, and whether it was the last."""
 
     expected: int
     sent: int
     already_present: int
+    offset: int = 0  # listing entries read up to the end of this chunk
+    done: bool = True  # the listing ended in this chunk: the batch is queued
 
-    def to_dict(self) -> dict[str, int]:
-        """Plain JSON form, as checkpointed."""
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON form, as checkpointed (a few numbers, whatever the day's size)."""
         return asdict(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> QueueResult:
-        """Rebuild from `to_dict` output (a checkpoint)."""
-        return cls(int(data["expected"]), int(data["sent"]), int(data["already_present"]))
+        """Rebuild from `to_dict` output (a checkpoint; one written before chunking is done)."""
+        return cls(
+            int(data["expected"]),
+            int(data["sent"]),
+            int(data["already_present"]),
+            offset=int(data.get("offset", 0)),
+            done=bool(data.get("done", True)),
+        )
 
 
 @dataclass(frozen=True)
@@ -124,8 +133,11 @@ class BatchFlow(Protocol):
         """Create the day's batch (status initiated), or attach to the date's live one; its BatchID."""
         ...
 
-    def fetch_and_queue(self, batch_id: str, polling_date: str) -> QueueResult:
-        """List the provider's files, write their jobs and queue them.
+    def fetch_and_queue(
+        self, batch_id: str, polling_date: str, resume: QueueResult | None = None
+    ) -> QueueResult:
+        """Write and queue the next chunk of the provider's listing, after `resume` (the
+        previous chunk's result; None: the first chunk). `done` in the result ends the loop.
 
         Raise ProviderOutage while the provider is unavailable, FetchFailed if it refused.
         """

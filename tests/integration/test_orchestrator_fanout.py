@@ -1,0 +1,238 @@
+"""fetch-and-queue in chunks under the SDK's local runner, against the emulators and a paging stub."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from aws_durable_execution_sdk_python_testing.runner import (
+    DurableFunctionTestResult,
+    DurableFunctionTestRunner,
+)
+
+from dlpipe.aws import AwsClients
+from dlpipe.queue import JobQueue
+from orchestrator.durable import build_durable_handler
+from orchestrator.fanout import in_parallel
+from orchestrator.flow import BatchFlowService
+from orchestrator.local_runner import enforce_checkpoint_size_limit
+from orchestrator.ports import QueueResult
+from provider.stub import StubProvider
+from provider.stub_faults import BROKEN_MALFORMED, Faults
+from records.batches_table import BatchesTable
+from records.jobs_table import JobsTable
+from records.model import BatchStatus, FileJob
+from tests.integration.test_orchestrator_flow import drain
+from tests.provider_support import StubFactory, fast_client
+from tests.support import ManualClock, make_job, unique_day
+
+pytest_plugins = ["tests.provider_fixtures"]
+pytestmark = pytest.mark.integration
+
+FILES, PAGE_SIZE, CHUNK = 250, 40, 60  # 5 chunks: 60, 60, 60, 60, 10 entries
+
+
+@pytest.fixture
+def queue(clients: AwsClients) -> Iterator[JobQueue]:
+    """A queue of this test's own, deleted afterwards."""
+    url = clients.sqs.create_queue(QueueName=f"fanout-{uuid.uuid4().hex[:16]}")["QueueUrl"]
+    yield JobQueue(clients.sqs, url)
+    clients.sqs.delete_queue(QueueUrl=url)
+
+
+@pytest.fixture
+def puts(clients: AwsClients) -> Iterator[Counter[str]]:
+    """PutItem calls per FileID on the emulator's DynamoDB client, counted by a botocore hook."""
+    counted: Counter[str] = Counter()
+    lock = threading.Lock()
+
+    def count(params: dict[str, Any], **_: Any) -> None:
+        file_id = params.get("Item", {}).get("FileID", {}).get("S")
+        if file_id is not None:
+            with lock:
+                counted[file_id] += 1
+
+    event = "provide-client-params.dynamodb.PutItem"
+    clients.dynamodb.meta.events.register(event, count, unique_id="fanout-puts")
+    yield counted
+    clients.dynamodb.meta.events.unregister(event, unique_id="fanout-puts")
+
+
+@pytest.fixture
+def paged_stub(stub_factory: StubFactory) -> StubProvider:
+    """A stub listing FILES listing-only files in pages of PAGE_SIZE."""
+    return stub_factory([], page_size=PAGE_SIZE, synthetic_files=FILES)
+
+
+class Offsets:
+    """Wraps flow.fetch_and_queue: records the listing offset every chunk call starts from."""
+
+    def __init__(self, flow: BatchFlowService) -> None:
+        self.started: list[int] = []
+        self._real = flow.fetch_and_queue
+        flow.fetch_and_queue = self  # type: ignore[method-assign]
+
+    def __call__(self, batch_id: str, date: str, resume: QueueResult | None = None) -> QueueResult:
+        self.started.append(resume.offset if resume else 0)
+        return self._real(batch_id, date, resume)
+
+
+def flow_on(
+    stub: StubProvider, jobs: JobsTable, batches: BatchesTable, queue: JobQueue, clock: ManualClock
+) -> BatchFlowService:
+    """The real flow, chunked by CHUNK entries."""
+    return BatchFlowService(
+        jobs=jobs,
+        batches=batches,
+        provider=fast_client(stub),
+        queue=queue,
+        clock=clock,
+        new_uuid=lambda: str(uuid.uuid4()),
+        chunk_entries=CHUNK,
+    )
+
+
+def run_day(flow: BatchFlowService, day: str) -> DurableFunctionTestResult:
+    """One durable execution of `day` (one poll, so an unworked day ends as timeout)."""
+    enforce_checkpoint_size_limit()  # every checkpoint over 256 KB fails the run, as on AWS
+    handler = build_durable_handler(lambda: flow, poll_interval_seconds=60, max_polls=1)
+    with DurableFunctionTestRunner(handler=handler, skip_time=True) as runner:
+        outcome: DurableFunctionTestResult = runner.run(
+            input=json.dumps({"date": day}), execution_timeout=120
+        )
+    return outcome
+
+
+def result_of(outcome: DurableFunctionTestResult) -> dict[str, Any]:
+    assert outcome.result is not None, outcome.error
+    result: dict[str, Any] = json.loads(outcome.result)
+    return result
+
+
+def fetch_steps(outcome: DurableFunctionTestResult) -> list[str]:
+    return [op.name or "" for op in outcome.operations if (op.name or "").startswith("fetch-")]
+
+
+def listed_ids(stub: StubProvider, day: str) -> list[str]:
+    """The day's FileIDs in the provider's order."""
+    return [entry.file_id for entry in fast_client(stub).list_files(day).files]
+
+
+def test_a_paged_day_is_queued_in_chunk_steps_with_each_job_written_once(
+    paged_stub: StubProvider,
+    jobs: JobsTable,
+    batches: BatchesTable,
+    queue: JobQueue,
+    clock: ManualClock,
+    clients: AwsClients,
+    puts: Counter[str],
+) -> None:
+    """250 files paged by 40 become 5 chunk steps; every job is put once and queued once."""
+    day = unique_day()
+    flow = flow_on(paged_stub, jobs, batches, queue, clock)
+    outcome = run_day(flow, day)
+    result = result_of(outcome)
+    expected = listed_ids(paged_stub, day)
+    steps = ["fetch-and-queue-files"] + [f"fetch-and-queue-files-{n}" for n in range(2, 6)]
+    assert fetch_steps(outcome) == steps
+    assert (result["status"], result["pending"]) == ("timeout", FILES)
+    assert Counter(puts[f] for f in expected) == Counter({1: FILES})
+    assert sorted(drain(clients, queue)) == sorted(expected)
+    batch = batches.require(result["batch_id"])
+    assert len(batch.expected_files) == FILES
+    sizes = [len((getattr(op, "result", None) or "").encode()) for op in outcome.operations]
+    checkpoints = [s for op, s in zip(outcome.operations, sizes, strict=True) if op.name in steps]
+    assert 0 < max(checkpoints) < 1024, checkpoints  # counts and an offset, never FileIDs
+
+
+def test_a_crash_in_chunk_3_replays_only_chunks_from_3_on(
+    paged_stub: StubProvider,
+    jobs: JobsTable,
+    batches: BatchesTable,
+    queue: JobQueue,
+    clock: ManualClock,
+    clients: AwsClients,
+    puts: Counter[str],
+) -> None:
+    """After a crash mid-chunk 3, chunks 1-2 are not re-run: their jobs are put once, the rest
+    at most twice, and every file is queued at least once."""
+    day = unique_day()
+    expected = listed_ids(paged_stub, day)
+    doomed = expected[2 * CHUNK + 5]  # inside chunk 3
+    flow = flow_on(paged_stub, jobs, batches, queue, clock)
+    offsets = Offsets(flow)
+    real_create = flow.jobs.create
+    crashed = threading.Event()
+
+    def create(job: FileJob) -> FileJob:
+        if job.file_id == doomed and not crashed.is_set():
+            crashed.set()
+            raise RuntimeError("simulated crash in chunk 3")
+        return real_create(job)
+
+    flow.jobs.create = create  # type: ignore[method-assign]
+    result = result_of(run_day(flow, day))
+    assert result["status"] == "timeout"
+    assert offsets.started == [0, CHUNK, 2 * CHUNK, 2 * CHUNK, 3 * CHUNK, 4 * CHUNK]
+    assert [f for f in expected[: 2 * CHUNK] if puts[f] != 1] == []  # chunks 1-2 not re-run
+    assert max(puts[f] for f in expected) <= 2
+    assert set(drain(clients, queue)) == set(expected)
+    assert len(batches.require(result["batch_id"]).expected_files) == FILES
+
+
+def test_a_malformed_page_fails_the_day_and_a_run_after_the_fix_queues_every_file(
+    stub_factory: StubFactory,
+    jobs: JobsTable,
+    batches: BatchesTable,
+    queue: JobQueue,
+    clock: ManualClock,
+    clients: AwsClients,
+) -> None:
+    """Page 3 broken mid-way fails the day naming the fault; once fixed, the next run finishes."""
+    faults = Faults(broken_page=3, broken_page_kind=BROKEN_MALFORMED, broken_at_entry=10)
+    stub = stub_factory([], faults, page_size=PAGE_SIZE, synthetic_files=FILES)
+    day = unique_day()
+    flow = flow_on(stub, jobs, batches, queue, clock)
+    first = run_day(flow, day)
+    failed = result_of(first)
+    assert failed["status"] == "failed"
+    assert fetch_steps(first) == ["fetch-and-queue-files", "fetch-and-queue-files-2"]
+    message = batches.require(failed["batch_id"]).error_message or ""
+    assert message.startswith("provider_refused: malformed listing: invalid JSON"), message
+    assert "at entry 90" in message, message
+    stub.faults.set(broken_page=0)
+    again = result_of(run_day(flow, day))
+    assert again["batch_id"] != failed["batch_id"]
+    assert again["status"] == "timeout"
+    batch = batches.require(again["batch_id"])
+    assert batch.status is BatchStatus.TIMEOUT
+    expected = listed_ids(stub, day)
+    assert set(batch.expected_files) == set(expected)
+    assert {j.file_id for j in jobs.batch_get(set(expected)).values()} == set(expected)
+    assert set(drain(clients, queue)) == set(expected)
+
+
+def test_parallel_puts_against_dynamodb_local_print_their_rate(jobs: JobsTable) -> None:
+    """Figures only: 1,000 conditional puts on 8 threads vs one at a time (no timed assertion)."""
+    rates = {}
+    for label, write in (("sequential", _sequential), ("8 threads", in_parallel)):
+        day = unique_day()
+        batch = [make_job(f"bench{n:04d}", day) for n in range(1000)]
+        started = time.monotonic()
+        write(jobs.create, batch)
+        rates[label] = len(batch) / (time.monotonic() - started)
+    print(
+        "puts/s against DynamoDB Local, 1,000 jobs: "
+        + ", ".join(f"{label} {rate:.0f}" for label, rate in rates.items())
+    )
+    assert all(rate > 0 for rate in rates.values())
+
+
+def _sequential(func: Callable[[FileJob], FileJob], items: list[FileJob]) -> list[FileJob]:
+    return [func(item) for item in items]
