@@ -191,7 +191,7 @@ def test_a_small_day_keeps_its_sets_and_reads_as_before(
     assert batch.completed_files == {written[0].file_id, written[1].file_id}
     assert batch.failed_files == {written[2].file_id}
     assert (batch.expected, batch.completed, batch.unsuccessful) == (3, 2, 1)
-    assert 3 <= SETS_MAX_FILES
+    assert SETS_MAX_FILES >= 3
 
 
 def test_an_item_written_before_counts_existed_reads_its_counts_from_its_sets(
@@ -219,7 +219,7 @@ def test_a_job_not_yet_visible_in_the_index_keeps_the_batch_open(
 ) -> None:
     """A large day whose index shows fewer jobs than ExpectedCount (index lag, a job not yet
     written) is not done: nothing pending is not enough."""
-    batch_id, written = write_day(jobs, batches, entity, SETS_MAX_FILES + 1, done=SETS_MAX_FILES + 1)
+    batch_id, _ = write_day(jobs, batches, entity, SETS_MAX_FILES + 1, done=SETS_MAX_FILES + 1)
     batches.mark_queued(batch_id, set(), expected_count=SETS_MAX_FILES + 2)
     check = flow.check_completion(batch_id, 1, False)
     assert (check.status, check.completed, check.pending) == (None, SETS_MAX_FILES + 1, 1)
