@@ -224,3 +224,20 @@ def test_a_job_not_yet_visible_in_the_index_keeps_the_batch_open(
     check = flow.check_completion(batch_id, 1, False)
     assert (check.status, check.completed, check.pending) == (None, SETS_MAX_FILES + 1, 1)
     assert flow.check_completion(batch_id, 2, True).status == "timeout"
+
+
+def test_a_large_rerun_counts_files_completed_under_the_earlier_batch(
+    flow: BatchFlowService,
+    jobs: JobsTable,
+    batches: BatchesTable,
+    entity: str,
+) -> None:
+    """A rerun of a large day: jobs completed under the failed batch stay there and are
+    counted from its BatchIndex partition, so the new batch completes."""
+    old_id, written = write_day(jobs, batches, entity, SETS_MAX_FILES + 1, done=SETS_MAX_FILES + 1)
+    batches.finish(old_id, BatchStatus.FAILED, error_message="check_failed: test")
+    day = batches.require(old_id).polling_date
+    new = batches.create(make_batch(day))
+    batches.mark_queued(new.batch_id, {j.file_id for j in written})
+    check = flow.check_completion(new.batch_id, 1, False)
+    assert (check.status, check.completed, check.pending) == ("completed", SETS_MAX_FILES + 1, 0)
