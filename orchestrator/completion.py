@@ -6,9 +6,11 @@ Per poll (BatchIndex, eventually consistent, 0.5 RCU per 4 KB of index items a p
 - `failed` and `error` are counted (Select=COUNT): they are few;
 - `completed` is counted only once nothing is pending (or on the last poll): until then
   completed = expected - pending - failed - error is progress, never a decision.
-So a poll costs ~0.5 x (ceil(P x s / 4 KB) + ceil(F x s / 4 KB)) + 0.5 x 2 RCU for P pending
-and F failed jobs of s bytes, and the end of the day once 0.5 x ceil(C x s / 4 KB) for C
-completed: nothing per poll grows with the files already done.
+So a poll costs 0.5 x (ceil(P x s / 4 KB) + ceil(F x s / 4 KB)) RCU for P pending and F
+failed/error jobs of s bytes (each 1 MB page rounds up on its own), plus whatever AWS bills a
+query that reads nothing (DynamoDB Local reports 0; not verified on AWS); the end of the day
+adds 0.5 x ceil(C x s / 4 KB) once for C completed. Nothing per poll grows with the files
+already done. tests/integration/test_batch_counts.py checks this against ConsumedCapacity.
 
 Eventual consistency: a job may show an older status for a moment. A stale `downloading`
 only adds a poll. A job written but not yet in the index is seen nowhere: the day is done

@@ -266,7 +266,8 @@ class BatchesTable:
     def record_outcomes(
         self, batch_id: str, *, completed: Iterable[str] = (), failed: Iterable[str] = ()
     ) -> Batch | None:
-        """Grow CompletedFiles / FailedFiles; a file that completes leaves FailedFiles."""
+        """Grow CompletedFiles / FailedFiles (the seed's per-file write, kept for small items;
+        the poller writes record_counts); a file that completes leaves FailedFiles."""
         completed_set, failed_set = set(completed), set(failed) - set(completed)
         batch: Batch | None = None
         for chunk in _chunks(completed_set):
