@@ -12,10 +12,13 @@ from rich.progress import Progress
 from ops.backfill import MAX_BACKFILL_DAYS, DayPlan, backfill, lambda_starter
 from ops.context import OpsContext, pass_ops
 from ops.durations import DAY, date_range, resolve_day
+from ops.errors import IncompleteDaysError
 from ops.options import date_option, dry_run_option, json_option, older_than_option, polling_date
-from ops.queries import DayStatus, day_batches, day_status, day_summaries
+from ops.queries import DayAudit, DayStatus, audit_days, day_batches, day_status, day_summaries
 from ops.render import batch_dict, batches_view, emit, job_dict, stuck_views, table
 from records.model import BatchStatus
+
+MAX_AUDIT_DAYS = 366  # one PollingDateIndex query a day
 
 
 @click.group("batch")
@@ -49,6 +52,43 @@ def batch_list_command(ops: OpsContext, day: str, status: str | None, as_json: b
         [batches_view(f"batches of {polling}", rows)],
         as_json,
     )
+
+
+@batch_group.command("audit")
+@click.option("--from", "first", type=DAY, required=True, help="First date (YYYY-MM-DD).")
+@click.option("--to", "last", type=DAY, required=True, help="Last date, inclusive.")
+@json_option
+@pass_ops
+def batch_audit_command(ops: OpsContext, *, first: str, last: str, as_json: bool) -> None:
+    """Per date: did the completed batch receive every listed file? (exit 1 if any did not)."""
+    now_ms = ops.now_ms()
+    try:
+        dates = date_range(resolve_day(first, now_ms), resolve_day(last, now_ms), MAX_AUDIT_DAYS)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--from/--to") from exc
+    days = [_audit_dict(a) for a in audit_days(ops.batches(), dates)]
+    columns = ("date", "batch", "status", "expected", "completed", "unsuccessful", "missing")
+    rows = [tuple(d[c] for c in columns) for d in days]
+    emit(
+        {"from": dates[0], "to": dates[-1], "dates": days}, [table("audit", columns, rows)], as_json
+    )
+    incomplete = [str(d["date"]) for d in days if not d["complete"]]
+    if incomplete:
+        raise IncompleteDaysError(f"{len(incomplete)} date(s) incomplete: {', '.join(incomplete)}")
+
+
+def _audit_dict(audit: DayAudit) -> dict[str, object]:
+    batch = audit.batch
+    return {
+        "date": audit.polling_date,
+        "batch": batch.batch_id if batch else None,
+        "status": str(batch.status) if batch else None,
+        "expected": batch.expected if batch else None,
+        "completed": batch.completed if batch else None,
+        "unsuccessful": batch.unsuccessful if batch else None,
+        "missing": audit.missing,
+        "complete": audit.complete,
+    }
 
 
 @click.command("status")

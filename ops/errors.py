@@ -23,3 +23,7 @@ class NoBatchForDateError(OpsError):
 
 class IncompleteRecoveryError(OpsError):
     """Some requested files were refused, unknown or not sent; the summary says which."""
+
+
+class IncompleteDaysError(OpsError):
+    """An audit found dates whose batch did not complete every listed file."""

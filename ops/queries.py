@@ -5,7 +5,6 @@ Every read is a GetItem or an indexed Query (StatusIndex, BatchIndex, PollingDat
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, replace
 
 from dlpipe.queue import JobQueue
@@ -73,9 +72,42 @@ def stuck_jobs(
 
 
 def summarize(jobs: JobsTable, batch: Batch) -> BatchSummary:
-    """Count the batch's jobs by status from BatchIndex: live, unlike the batch's sets."""
-    counts = Counter(str(job.status) for job in jobs.query_by_batch(batch.batch_id))
-    return BatchSummary(batch, {str(s): counts.get(str(s), 0) for s in JobStatus})
+    """Count the batch's jobs by status: one BatchIndex COUNT query per status, live, at any
+    size (no job item is returned, only counted)."""
+    return BatchSummary(batch, {str(s): jobs.count_by_batch(batch.batch_id, s) for s in JobStatus})
+
+
+@dataclass(frozen=True)
+class DayAudit:
+    """Did a polling date receive everything the provider listed? From the batch item's counts."""
+
+    polling_date: str
+    batch: Batch | None  # the completed batch, else the latest one, else None
+
+    @property
+    def missing(self) -> int | None:
+        """Listed files not completed (ExpectedCount - CompletedCount); None without a batch."""
+        return None if self.batch is None else max(0, self.batch.expected - self.batch.completed)
+
+    @property
+    def complete(self) -> bool:
+        """True when the date's batch completed and every listed file completed."""
+        return (
+            self.batch is not None
+            and self.batch.status is BatchStatus.COMPLETED
+            and self.missing == 0
+        )
+
+
+def audit_days(batches: BatchesTable, dates: list[str]) -> list[DayAudit]:
+    """Per date (PollingDateIndex, one Query a day, no Scan): the completed batch's counts."""
+    audits = []
+    for polling_date in dates:
+        found = batches.query_by_date(polling_date)
+        completed = [b for b in found if b.status is BatchStatus.COMPLETED]
+        chosen = completed or found
+        audits.append(DayAudit(polling_date, chosen[-1] if chosen else None))
+    return audits
 
 
 def day_batches(

@@ -101,7 +101,8 @@ def job_view(job: FileJob, now_ms: int) -> Table:
 
 
 def batch_dict(batch: Batch, counts: dict[str, int] | None = None) -> dict[str, Any]:
-    """A batch's facts; the file sets as sizes; `job_counts` from BatchIndex if given."""
+    """A batch's facts and its counts (at any size: not the sets, which a large day lacks);
+    `job_counts` from BatchIndex if given."""
     data: dict[str, Any] = {
         "batch_id": batch.batch_id,
         "polling_date": batch.polling_date,
@@ -110,9 +111,11 @@ def batch_dict(batch: Batch, counts: dict[str, int] | None = None) -> dict[str, 
         "updated_at": batch.updated_at,
         "timeout_at": batch.timeout_at,
         "error_message": batch.error_message,
-        "expected_files": len(batch.expected_files),
-        "completed_files": len(batch.completed_files),
-        "failed_files": len(batch.failed_files),
+        "expected_files": batch.expected,
+        "completed_files": batch.completed,
+        "failed_files": batch.unsuccessful,
+        "queued_files": batch.queued_count,
+        "sets_truncated": batch.sets_truncated,
     }
     if counts is not None:
         data["job_counts"] = counts

@@ -31,6 +31,7 @@ from orchestrator.fanout import (
     open_listing,
     refusal,
 )
+from orchestrator.completion import tally
 from orchestrator.jobs_from_listing import error_job, job_from_descriptor
 from orchestrator.ports import CompletionCheck, FetchFailed, ProviderOutage, QueueResult
 from orchestrator.sweeper import PublishedCheck, Sweeper, published_check
@@ -47,7 +48,7 @@ from records.rules import (
     RecoveryBudgetError,
     assert_recovery_fits,
     batch_ttl_epoch_s,
-    decide_batch_status,
+    decide_batch_outcome,
     visibility_margin_seconds,
 )
 
@@ -113,8 +114,7 @@ class BatchFlowService:
         Replay-safe: conditional puts, and this batch's still-available jobs are sent again."""
         batch = self.batches.require(batch_id)
         if batch.is_terminal:
-            count = len(batch.expected_files)
-            return QueueResult(expected=count, sent=0, already_present=count)
+            return QueueResult(expected=batch.expected, sent=0, already_present=batch.expected)
         before = resume or QueueResult(expected=0, sent=0, already_present=0, done=False)
         try:
             position, chunk = self._next_chunk(batch, polling_date, before.offset)
@@ -273,38 +273,29 @@ class BatchFlowService:
     def check_completion(
         self, batch_id: str, poll_number: int, is_last_poll: bool
     ) -> CompletionCheck:
-        """Read only the files not yet known terminal, record outcomes, end the batch when due."""
+        """Count the batch's jobs through BatchIndex (orchestrator/completion.py: cost per
+        poll bounded by the pending jobs), record the counts, end the batch when due."""
         batch = self.batches.require(batch_id)
-        if batch.is_terminal and not (batch.status is BatchStatus.TIMEOUT and batch.pending_files):
+        if batch.is_terminal and not (batch.status is BatchStatus.TIMEOUT and batch.pending):
             return _check(batch, str(batch.status))
-        pending = batch.pending_files
-        unreadable: set[str] = set()
-        found = (
-            self.jobs.batch_get(pending, on_unreadable=lambda exc: unreadable.add(exc.key))
-            if pending
-            else {}
-        )
-        completed = {f for f, j in found.items() if j.status is JobStatus.COMPLETED}
-        # A listed file whose job vanished or became unreadable cannot complete: count it
-        # failed, loudly, so the day still ends and names it.
-        vanished = pending - set(found)
-        for file_id in sorted(vanished):
-            event = "job.unreadable" if file_id in unreadable else "job.missing"
-            log.error(event, batch_id=batch_id, file_id=file_id)
-        failed = {
-            f for f, j in found.items() if j.status in (JobStatus.FAILED, JobStatus.ERROR)
-        } | vanished
-        completed |= self._sweep(batch_id, found.values())
-        if completed or failed:
-            batch = (
-                self.batches.record_outcomes(batch_id, completed=completed, failed=failed) or batch
-            )
-        status = decide_batch_status(
-            batch.expected_files,
-            batch.completed_files,
-            batch.failed_files,
+        found = tally(
+            self.jobs,
+            self.batches,
+            batch,
+            lambda pending: self._sweep(batch_id, pending),
             is_last_poll=is_last_poll,
         )
+        # One UpdateItem per poll, by the poller alone: workers never write the batch item,
+        # so it is no hot key however many files finish at once.
+        batch = self.batches.record_counts(
+            batch_id,
+            completed=found.counts.completed,
+            failed=found.failed,
+            error=found.error,
+            completed_files=found.completed_files,
+            failed_files=found.failed_files,
+        )
+        status = decide_batch_outcome(found.counts, is_last_poll=is_last_poll)
         if status is BatchStatus.COMPLETED and batch.error_message:
             status = BatchStatus.FAILED  # the provider listed entries we could not accept
         if status is None or (
@@ -314,9 +305,11 @@ class BatchFlowService:
                 "batch.polled",
                 batch_id=batch_id,
                 poll=poll_number,
-                pending=len(batch.pending_files),
+                pending=found.counts.pending,
+                unaccounted=max(0, found.counts.expected - found.counts.accounted),
+                read_capacity_units=found.read_capacity_units,
             )
-            return _check(batch, None if status is None else str(status))
+            return _check(batch, None if status is None else str(status), found.counts.pending)
         return _check(self._finish(batch, status), None)
 
     def _sweep(self, batch_id: str, pending_jobs: Iterable[FileJob]) -> set[str]:
@@ -341,8 +334,8 @@ class BatchFlowService:
         log.info(
             f"batch.{status}",
             batch_id=batch.batch_id,
-            completed=len(finished.completed_files),
-            failed=len(finished.failed_files),
+            completed=finished.completed,
+            failed=finished.unsuccessful,
         )
         return finished
 
@@ -381,8 +374,8 @@ def _emit_finished(batch: Batch, status: BatchStatus, now_ms: int) -> None:
     metrics.emit(
         {
             f"Batch{_METRIC_SUFFIX[status]}": (1, metrics.COUNT),
-            "FilesCompleted": (len(batch.completed_files), metrics.COUNT),
-            "FilesFailed": (len(batch.failed_files), metrics.COUNT),
+            "FilesCompleted": (batch.completed, metrics.COUNT),
+            "FilesFailed": (batch.unsuccessful, metrics.COUNT),
             "BatchDurationSeconds": (max(0, now_ms - started_ms) / 1000, metrics.SECONDS),
         },
         BatchID=batch.batch_id,
@@ -397,13 +390,13 @@ _METRIC_SUFFIX = {
 }
 
 
-def _check(batch: Batch, status: str | None) -> CompletionCheck:
+def _check(batch: Batch, status: str | None, pending: int | None = None) -> CompletionCheck:
     final = status if status is not None else (str(batch.status) if batch.is_terminal else None)
     return CompletionCheck(
         status=final,
-        completed=len(batch.completed_files),
-        failed=len(batch.failed_files),
-        pending=len(batch.pending_files),
+        completed=batch.completed,
+        failed=batch.unsuccessful,
+        pending=max(batch.pending, pending or 0),
     )
 
 

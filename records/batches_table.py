@@ -17,7 +17,7 @@ from records.errors import (
     NotFoundError,
 )
 from records.items import batch_from_item, batch_to_item, serialize
-from records.model import Batch, BatchStatus
+from records.model import SETS_MAX_FILES, Batch, BatchStatus
 from records.rules import batch_sources, ttl_expired
 from records.schema import POLLING_DATE_INDEX
 
@@ -38,6 +38,13 @@ _NAMES = {
     "#timeout": "TimeoutAt",
     "#error": "ErrorMessage",
     "#ttl": "TTL",
+    "#cnt_expected": "ExpectedCount",
+    "#cnt_queued": "QueuedCount",
+    "#cnt_done": "CompletedCount",
+    "#cnt_failed": "FailedCount",
+    "#cnt_error": "ErrorCount",
+    "#truncated": "SetsTruncated",
+    "#chunks": "QueuedChunks",
 }
 
 
@@ -151,34 +158,116 @@ class BatchesTable:
         )
 
     def mark_queued(
-        self, batch_id: str, expected_files: Iterable[str], *, error_message: str | None = None
+        self,
+        batch_id: str,
+        expected_files: Iterable[str],
+        *,
+        error_message: str | None = None,
+        expected_count: int | None = None,
     ) -> Batch:
-        """initiated -> queued, adding `expected_files` to ExpectedFiles (replay-safe: ADD is idempotent)."""
+        """initiated -> queued: the listing's total becomes ExpectedCount (and QueuedCount).
+
+        `expected_files` is the whole listing; the count is SET, not ADDed, so a replay writes
+        the same value. ExpectedFiles is SET too while the day has at most SETS_MAX_FILES
+        files; a larger day gets SetsTruncated and no sets. `expected_count` overrides the
+        count when the caller no longer holds every FileID (a chunked fetch).
+        """
+        files = set(expected_files)
+        count = len(files) if expected_count is None else expected_count
         # Race: a replay of fetch-and-queue after the batch already moved on (completed)
         # must not drag it back to queued.
         condition = "#status IN (:initiated, :queued)"
-        base = {":initiated": str(BatchStatus.INITIATED), ":queued": str(BatchStatus.QUEUED)}
-        chunks = _chunks(expected_files) or [set()]
-        batch: Batch | None = None
-        for chunk in chunks:
-            values: dict[str, Any] = {**base, ":now": self._now_iso()}
-            update = "SET #status = :queued, #updated = :now"
-            if error_message:
-                # Entries the provider listed that could not become jobs: the batch cannot
-                # complete cleanly, and operators must see why.
-                update += ", #error = :error"
-                values[":error"] = error_message[:1000]
-            if chunk:
-                update += " ADD #expected :files"
-                values[":files"] = chunk
-            batch = self._update(batch_id, update, condition, values, "mark queued")
-        assert batch is not None
-        return batch
+        values: dict[str, Any] = {
+            ":initiated": str(BatchStatus.INITIATED),
+            ":queued": str(BatchStatus.QUEUED),
+            ":now": self._now_iso(),
+            ":count": count,
+        }
+        update = (
+            "SET #status = :queued, #updated = :now, #cnt_expected = :count, #cnt_queued = :count"
+        )
+        if error_message:
+            # Entries the provider listed that could not become jobs: the batch cannot
+            # complete cleanly, and operators must see why.
+            update += ", #error = :error"
+            values[":error"] = error_message[:1000]
+        if count <= SETS_MAX_FILES and len(files) == count:
+            if files:
+                update += ", #expected = :files"
+                values[":files"] = files
+            update += " REMOVE #truncated" + ("" if files else ", #expected")
+        else:
+            update += ", #truncated = :true REMOVE #expected, #done, #failed"
+            values[":true"] = True
+        return self._update(batch_id, update, condition, values, "mark queued")
+
+    def add_queued(self, batch_id: str, chunk_key: str, count: int) -> Batch:
+        """ADD `count` to QueuedCount once per `chunk_key` (a chunked fetch's progress)."""
+        # Race: a replayed chunk must not add its files twice; the chunk's key is remembered
+        # in a small set (one entry per chunk, not per file) and checked at write time.
+        condition = "attribute_exists(#id) AND NOT contains(#chunks, :chunk)"
+        update = "SET #updated = :now ADD #cnt_queued :count, #chunks :chunks"
+        values: dict[str, Any] = {
+            ":now": self._now_iso(),
+            ":count": count,
+            ":chunk": chunk_key,
+            ":chunks": {chunk_key},
+        }
+        try:
+            return self._update(batch_id, update, condition, values, "add queued")
+        except BatchTransitionRefusedError as refused:
+            if not isinstance(refused.current, Batch):
+                raise
+            return refused.current  # this chunk was counted already
+
+    def record_counts(
+        self,
+        batch_id: str,
+        *,
+        completed: int,
+        failed: int,
+        error: int,
+        completed_files: Iterable[str] | None = None,
+        failed_files: Iterable[str] | None = None,
+    ) -> Batch:
+        """SET the finished counts (and, for a small day, the outcome sets) in one UpdateItem.
+
+        Written by the poller once per poll, never per file by the workers: the batch item
+        is no hot key however many files finish at once.
+        """
+        update = (
+            "SET #updated = :now, #cnt_done = :done, #cnt_failed = :failed, #cnt_error = :errors"
+        )
+        values: dict[str, Any] = {
+            ":now": self._now_iso(),
+            ":done": completed,
+            ":failed": failed,
+            ":errors": error,
+        }
+        removed: list[str] = []
+        for name, placeholder, files in (
+            ("#done", ":dset", completed_files),
+            ("#failed", ":fset", failed_files),
+        ):
+            if files is None:
+                continue
+            chosen = set(files)
+            if chosen and len(chosen) <= SETS_MAX_FILES:
+                update += f", {name} = {placeholder}"
+                values[placeholder] = chosen
+            else:
+                removed.append(name)
+        if removed:
+            update += " REMOVE " + ", ".join(removed)
+        # Race: none between writers (one poller per batch); the condition only refuses to
+        # create an item for a batch that was deleted meanwhile.
+        return self._update(batch_id, update, "attribute_exists(#id)", values, "record counts")
 
     def record_outcomes(
         self, batch_id: str, *, completed: Iterable[str] = (), failed: Iterable[str] = ()
     ) -> Batch | None:
-        """Grow CompletedFiles / FailedFiles; a file that completes leaves FailedFiles."""
+        """Grow CompletedFiles / FailedFiles (the seed's per-file write, kept for small items;
+        the poller writes record_counts); a file that completes leaves FailedFiles."""
         completed_set, failed_set = set(completed), set(failed) - set(completed)
         batch: Batch | None = None
         for chunk in _chunks(completed_set):

@@ -60,9 +60,14 @@ def raise_store_error(exc: Exception, table: str) -> NoReturn:
 
 
 def paginate_query(
-    client: DynamoDBClient, table: str, request: dict[str, Any], limit: int | None = None
+    client: DynamoDBClient,
+    table: str,
+    request: dict[str, Any],
+    limit: int | None = None,
+    on_page: Callable[[dict[str, Any]], None] | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """Yield items of a Query, following LastEvaluatedKey to the end (or to `limit` items)."""
+    """Yield items of a Query, following LastEvaluatedKey to the end (or to `limit` items);
+    `on_page` sees each page's response (its Count, its ConsumedCapacity)."""
     yielded = 0
     start_key: dict[str, Any] | None = None
     while True:
@@ -73,6 +78,8 @@ def paginate_query(
             page = client.query(**page_request)
         except (ClientError, BotoCoreError) as exc:
             raise_store_error(exc, table)
+        if on_page is not None:
+            on_page(dict(page))
         for item in page.get("Items", []):
             yield item
             yielded += 1

@@ -52,6 +52,12 @@ BATCH_ATTRIBUTES: dict[str, str] = {
     "failed_files": "FailedFiles",
     "timeout_at": "TimeoutAt",
     "error_message": "ErrorMessage",
+    "expected_count": "ExpectedCount",
+    "queued_count": "QueuedCount",
+    "completed_count": "CompletedCount",
+    "failed_count": "FailedCount",
+    "error_count": "ErrorCount",
+    "sets_truncated": "SetsTruncated",
 }
 
 _INT_FIELDS = frozenset(
@@ -62,6 +68,11 @@ _INT_FIELDS = frozenset(
         "lease_expires_at_ms",
         "attempts",
         "byte_count",
+        "expected_count",
+        "queued_count",
+        "completed_count",
+        "failed_count",
+        "error_count",
     }
 )
 _SET_FIELDS = frozenset({"expected_files", "completed_files", "failed_files"})
@@ -81,7 +92,8 @@ def _to_item(record: FileJob | Batch, names: dict[str, str]) -> dict[str, Attrib
     for f in fields(record):
         value = getattr(record, f.name)
         # DynamoDB has no empty sets and we store no nulls: absent means "not yet".
-        if value is None or (f.name in _SET_FIELDS and not value):
+        # SetsTruncated is written only when true: an item without it names its files.
+        if value is None or value is False or (f.name in _SET_FIELDS and not value):
             continue
         item[names[f.name]] = serialize(str(value) if f.name == "status" else value)
     return item

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -64,6 +65,21 @@ def _names(expression: str) -> dict[str, str]:
     return {k: v for k, v in _NAMES.items() if k in expression}
 
 
+@dataclass
+class ReadMeter:
+    """Read capacity units DynamoDB reported (ReturnConsumedCapacity=TOTAL) for index reads."""
+
+    read_capacity_units: float = 0.0
+    pages: int = 0
+
+    def add(self, page: dict[str, Any]) -> None:
+        """Account one Query page."""
+        self.pages += 1
+        self.read_capacity_units += float(
+            page.get("ConsumedCapacity", {}).get("CapacityUnits", 0.0)
+        )
+
+
 class UnprocessedKeysError(StoreUnavailableError):
     """BatchGetItem kept returning unprocessed keys (throttling)."""
 
@@ -75,6 +91,7 @@ class JobsTable:
         self._client = client
         self.table_name = table_name
         self._clock = clock or SystemClock()
+        self.meter = ReadMeter()  # what BatchIndex reads cost, for the poll's log and tests
 
     # ---- reads -------------------------------------------------------------------------
 
@@ -194,17 +211,51 @@ class JobsTable:
             values[":status"] = {"S": str(status)}
         yield from self._query(BATCH_INDEX, key, values, limit, on_unreadable)
 
-    def _query(
-        self,
-        index: str,
-        key: str,
-        values: dict[str, Any],
-        limit: int | None,
-        on_unreadable: UnreadableHandler | None,
-    ) -> Iterator[FileJob]:
+    def count_by_batch(self, batch_id: str, status: JobStatus) -> int:
+        """How many jobs of `batch_id` are in `status`: BatchIndex, Select=COUNT, paged.
+
+        Costs what the matching index items weigh (ceil(bytes / 4 KB) x 0.5 RCU a page),
+        not what the batch weighs; the cost lands in `meter`.
+        """
+        request = self._request(
+            BATCH_INDEX,
+            "#batch = :batch AND #status = :status",
+            {":batch": {"S": batch_id}, ":status": {"S": str(status)}},
+        )
+        counted: list[int] = []
+
+        def count_page(page: dict[str, Any]) -> None:
+            self.meter.add(page)
+            counted.append(int(page.get("Count", 0)))
+
+        request["Select"] = "COUNT"
+        for _ in dynamo.paginate_query(self._client, self.table_name, request, on_page=count_page):
+            pass
+        return sum(counted)
+
+    def batch_file_ids(self, batch_id: str) -> dict[str, JobStatus | None]:
+        """FileID -> status of every job of `batch_id` (BatchIndex, FileID and Status only).
+
+        None for a status that is not one (an unreadable item). For a small day only: it
+        reads the whole batch.
+        """
+        request = self._request(BATCH_INDEX, "#batch = :batch", {":batch": {"S": batch_id}})
+        request["ProjectionExpression"] = "#id, #status"
+        request["ExpressionAttributeNames"] = _names(
+            "#id #status " + request["KeyConditionExpression"] + request["FilterExpression"]
+        )
+        found: dict[str, JobStatus | None] = {}
+        for item in dynamo.paginate_query(
+            self._client, self.table_name, request, on_page=self.meter.add
+        ):
+            status = item.get("Status", {}).get("S")
+            found[item["FileID"]["S"]] = JobStatus(status) if status in set(JobStatus) else None
+        return found
+
+    def _request(self, index: str, key: str, values: dict[str, Any]) -> dict[str, Any]:
         # Items past their TTL may linger (DynamoDB deletes lazily): filter them out.
         filter_expression = "attribute_not_exists(#ttl) OR #ttl >= :now_s"
-        request = {
+        return {
             "IndexName": index,
             "KeyConditionExpression": key,
             "FilterExpression": filter_expression,
@@ -214,10 +265,23 @@ class JobsTable:
                 ":now_s": {"N": str(self._clock.now_ms() // 1000)},
             },
             "ScanIndexForward": True,
+            "ReturnConsumedCapacity": "TOTAL",
         }
+
+    def _query(
+        self,
+        index: str,
+        key: str,
+        values: dict[str, Any],
+        limit: int | None,
+        on_unreadable: UnreadableHandler | None,
+    ) -> Iterator[FileJob]:
+        request = self._request(index, key, values)
         yielded = 0
         # No Limit on the query itself, so unreadable items cannot use up the caller's limit.
-        for item in dynamo.paginate_query(self._client, self.table_name, request):
+        for item in dynamo.paginate_query(
+            self._client, self.table_name, request, on_page=self.meter.add
+        ):
             job = self._readable(item, on_unreadable)
             if job is None:
                 continue

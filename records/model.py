@@ -136,9 +136,20 @@ class FileJob:
         )
 
 
+# The String Sets (ExpectedFiles, CompletedFiles, FailedFiles) are kept only for a day of at
+# most this many files: 3 sets x 1,000 FileIDs of ~30 bytes stay near 90 KB, far below
+# DynamoDB's 400 KB item limit. A larger day carries counts only (SetsTruncated) and its
+# membership is answered by BatchIndex.
+SETS_MAX_FILES = 1_000
+
+
 @dataclass(frozen=True)
 class Batch:
-    """One daily run: what was expected and what has finished."""
+    """One daily run: what was expected and what has finished.
+
+    The counts hold at any size; the sets are present only while the day is small
+    (SETS_MAX_FILES). An item written before the counts existed derives them from its sets.
+    """
 
     batch_id: str
     polling_date: str
@@ -152,6 +163,12 @@ class Batch:
     failed_files: frozenset[str] = field(default_factory=frozenset)
     timeout_at: str | None = None
     error_message: str | None = None
+    expected_count: int | None = None
+    queued_count: int | None = None
+    completed_count: int | None = None
+    failed_count: int | None = None
+    error_count: int | None = None
+    sets_truncated: bool = False
 
     @property
     def is_terminal(self) -> bool:
@@ -159,6 +176,35 @@ class Batch:
         return self.status in TERMINAL_BATCH_STATUSES
 
     @property
+    def has_sets(self) -> bool:
+        """True while the item names its files (a day within SETS_MAX_FILES)."""
+        return not self.sets_truncated
+
+    @property
+    def expected(self) -> int:
+        """How many files the provider listed (ExpectedCount, else the size of ExpectedFiles)."""
+        return self.expected_count if self.expected_count is not None else len(self.expected_files)
+
+    @property
+    def completed(self) -> int:
+        """How many files completed (CompletedCount, else the size of CompletedFiles)."""
+        if self.completed_count is not None:
+            return self.completed_count
+        return len(self.completed_files)
+
+    @property
+    def unsuccessful(self) -> int:
+        """Files that ended failed or error (FailedCount + ErrorCount, else FailedFiles)."""
+        if self.failed_count is None and self.error_count is None:
+            return len(self.failed_files)
+        return (self.failed_count or 0) + (self.error_count or 0)
+
+    @property
+    def pending(self) -> int:
+        """Expected files not yet known to be finished."""
+        return max(0, self.expected - self.completed - self.unsuccessful)
+
+    @property
     def pending_files(self) -> frozenset[str]:
-        """Expected files not yet known to be completed or failed."""
+        """Expected files not yet known to be completed or failed (empty without sets)."""
         return self.expected_files - self.completed_files - self.failed_files

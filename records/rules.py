@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Set
+from dataclasses import dataclass
 from enum import StrEnum
 
 from records.errors import IllegalTransitionError
@@ -107,6 +108,31 @@ def decide_batch_status(
     pending = expected - completed - failed
     if not pending:
         return BatchStatus.FAILED if expected & failed else BatchStatus.COMPLETED
+    return BatchStatus.TIMEOUT if is_last_poll else None
+
+
+@dataclass(frozen=True)
+class BatchCounts:
+    """What one completion check counted: the listing's total and the jobs by outcome."""
+
+    expected: int
+    completed: int
+    unsuccessful: int  # failed + error + listed files whose job is gone or unreadable
+    pending: int  # available + downloading, as the index shows them
+
+    @property
+    def accounted(self) -> int:
+        """Files seen in any status; below `expected` while the index lags or a job is gone."""
+        return self.completed + self.unsuccessful + self.pending
+
+
+def decide_batch_outcome(counts: BatchCounts, *, is_last_poll: bool) -> BatchStatus | None:
+    """decide_batch_status on counts: done only when nothing is pending AND every expected
+    file is seen finished, so a job not yet visible in an eventually consistent index can
+    never let a batch end early (it only costs one more poll)."""
+    finished = counts.completed + counts.unsuccessful
+    if counts.pending == 0 and finished >= counts.expected:
+        return BatchStatus.FAILED if counts.unsuccessful else BatchStatus.COMPLETED
     return BatchStatus.TIMEOUT if is_last_poll else None
 
 

@@ -92,7 +92,7 @@ data "aws_iam_policy_document" "orchestrator" {
       aws_dynamodb_table.jobs.arn,
       aws_dynamodb_table.batches.arn,
       "${aws_dynamodb_table.batches.arn}/index/*",
-      # A replayed fetch-and-queue re-sends this batch's jobs that are still available.
+      # Completion checks read the batch's pending jobs and COUNT the finished ones here.
       "${aws_dynamodb_table.jobs.arn}/index/BatchIndex",
     ]
   }

@@ -8,7 +8,7 @@ from dlpipe.aws import AwsClients
 from dlpipe.local.provision import Provisioned
 from records.batches_table import SET_CHUNK, BatchesTable
 from records.errors import BatchExistsError, BatchTransitionRefusedError
-from records.model import BatchStatus
+from records.model import SETS_MAX_FILES, BatchStatus
 from tests.support import BASE_MS, make_batch, unique_day
 
 pytestmark = pytest.mark.integration
@@ -116,3 +116,32 @@ def test_mark_queued_records_why_listed_entries_were_refused(batches: BatchesTab
         batch.batch_id, {"a-2026-02-28"}, error_message="entry ../../etc rejected"
     )
     assert (queued.status, queued.error_message) == (BatchStatus.QUEUED, "entry ../../etc rejected")
+
+
+def test_a_replayed_mark_queued_sets_the_same_expected_count(batches: BatchesTable) -> None:
+    """ExpectedCount is SET to the listing's total, so a replayed fetch-and-queue never doubles it."""
+    batch = batches.create(make_batch(unique_day()))
+    files = {f"e{i}-2026-02-28" for i in range(5)}
+    batches.mark_queued(batch.batch_id, files)
+    again = batches.mark_queued(batch.batch_id, files)
+    assert (again.expected_count, again.queued_count, again.expected_files) == (5, 5, files)
+
+
+def test_a_day_over_the_cap_keeps_counts_and_drops_its_sets(batches: BatchesTable) -> None:
+    """Past SETS_MAX_FILES the item carries SetsTruncated and no ExpectedFiles."""
+    batch = batches.create(make_batch(unique_day()))
+    files = {f"e{i}-2026-02-28" for i in range(SETS_MAX_FILES + 1)}
+    queued = batches.mark_queued(batch.batch_id, files)
+    assert (queued.expected, queued.sets_truncated, queued.expected_files) == (
+        SETS_MAX_FILES + 1,
+        True,
+        frozenset(),
+    )
+
+
+def test_a_replayed_chunk_adds_its_queued_count_once(batches: BatchesTable) -> None:
+    """add_queued remembers each chunk's key, so a replayed chunk is not counted twice."""
+    batch = batches.create(make_batch(unique_day()))
+    batches.add_queued(batch.batch_id, "chunk-0", 500)
+    batches.add_queued(batch.batch_id, "chunk-1", 200)
+    assert batches.add_queued(batch.batch_id, "chunk-0", 500).queued_count == 700

@@ -112,3 +112,35 @@ def test_status_table_says_when_the_date_has_no_batch(dlpipe_cli: CliRunner) -> 
     assert run.code == 0, run.err
     assert "no batch for 1912-04-15" in run.out
     assert "DLQ depth: 0" in run.out
+
+
+def test_batch_audit_answers_from_the_completed_batch_counts(
+    world: World, dlpipe_cli: CliRunner, entity: str
+) -> None:
+    """batch audit reports ExpectedCount vs CompletedCount per date and exits 0 when complete."""
+    batch = world.batch()
+    files = {world.job(f"{entity}{n}", batch_id=batch.batch_id).file_id for n in range(3)}
+    world.batches.mark_queued(batch.batch_id, files)
+    world.batches.record_counts(batch.batch_id, completed=3, failed=0, error=0)
+    world.batches.finish(batch.batch_id, BatchStatus.COMPLETED)
+    run = dlpipe_cli("batch", "audit", "--from", world.day, "--to", world.day, "--json")
+    assert run.code == 0, run.err
+    (day,) = run.json()["dates"]
+    assert (day["batch"], day["expected"], day["completed"], day["missing"], day["complete"]) == (
+        batch.batch_id,
+        3,
+        3,
+        0,
+        True,
+    )
+
+
+def test_batch_audit_names_the_dates_that_did_not_receive_everything(
+    world: World, dlpipe_cli: CliRunner, entity: str
+) -> None:
+    """A timed-out day with files missing makes the audit exit 1 with a one-line reason."""
+    old, _new = _seed_day(world, entity)
+    run = dlpipe_cli("batch", "audit", "--from", world.day, "--to", world.day)
+    assert run.code == 1
+    assert run.err.strip() == f"dlpipe: 1 date(s) incomplete: {world.day}"
+    assert old not in run.err

@@ -182,7 +182,7 @@ def test_completed_date_is_attached_not_downloaded_again(
     assert drain(clients, queue) == []
 
 
-def test_completion_checks_read_only_files_not_yet_known_terminal(
+def test_completion_checks_while_files_are_pending_query_batch_index_and_get_no_file(
     make_flow: Any,
     stub_factory: StubFactory,
     entity: str,
@@ -190,30 +190,39 @@ def test_completion_checks_read_only_files_not_yet_known_terminal(
     clients: AwsClients,
     queue: JobQueue,
 ) -> None:
-    """Poll 1 reads all 4 files; once 3 are done, poll 2 reads only the 1 still pending."""
+    """While a file is pending a poll reads no job by key: only BatchIndex queries, and the
+    completed ones are not counted (derived) until nothing is pending."""
     day, stub = unique_day(), stub_factory(specs(entity, 4))
     flow = make_flow(stub)
     batch_id = flow.create_batch(day)
     flow.fetch_and_queue(batch_id, day)
     ids = sorted(drain(clients, queue))
     keys_read: list[int] = []
+    queried: list[str] = []
 
     def count(params: dict[str, Any], **_: Any) -> None:
         keys_read.append(sum(len(r["Keys"]) for r in params["RequestItems"].values()))
 
-    clients.dynamodb.meta.events.register("provide-client-params.dynamodb.BatchGetItem", count)
+    def query(params: dict[str, Any], **_: Any) -> None:
+        values = params.get("ExpressionAttributeValues", {})
+        queried.append(f"{params['IndexName']}:{values.get(':status', {}).get('S')}")
+
+    events = clients.dynamodb.meta.events
+    events.register("provide-client-params.dynamodb.BatchGetItem", count)
+    events.register("provide-client-params.dynamodb.Query", query)
     try:
         for file_id in ids[:3]:
             work_done(jobs, file_id)
         first = flow.check_completion(batch_id, 1, False)
         second = flow.check_completion(batch_id, 2, False)
     finally:
-        clients.dynamodb.meta.events.unregister(
-            "provide-client-params.dynamodb.BatchGetItem", count
-        )
+        events.unregister("provide-client-params.dynamodb.BatchGetItem", count)
+        events.unregister("provide-client-params.dynamodb.Query", query)
     assert (first.status, first.completed, first.pending) == (None, 3, 1)
     assert (second.status, second.pending) == (None, 1)
-    assert keys_read == [4, 1]
+    assert keys_read == []
+    per_poll = [f"BatchIndex:{s}" for s in ("available", "downloading", "failed", "error")]
+    assert queried == per_poll * 2
 
 
 def test_one_bad_file_ends_the_batch_failed_with_it_in_failed_files(

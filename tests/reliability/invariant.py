@@ -175,12 +175,22 @@ def _batch_problems(batch: Batch, jobs: Mapping[str, FileJob]) -> list[str]:
             f"batch status {batch.status} (error {batch.error_message!r}) disagrees with its"
             f" jobs: {sorted(str(s) for s in statuses)}"
         )
+    done = {f for f, j in jobs.items() if j.status is JobStatus.COMPLETED}
+    failed = {f for f, j in jobs.items() if j.status in _UNSUCCESSFUL}
+    # The batch item's counts hold at any size; the jobs here come from BatchIndex.
+    if batch.expected != len(jobs):
+        problems.append(f"ExpectedCount {batch.expected} differs from {len(jobs)} jobs")
+    if batch.is_terminal and (batch.completed, batch.unsuccessful) != (len(done), len(failed)):
+        problems.append(
+            f"counts completed={batch.completed} unsuccessful={batch.unsuccessful} differ from"
+            f" the jobs' statuses ({len(done)} completed, {len(failed)} failed or error)"
+        )
+    if not batch.has_sets:
+        return problems  # a large day names its files only through BatchIndex
     if batch.expected_files != set(jobs):
         problems.append(
             f"ExpectedFiles {sorted(batch.expected_files ^ set(jobs))} differ from jobs"
         )
-    done = {f for f, j in jobs.items() if j.status is JobStatus.COMPLETED}
-    failed = {f for f, j in jobs.items() if j.status in _UNSUCCESSFUL}
     if batch.is_terminal and (batch.completed_files, batch.failed_files) != (done, failed):
         problems.append("CompletedFiles / FailedFiles differ from the jobs' statuses")
     return problems

@@ -10,12 +10,14 @@ import pytest
 from records.errors import IllegalTransitionError
 from records.model import BatchStatus, JobStatus
 from records.rules import (
+    BatchCounts,
     ClaimDecision,
     batch_sources,
     batch_ttl_epoch_s,
     check_batch_transition,
     check_job_transition,
     claim_decision,
+    decide_batch_outcome,
     decide_batch_status,
     job_ttl_epoch_s,
     lease_expiry_ms,
@@ -136,3 +138,20 @@ def test_batch_times_out_when_files_pending_at_last_poll() -> None:
 def test_empty_day_completes_at_once() -> None:
     """A day with no files is a completed batch, not a timeout."""
     assert decide_batch_status(set(), set(), set(), is_last_poll=False) is B.COMPLETED
+
+
+def test_counts_complete_a_day_only_when_every_expected_file_is_seen_finished() -> None:
+    """Nothing pending but fewer finished than ExpectedCount (index lag) -> no decision yet."""
+    lagging = BatchCounts(expected=3, completed=2, unsuccessful=0, pending=0)
+    assert decide_batch_outcome(lagging, is_last_poll=False) is None
+    assert decide_batch_outcome(lagging, is_last_poll=True) is B.TIMEOUT
+    done = BatchCounts(expected=3, completed=3, unsuccessful=0, pending=0)
+    assert decide_batch_outcome(done, is_last_poll=False) is B.COMPLETED
+
+
+def test_counts_fail_a_day_whose_files_all_finished_and_one_did_not_complete() -> None:
+    """All seen finished, one failed or error -> failed; one still pending -> no decision."""
+    failed = BatchCounts(expected=2, completed=1, unsuccessful=1, pending=0)
+    assert decide_batch_outcome(failed, is_last_poll=False) is B.FAILED
+    pending = BatchCounts(expected=2, completed=1, unsuccessful=0, pending=1)
+    assert decide_batch_outcome(pending, is_last_poll=False) is None

@@ -1,0 +1,243 @@
+"""A day larger than SETS_MAX_FILES: the batch item stays small, completion counts through
+BatchIndex at a measured, bounded read cost (DynamoDB Local over HTTP)."""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from dlpipe.aws import AwsClients
+from dlpipe.queue import JobQueue
+from orchestrator.flow import BatchFlowService
+from records.batches_table import BatchesTable
+from records.jobs_table import JobsTable
+from records.model import SETS_MAX_FILES, BatchStatus, FileJob, JobStatus
+from tests.support import ManualClock, make_batch, make_job, unique_day
+
+pytestmark = pytest.mark.integration
+LARGE_DAY = 1_500
+PAGE_BYTES = 1024 * 1024  # a Query page reads at most 1 MB
+UNIT_BYTES = 4096
+
+
+class _NoListing:
+    def list_files(self, date: str) -> Any:
+        raise AssertionError("these tests never fetch")
+
+
+@pytest.fixture
+def queue(clients: AwsClients) -> Iterator[JobQueue]:
+    """A queue of this test's own, deleted afterwards."""
+    url = clients.sqs.create_queue(QueueName=f"counts-{uuid.uuid4().hex[:16]}")["QueueUrl"]
+    yield JobQueue(clients.sqs, url)
+    clients.sqs.delete_queue(QueueUrl=url)
+
+
+@pytest.fixture
+def flow(
+    jobs: JobsTable, batches: BatchesTable, queue: JobQueue, clock: ManualClock
+) -> BatchFlowService:
+    """The flow on the shared tables; no provider (the jobs are written directly)."""
+    return BatchFlowService(
+        jobs=jobs,
+        batches=batches,
+        provider=_NoListing(),
+        queue=queue,
+        clock=clock,
+        new_uuid=lambda: str(uuid.uuid4()),
+    )
+
+
+def item_size_bytes(item: dict[str, Any]) -> int:
+    """DynamoDB's item size: attribute names plus values (S as UTF-8, N ~ digits/2 + 1)."""
+
+    def value_size(value: dict[str, Any]) -> int:
+        kind, data = next(iter(value.items()))
+        if kind == "S":
+            return len(data.encode())
+        if kind == "N":
+            return len(data.lstrip("-").replace(".", "")) // 2 + 1
+        if kind == "SS":
+            return sum(len(v.encode()) for v in data)
+        return 1  # BOOL, NULL
+
+    return sum(len(name.encode()) + value_size(v) for name, v in item.items())
+
+
+def query_rcu(sizes: list[int]) -> float:
+    """What a Query costs: per 1 MB page, ceil(bytes / 4 KB) x 0.5 (eventually consistent)."""
+    pages: list[int] = [0]
+    for size in sizes:
+        if pages[-1] + size > PAGE_BYTES:
+            pages.append(0)
+        pages[-1] += size
+    return sum(0.5 * math.ceil(b / UNIT_BYTES) for b in pages if b)
+
+
+def write_day(
+    jobs: JobsTable, batches: BatchesTable, entity: str, n: int, done: int
+) -> tuple[str, list[FileJob]]:
+    """A queued batch of `n` jobs, the first `done` of them already completed."""
+    day = unique_day()
+    batch = batches.create(make_batch(day))
+    written = []
+    for i in range(n):
+        job = make_job(f"{entity}{i}", day, batch_id=batch.batch_id)
+        if i < done:
+            job = replace(job, status=JobStatus.COMPLETED, completed_at=job.created_at)
+        written.append(jobs.create(job))
+    batches.mark_queued(batch.batch_id, {j.file_id for j in written})
+    return batch.batch_id, written
+
+
+def stored_item(clients: AwsClients, batches: BatchesTable, batch_id: str) -> dict[str, Any]:
+    """The batch item as DynamoDB holds it."""
+    return clients.dynamodb.get_item(
+        TableName=batches.table_name, Key={"BatchID": {"S": batch_id}}
+    )["Item"]
+
+
+def jobs_sizes(clients: AwsClients, jobs: JobsTable, batch: list[FileJob]) -> dict[str, int]:
+    """Each job item's size as stored (BatchIndex projects ALL: the index item is as large)."""
+    sizes = {}
+    for job in batch:
+        item = clients.dynamodb.get_item(
+            TableName=jobs.table_name, Key={"FileID": {"S": job.file_id}}
+        )["Item"]
+        sizes[job.file_id] = item_size_bytes(item)
+    return sizes
+
+
+def test_a_large_day_keeps_a_small_item_and_completes_by_counts(
+    flow: BatchFlowService,
+    jobs: JobsTable,
+    batches: BatchesTable,
+    clients: AwsClients,
+    entity: str,
+) -> None:
+    """1,500 jobs: the batch item carries counts and no sets (< 10 KB), and the completion
+    check counts them through BatchIndex and completes the batch."""
+    batch_id, written = write_day(jobs, batches, entity, LARGE_DAY, done=LARGE_DAY - 2)
+    queued = batches.require(batch_id)
+    assert (queued.expected, queued.queued_count, queued.sets_truncated) == (1500, 1500, True)
+    assert queued.expected_files == frozenset()
+    first = flow.check_completion(batch_id, 1, False)
+    assert (first.status, first.pending, first.completed) == (None, 2, LARGE_DAY - 2)
+    for job in written[-2:]:
+        jobs.claim(job.file_id, "w", 60)
+        jobs.complete(job.file_id, "w", byte_count=1, sha256="0" * 64, destination_key="k")
+    final = flow.check_completion(batch_id, 2, False)
+    assert (final.status, final.completed, final.failed, final.pending) == ("completed", 1500, 0, 0)
+    item = stored_item(clients, batches, batch_id)
+    assert not {"ExpectedFiles", "CompletedFiles", "FailedFiles"} & set(item)
+    assert item["CompletedCount"] == {"N": "1500"}
+    assert item_size_bytes(item) < 10_000
+
+
+def test_a_poll_costs_what_its_pending_jobs_weigh_not_the_day(
+    flow: BatchFlowService,
+    jobs: JobsTable,
+    batches: BatchesTable,
+    clients: AwsClients,
+    entity: str,
+) -> None:
+    """The read capacity DynamoDB reports for a poll matches ceil(pending bytes / 4 KB) x 0.5
+    per status query, whatever the completed jobs weigh; counting them costs once, at the end."""
+    batch_id, written = write_day(jobs, batches, entity, LARGE_DAY, done=LARGE_DAY - 100)
+    sizes = jobs_sizes(clients, jobs, written)
+    pending = [sizes[j.file_id] for j in written[-100:]]
+    jobs.meter.read_capacity_units = 0.0
+    flow.check_completion(batch_id, 1, False)
+    measured = jobs.meter.read_capacity_units
+    # available (100 jobs), downloading, failed and error (none: what an empty query costs).
+    empty = query_rcu([])
+    assert measured == query_rcu(pending) + 3 * empty
+    jobs.meter = type(jobs.meter)()
+    for job in written[-100:]:
+        jobs.claim(job.file_id, "w", 60)
+        jobs.complete(job.file_id, "w", byte_count=1, sha256="0" * 64, destination_key="k")
+    assert flow.check_completion(batch_id, 2, False).status == "completed"
+    completed = list(jobs_sizes(clients, jobs, written).values())
+    # Counting the completed ones pages through ~800 KB; each page rounds up on its own, so
+    # the measure may differ from the one-page formula by half a unit a page.
+    pages = jobs.meter.pages
+    assert jobs.meter.read_capacity_units == pytest.approx(
+        query_rcu(completed) + 4 * empty, abs=0.5 * pages
+    )
+    assert jobs.meter.read_capacity_units > 10 * measured  # the end costs, the polls do not
+
+
+def test_a_small_day_keeps_its_sets_and_reads_as_before(
+    flow: BatchFlowService,
+    jobs: JobsTable,
+    batches: BatchesTable,
+    entity: str,
+) -> None:
+    """Within SETS_MAX_FILES the batch still names its files: ExpectedFiles, then
+    CompletedFiles and FailedFiles once the day is done."""
+    batch_id, written = write_day(jobs, batches, entity, 3, done=1)
+    jobs.claim(written[1].file_id, "w", 60)
+    jobs.complete(written[1].file_id, "w", byte_count=1, sha256="0" * 64, destination_key="k")
+    jobs.claim(written[2].file_id, "w", 60)
+    jobs.finish_unsuccessfully(written[2].file_id, "w", JobStatus.FAILED, "gave up")
+    assert flow.check_completion(batch_id, 1, False).status == "failed"
+    batch = batches.require(batch_id)
+    assert batch.expected_files == {j.file_id for j in written}
+    assert batch.completed_files == {written[0].file_id, written[1].file_id}
+    assert batch.failed_files == {written[2].file_id}
+    assert (batch.expected, batch.completed, batch.unsuccessful) == (3, 2, 1)
+    assert SETS_MAX_FILES >= 3
+
+
+def test_an_item_written_before_counts_existed_reads_its_counts_from_its_sets(
+    batches: BatchesTable,
+) -> None:
+    """A batch item with sets and no counts (the seed's layout) reports the same numbers."""
+    old = make_batch(
+        unique_day(),
+        status=BatchStatus.QUEUED,
+        expected_files=frozenset({"a-2026-02-28", "b-2026-02-28", "c-2026-02-28"}),
+        completed_files=frozenset({"a-2026-02-28"}),
+        failed_files=frozenset({"b-2026-02-28"}),
+    )
+    batches.create(old)
+    read = batches.require(old.batch_id)
+    assert (read.expected, read.completed, read.unsuccessful, read.pending) == (3, 1, 1, 1)
+    assert read.pending_files == {"c-2026-02-28"}
+
+
+def test_a_job_not_yet_visible_in_the_index_keeps_the_batch_open(
+    flow: BatchFlowService,
+    jobs: JobsTable,
+    batches: BatchesTable,
+    entity: str,
+) -> None:
+    """A large day whose index shows fewer jobs than ExpectedCount (index lag, a job not yet
+    written) is not done: nothing pending is not enough."""
+    batch_id, _ = write_day(jobs, batches, entity, SETS_MAX_FILES + 1, done=SETS_MAX_FILES + 1)
+    batches.mark_queued(batch_id, set(), expected_count=SETS_MAX_FILES + 2)
+    check = flow.check_completion(batch_id, 1, False)
+    assert (check.status, check.completed, check.pending) == (None, SETS_MAX_FILES + 1, 1)
+    assert flow.check_completion(batch_id, 2, True).status == "timeout"
+
+
+def test_a_large_rerun_counts_files_completed_under_the_earlier_batch(
+    flow: BatchFlowService,
+    jobs: JobsTable,
+    batches: BatchesTable,
+    entity: str,
+) -> None:
+    """A rerun of a large day: jobs completed under the failed batch stay there and are
+    counted from its BatchIndex partition, so the new batch completes."""
+    old_id, written = write_day(jobs, batches, entity, SETS_MAX_FILES + 1, done=SETS_MAX_FILES + 1)
+    batches.finish(old_id, BatchStatus.FAILED, error_message="check_failed: test")
+    day = batches.require(old_id).polling_date
+    new = batches.create(make_batch(day))
+    batches.mark_queued(new.batch_id, {j.file_id for j in written})
+    check = flow.check_completion(new.batch_id, 1, False)
+    assert (check.status, check.completed, check.pending) == ("completed", SETS_MAX_FILES + 1, 0)
