@@ -22,6 +22,7 @@ from dlpipe.config import DEFAULT_RESEND_AFTER_SECONDS, DEFAULT_SWEEP_REQUEUE, C
 from dlpipe.log import get_logger
 from dlpipe.queue import SEND_BATCH_MAX, JobQueue, QueueSendError
 from dlpipe.routing import Route
+from orchestrator.completion import tally
 from orchestrator.fanout import (
     CHUNK_ENTRIES,
     Entry,
@@ -31,7 +32,6 @@ from orchestrator.fanout import (
     open_listing,
     refusal,
 )
-from orchestrator.completion import tally
 from orchestrator.jobs_from_listing import error_job, job_from_descriptor
 from orchestrator.ports import CompletionCheck, FetchFailed, ProviderOutage, QueueResult
 from orchestrator.sweeper import PublishedCheck, Sweeper, published_check
