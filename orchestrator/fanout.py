@@ -118,7 +118,7 @@ class ListingPosition:
         if isinstance(entry, FileDescriptor):
             self.expected.add(entry.file_id)
             return
-        refused = None if entry.duplicate else error_job(entry, self.batch_id, self.date, 0)
+        refused = error_job(entry, self.batch_id, self.date, 0)
         if refused is None:
             self.problems.append(refusal(entry))
         else:

@@ -205,19 +205,28 @@ class BatchFlowService:
         """Write the chunk's jobs (WRITE_WORKERS at a time); the jobs to send, and how many
         were already there with nothing to send."""
         now_ms = self.clock.now_ms()
+        # Every copy of a duplicated entity is refused. The stream names the later copies; a
+        # first copy in this chunk is withheld here, before anything is written or sent.
+        duplicated = {e.entity for e in chunk if isinstance(e, RejectedFile) and e.duplicate}
         jobs = [
-            job_from_descriptor(e, batch_id, now_ms) for e in chunk if isinstance(e, FileDescriptor)
+            job_from_descriptor(e, batch_id, now_ms)
+            for e in chunk
+            if isinstance(e, FileDescriptor) and e.entity not in duplicated
         ]
         must_send = in_parallel(self._create_or_adopt, jobs)
         position.expected.update(job.file_id for job in jobs)
+        refused_entities: set[str] = set()
         for rejected in (e for e in chunk if isinstance(e, RejectedFile)):
-            refused = (
-                None if rejected.duplicate else error_job(rejected, batch_id, position.date, now_ms)
-            )
+            if rejected.duplicate and rejected.entity in refused_entities:
+                continue  # a third copy: its entity's error job is written already
+            refused = error_job(_all_copies(rejected), batch_id, position.date, now_ms)
             if refused is None or not self._create_error_job(refused):
+                # No safe FileID, or (a duplicate whose first copy an earlier chunk queued)
+                # a job that is not this refusal: the batch names it and cannot complete.
                 position.problems.append(refusal(rejected))
             else:
                 position.expected.add(refused.file_id)
+                refused_entities.add(refused.entity)
         to_send = [job for job, send in zip(jobs, must_send, strict=True) if send]
         return to_send, len(jobs) - len(to_send)
 
@@ -262,10 +271,16 @@ class BatchFlowService:
         return True
 
     def _create_error_job(self, job: FileJob) -> bool:
+        """True when this refusal is on record: written now, or by a replay of this batch."""
         try:
             self.jobs.create(job)
         except JobExistsError as exists:
-            return exists.current is not None and exists.current.batch_id == job.batch_id
+            current = exists.current
+            return (
+                current is not None
+                and current.batch_id == job.batch_id
+                and current.status is JobStatus.ERROR
+            )
         return True
 
     # ---- check-completion -------------------------------------------------------------
@@ -351,6 +366,15 @@ class BatchFlowService:
 
 
 _SHOWN_REFUSALS = 5
+
+
+def _all_copies(rejected: RejectedFile) -> RejectedFile:
+    """A later copy's refusal, reworded for the one error job that stands for every copy."""
+    if not rejected.duplicate:
+        return rejected
+    return RejectedFile(
+        rejected.entity_or_index, f"{rejected.reason}: all copies refused", rejected.entity
+    )
 
 
 def _summarize_refusals(problems: list[str], batch_id: str) -> str | None:

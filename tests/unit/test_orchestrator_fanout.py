@@ -113,7 +113,8 @@ def descriptor(entity: str) -> FileDescriptor:
 
 
 def test_skipping_to_an_offset_remembers_files_and_refusals_without_writing() -> None:
-    """Skipped entries count as expected (files, error jobs) or as problems (unsafe, duplicate)."""
+    """Skipped entries count as expected (files, error jobs, a duplicate's one error job) or as
+    problems (no safe FileID)."""
     entries = [
         descriptor("alpha"),
         RejectedFile("beta", "size: missing", "beta"),
@@ -124,7 +125,7 @@ def test_skipping_to_an_offset_remembers_files_and_refusals_without_writing() ->
     position = ListingPosition("batch-2026-02-28-x", "2026-02-28", iter(entries))
     assert position.skip_to(4)
     assert position.expected == {"alpha-2026-02-28", "beta-2026-02-28"}
-    assert len(position.problems) == 2
+    assert position.problems == ["provider entry files[2] rejected: entity: unsafe"]
     assert [e.entity for e in position.take(10)] == ["gamma"]
     assert (position.offset, position.ended) == (5, True)
     assert not ListingPosition("b", "2026-02-28", iter(entries)).skip_to(6)
