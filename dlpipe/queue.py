@@ -2,7 +2,7 @@
 
 Every (re)send of a job goes through `JobQueue.send_jobs`, which routes each job by its
 size (dlpipe.routing): the main queue, or the large-file queue only the long-poll worker
-consumes. `send` is the raw send to the main queue underneath it.
+consumes.
 """
 
 from __future__ import annotations
@@ -74,6 +74,7 @@ class JobQueue:
 
     def queue_url_for(self, size_bytes: int | None) -> str:
         """The URL of the queue a file of `size_bytes` goes to."""
+        # route() says LARGE only when there is a large queue.
         if self.route(size_bytes) is Route.LARGE and self.large_queue_url:
             return self.large_queue_url
         return self.queue_url
@@ -81,23 +82,15 @@ class JobQueue:
     def send_jobs(self, jobs: Sequence[FileJob]) -> int:
         """Send one message per job to the queue its size routes it to; QueueSendError lists
         every job that could not be sent, whichever queue it was meant for."""
-        main = [
-            JobMessage(j.file_id, j.batch_id)
-            for j in jobs
-            if self.route(j.expected_size) is Route.MAIN
-        ]
-        large = [
-            JobMessage(j.file_id, j.batch_id)
-            for j in jobs
-            if self.route(j.expected_size) is Route.LARGE
-        ]
+        by_queue: dict[str, list[JobMessage]] = {}
+        for job in jobs:
+            url = self.queue_url_for(job.expected_size)
+            by_queue.setdefault(url, []).append(JobMessage(job.file_id, job.batch_id))
         failed: list[str] = []
         errors: list[str] = []
-        for messages, send in ((main, self.send), (large, self._send_large)):
-            if not messages:
-                continue
+        for url, messages in by_queue.items():
             try:
-                send(messages)
+                self._send_to(url, messages)
             except QueueSendError as exc:
                 failed.extend(exc.failed)
                 errors.append(str(exc))
@@ -105,18 +98,13 @@ class JobQueue:
             raise QueueSendError("; ".join(errors), failed)
         return len(jobs)
 
-    def _send_large(self, messages: Sequence[JobMessage]) -> int:
-        # route() says LARGE only when there is a large queue.
-        large = JobQueue(self._sqs, self.large_queue_url or self.queue_url, self._max_attempts)
-        return large.send(messages)
-
-    def send(self, messages: Sequence[JobMessage]) -> int:
-        """Send every message (10 a call); return how many were sent, or raise QueueSendError."""
+    def _send_to(self, queue_url: str, messages: Sequence[JobMessage]) -> int:
+        """Send every message (10 a call); how many were sent, or QueueSendError."""
         for start in range(0, len(messages), SEND_BATCH_MAX):
-            self._send_chunk(list(messages[start : start + SEND_BATCH_MAX]))
+            self._send_chunk(queue_url, list(messages[start : start + SEND_BATCH_MAX]))
         return len(messages)
 
-    def _send_chunk(self, chunk: list[JobMessage]) -> None:
+    def _send_chunk(self, queue_url: str, chunk: list[JobMessage]) -> None:
         pending = chunk
 
         @retry(
@@ -130,7 +118,7 @@ class JobQueue:
             entries: list[Any] = [
                 {"Id": str(i), "MessageBody": encode_message(m)} for i, m in enumerate(pending)
             ]
-            response = self._sqs.send_message_batch(QueueUrl=self.queue_url, Entries=entries)
+            response = self._sqs.send_message_batch(QueueUrl=queue_url, Entries=entries)
             failed = response.get("Failed", [])
             if failed:
                 # Only the failed entries are sent again: the others are already queued.

@@ -270,13 +270,13 @@ class RecordingQueue(JobQueue):
         self.sent: Counter[str] = Counter()
         self._lock = threading.Lock()
 
-    def send(self, messages: Sequence[JobMessage]) -> int:
+    def _send_to(self, queue_url: str, messages: Sequence[JobMessage]) -> int:
         """Send each message `copies` times, the copies side by side so workers race for them."""
-        super().send([m for m in messages for _ in range(self.copies)])
+        super()._send_to(queue_url, [m for m in messages for _ in range(self.copies)])
         return len(messages)
 
-    def _send_chunk(self, chunk: list[JobMessage]) -> None:
-        super()._send_chunk(chunk)
+    def _send_chunk(self, queue_url: str, chunk: list[JobMessage]) -> None:
+        super()._send_chunk(queue_url, chunk)
         with self._lock:
             self.sent.update(m.file_id for m in chunk)
 

@@ -53,7 +53,7 @@ def _final(result: Any) -> bool:
 CRASH_POINTS = {
     "after-create-batch": CrashPoint(lambda f, q: CrashOnce(f, "create_batch", after=True), 1),
     "after-3-job-puts": CrashPoint(lambda f, q: CrashOnce(f.jobs, "create", at_call=4), 1),
-    "after-puts-before-send": CrashPoint(lambda f, q: CrashOnce(q, "send"), 1),
+    "after-puts-before-send": CrashPoint(lambda f, q: CrashOnce(q, "_send_to"), 1),
     "between-send-batches": CrashPoint(lambda f, q: CrashOnce(q, "_send_chunk", at_call=2), 2),
     "after-send-before-mark-queued": CrashPoint(
         lambda f, q: CrashOnce(f.batches, "mark_queued"), 2
@@ -120,7 +120,7 @@ def test_a_poller_crash_replays_to_the_invariant_with_at_least_once_sends(
 class DeadQueue(RecordingQueue):
     """SQS refusing every send, after the queue's own retries (an outage, a deleted queue)."""
 
-    def send(self, messages: Sequence[JobMessage]) -> int:
+    def _send_to(self, queue_url: str, messages: Sequence[JobMessage]) -> int:
         raise QueueSendError("SQS refused every send", [m.file_id for m in messages])
 
 
