@@ -75,9 +75,9 @@ class Sweeper:
         backlog = self._backlog() if idle else 0
         if backlog >= len(idle):
             idle = []  # as many visible messages as idle jobs: they are waiting, not lost
-        finished = [j for j in stuck if self._finish_published(j)]
+        finished = {j.file_id for j in stuck if self._finish_published(j)}
         # Routed by size (the large-file queue), like every other send.
-        to_send = [j for j in [*stuck, *idle] if j not in finished and self._requeue(j)]
+        to_send = [j for j in [*stuck, *idle] if j.file_id not in finished and self._requeue(j)]
         self.queue.send_jobs(to_send)
         log.warning(
             "batch.swept",
@@ -88,7 +88,7 @@ class Sweeper:
             completed=len(finished),
             requeued=len(to_send),
         )
-        return {j.file_id for j in finished}
+        return finished
 
     def _finish_published(self, job: FileJob) -> bool:
         found = self.published(job) if self.published and job.lease_owner else None

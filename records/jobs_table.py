@@ -375,6 +375,11 @@ class JobsTable:
     # Race for every owner-conditioned write: a worker whose lease expired and was taken
     # over must not overwrite the result of the worker that holds the claim now.
     _OWNED = "#status = :downloading AND #owner = :owner"
+    # What completing a job sets; shared by the owner's completion and the sweeper's repair.
+    _COMPLETE = (
+        "SET #status = :completed, #updated = :now, #completed = :at, #bytes = :bytes,"
+        " #sha = :sha, #dest = :dest REMOVE #owner, #lease, #error"
+    )
 
     def _owned_update(
         self, file_id: str, owner: str, update: str, values: dict[str, Any], rule: str
@@ -409,12 +414,14 @@ class JobsTable:
         self, file_id: str, owner: str, *, byte_count: int, sha256: str, destination_key: str
     ) -> FileJob:
         """downloading -> completed with the verified object's facts, if we still own it."""
+        values = self._completion_values(byte_count, sha256, destination_key)
+        return self._owned_update(file_id, owner, self._COMPLETE, values, "complete")
+
+    def _completion_values(
+        self, byte_count: int, sha256: str, destination_key: str
+    ) -> dict[str, Any]:
         now_ms = self._clock.now_ms()
-        update = (
-            "SET #status = :completed, #updated = :now, #completed = :at, #bytes = :bytes,"
-            " #sha = :sha, #dest = :dest REMOVE #owner, #lease, #error"
-        )
-        values = {
+        return {
             ":completed": str(JobStatus.COMPLETED),
             ":now": now_ms,
             ":at": iso_from_ms(now_ms),
@@ -422,7 +429,6 @@ class JobsTable:
             ":sha": sha256,
             ":dest": destination_key,
         }
-        return self._owned_update(file_id, owner, update, values, "complete")
 
     def finish_unsuccessfully(
         self, file_id: str, owner: str, status: JobStatus, error_message: str
@@ -500,24 +506,15 @@ class JobsTable:
 
         The sweeper's repair: the verified object is in place, only the completion is missing.
         """
-        now_ms = self._clock.now_ms()
         # Race: the owner may come back (frozen, not dead) and renew or complete, or another
         # worker may take the claim over meanwhile; only the same owner's claim, still
         # expired at write time, is completed here, so no live claim's result is overwritten.
         condition = "#status = :downloading AND #owner = :owner AND #lease < :now"
-        update = (
-            "SET #status = :completed, #updated = :now, #completed = :at, #bytes = :bytes,"
-            " #sha = :sha, #dest = :dest REMOVE #owner, #lease, #error"
-        )
+        update = self._COMPLETE
         values = {
             ":downloading": str(JobStatus.DOWNLOADING),
             ":owner": owner,
-            ":completed": str(JobStatus.COMPLETED),
-            ":now": now_ms,
-            ":at": iso_from_ms(now_ms),
-            ":bytes": byte_count,
-            ":sha": sha256,
-            ":dest": destination_key,
+            **self._completion_values(byte_count, sha256, destination_key),
         }
         return self._update(
             file_id,
