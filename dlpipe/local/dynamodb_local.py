@@ -26,9 +26,8 @@ from pathlib import Path
 from typing import IO
 
 import requests
-from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_fixed
 
-from dlpipe.local.processes import stop_child
+from dlpipe.local.processes import stop_child, wait_until_answers
 
 NPM_PACKAGE = "amplify-dynamodb-simulator"
 NPM_VERSION = "2.9.30"  # carries DynamoDB Local 1.25.1 (jar dated 2025)
@@ -246,18 +245,9 @@ class DynamoDBLocal:
                 sink.close()
 
     def _wait_ready(self, timeout_s: float) -> None:
-        @retry(
-            stop=stop_after_delay(timeout_s),
-            wait=wait_fixed(0.1),
-            retry=retry_if_exception_type(requests.RequestException),
-            reraise=True,
-        )
-        def ping() -> None:
-            # Any HTTP answer (DynamoDB Local says 400 to a bare GET) means it serves requests.
-            requests.get(self.endpoint_url, timeout=2)
-
         try:
-            ping()
+            # Any HTTP answer (DynamoDB Local says 400 to a bare GET) means it serves requests.
+            wait_until_answers(self.endpoint_url, timeout_s, require_ok=False)
         except requests.RequestException as exc:
             self.stop()
             raise DynamoDBLocalError(f"DynamoDB Local did not answer within {timeout_s}s") from exc

@@ -31,11 +31,10 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import requests
-from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_fixed
 
 from dlpipe.config import ENV_ALLOW_HTTP_URLS, ENV_ALLOW_PRIVATE_URL_HOSTS, ENV_URL_ALLOWED_HOSTS
 from dlpipe.local.dynamodb_local import DynamoDBLocal
-from dlpipe.local.processes import stop_child
+from dlpipe.local.processes import stop_child, wait_until_answers
 
 DEFAULT_HOST = "127.0.0.1"
 READY_PREFIX = "dlpipe-emulator listening on port "
@@ -178,17 +177,10 @@ class Emulator:
         return self.endpoint_url
 
     def _wait_ready(self, timeout_s: float) -> None:
-        @retry(
-            stop=stop_after_delay(timeout_s),
-            wait=wait_fixed(0.1),
-            retry=retry_if_exception_type(requests.RequestException),
-            reraise=True,
-        )
-        def ping() -> None:
-            requests.get(f"{self.endpoint_url}/moto-api/data.json", timeout=2).raise_for_status()
-
         try:
-            ping()
+            wait_until_answers(
+                f"{self.endpoint_url}/moto-api/data.json", timeout_s, require_ok=True
+            )
         except requests.RequestException as exc:
             self.stop()
             raise EmulatorError(f"emulator did not answer within {timeout_s}s") from exc

@@ -1,9 +1,31 @@
-"""Child processes of the local stack: stopped by PID, boundedly, without tracebacks."""
+"""Child processes of the local stack: waited for until they answer, stopped by PID,
+boundedly, without tracebacks."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+
+import requests
+from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_fixed
+
+
+def wait_until_answers(url: str, timeout_s: float, *, require_ok: bool) -> None:
+    """Poll `url` every 0.1 s until it answers (a 2xx if `require_ok`, any HTTP answer
+    otherwise); the last requests.RequestException once `timeout_s` has passed."""
+
+    @retry(
+        stop=stop_after_delay(timeout_s),
+        wait=wait_fixed(0.1),
+        retry=retry_if_exception_type(requests.RequestException),
+        reraise=True,
+    )
+    def ping() -> None:
+        response = requests.get(url, timeout=2)
+        if require_ok:
+            response.raise_for_status()
+
+    ping()
 
 
 def stop_child(process: subprocess.Popen[str], timeout_s: float) -> None:
