@@ -195,11 +195,6 @@ class Settings:
         """The endpoint of `service`: its own override, else AWS_ENDPOINT_URL, else AWS's."""
         return self.service_endpoint_urls.get(service) or self.endpoint_url
 
-    @property
-    def uses_local_endpoints(self) -> bool:
-        """True when any endpoint is overridden (an emulator, LocalStack, DynamoDB Local)."""
-        return bool(self.endpoint_url or self.service_endpoint_urls)
-
     def require(self, attribute: str) -> str:
         """Return a setting that this code path cannot run without, or raise ConfigError."""
         value = getattr(self, attribute)

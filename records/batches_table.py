@@ -44,7 +44,6 @@ _NAMES = {
     "#cnt_failed": "FailedCount",
     "#cnt_error": "ErrorCount",
     "#truncated": "SetsTruncated",
-    "#chunks": "QueuedChunks",
 }
 
 
@@ -200,25 +199,6 @@ class BatchesTable:
             update += ", #truncated = :true REMOVE #expected, #done, #failed"
             values[":true"] = True
         return self._update(batch_id, update, condition, values, "mark queued")
-
-    def add_queued(self, batch_id: str, chunk_key: str, count: int) -> Batch:
-        """ADD `count` to QueuedCount once per `chunk_key` (a chunked fetch's progress)."""
-        # Race: a replayed chunk must not add its files twice; the chunk's key is remembered
-        # in a small set (one entry per chunk, not per file) and checked at write time.
-        condition = "attribute_exists(#id) AND NOT contains(#chunks, :chunk)"
-        update = "SET #updated = :now ADD #cnt_queued :count, #chunks :chunks"
-        values: dict[str, Any] = {
-            ":now": self._now_iso(),
-            ":count": count,
-            ":chunk": chunk_key,
-            ":chunks": {chunk_key},
-        }
-        try:
-            return self._update(batch_id, update, condition, values, "add queued")
-        except BatchTransitionRefusedError as refused:
-            if not isinstance(refused.current, Batch):
-                raise
-            return refused.current  # this chunk was counted already
 
     def record_counts(
         self,

@@ -137,11 +137,3 @@ def test_a_day_over_the_cap_keeps_counts_and_drops_its_sets(batches: BatchesTabl
         True,
         frozenset(),
     )
-
-
-def test_a_replayed_chunk_adds_its_queued_count_once(batches: BatchesTable) -> None:
-    """add_queued remembers each chunk's key, so a replayed chunk is not counted twice."""
-    batch = batches.create(make_batch(unique_day()))
-    batches.add_queued(batch.batch_id, "chunk-0", 500)
-    batches.add_queued(batch.batch_id, "chunk-1", 200)
-    assert batches.add_queued(batch.batch_id, "chunk-0", 500).queued_count == 700
