@@ -1,0 +1,1 @@
+"""The dlpipe command line."""

@@ -1,0 +1,1 @@
+"""dlpipe's services: the batch flow, the download service and the operator use cases."""

@@ -1,0 +1,1 @@
+"""The download service: claim a job, stream, decrypt, verify, publish, complete."""

@@ -1,0 +1,1 @@
+"""Operator use cases: queries, requeue and repair, DLQ redrive, backfill."""

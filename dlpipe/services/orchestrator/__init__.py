@@ -1,0 +1,1 @@
+"""The batch flow the durable poller runs: create the batch, fan out jobs, poll for completion."""

@@ -1,1 +1,0 @@
-"""dlpipe: records."""
