@@ -27,9 +27,11 @@ run: $(STAMP) $(DDB_LOCAL)
 test: $(STAMP) $(DDB_LOCAL) .venv-checkov/.installed-stamp
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
+## lint: ruff, and the import contracts of pyproject.toml [tool.importlinter] (layers, no dev code in Lambda).
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

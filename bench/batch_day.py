@@ -42,21 +42,21 @@ from dynamo_cost import (
     write_units,
 )
 
-from dlpipe.aws import AwsClients
+from dlpipe.adapters.aws import AwsClients
+from dlpipe.adapters.batches_table import BatchesTable
+from dlpipe.adapters.jobs_table import JobsTable
+from dlpipe.bootstrap import build_service
+from dlpipe.domain.cipher_format import CIPHER_CBC, CIPHER_GCM
+from dlpipe.domain.model import JobStatus
+from dlpipe.local.durable_runner import run_durable_locally
 from dlpipe.local.stack import LocalStack, local_stack
-from downloader.bootstrap import build_service
-from downloader.service import DownloadService, ProcessResult
-from downloader.worker import Worker, WorkerOptions
-from orchestrator.durable import build_durable_handler
-from orchestrator.flow import BatchFlowService, build_flow
-from orchestrator.local_runner import run_durable_locally
-from orchestrator.ports import CompletionCheck, QueueResult
-from provider.crypto import CIPHER_CBC, CIPHER_GCM
-from provider.stub import StubProvider
-from provider.stub_publish import StubFileSpec
-from records.batches_table import BatchesTable
-from records.jobs_table import JobsTable
-from records.model import JobStatus
+from dlpipe.local.stub.publish import StubFileSpec
+from dlpipe.local.stub.server import StubProvider
+from dlpipe.services.download.service import DownloadService, ProcessResult
+from dlpipe.services.download.worker import Worker, WorkerOptions
+from dlpipe.services.orchestrator.durable import build_durable_handler
+from dlpipe.services.orchestrator.flow import BatchFlowService, build_flow
+from dlpipe.services.orchestrator.ports import CompletionCheck, QueueResult
 
 FILE_BYTES = 1024
 SEED_RCU_PER_FILE = 6.0  # one consistent GetItem (<= 4 KB) per file per poll, six polls

@@ -28,18 +28,18 @@ import psutil
 import requests
 from common import MIB, RssSampler, machine, quiet_logs, verdict, write_json
 
+from dlpipe.adapters.jobs_table import JobsTable
+from dlpipe.adapters.provider_client import ProviderClient
+from dlpipe.bootstrap import build_service
+from dlpipe.domain.cipher_format import SUPPORTED_CIPHERS
+from dlpipe.domain.listing import FileDescriptor
+from dlpipe.domain.model import make_batch_id
 from dlpipe.local.stack import LocalStack, local_stack
-from downloader.bootstrap import build_service
-from downloader.service import DownloadService, Outcome
-from downloader.transfer import TransferTuning
-from orchestrator.jobs_from_listing import job_from_descriptor
-from provider.client import ProviderClient
-from provider.contract import FileDescriptor
-from provider.crypto import SUPPORTED_CIPHERS
-from provider.stub import StubProvider
-from provider.stub_publish import StubFileSpec
-from records.jobs_table import JobsTable
-from records.model import make_batch_id
+from dlpipe.local.stub.publish import StubFileSpec
+from dlpipe.local.stub.server import StubProvider
+from dlpipe.services.download.service import DownloadService, Outcome
+from dlpipe.services.download.transfer import TransferTuning
+from dlpipe.services.orchestrator.jobs_from_listing import job_from_descriptor
 
 DAY = "2026-02-28"
 TARGET = 0.9

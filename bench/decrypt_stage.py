@@ -19,8 +19,9 @@ from collections.abc import Callable
 import cryptography
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
-from downloader.crypto import PlaintextVerifier, new_decryptor
-from provider.crypto import CIPHER_CBC, SUPPORTED_CIPHERS, encrypt_bytes, new_aes_key, new_iv
+from dlpipe.adapters.crypto import PlaintextVerifier, new_decryptor
+from dlpipe.domain.cipher_format import CIPHER_CBC, SUPPORTED_CIPHERS
+from dlpipe.local.stub.crypto import encrypt_bytes, new_aes_key, new_iv
 
 MIB = 1024 * 1024
 CHUNK_MIBS = (1, 8)

@@ -3,7 +3,7 @@
     python bench/listing_memory.py [--sizes 10000,100000] [--pages 0,1000] [--whole]
 
 Starts the emulator (moto, for the stub's bucket and presigning endpoint) and one stub
-provider per size, serving synthetic listing-only entries (provider/stub_listing.py: really
+provider per size, serving synthetic listing-only entries (dlpipe/local/stub/listing.py: really
 presigned URLs of objects never stored, one real RSA-OAEP wrapped key, ~1.1 KB an entry).
 For each size and page size (0 = one unpaged answer) a child process builds the real
 ProviderClient and iterates `iter_listing` without keeping entries. The child reports its
@@ -44,9 +44,9 @@ def child(url: str, *, whole: bool) -> None:
     """
     import requests  # noqa: PLC0415 - measured after imports
 
-    from provider.client import ProviderClient  # noqa: PLC0415
-    from provider.descriptor import parse_file  # noqa: PLC0415
-    from provider.listing_stream import BACKEND_NAME  # noqa: PLC0415
+    from dlpipe.adapters.listing_stream import BACKEND_NAME  # noqa: PLC0415
+    from dlpipe.adapters.provider_client import ProviderClient  # noqa: PLC0415
+    from dlpipe.domain.descriptor import parse_file  # noqa: PLC0415
 
     client = ProviderClient(url, TOKEN)
     rss_before, hwm_before = _status_kib("VmRSS"), _status_kib("VmHWM")
@@ -94,12 +94,12 @@ def main() -> None:
     if args.mode == "child":
         child(args.url, whole=args.whole)
         return
-    from dlpipe.aws import AwsClients  # noqa: PLC0415
+    from dlpipe.adapters.aws import AwsClients  # noqa: PLC0415
     from dlpipe.config import Settings  # noqa: PLC0415
     from dlpipe.local.emulator import Emulator, local_environment  # noqa: PLC0415
+    from dlpipe.local.stub.crypto import generate_rsa_keypair  # noqa: PLC0415
+    from dlpipe.local.stub.server import StubProvider  # noqa: PLC0415
     from dlpipe.log import configure_logging  # noqa: PLC0415
-    from provider.crypto import generate_rsa_keypair  # noqa: PLC0415
-    from provider.stub import StubProvider  # noqa: PLC0415
 
     configure_logging("WARNING")
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -149,7 +149,7 @@ def _duplicate_dict_mib(files: int) -> float:
     """What the parser's entity -> first index dict costs at `files` synthetic entities."""
     import tracemalloc  # noqa: PLC0415
 
-    from provider.stub_listing import synthetic_entity  # noqa: PLC0415
+    from dlpipe.local.stub.listing import synthetic_entity  # noqa: PLC0415
 
     tracemalloc.start()
     first_index: dict[str, int] = {}

@@ -270,7 +270,7 @@ def memory_section(results: dict[str, Any], summary: list[list[Any]]) -> str:
     small, big = [*runs, None, None][:2]
     parts = ["## 2. Worker memory (bench/worker_memory.py)\n"]
     parts.append(
-        "A real worker process (`python -m downloader.cli`, default tuning) publishes one file per\n"
+        "A real worker process (`python -m dlpipe.cli.worker`, default tuning) publishes one file per\n"
         "cipher; its RSS and kernel high-water mark (VmHWM) are sampled every 20 ms with psutil and\n"
         "/proc (the emulator is another process and is not counted). Peak = the larger of the two.\n"
     )

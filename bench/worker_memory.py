@@ -5,7 +5,7 @@
 
 Starts the embedded emulator and the stub provider (a real HTTP server, really encrypted
 files in the emulator's S3), queues one file per cipher, and runs a worker process for
-each: `python -m downloader.cli` (the `dlpipe worker` command) for the default tuning, or
+each: `python -m dlpipe.cli.worker` (the `dlpipe worker` command) for the default tuning, or
 this script's `child` mode for other `--in-flight` values (the same Worker and service,
 another TransferTuning). Memory: the child's RSS (psutil) and its kernel high-water mark
 (VmHWM, /proc/<pid>/status), sampled every 20 ms while it runs. (Not ru_maxrss from wait4:
@@ -32,19 +32,19 @@ from typing import Any
 
 import psutil
 
-from dlpipe.aws import AwsClients
+from dlpipe.adapters.aws import AwsClients
+from dlpipe.adapters.jobs_table import JobsTable
+from dlpipe.adapters.provider_client import ProviderClient
 from dlpipe.config import Settings
+from dlpipe.domain.messages import JobMessage, encode_message
+from dlpipe.domain.model import make_batch_id
 from dlpipe.local.emulator import LocalAws
 from dlpipe.local.provision import Provisioned, provision
-from downloader.messages import JobMessage, encode_message
-from downloader.transfer import TransferTuning
-from orchestrator.jobs_from_listing import job_from_descriptor
-from provider.client import ProviderClient
-from provider.crypto import generate_rsa_keypair
-from provider.stub import StubProvider
-from provider.stub_publish import StubFileSpec
-from records.jobs_table import JobsTable
-from records.model import make_batch_id
+from dlpipe.local.stub.crypto import generate_rsa_keypair
+from dlpipe.local.stub.publish import StubFileSpec
+from dlpipe.local.stub.server import StubProvider
+from dlpipe.services.download.transfer import TransferTuning
+from dlpipe.services.orchestrator.jobs_from_listing import job_from_descriptor
 
 MIB = 1024 * 1024
 DAY = "2026-02-28"
@@ -102,7 +102,7 @@ def _vm_hwm(status: Path) -> int:
 def worker_command(in_flight: int) -> list[str]:
     base = ["--concurrency", "1", "--wait-seconds", "1", "--exit-when-idle", "2"]
     if in_flight == DEFAULT_IN_FLIGHT:
-        return [sys.executable, "-m", "downloader.cli", *base]
+        return [sys.executable, "-m", "dlpipe.cli.worker", *base]
     return [sys.executable, __file__, "child", "--in-flight", str(in_flight), *base]
 
 
@@ -255,9 +255,9 @@ def child(argv: list[str]) -> int:
     """A worker like `dlpipe worker`, with `--in-flight` parts instead of the default."""
     import signal  # noqa: PLC0415
 
+    from dlpipe.bootstrap import build_service  # noqa: PLC0415
     from dlpipe.log import configure_logging  # noqa: PLC0415
-    from downloader.bootstrap import build_service  # noqa: PLC0415
-    from downloader.worker import Worker, WorkerOptions  # noqa: PLC0415
+    from dlpipe.services.download.worker import Worker, WorkerOptions  # noqa: PLC0415
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--in-flight", type=int, required=True)

@@ -6,14 +6,14 @@ import functools
 import threading
 from collections.abc import Callable
 
-from dlpipe.aws import AwsClients
+from dlpipe.adapters.aws import AwsClients
+from dlpipe.adapters.jobs_table import JobsTable
+from dlpipe.adapters.keys import private_key_from_settings
+from dlpipe.adapters.url_policy import UrlPolicy, default_allowed_hosts
 from dlpipe.config import Settings
-from downloader.deps import ServiceDeps, UrlSigner
-from downloader.keys import private_key_from_settings
-from downloader.service import DownloadService
-from downloader.transfer import TransferTuning
-from provider.url_policy import UrlPolicy, default_allowed_hosts
-from records.jobs_table import JobsTable
+from dlpipe.services.download.deps import ServiceDeps, UrlSigner
+from dlpipe.services.download.service import DownloadService
+from dlpipe.services.download.transfer import TransferTuning
 
 
 def provider_factory(settings: Settings, clients: AwsClients) -> Callable[[], UrlSigner] | None:
@@ -25,7 +25,7 @@ def provider_factory(settings: Settings, clients: AwsClients) -> Callable[[], Ur
     @functools.cache
     def build() -> UrlSigner:
         # Imported on first use: most files never need a fresh URL.
-        from provider.client import ProviderClient, token_from_settings  # noqa: PLC0415
+        from dlpipe.adapters.provider_client import ProviderClient, token_from_settings  # noqa: PLC0415
 
         return ProviderClient(base_url, token_from_settings(settings, clients))
 

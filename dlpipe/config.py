@@ -6,7 +6,9 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from dlpipe.routing import DEFAULT_LARGE_FILE_THRESHOLD_BYTES
+# Tests only: seconds this process's wall clock runs ahead (named and read in dlpipe.domain.clock).
+from dlpipe.domain.clock import ENV_TEST_CLOCK_OFFSET_SECONDS  # noqa: F401 (re-exported: tests set it)
+from dlpipe.domain.routing import DEFAULT_LARGE_FILE_THRESHOLD_BYTES
 
 # Environment variable names: the only place they are spelled.
 ENV_ENDPOINT_URL = "AWS_ENDPOINT_URL"
@@ -46,7 +48,7 @@ ENV_ORCHESTRATOR_ARN = "DLPIPE_ORCHESTRATOR_ARN"  # qualified (alias) ARN, for b
 ENV_SWEEP_REQUEUE = "DLPIPE_SWEEP_REQUEUE"
 ENV_RESEND_AFTER_SECONDS = "DLPIPE_RESEND_AFTER_SECONDS"
 ENV_PROVIDER_OUTAGE_BUDGET_SECONDS = "DLPIPE_PROVIDER_OUTAGE_BUDGET_SECONDS"
-# Which provider URLs may be requested (provider/url_policy.py); the exemptions are local only.
+# Which provider URLs may be requested (dlpipe/adapters/url_policy.py); the exemptions are local only.
 ENV_URL_ALLOWED_HOSTS = "DLPIPE_URL_ALLOWED_HOSTS"
 ENV_ALLOW_HTTP_URLS = "DLPIPE_ALLOW_HTTP_URLS"
 ENV_ALLOW_PRIVATE_URL_HOSTS = "DLPIPE_ALLOW_PRIVATE_URL_HOSTS"
@@ -55,10 +57,8 @@ ENV_LARGE_FILE_THRESHOLD_BYTES = "DLPIPE_LARGE_FILE_THRESHOLD_BYTES"
 ENV_PROVIDER_LISTING_MAX_ENTRY_BYTES = "DLPIPE_PROVIDER_LISTING_MAX_ENTRY_BYTES"
 ENV_PROVIDER_LISTING_MAX_FILES = "DLPIPE_PROVIDER_LISTING_MAX_FILES"
 ENV_PROVIDER_LISTING_MAX_PAGES = "DLPIPE_PROVIDER_LISTING_MAX_PAGES"
-# Tests only: a named point where the downloader announces itself and pauses (downloader.testpoints).
+# Tests only: a named point where the downloader announces itself and pauses (dlpipe.services.download.testpoints).
 ENV_TEST_PAUSE_AT = "DLPIPE_TEST_PAUSE_AT"
-# Tests only: seconds this process's wall clock runs ahead (records.clock), to test clock skew.
-ENV_TEST_CLOCK_OFFSET_SECONDS = "DLPIPE_TEST_CLOCK_OFFSET_SECONDS"
 
 DEFAULT_REGION = "us-east-1"
 JOBS_TABLE_BASE_NAME = "data-download-jobs"
@@ -131,10 +131,10 @@ class Settings:
     url_allowed_hosts: tuple[str, ...] = ()
     allow_http_urls: bool = False
     allow_private_url_hosts: bool = False
-    # Files above the threshold go to the large-file queue, when there is one (dlpipe.routing).
+    # Files above the threshold go to the large-file queue, when there is one (dlpipe.domain.routing).
     large_queue_url: str | None = None
     large_file_threshold_bytes: int = DEFAULT_LARGE_FILE_THRESHOLD_BYTES
-    # Sanity caps of the streamed provider listing (provider/listing_stream.py).
+    # Sanity caps of the streamed provider listing (dlpipe/adapters/listing_stream.py).
     provider_listing_max_entry_bytes: int = 64 * 1024
     provider_listing_max_files: int = 200_000
     provider_listing_max_pages: int = 10_000

@@ -14,19 +14,19 @@ from typing import TYPE_CHECKING, Any
 
 from structlog.contextvars import bound_contextvars
 
-from dlpipe.aws import AwsClients
+from dlpipe.adapters.aws import AwsClients
+from dlpipe.adapters.queue import JobQueue
+from dlpipe.bootstrap import build_service
 from dlpipe.config import Settings
+from dlpipe.domain.routing import TimeBudget
 from dlpipe.log import configure_logging, get_logger
-from dlpipe.queue import JobQueue
-from dlpipe.routing import TimeBudget
-from downloader.bootstrap import build_service
-from downloader.dispatch import (
+from dlpipe.services.download.dispatch import (
     MessageVisibility,
     dispatch,
     hide_messages,
     receive_visibility_s,
 )
-from downloader.service import DownloadService
+from dlpipe.services.download.service import DownloadService
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient

@@ -7,15 +7,15 @@ from collections.abc import Callable
 from typing import Any
 
 from dlpipe.config import Settings
-from orchestrator.durable import build_durable_handler
-from orchestrator.outage import OutageBackoff
-from orchestrator.ports import BatchFlow
+from dlpipe.domain.outage import OutageBackoff
+from dlpipe.services.orchestrator.durable import build_durable_handler
+from dlpipe.services.orchestrator.ports import BatchFlow
 
 
 def _build_flow(settings: Settings) -> BatchFlow:
     # Imported here so this module imports (and Lambda init builds nothing) before any AWS call.
     # The ignore only matters while flow.py is being written alongside this module.
-    from orchestrator.flow import (  # type: ignore[import-not-found, unused-ignore]  # noqa: PLC0415
+    from dlpipe.services.orchestrator.flow import (  # type: ignore[import-not-found, unused-ignore]  # noqa: PLC0415
         build_flow,
     )
 

@@ -22,7 +22,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("dlpipe", "records", "provider", "downloader", "orchestrator", "ops")
+PACKAGES = ("dlpipe", "orchestrator", "downloader")
+# Dev-only parts of the installed package: the command line, the local stack and the stub provider.
+EXCLUDED_SOURCE_DIRS = ("dlpipe/cli", "dlpipe/local")
 PYTHON_VERSION = "3.13"
 # Lambda's python3.13 runs on Amazon Linux 2023 (glibc 2.34): any of these wheels load there.
 PLATFORMS = ("manylinux2014_x86_64", "manylinux_2_28_x86_64", "manylinux_2_34_x86_64")
@@ -69,7 +71,10 @@ def zip_entries(source_root: Path, deps_dir: Path) -> Iterator[tuple[str, Path]]
             entries[path.relative_to(deps_dir).as_posix()] = path
     for package in PACKAGES:
         for path in (source_root / package).rglob("*"):
-            if _included(path, source_root):
+            name = path.relative_to(source_root).as_posix()
+            if _included(path, source_root) and not name.startswith(
+                tuple(f"{d}/" for d in EXCLUDED_SOURCE_DIRS)
+            ):
                 entries[path.relative_to(source_root).as_posix()] = path
     for name in sorted(entries):
         yield name, entries[name]

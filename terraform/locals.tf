@@ -48,7 +48,7 @@ locals {
   }
 
   # Files a downloader Lambda surely finishes: timeout x 20 MiB/s (a conservative minimum,
-  # below every throughput BENCHMARKS.md measured) x 1/2 (safety), as dlpipe/routing.py
+  # below every throughput BENCHMARKS.md measured) x 1/2 (safety), as dlpipe/domain/routing.py
   # computes its default; 10485760 = 20 MiB/s x 1/2 in bytes. Larger files go to the ECS
   # worker's queue. Without the worker there is no large queue and no threshold at all.
   large_file_threshold_bytes = var.downloader_timeout_seconds * 10485760

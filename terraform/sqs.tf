@@ -24,7 +24,7 @@ resource "aws_sqs_queue" "downloads_dlq" {
   kms_data_key_reuse_period_seconds = 3600
 }
 
-# Files above the large-file threshold (dlpipe/routing.py), consumed only by the ECS worker,
+# Files above the large-file threshold (dlpipe/domain/routing.py), consumed only by the ECS worker,
 # which has no time limit. It exists only with the worker (var.enable_ecs_worker); without it
 # every file goes to the main queue and the downloader Lambda's timeout is the limit.
 # It shares the download DLQ: a dead job message is redriven by `dlpipe dlq redrive` to the

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from dlpipe.aws import AwsClients
+from dlpipe.adapters.aws import AwsClients
+from dlpipe.adapters.batches_table import BatchesTable
+from dlpipe.adapters.jobs_table import JobsTable
 from dlpipe.config import Settings
 from dlpipe.local.emulator import LocalAws
 from dlpipe.local.provision import Provisioned, provision
-from records.batches_table import BatchesTable
-from records.jobs_table import JobsTable
 from tests.support import ManualClock
 
 # Records every AWS call of the session for the IAM checker (tests/iam/), which runs last.

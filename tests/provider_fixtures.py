@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 
-from dlpipe.aws import AwsClients
-from downloader.crypto import load_private_key
-from provider.crypto import generate_rsa_keypair
-from provider.stub import StubProvider
-from provider.stub_faults import Faults
-from provider.stub_publish import StubFileSpec
+from dlpipe.adapters.aws import AwsClients
+from dlpipe.adapters.crypto import load_private_key
+from dlpipe.local.stub.crypto import generate_rsa_keypair
+from dlpipe.local.stub.faults import Faults
+from dlpipe.local.stub.publish import StubFileSpec
+from dlpipe.local.stub.server import StubProvider
 from tests.provider_support import TEST_PROVIDER_TOKEN, StubFactory
 
 __all__ = ["StubFactory", "private_key", "provider_token", "rsa_keypair", "stub_factory"]

@@ -8,14 +8,14 @@ from typing import TYPE_CHECKING, Any
 
 import requests
 
-from downloader.crypto import PlaintextVerifier, open_decryptor
-from provider.client import ProviderClient
+from dlpipe.adapters.crypto import PlaintextVerifier, open_decryptor
+from dlpipe.adapters.provider_client import ProviderClient
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 
-    from provider.contract import FileDescriptor
-    from provider.stub import StubProvider
+    from dlpipe.domain.listing import FileDescriptor
+    from dlpipe.local.stub.server import StubProvider
 
 # stub_factory's type: (files, faults=None, **StubProvider kwargs) -> a started StubProvider.
 StubFactory = Callable[..., "StubProvider"]

@@ -7,9 +7,9 @@ import threading
 import uuid
 from dataclasses import replace
 
-from records.clock import iso_from_ms
-from records.model import Batch, BatchStatus, FileJob, JobStatus, make_batch_id, make_file_id
-from records.rules import batch_ttl_epoch_s, job_ttl_epoch_s
+from dlpipe.domain.clock import iso_from_ms
+from dlpipe.domain.model import Batch, BatchStatus, FileJob, JobStatus, make_batch_id, make_file_id
+from dlpipe.domain.rules import batch_ttl_epoch_s, job_ttl_epoch_s
 
 # 2126-02-28T00:00:00Z: a fixed "now" keeps tests independent of the wall clock. It lies in the
 # future because DynamoDB Local, like DynamoDB, deletes items whose TTL has passed in real time:

@@ -7,19 +7,19 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from dlpipe.log import get_logger
-from records import dynamo
-from records.clock import Clock, SystemClock, iso_from_ms
-from records.errors import (
+from dlpipe.adapters import dynamo
+from dlpipe.adapters.items import batch_from_item, batch_to_item, serialize
+from dlpipe.domain.clock import Clock, SystemClock, iso_from_ms
+from dlpipe.domain.errors import (
     BatchExistsError,
     BatchTransitionRefusedError,
     CorruptRecordError,
     NotFoundError,
 )
-from records.items import batch_from_item, batch_to_item, serialize
-from records.model import SETS_MAX_FILES, Batch, BatchStatus
-from records.rules import batch_sources, ttl_expired
-from records.schema import POLLING_DATE_INDEX
+from dlpipe.domain.model import SETS_MAX_FILES, Batch, BatchStatus
+from dlpipe.domain.rules import batch_sources, ttl_expired
+from dlpipe.domain.schema import POLLING_DATE_INDEX
+from dlpipe.log import get_logger
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

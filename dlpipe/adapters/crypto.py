@@ -16,11 +16,20 @@ from collections import deque
 from typing import Protocol
 
 from cryptography.exceptions import InvalidTag, UnsupportedAlgorithm
-from cryptography.hazmat.primitives import padding, serialization
+from cryptography.hazmat.primitives import hashes, padding, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.hazmat.primitives.asymmetric.padding import MGF1, OAEP
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
-from downloader.errors import (
+from dlpipe.domain.cipher_format import (
+    AES_BLOCK_BYTES,
+    AES_KEY_BYTES,
+    CIPHER_CBC,
+    GCM_TAG_BYTES,
+    IV_BYTES,
+    SUPPORTED_CIPHERS,
+)
+from dlpipe.domain.download_errors import (
     AuthenticationError,
     ChecksumMismatchError,
     InvalidIVError,
@@ -33,15 +42,9 @@ from downloader.errors import (
     UnknownCipherError,
     WrongKeyError,
 )
-from provider.crypto import (
-    AES_BLOCK_BYTES,
-    AES_KEY_BYTES,
-    CIPHER_CBC,
-    GCM_TAG_BYTES,
-    IV_BYTES,
-    SUPPORTED_CIPHERS,
-    oaep_sha256,
-)
+
+# The key wrap (DESIGN.md): RSA-OAEP with SHA-256 and MGF1-SHA256, no label.
+_OAEP_SHA256 = OAEP(mgf=MGF1(algorithm=hashes.SHA256()), algorithm=hashes.SHA256(), label=None)
 
 _SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
 
@@ -90,7 +93,7 @@ def unwrap_aes_key(private_key: rsa.RSAPrivateKey, encrypted_key_b64: str) -> by
             f" {private_key.key_size // 8}: wrapped for a different key, or corrupted"
         )
     try:
-        key = private_key.decrypt(wrapped, oaep_sha256())
+        key = private_key.decrypt(wrapped, _OAEP_SHA256)
     except ValueError as exc:
         raise WrongKeyError() from exc
     if len(key) != AES_KEY_BYTES:

@@ -12,7 +12,7 @@ from botocore.exceptions import (
     PartialCredentialsError,
 )
 
-from records.errors import StoreUnavailableError, TableMissingError
+from dlpipe.domain.errors import StoreUnavailableError, TableMissingError
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
-from records.errors import CorruptRecordError
-from records.model import Batch, BatchStatus, FileJob, JobStatus
+from dlpipe.domain.errors import CorruptRecordError
+from dlpipe.domain.model import Batch, BatchStatus, FileJob, JobStatus
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef

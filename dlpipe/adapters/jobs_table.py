@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
-from dlpipe.log import get_logger
-from records import dynamo
-from records.clock import Clock, SystemClock, iso_from_ms
-from records.errors import (
+from dlpipe.adapters import dynamo
+from dlpipe.adapters.items import job_from_item, job_to_item, serialize
+from dlpipe.domain.clock import Clock, SystemClock, iso_from_ms
+from dlpipe.domain.errors import (
     ClaimRefusedError,
     CorruptRecordError,
     JobExistsError,
@@ -21,10 +21,10 @@ from records.errors import (
     RequeueRefusedError,
     StoreUnavailableError,
 )
-from records.items import job_from_item, job_to_item, serialize
-from records.model import FileJob, JobStatus
-from records.rules import lease_expiry_ms, ttl_expired
-from records.schema import BATCH_INDEX, STATUS_INDEX
+from dlpipe.domain.model import FileJob, JobStatus
+from dlpipe.domain.rules import lease_expiry_ms, ttl_expired
+from dlpipe.domain.schema import BATCH_INDEX, STATUS_INDEX
+from dlpipe.log import get_logger
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

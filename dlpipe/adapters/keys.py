@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 
+from dlpipe.adapters.crypto import load_private_key
 from dlpipe.config import ConfigError, Settings
-from downloader.crypto import load_private_key
 
 if TYPE_CHECKING:
-    from dlpipe.aws import AwsClients
+    from dlpipe.adapters.aws import AwsClients
 
 _lock = threading.Lock()
 _cache: dict[str, RSAPrivateKey] = {}

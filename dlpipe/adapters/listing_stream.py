@@ -39,9 +39,9 @@ from typing import Any
 import ijson
 
 from dlpipe.config import Settings
-from provider.contract import FileDescriptor, ListingResult, RejectedFile
-from provider.descriptor import kind, parse_file, safe_entity
-from provider.errors import MalformedResponseError
+from dlpipe.domain.descriptor import kind, parse_file, safe_entity
+from dlpipe.domain.listing import FileDescriptor, ListingResult, RejectedFile
+from dlpipe.domain.provider_errors import MalformedResponseError
 
 # Defaults are the settings' (DLPIPE_PROVIDER_LISTING_MAX_*): one entry is 1-2.3 KB, so 64 KiB
 # is no file; 200,000 files is twice the largest day the design plans for.

@@ -1,6 +1,6 @@
 """HTTP client of the provider API: bearer token, bounded retries with full jitter, strict parsing.
 
-The day's listing is streamed (provider/listing_stream.py): `iter_listing` yields validated
+The day's listing is streamed (dlpipe/adapters/listing_stream.py): `iter_listing` yields validated
 entries page after page (`next` cursors) without holding an answer; `list_files` collects
 them. A transient fault before a page's body (5xx, 429, connection error, timeout) retries
 that page, not the listing; a connection that breaks mid-body is ProviderUnavailableError
@@ -24,27 +24,27 @@ from botocore.exceptions import ClientError
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
 from tenacity.wait import wait_random_exponential
 
+from dlpipe.adapters.listing_stream import ListingLimits, ListingParser, collect_listing
 from dlpipe.config import ENV_PROVIDER_TOKEN, ENV_PROVIDER_TOKEN_SECRET, ConfigError, Settings
-from dlpipe.log import get_logger
-from provider.contract import (
+from dlpipe.domain.listing import (
     MAX_FILES_PER_LISTING,
     FileDescriptor,
     ListingResult,
     RejectedFile,
     parse_descriptor,
 )
-from provider.errors import (
+from dlpipe.domain.model import validate_date, validate_entity
+from dlpipe.domain.provider_errors import (
     MalformedResponseError,
     ProviderAuthError,
     ProviderNotFoundError,
     ProviderRequestError,
     ProviderUnavailableError,
 )
-from provider.listing_stream import ListingLimits, ListingParser, collect_listing
-from records.model import validate_date, validate_entity
+from dlpipe.log import get_logger
 
 if TYPE_CHECKING:
-    from dlpipe.aws import AwsClients
+    from dlpipe.adapters.aws import AwsClients
 
 MAX_RESPONSE_BYTES = 32 * 1024 * 1024  # one file's answer; the listing is streamed, uncapped
 _LISTING_CHUNK_BYTES = 64 * 1024
@@ -58,7 +58,7 @@ _TRANSPORT_ERRORS = (
 
 def _log() -> Any:
     # Bound per call: a logger bound at import would miss configure_logging (stream, level).
-    return get_logger(component="provider.client")
+    return get_logger(component="dlpipe.adapters.provider_client")
 
 
 class _Retryable(Exception):
@@ -120,7 +120,7 @@ class ProviderClient:
 
         Raises MalformedResponseError (permanent) on a whole-listing fault, possibly after
         entries were yielded; a RejectedFile with `duplicate` set asks to refuse an entity
-        yielded before (see provider/listing_stream.py).
+        yielded before (see dlpipe/adapters/listing_stream.py).
         """
         return self._iter_listing(date, self._listing_limits)
 

@@ -1,7 +1,7 @@
 """The download queues: sending job messages in batches of ten, failed entries retried.
 
 Every (re)send of a job goes through `JobQueue.send_jobs`, which routes each job by its
-size (dlpipe.routing): the main queue, or the large-file queue only the long-poll worker
+size (dlpipe.domain.routing): the main queue, or the large-file queue only the long-poll worker
 consumes.
 """
 
@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
-from dlpipe.routing import DEFAULT_LARGE_FILE_THRESHOLD_BYTES, Route, route_for
-from downloader.messages import JobMessage, encode_message
+from dlpipe.domain.messages import JobMessage, encode_message
+from dlpipe.domain.routing import DEFAULT_LARGE_FILE_THRESHOLD_BYTES, Route, route_for
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
     from dlpipe.config import Settings
-    from records.model import FileJob
+    from dlpipe.domain.model import FileJob
 
 SEND_BATCH_MAX = 10  # SendMessageBatch's limit
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from downloader.errors import DestinationUnavailableError
+from dlpipe.domain.download_errors import DestinationUnavailableError
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client

@@ -16,7 +16,8 @@ from urllib.parse import urljoin, urlsplit
 
 import requests
 
-from downloader.errors import (
+from dlpipe.adapters.url_policy import MAX_REDIRECTS, UrlPolicy, UrlRefused
+from dlpipe.domain.download_errors import (
     SourceNotFoundError,
     SourceRejectedError,
     SourceUnavailableError,
@@ -24,7 +25,6 @@ from downloader.errors import (
     UrlNotAllowedError,
     UrlRefusedError,
 )
-from provider.url_policy import MAX_REDIRECTS, UrlPolicy, UrlRefused
 
 _EXPIRED_MARKER = b"Request has expired"
 _ERROR_BODY_LIMIT = 4096

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from downloader.messages import JobMessage, MalformedMessageError, decode_message
+from dlpipe.domain.messages import JobMessage, MalformedMessageError, decode_message
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient

@@ -12,15 +12,16 @@ from botocore.exceptions import (
     PartialCredentialsError,
 )
 
+from dlpipe.cli.local import local_group
+from dlpipe.cli.ops.commands import COMMANDS as OPS_COMMANDS
+from dlpipe.cli.provider_stub import provider_stub
+from dlpipe.cli.run import run_command
+from dlpipe.cli.worker import worker_command
 from dlpipe.config import ConfigError
-from dlpipe.local.cli import local_group
+from dlpipe.domain.errors import RecordsError
 from dlpipe.local.dynamodb_local import DynamoDBLocalError
 from dlpipe.local.emulator import EmulatorError
-from dlpipe.run import run_command
-from downloader.cli import worker_command
-from ops.cli import COMMANDS as OPS_COMMANDS
-from provider.stub_cli import provider_stub
-from records.errors import RecordsError
+from dlpipe.services.ops.errors import NoBatchForDateError
 
 # Expected failures become one line and exit code 1, never a traceback.
 _EXPECTED: dict[type[Exception], str] = {
@@ -32,6 +33,7 @@ _EXPECTED: dict[type[Exception], str] = {
     RecordsError: "{exc}",
     DynamoDBLocalError: "{exc}",
     EmulatorError: "{exc}",
+    NoBatchForDateError: "{exc}",
 }
 
 

@@ -9,14 +9,14 @@ from typing import Any
 
 import click
 
-from dlpipe.aws import AwsClients
+from dlpipe.adapters.aws import AwsClients
 from dlpipe.config import ENV_ENDPOINT_URL, ENV_PROVIDER_TOKEN, Settings
+from dlpipe.domain.errors import InvalidIdentifierError
+from dlpipe.domain.model import validate_date
+from dlpipe.local.stub.faults import BROKEN_PAGE_KINDS, Faults
+from dlpipe.local.stub.publish import default_day
+from dlpipe.local.stub.server import DEFAULT_BUCKET, StubProvider
 from dlpipe.log import configure_logging
-from provider.stub import DEFAULT_BUCKET, StubProvider
-from provider.stub_faults import BROKEN_PAGE_KINDS, Faults
-from provider.stub_publish import default_day
-from records.errors import InvalidIdentifierError
-from records.model import validate_date
 
 
 def _dates(_ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]) -> list[str]:

@@ -15,14 +15,14 @@ from rich.table import Table
 
 from dlpipe import metrics
 from dlpipe.config import ENV_LARGE_FILE_THRESHOLD_BYTES, Settings
+from dlpipe.domain.events import parse_polling_date
 from dlpipe.local.day import DayOptions, DayReport, run_day
+from dlpipe.local.durable_runner import run_durable_locally
 from dlpipe.local.stack import LocalStack, local_stack
+from dlpipe.local.stub.publish import default_day
 from dlpipe.log import configure_logging
-from orchestrator.durable import build_durable_handler
-from orchestrator.events import parse_polling_date
-from orchestrator.flow import build_flow
-from orchestrator.local_runner import run_durable_locally
-from provider.stub_publish import default_day
+from dlpipe.services.orchestrator.durable import build_durable_handler
+from dlpipe.services.orchestrator.flow import build_flow
 
 err = Console(stderr=True)
 out = Console()

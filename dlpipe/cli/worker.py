@@ -1,4 +1,4 @@
-"""`dlpipe worker`: the long-poll download worker (registered in dlpipe.cli)."""
+"""`dlpipe worker`: the long-poll download worker (registered in dlpipe.cli.main)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ from types import FrameType
 
 import click
 
-from dlpipe.aws import AwsClients
+from dlpipe.adapters.aws import AwsClients
+from dlpipe.bootstrap import build_service
 from dlpipe.config import ConfigError, Settings
 from dlpipe.log import configure_logging
-from downloader.bootstrap import build_service
-from downloader.pool import worker_pool
-from downloader.worker import WorkerOptions
+from dlpipe.services.download.pool import worker_pool
+from dlpipe.services.download.worker import WorkerOptions
 
 
 @click.command("worker")

@@ -7,7 +7,8 @@ import time
 from datetime import UTC, datetime
 from typing import Protocol
 
-from dlpipe.config import ENV_TEST_CLOCK_OFFSET_SECONDS
+# Tests only: shifts the wall clock of one process (clock skew between workers).
+ENV_TEST_CLOCK_OFFSET_SECONDS = "DLPIPE_TEST_CLOCK_OFFSET_SECONDS"
 
 # Tests only (clock skew between workers); read once, 0 unless the variable is set.
 _TEST_OFFSET_MS = int(float(os.environ.get(ENV_TEST_CLOCK_OFFSET_SECONDS) or 0) * 1000)

@@ -14,10 +14,10 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from provider.crypto import IV_BYTES, SUPPORTED_CIPHERS
-from provider.errors import MalformedResponseError
-from records.errors import InvalidIdentifierError
-from records.model import make_file_id, validate_entity
+from dlpipe.domain.cipher_format import IV_BYTES, SUPPORTED_CIPHERS
+from dlpipe.domain.errors import InvalidIdentifierError
+from dlpipe.domain.model import make_file_id, validate_entity
+from dlpipe.domain.provider_errors import MalformedResponseError
 
 MAX_DECLARED_SIZE_BYTES = 50 * 1024**3  # larger is refused as a "huge declared size"
 _SHA256_HEX = re.compile(r"[0-9a-fA-F]{64}")

@@ -9,7 +9,7 @@ The orchestrator records a rejected file as an `error` job when `RejectedFile.en
 (the entity is safe, so a FileID can be built), otherwise in the batch's ErrorMessage.
 `size` and `sha256` are required (nothing is published unverified); unknown fields are
 ignored so the provider may add some. Messages never echo URLs or key material.
-The client streams listings of any size through provider/listing_stream.py, which applies
+The client streams listings of any size through dlpipe/adapters/listing_stream.py, which applies
 these same rules entry by entry; `parse_listing` is for a listing already in memory.
 """
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from provider.descriptor import (
+from dlpipe.domain.descriptor import (
     MAX_DECLARED_SIZE_BYTES,
     FileDescriptor,
     check_date,
@@ -26,8 +26,8 @@ from provider.descriptor import (
     parse_file,
     safe_entity,
 )
-from provider.errors import MalformedResponseError
-from records.model import validate_date
+from dlpipe.domain.model import validate_date
+from dlpipe.domain.provider_errors import MalformedResponseError
 
 __all__ = [
     "MAX_DECLARED_SIZE_BYTES",
@@ -47,7 +47,7 @@ class RejectedFile:
     """A listed file that breaks the contract; `entity` is set only when the entity is safe.
 
     `duplicate` marks a later copy of an entity a streamed listing handed on already
-    (provider/listing_stream.py): the consumer must refuse every copy of that entity.
+    (dlpipe/adapters/listing_stream.py): the consumer must refuse every copy of that entity.
     """
 
     entity_or_index: str  # the entity, or "files[3]" when it is missing or unsafe

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from records.model import parse_file_id, validate_batch_id
+from dlpipe.domain.model import parse_file_id, validate_batch_id
 
 
 class MalformedMessageError(ValueError):

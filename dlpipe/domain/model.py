@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from enum import StrEnum
 
-from records.errors import InvalidIdentifierError
+from dlpipe.domain.errors import InvalidIdentifierError
 
 
 class JobStatus(StrEnum):
@@ -208,3 +208,11 @@ class Batch:
     def pending_files(self) -> frozenset[str]:
         """Expected files not yet known to be completed or failed (empty without sets)."""
         return self.expected_files - self.completed_files - self.failed_files
+
+
+@dataclass(frozen=True)
+class Verified:
+    """What the verified plaintext turned out to be."""
+
+    byte_count: int
+    sha256: str

@@ -7,9 +7,9 @@ from collections.abc import Set
 from dataclasses import dataclass
 from enum import StrEnum
 
-from records.errors import IllegalTransitionError
-from records.model import BatchStatus, FileJob, JobStatus
-from records.schema import BATCH_TTL_DAYS, JOB_TTL_DAYS
+from dlpipe.domain.errors import IllegalTransitionError
+from dlpipe.domain.model import BatchStatus, FileJob, JobStatus
+from dlpipe.domain.schema import BATCH_TTL_DAYS, JOB_TTL_DAYS
 
 _J = JobStatus
 JOB_TRANSITIONS: dict[JobStatus, frozenset[JobStatus]] = {

@@ -9,19 +9,19 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
+from dlpipe.adapters.batches_table import BatchesTable
+from dlpipe.adapters.jobs_table import JobsTable
+from dlpipe.bootstrap import build_service
 from dlpipe.config import Settings
+from dlpipe.domain.model import FileJob, JobStatus
+from dlpipe.local.durable_runner import run_durable_locally
 from dlpipe.local.stack import LocalStack
-from downloader.bootstrap import build_service
-from downloader.pool import WorkerPool, worker_pool
-from downloader.worker import WorkerOptions
-from orchestrator.durable import build_durable_handler
-from orchestrator.flow import build_flow
-from orchestrator.local_runner import run_durable_locally
-from provider.stub import StubProvider
-from provider.stub_publish import StubFileSpec
-from records.batches_table import BatchesTable
-from records.jobs_table import JobsTable
-from records.model import FileJob, JobStatus
+from dlpipe.local.stub.publish import StubFileSpec
+from dlpipe.local.stub.server import StubProvider
+from dlpipe.services.download.pool import WorkerPool, worker_pool
+from dlpipe.services.download.worker import WorkerOptions
+from dlpipe.services.orchestrator.durable import build_durable_handler
+from dlpipe.services.orchestrator.flow import build_flow
 
 _HASH_CHUNK = 1 << 20
 

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
+from dlpipe.domain import schema
 from dlpipe.local.terraform import TerraformModule, TerraformReadError
-from records import schema
 
 if TYPE_CHECKING:
-    from dlpipe.aws import AwsClients
+    from dlpipe.adapters.aws import AwsClients
 
 QUEUE_RESOURCE = "downloads"
 DLQ_RESOURCE = "downloads_dlq"

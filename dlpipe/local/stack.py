@@ -8,11 +8,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
-from dlpipe.aws import AwsClients
+from dlpipe.adapters.aws import AwsClients
 from dlpipe.config import Settings
 from dlpipe.local.emulator import LocalAws
 from dlpipe.local.provision import Provisioned, provision
-from provider.crypto import generate_rsa_keypair
+from dlpipe.local.stub.crypto import generate_rsa_keypair
 
 
 @dataclass(frozen=True)

@@ -18,20 +18,20 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 
-from dlpipe.aws import AwsClients
+from dlpipe.adapters.aws import AwsClients
+from dlpipe.adapters.batches_table import BatchesTable
+from dlpipe.adapters.queue import JobQueue
 from dlpipe.config import ENV_LARGE_FILE_THRESHOLD_BYTES, ENV_LARGE_QUEUE_URL, Settings
+from dlpipe.domain.cipher_format import CIPHER_CBC, CIPHER_GCM
+from dlpipe.domain.clock import SystemClock
+from dlpipe.domain.model import JobStatus, make_file_id
 from dlpipe.local.provision import Provisioned
-from dlpipe.queue import JobQueue
+from dlpipe.local.stub.publish import StubFileSpec
+from dlpipe.local.stub.server import StubProvider
+from dlpipe.services.download.service import DownloadService
+from dlpipe.services.download.worker import Worker, WorkerOptions
+from dlpipe.services.orchestrator.flow import BatchFlowService
 from downloader import handler as lambda_handler
-from downloader.service import DownloadService
-from downloader.worker import Worker, WorkerOptions
-from orchestrator.flow import BatchFlowService
-from provider.crypto import CIPHER_CBC, CIPHER_GCM
-from provider.stub import StubProvider
-from provider.stub_publish import StubFileSpec
-from records.batches_table import BatchesTable
-from records.clock import SystemClock
-from records.model import JobStatus, make_file_id
 from tests.e2e.test_worker_kit import WorkerProcess, worker_env
 from tests.integration.test_downloader_kit import StubFactory, make_service, wall_clock_jobs
 from tests.provider_support import fast_client

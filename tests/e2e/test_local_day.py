@@ -19,22 +19,22 @@ import pytest
 from aws_durable_execution_sdk_python.exceptions import RetryableSerDesError
 from aws_durable_execution_sdk_python_testing.executor import Executor
 
-from dlpipe.aws import AwsClients
+from dlpipe.adapters.aws import AwsClients
+from dlpipe.adapters.batches_table import BatchesTable
+from dlpipe.adapters.jobs_table import JobsTable
 from dlpipe.config import Settings
+from dlpipe.domain.cipher_format import CIPHER_CBC, CIPHER_GCM
+from dlpipe.domain.model import BatchStatus, JobStatus
 from dlpipe.local.day import running_workers
+from dlpipe.local.durable_runner import run_durable_locally
 from dlpipe.local.provision import Provisioned
 from dlpipe.local.stack import LocalStack, settings_for
-from orchestrator.durable import build_durable_handler
-from orchestrator.flow import BatchFlowService, build_flow
-from orchestrator.inline import InlineSteps, PollingPlan, run_inline
-from orchestrator.local_runner import run_durable_locally
-from provider.crypto import CIPHER_CBC, CIPHER_GCM
-from provider.stub import StubProvider
-from provider.stub_faults import Faults
-from provider.stub_publish import StubFileSpec
-from records.batches_table import BatchesTable
-from records.jobs_table import JobsTable
-from records.model import BatchStatus, JobStatus
+from dlpipe.local.stub.faults import Faults
+from dlpipe.local.stub.publish import StubFileSpec
+from dlpipe.local.stub.server import StubProvider
+from dlpipe.services.orchestrator.durable import build_durable_handler
+from dlpipe.services.orchestrator.flow import BatchFlowService, build_flow
+from dlpipe.services.orchestrator.inline import InlineSteps, PollingPlan, run_inline
 from tests.provider_support import TEST_PROVIDER_TOKEN, StubFactory
 from tests.support import unique_day
 

@@ -14,15 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from dlpipe.aws import AwsClients
+from dlpipe.adapters.aws import AwsClients
+from dlpipe.adapters.batches_table import BatchesTable
+from dlpipe.adapters.queue import JobQueue
+from dlpipe.domain.cipher_format import CIPHER_GCM
+from dlpipe.domain.clock import SystemClock
+from dlpipe.domain.model import JobStatus
 from dlpipe.local.provision import Provisioned
-from dlpipe.queue import JobQueue
-from orchestrator.flow import BatchFlowService
-from provider.crypto import CIPHER_GCM
-from provider.stub_publish import StubFileSpec
-from records.batches_table import BatchesTable
-from records.clock import SystemClock
-from records.model import JobStatus
+from dlpipe.local.stub.publish import StubFileSpec
+from dlpipe.services.orchestrator.flow import BatchFlowService
 from tests.e2e.test_worker_kit import WorkerProcess, queues, wait_until, worker_env
 from tests.integration.test_downloader_kit import MIB, Relay, StubFactory, wall_clock_jobs
 from tests.provider_support import fast_client

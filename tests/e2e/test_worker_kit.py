@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dlpipe.aws import AwsClients
+from dlpipe.adapters.aws import AwsClients
 from dlpipe.config import (
     ENV_DEST_BUCKET,
     ENV_JOBS_TABLE,
@@ -25,13 +25,13 @@ from dlpipe.config import (
     ENV_QUEUE_URL,
     ENV_URL_ALLOWED_HOSTS,
 )
+from dlpipe.domain.messages import JobMessage, encode_message
 from dlpipe.local.provision import Provisioned
-from downloader.messages import JobMessage, encode_message
-from provider.stub import StubProvider
+from dlpipe.local.stub.server import StubProvider
 from tests.provider_support import TEST_PROVIDER_TOKEN
 from tests.support import new_batch_id
 
-WORKER = [sys.executable, "-m", "downloader.cli"]
+WORKER = [sys.executable, "-m", "dlpipe.cli.worker"]
 
 
 @dataclass(frozen=True)

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from dlpipe.aws import AwsClients
+from dlpipe.adapters.aws import AwsClients
+from dlpipe.adapters.jobs_table import JobsTable
+from dlpipe.domain.cipher_format import CIPHER_CBC, CIPHER_GCM
+from dlpipe.domain.model import JobStatus
 from dlpipe.local.provision import Provisioned
-from provider.crypto import CIPHER_CBC, CIPHER_GCM
-from provider.stub_publish import StubFileSpec
-from records.jobs_table import JobsTable
-from records.model import JobStatus
+from dlpipe.local.stub.publish import StubFileSpec
 from tests.e2e.test_worker_kit import WorkerProcess, queues, send, wait_until, worker_env
 from tests.integration.test_downloader_kit import (
     MIB,

@@ -34,24 +34,28 @@ OPERATOR = "operator"
 COMPONENTS = (ORCHESTRATOR, DOWNLOADER_LAMBDA, ECS_WORKER, DOWNLOADERS, OPERATOR)
 SETUP = "setup"
 
-# Module prefix -> what a frame of it stands for; the longest prefix wins, and "provider.stub"
-# also covers provider.stub_cli, stub_http, ... Packages are about to be renamed: this table is
+# Module prefix -> what a frame of it stands for; the longest prefix wins, and "dlpipe.local.stub.server"
+# also covers dlpipe.cli.provider_stub, stub_http, ... Packages are about to be renamed: this table is
 # the only place that knows them. Anything not listed (records, dlpipe, provider, tests,
 # libraries) decides nothing.
 MODULE_ROLES: dict[str, str] = {
     "orchestrator": ORCHESTRATOR,
+    "dlpipe.services.orchestrator": ORCHESTRATOR,
     "downloader": DOWNLOADERS,
+    "dlpipe.services.download": DOWNLOADERS,
+    "dlpipe.bootstrap": DOWNLOADERS,
     "downloader.handler": DOWNLOADER_LAMBDA,
-    "downloader.worker": ECS_WORKER,
-    "downloader.pool": ECS_WORKER,
-    "downloader.cli": ECS_WORKER,
-    "ops": OPERATOR,
+    "dlpipe.services.download.worker": ECS_WORKER,
+    "dlpipe.services.download.pool": ECS_WORKER,
+    "dlpipe.cli.worker": ECS_WORKER,
+    "dlpipe.services.ops": OPERATOR,
+    "dlpipe.cli.ops": OPERATOR,
     "dlpipe.local": SETUP,
-    "provider.stub": SETUP,
+    "dlpipe.local.stub.server": SETUP,
     "bench": SETUP,
 }
 # Our own packages: the frames a thread passes on, and the `at` field (where a call was made).
-OUR_PACKAGES = ("orchestrator", "downloader", "ops", "records", "dlpipe", "provider", "bench")
+OUR_PACKAGES = ("orchestrator", "downloader", "dlpipe", "bench")
 
 LOCAL_ACCOUNT = "123456789012"  # moto's account, as dlpipe/local/terraform.py resolves it
 SECRET_SUFFIX = "??????"  # Secrets Manager appends 6 random characters to a secret's name
@@ -87,7 +91,7 @@ def _module_of(frame: Any) -> str:
     names = frame.f_globals
     name = str(names.get("__name__", ""))
     spec = names.get("__spec__")
-    if name == "__main__" and spec is not None:  # `python -m provider.stub_cli`
+    if name == "__main__" and spec is not None:  # `python -m dlpipe.cli.provider_stub`
         return str(spec.name)
     return name
 

@@ -87,7 +87,7 @@ for _role in ("downloader", "ecs_task"):
         "HeadObject of a missing key is a 404, not a 403, only with s3:ListBucket"
     )
 # A BUSY duplicate of a large file's message is re-sent, delayed, to the large-file queue
-# (downloader/dispatch.py); tests/unit/test_routing.py proves the routing with an in-memory SQS,
+# (dlpipe/services/download/dispatch.py); tests/unit/test_routing.py proves the routing with an in-memory SQS,
 # and no emulator test makes a large file's message meet a live claim.
 for _role in ("downloader", "ecs_task"):
     NOT_CALLED_BUT_NEEDED[(_role, "CopyToLargeDownloads", "sqs:SendMessage")] = (
@@ -99,7 +99,7 @@ for _role in ("downloader", "ecs_task"):
 NOT_CALLED_BUT_NEEDED[("orchestrator", "TrackBatchesAndJobs", "dynamodb:BatchGetItem")] = (
     "completion reads by key the expected files BatchIndex has not shown yet (index lag)"
 )
-# The sweeper's HEAD of a published file (orchestrator/sweeper.py), likewise.
+# The sweeper's HEAD of a published file (dlpipe/services/orchestrator/sweeper.py), likewise.
 NOT_CALLED_BUT_NEEDED[("orchestrator", "TellMissingFromForbidden", "s3:ListBucket")] = (
     "the sweeper's HeadObject of a missing key is a 404, not a 403, only with s3:ListBucket"
 )

@@ -17,16 +17,16 @@ REGION = "us-east-1"
     ("module", "role"),
     [
         ("downloader.handler", recorder.DOWNLOADER_LAMBDA),
-        ("downloader.worker", recorder.ECS_WORKER),
-        ("downloader.cli", recorder.ECS_WORKER),
-        ("downloader.sink", recorder.DOWNLOADERS),
-        ("orchestrator.flow", recorder.ORCHESTRATOR),
-        ("ops.cli_jobs", recorder.OPERATOR),
-        ("provider.stub_cli", recorder.SETUP),
+        ("dlpipe.services.download.worker", recorder.ECS_WORKER),
+        ("dlpipe.cli.worker", recorder.ECS_WORKER),
+        ("dlpipe.adapters.sink", recorder.DOWNLOADERS),
+        ("dlpipe.services.orchestrator.flow", recorder.ORCHESTRATOR),
+        ("dlpipe.cli.ops.jobs", recorder.OPERATOR),
+        ("dlpipe.cli.provider_stub", recorder.SETUP),
         ("dlpipe.local.provision", recorder.SETUP),
-        ("provider.client", None),
-        ("records.jobs_table", None),
-        ("dlpipe.queue", None),
+        ("dlpipe.adapters.provider_client", None),
+        ("dlpipe.adapters.jobs_table", None),
+        ("dlpipe.adapters.queue", None),
         ("opsworks", None),
         ("tests.e2e.test_worker", None),
     ],
@@ -87,8 +87,8 @@ def test_a_pool_task_continues_the_stack_of_the_code_that_submitted_it() -> None
         def submit() -> str | None:
             return pool.submit(recorder.current_component).result()
 
-        first = _in_module("downloader.worker", submit)()
-        second = _in_module("orchestrator.flow", submit)()
+        first = _in_module("dlpipe.services.download.worker", submit)()
+        second = _in_module("dlpipe.services.orchestrator.flow", submit)()
     assert (first, second) == (recorder.ECS_WORKER, recorder.ORCHESTRATOR)
 
 

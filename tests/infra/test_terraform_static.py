@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from dlpipe import config, metrics, routing
+from dlpipe import config, metrics
+from dlpipe.domain import routing, schema
+from dlpipe.domain.events import parse_event
+from dlpipe.domain.outage import OutageBackoff
+from dlpipe.domain.rules import assert_recovery_fits, visibility_margin_seconds
 from dlpipe.local.terraform import TerraformModule
-from orchestrator.durable import assert_polling_fits
-from orchestrator.events import parse_event
-from orchestrator.outage import OutageBackoff
-from records import schema
-from records.rules import assert_recovery_fits, visibility_margin_seconds
+from dlpipe.services.orchestrator.durable import assert_polling_fits
 from tests.infra.hcl import (
     DATA_REF,
     LOCAL_REF,
@@ -79,7 +79,7 @@ DOWNLOADER_NEEDS = {
     config.ENV_PROVIDER_URL,
     config.ENV_PROVIDER_TOKEN_SECRET,
     config.ENV_LEASE_SECONDS,
-    # A delayed copy of a message is routed like every send (downloader/dispatch.py).
+    # A delayed copy of a message is routed like every send (dlpipe/services/download/dispatch.py).
     config.ENV_LARGE_QUEUE_URL,
     config.ENV_LARGE_FILE_THRESHOLD_BYTES,
 }
@@ -176,7 +176,7 @@ def test_every_output_has_a_description() -> None:
     assert [n for n, b in MODULE.outputs.items() if not literal(b.get("description", ""))] == []
 
 
-# --- tables: terraform/dynamodb.tf agrees with records/schema.py ----------------------------
+# --- tables: terraform/dynamodb.tf agrees with dlpipe/domain/schema.py ----------------------------
 
 
 @pytest.mark.parametrize(("label", "hash_key", "attribute_types", "indexes"), TABLES)
@@ -554,7 +554,7 @@ def test_files_are_formatted_like_terraform_fmt(path: Any) -> None:
     assert _misaligned(lines) == []
 
 
-# --- large files (dlpipe/routing.py) ---------------------------------------------------------
+# --- large files (dlpipe/domain/routing.py) ---------------------------------------------------------
 
 
 def test_large_queue_exists_only_with_the_ecs_worker_and_dead_letters_to_the_shared_dlq() -> None:
@@ -567,7 +567,7 @@ def test_large_queue_exists_only_with_the_ecs_worker_and_dead_letters_to_the_sha
 
 
 def test_large_file_threshold_is_the_routing_rule_at_the_downloader_timeout() -> None:
-    """Terraform's threshold is dlpipe.routing's formula (timeout x 20 MiB/s x 1/2)."""
+    """Terraform's threshold is dlpipe.domain.routing's formula (timeout x 20 MiB/s x 1/2)."""
     for timeout_s in (60, 600, 900):
         module = TerraformModule.load(downloader_timeout_seconds=timeout_s)
         value = module.value("${local.large_file_threshold_bytes}")

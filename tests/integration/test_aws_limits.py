@@ -11,7 +11,7 @@ import uuid
 import pytest
 from botocore.exceptions import ClientError
 
-from dlpipe.aws import AwsClients
+from dlpipe.adapters.aws import AwsClients
 from dlpipe.local.provision import Provisioned
 
 pytestmark = pytest.mark.integration
@@ -26,7 +26,7 @@ def _code(refused: pytest.ExceptionInfo[ClientError]) -> str:
 def test_batch_get_item_refuses_more_than_100_keys(
     clients: AwsClients, provisioned: Provisioned
 ) -> None:
-    """BatchGetItem with 101 keys is a ValidationException (records/jobs_table.py asks 100)."""
+    """BatchGetItem with 101 keys is a ValidationException (dlpipe/adapters/jobs_table.py asks 100)."""
     keys = [{"FileID": {"S": f"limit{n}-2099-01-01"}} for n in range(101)]
     with pytest.raises(ClientError) as refused:
         clients.dynamodb.batch_get_item(RequestItems={provisioned.jobs_table: {"Keys": keys}})
@@ -51,7 +51,7 @@ def test_an_update_expression_naming_a_reserved_word_bare_is_refused(
 def test_send_message_batch_refuses_more_than_10_entries(
     clients: AwsClients, provisioned: Provisioned
 ) -> None:
-    """SendMessageBatch with 11 entries is refused (dlpipe/queue.py sends at most 10)."""
+    """SendMessageBatch with 11 entries is refused (dlpipe/adapters/queue.py sends at most 10)."""
     entries = [{"Id": str(n), "MessageBody": "{}"} for n in range(11)]
     with pytest.raises(ClientError) as refused:
         clients.sqs.send_message_batch(QueueUrl=str(provisioned.queue_url), Entries=entries)

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from dlpipe.aws import AwsClients
-from dlpipe.queue import JobQueue
-from orchestrator.flow import BatchFlowService
-from records.batches_table import BatchesTable
-from records.jobs_table import JobsTable
-from records.model import SETS_MAX_FILES, BatchStatus, FileJob, JobStatus
+from dlpipe.adapters.aws import AwsClients
+from dlpipe.adapters.batches_table import BatchesTable
+from dlpipe.adapters.jobs_table import JobsTable
+from dlpipe.adapters.queue import JobQueue
+from dlpipe.domain.model import SETS_MAX_FILES, BatchStatus, FileJob, JobStatus
+from dlpipe.services.orchestrator.flow import BatchFlowService
 from tests.support import ManualClock, make_batch, make_job, unique_day
 
 pytestmark = pytest.mark.integration

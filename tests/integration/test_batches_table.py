@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from dlpipe.aws import AwsClients
+from dlpipe.adapters.aws import AwsClients
+from dlpipe.adapters.batches_table import SET_CHUNK, BatchesTable
+from dlpipe.domain.errors import BatchExistsError, BatchTransitionRefusedError
+from dlpipe.domain.model import SETS_MAX_FILES, BatchStatus
 from dlpipe.local.provision import Provisioned
-from records.batches_table import SET_CHUNK, BatchesTable
-from records.errors import BatchExistsError, BatchTransitionRefusedError
-from records.model import SETS_MAX_FILES, BatchStatus
 from tests.support import BASE_MS, make_batch, unique_day
 
 pytestmark = pytest.mark.integration

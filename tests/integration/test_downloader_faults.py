@@ -10,14 +10,14 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 from structlog.testing import capture_logs
 
-from dlpipe.aws import AwsClients
+from dlpipe.adapters.aws import AwsClients
+from dlpipe.adapters.jobs_table import JobsTable
+from dlpipe.domain.cipher_format import CIPHER_CBC, CIPHER_GCM
+from dlpipe.domain.model import FileJob, JobStatus
 from dlpipe.local.provision import Provisioned
-from downloader.service import Outcome
-from provider.crypto import CIPHER_CBC, CIPHER_GCM
-from provider.stub_faults import Faults
-from provider.stub_publish import StubFileSpec
-from records.jobs_table import JobsTable
-from records.model import FileJob, JobStatus
+from dlpipe.local.stub.faults import Faults
+from dlpipe.local.stub.publish import StubFileSpec
+from dlpipe.services.download.service import Outcome
 from tests.integration.test_downloader_kit import (
     MULTIPART_SIZE,
     PublishCounter,

@@ -11,19 +11,19 @@ import pytest
 import structlog
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 
-from dlpipe.aws import AwsClients
+from dlpipe.adapters.aws import AwsClients
 from dlpipe.config import (
     ENV_DEST_BUCKET,
     ENV_JOBS_TABLE,
     ENV_PRIVATE_KEY_FILE,
     ENV_QUEUE_URL,
 )
+from dlpipe.domain.cipher_format import CIPHER_CBC, CIPHER_GCM
+from dlpipe.domain.messages import JobMessage, encode_message
+from dlpipe.domain.model import JobStatus
 from dlpipe.local.provision import Provisioned
+from dlpipe.local.stub.publish import StubFileSpec
 from downloader import handler as lambda_handler
-from downloader.messages import JobMessage, encode_message
-from provider.crypto import CIPHER_CBC, CIPHER_GCM
-from provider.stub_publish import StubFileSpec
-from records.model import JobStatus
 from tests.integration.test_downloader_kit import (
     DAY,
     StubFactory,

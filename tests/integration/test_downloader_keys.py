@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from dlpipe.aws import AwsClients
+from dlpipe.adapters import keys
+from dlpipe.adapters.aws import AwsClients
 from dlpipe.config import ConfigError, Settings
-from downloader import keys
-from downloader.errors import InvalidPrivateKeyError
-from provider.crypto import load_public_key
+from dlpipe.domain.download_errors import InvalidPrivateKeyError
+from dlpipe.local.stub.crypto import load_public_key
 
 pytestmark = pytest.mark.integration
 pytest_plugins = ["tests.provider_fixtures"]  # rsa_keypair

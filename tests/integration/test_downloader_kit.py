@@ -13,20 +13,20 @@ from typing import Any
 import requests
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 
-from dlpipe.aws import AwsClients
+from dlpipe.adapters.aws import AwsClients
+from dlpipe.adapters.jobs_table import JobsTable
+from dlpipe.adapters.sink import MIN_PART_BYTES
+from dlpipe.adapters.url_policy import UrlPolicy
 from dlpipe.config import Settings
+from dlpipe.domain.clock import SystemClock
+from dlpipe.domain.model import FileJob
 from dlpipe.local.provision import Provisioned
-from downloader.deps import ServiceDeps
-from downloader.service import DownloadService
-from downloader.sink import MIN_PART_BYTES
-from downloader.transfer import TransferTuning
-from orchestrator.jobs_from_listing import job_from_descriptor
-from provider.stub import StubProvider
-from provider.stub_publish import ExpectedFile
-from provider.url_policy import UrlPolicy
-from records.clock import SystemClock
-from records.jobs_table import JobsTable
-from records.model import FileJob
+from dlpipe.local.stub.publish import ExpectedFile
+from dlpipe.local.stub.server import StubProvider
+from dlpipe.services.download.deps import ServiceDeps
+from dlpipe.services.download.service import DownloadService
+from dlpipe.services.download.transfer import TransferTuning
+from dlpipe.services.orchestrator.jobs_from_listing import job_from_descriptor
 from tests.provider_support import TEST_PROVIDER_TOKEN, fast_client
 from tests.support import new_batch_id
 

@@ -8,12 +8,12 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 from structlog.testing import capture_logs
 
-from dlpipe.aws import AwsClients
+from dlpipe.adapters.aws import AwsClients
+from dlpipe.adapters.jobs_table import JobsTable
+from dlpipe.domain.cipher_format import CIPHER_CBC, CIPHER_GCM
 from dlpipe.local.provision import Provisioned
-from provider.crypto import CIPHER_CBC, CIPHER_GCM
-from provider.stub_faults import Faults
-from provider.stub_publish import StubFileSpec, plaintext_chunks
-from records.jobs_table import JobsTable
+from dlpipe.local.stub.faults import Faults
+from dlpipe.local.stub.publish import StubFileSpec, plaintext_chunks
 from tests.integration.test_downloader_kit import (
     DAY,
     MULTIPART_SIZE,

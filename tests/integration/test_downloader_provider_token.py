@@ -6,11 +6,11 @@ import uuid
 
 import pytest
 
-from dlpipe.aws import AwsClients
+from dlpipe.adapters.aws import AwsClients
+from dlpipe.bootstrap import provider_factory
 from dlpipe.config import Settings
-from downloader.bootstrap import provider_factory
-from provider.crypto import CIPHER_GCM
-from provider.stub_publish import StubFileSpec
+from dlpipe.domain.cipher_format import CIPHER_GCM
+from dlpipe.local.stub.publish import StubFileSpec
 from tests.integration.test_downloader_kit import DAY, StubFactory
 from tests.provider_support import TEST_PROVIDER_TOKEN
 

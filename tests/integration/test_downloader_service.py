@@ -10,15 +10,15 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 
-from dlpipe.aws import AwsClients
+from dlpipe.adapters.aws import AwsClients
+from dlpipe.adapters.jobs_table import JobsTable
+from dlpipe.domain.cipher_format import CIPHER_CBC, CIPHER_GCM
+from dlpipe.domain.errors import StoreUnavailableError
+from dlpipe.domain.model import JobStatus
 from dlpipe.local.provision import Provisioned
-from downloader import filerun
-from downloader.service import Outcome
-from provider.crypto import CIPHER_CBC, CIPHER_GCM
-from provider.stub_publish import StubFileSpec
-from records.errors import StoreUnavailableError
-from records.jobs_table import JobsTable
-from records.model import JobStatus
+from dlpipe.local.stub.publish import StubFileSpec
+from dlpipe.services.download import filerun
+from dlpipe.services.download.service import Outcome
 from tests.integration.test_downloader_kit import (
     FAST,
     MULTIPART_SIZE,

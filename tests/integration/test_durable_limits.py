@@ -10,7 +10,7 @@ from aws_durable_execution_sdk_python.config import StepConfig
 from aws_durable_execution_sdk_python.context import DurableContext
 from aws_durable_execution_sdk_python.retries import RetryDecision
 
-from orchestrator.local_runner import LocalRunError, run_durable_locally
+from dlpipe.local.durable_runner import LocalRunError, run_durable_locally
 
 # The failing case takes ~20 s: the SDK gives up on its checkpoint thread after its own timeout.
 pytestmark = pytest.mark.integration

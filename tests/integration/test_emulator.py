@@ -9,12 +9,12 @@ import pytest
 import requests
 from botocore.exceptions import ClientError
 
-from dlpipe.aws import AwsClients
+from dlpipe.adapters.aws import AwsClients
+from dlpipe.domain import schema
 from dlpipe.local.dynamodb_local import DynamoDBLocal, DynamoDBLocalError
 from dlpipe.local.emulator import Emulator, EmulatorError, LocalAws
 from dlpipe.local.provision import Provisioned, table_definitions
 from dlpipe.local.terraform import TerraformModule
-from records import schema
 
 pytestmark = pytest.mark.integration
 

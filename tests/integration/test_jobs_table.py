@@ -7,11 +7,16 @@ from dataclasses import replace
 
 import pytest
 
-from dlpipe.aws import AwsClients
+from dlpipe.adapters.aws import AwsClients
+from dlpipe.adapters.jobs_table import JobsTable
+from dlpipe.domain.errors import (
+    ClaimRefusedError,
+    JobExistsError,
+    LeaseLostError,
+    RequeueRefusedError,
+)
+from dlpipe.domain.model import JobStatus
 from dlpipe.local.provision import Provisioned
-from records.errors import ClaimRefusedError, JobExistsError, LeaseLostError, RequeueRefusedError
-from records.jobs_table import JobsTable
-from records.model import JobStatus
 from tests.support import BASE_MS, ManualClock, make_job, new_batch_id
 
 pytestmark = pytest.mark.integration

@@ -8,14 +8,14 @@ from dataclasses import replace
 
 import pytest
 
-from dlpipe.aws import AwsClients
-from downloader.messages import JobMessage, decode_message, encode_message
-from ops.dlq import redrive
-from ops.recovery import requeue_files
-from orchestrator.flow import BatchFlowService
-from provider.crypto import CIPHER_CBC, CIPHER_GCM
-from provider.stub_publish import StubFileSpec
-from records.model import JobStatus, make_file_id
+from dlpipe.adapters.aws import AwsClients
+from dlpipe.domain.cipher_format import CIPHER_CBC, CIPHER_GCM
+from dlpipe.domain.messages import JobMessage, decode_message, encode_message
+from dlpipe.domain.model import JobStatus, make_file_id
+from dlpipe.local.stub.publish import StubFileSpec
+from dlpipe.services.ops.dlq import redrive
+from dlpipe.services.ops.recovery import requeue_files
+from dlpipe.services.orchestrator.flow import BatchFlowService
 from tests.integration.test_ops_fixtures import World, no_scan, world
 from tests.provider_support import StubFactory, fast_client
 

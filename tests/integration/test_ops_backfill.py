@@ -7,7 +7,7 @@ from datetime import date, timedelta
 
 import pytest
 
-from records.model import BatchStatus
+from dlpipe.domain.model import BatchStatus
 from tests.integration.test_ops_fixtures import CliRunner, World, dlpipe_cli, no_scan, world
 
 pytestmark = pytest.mark.integration

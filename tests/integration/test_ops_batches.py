@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from downloader.messages import JobMessage, encode_message
-from records.model import BatchStatus, JobStatus
+from dlpipe.domain.messages import JobMessage, encode_message
+from dlpipe.domain.model import BatchStatus, JobStatus
 from tests.integration.test_ops_fixtures import CliRunner, World, dlpipe_cli, no_scan, world
 
 pytestmark = pytest.mark.integration

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from downloader.messages import JobMessage, encode_message
-from records.model import JobStatus
+from dlpipe.domain.messages import JobMessage, encode_message
+from dlpipe.domain.model import JobStatus
 from tests.integration.test_ops_fixtures import CliRunner, World, dlpipe_cli, no_scan, world
 
 pytestmark = pytest.mark.integration
@@ -89,7 +89,11 @@ def test_dlq_redrive_sends_then_deletes_and_leaves_what_it_cannot_judge(
     assert world.jobs.require(kinds["failed"]).status is JobStatus.AVAILABLE
     assert _dlq_depth(world) == 2
     assert "2 message(s) left in the DLQ" in run.err
-    assert {e["event"] for e in run.logs} >= {"ops.dlq.redriven", "ops.dlq.deleted", "ops.dlq.left"}
+    assert {e["event"] for e in run.logs} >= {
+        "dlpipe.services.ops.dlq.redriven",
+        "dlpipe.services.ops.dlq.deleted",
+        "dlpipe.services.ops.dlq.left",
+    }
 
 
 def test_dlq_redrive_dry_run_changes_nothing(

@@ -8,8 +8,8 @@ from dataclasses import replace
 import pytest
 from botocore.config import Config
 
-import dlpipe.aws
-from dlpipe.aws import AwsClients
+import dlpipe.adapters.aws
+from dlpipe.adapters.aws import AwsClients
 from tests.integration.test_ops_fixtures import CliRunner, World, dlpipe_cli, no_scan, world
 
 pytestmark = pytest.mark.integration
@@ -50,7 +50,9 @@ def test_an_emulator_that_is_not_running_is_one_line(
 ) -> None:
     """Nothing listening at AWS_ENDPOINT_URL: one line saying so, exit 1."""
     # One attempt: the retries with backoff that production wants would only slow the test.
-    monkeypatch.setattr(dlpipe.aws, "_BOTO_CONFIG", Config(retries={"total_max_attempts": 1}))
+    monkeypatch.setattr(
+        dlpipe.adapters.aws, "_BOTO_CONFIG", Config(retries={"total_max_attempts": 1})
+    )
     closed = f"http://127.0.0.1:{_closed_port()}"
     settings = replace(
         world.ops.settings, endpoint_url=closed, service_endpoint_urls={"dynamodb": closed}
@@ -71,7 +73,7 @@ def test_missing_credentials_are_one_line(
     monkeypatch.setenv("AWS_CONFIG_FILE", f"{tmp_path}/none")
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
     monkeypatch.setenv("DLPIPE_DLQ_URL", world.ops.settings.dlq_url or "")
-    monkeypatch.setattr("ops.context.configure_logging", lambda *_a, **_k: None)
+    monkeypatch.setattr("dlpipe.cli.ops.context.configure_logging", lambda *_a, **_k: None)
     run = dlpipe_cli("dlq", "show", from_env=True)
     assert (run.code, _one_line(run.err)) == (1, True)
     assert "no AWS credentials found" in run.err

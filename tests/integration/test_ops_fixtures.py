@@ -18,16 +18,16 @@ import click
 import pytest
 from structlog.testing import capture_logs
 
-import dlpipe.cli
-from dlpipe.aws import AwsClients
+import dlpipe.cli.main
+from dlpipe.adapters.aws import AwsClients
+from dlpipe.adapters.batches_table import BatchesTable
+from dlpipe.adapters.jobs_table import JobsTable
+from dlpipe.cli.ops.commands import COMMANDS
 from dlpipe.config import Settings
+from dlpipe.domain.messages import JobMessage, decode_message
+from dlpipe.domain.model import Batch, FileJob
 from dlpipe.local.provision import Provisioned
-from downloader.messages import JobMessage, decode_message
-from ops.cli import COMMANDS
-from ops.context import OpsContext
-from records.batches_table import BatchesTable
-from records.jobs_table import JobsTable
-from records.model import Batch, FileJob
+from dlpipe.services.ops.context import OpsContext
 from tests.support import ManualClock, make_batch, make_job
 
 pytestmark = pytest.mark.integration
@@ -150,7 +150,7 @@ CliRunner = Callable[..., Run]
 def dlpipe_cli(
     world: World, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> CliRunner:
-    """Run `dlpipe ARGS` through dlpipe.cli.main's real error rendering, with our commands."""
+    """Run `dlpipe ARGS` through dlpipe.cli.main.main's real error rendering, with our commands."""
     monkeypatch.setenv("COLUMNS", "250")  # rich would fold long FileIDs at 80 columns
 
     def run(*args: str, obj: OpsContext | None = None, from_env: bool = False) -> Run:
@@ -163,11 +163,11 @@ def dlpipe_cli(
                 args=list(args), prog_name="dlpipe", obj=context, standalone_mode=standalone_mode
             )
 
-        monkeypatch.setattr(dlpipe.cli, "cli", cli)
+        monkeypatch.setattr(dlpipe.cli.main, "cli", cli)
         code = 0
         with capture_logs() as logs:
             try:
-                dlpipe.cli.main()
+                dlpipe.cli.main.main()
             except SystemExit as exit_:
                 code = int(exit_.code or 0)
         out, err = capsys.readouterr()

@@ -1,10 +1,10 @@
-"""`dlpipe jobs stuck|show|list` against the emulator, through dlpipe.cli.main's rendering."""
+"""`dlpipe jobs stuck|show|list` against the emulator, through dlpipe.cli.main.main's rendering."""
 
 from __future__ import annotations
 
 import pytest
 
-from records.model import JobStatus
+from dlpipe.domain.model import JobStatus
 from tests.integration.test_ops_fixtures import CliRunner, World, dlpipe_cli, no_scan, world
 
 pytestmark = pytest.mark.integration

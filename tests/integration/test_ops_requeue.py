@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from downloader.messages import JobMessage
-from records.model import JobStatus
+from dlpipe.domain.messages import JobMessage
+from dlpipe.domain.model import JobStatus
 from tests.integration.test_ops_fixtures import CliRunner, World, dlpipe_cli, no_scan, world
 
 pytestmark = pytest.mark.integration

@@ -16,18 +16,18 @@ from aws_durable_execution_sdk_python_testing.runner import (
     DurableFunctionTestRunner,
 )
 
-from dlpipe.aws import AwsClients
-from dlpipe.queue import JobQueue
-from orchestrator.durable import build_durable_handler
-from orchestrator.fanout import in_parallel
-from orchestrator.flow import BatchFlowService
-from orchestrator.local_runner import enforce_checkpoint_size_limit
-from orchestrator.ports import QueueResult
-from provider.stub import StubProvider
-from provider.stub_faults import BROKEN_MALFORMED, Faults
-from records.batches_table import BatchesTable
-from records.jobs_table import JobsTable
-from records.model import BatchStatus, FileJob
+from dlpipe.adapters.aws import AwsClients
+from dlpipe.adapters.batches_table import BatchesTable
+from dlpipe.adapters.jobs_table import JobsTable
+from dlpipe.adapters.queue import JobQueue
+from dlpipe.domain.model import BatchStatus, FileJob
+from dlpipe.local.durable_runner import enforce_checkpoint_size_limit
+from dlpipe.local.stub.faults import BROKEN_MALFORMED, Faults
+from dlpipe.local.stub.server import StubProvider
+from dlpipe.services.orchestrator.durable import build_durable_handler
+from dlpipe.services.orchestrator.fanout import in_parallel
+from dlpipe.services.orchestrator.flow import BatchFlowService
+from dlpipe.services.orchestrator.ports import QueueResult
 from tests.integration.test_orchestrator_flow import drain
 from tests.provider_support import StubFactory, fast_client
 from tests.support import ManualClock, make_job, unique_day

@@ -9,18 +9,18 @@ from typing import Any
 import pytest
 
 from dlpipe import metrics
-from dlpipe.aws import AwsClients
-from dlpipe.queue import JobQueue
-from downloader.messages import decode_message
-from orchestrator.flow import BatchFlowService
-from orchestrator.ports import FetchFailed, ProviderOutage
-from provider.crypto import CIPHER_CBC, CIPHER_GCM
-from provider.stub import StubProvider
-from provider.stub_faults import Faults
-from provider.stub_publish import StubFileSpec
-from records.batches_table import BatchesTable
-from records.jobs_table import JobsTable
-from records.model import BatchStatus, JobStatus
+from dlpipe.adapters.aws import AwsClients
+from dlpipe.adapters.batches_table import BatchesTable
+from dlpipe.adapters.jobs_table import JobsTable
+from dlpipe.adapters.queue import JobQueue
+from dlpipe.domain.cipher_format import CIPHER_CBC, CIPHER_GCM
+from dlpipe.domain.messages import decode_message
+from dlpipe.domain.model import BatchStatus, JobStatus
+from dlpipe.local.stub.faults import Faults
+from dlpipe.local.stub.publish import StubFileSpec
+from dlpipe.local.stub.server import StubProvider
+from dlpipe.services.orchestrator.flow import BatchFlowService
+from dlpipe.services.orchestrator.ports import FetchFailed, ProviderOutage
 from tests.provider_support import StubFactory, fast_client
 from tests.support import ManualClock, unique_day
 

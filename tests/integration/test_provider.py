@@ -8,20 +8,20 @@ import pytest
 import requests
 from structlog.testing import capture_logs
 
-from dlpipe.aws import AwsClients
+from dlpipe.adapters.aws import AwsClients
+from dlpipe.adapters.provider_client import ProviderClient, token_from_settings
 from dlpipe.config import ConfigError, Settings
-from provider.client import ProviderClient, token_from_settings
-from provider.crypto import CIPHER_CBC, CIPHER_GCM
-from provider.errors import (
+from dlpipe.domain.cipher_format import CIPHER_CBC, CIPHER_GCM
+from dlpipe.domain.errors import InvalidIdentifierError
+from dlpipe.domain.provider_errors import (
     MalformedResponseError,
     ProviderAuthError,
     ProviderNotFoundError,
     ProviderRefusedError,
     ProviderUnavailableError,
 )
-from provider.stub_faults import Faults
-from provider.stub_publish import StubFileSpec
-from records.errors import InvalidIdentifierError
+from dlpipe.local.stub.faults import Faults
+from dlpipe.local.stub.publish import StubFileSpec
 from tests.provider_support import fast_client, fetch_and_decrypt
 
 pytestmark = pytest.mark.integration

@@ -8,13 +8,13 @@ import pytest
 import requests
 from click.testing import CliRunner
 
-from provider.contract import MAX_FILES_PER_LISTING, ListingResult
-from provider.crypto import CIPHER_CBC, CIPHER_GCM
-from provider.errors import MalformedResponseError, ProviderUnavailableError
-from provider.stub_cli import provider_stub
-from provider.stub_faults import BROKEN_MALFORMED, BROKEN_TRUNCATED, Faults
-from provider.stub_listing import SYNTHETIC_PREFIX, decode_cursor, encode_cursor
-from provider.stub_publish import StubFileSpec
+from dlpipe.cli.provider_stub import provider_stub
+from dlpipe.domain.cipher_format import CIPHER_CBC, CIPHER_GCM
+from dlpipe.domain.listing import MAX_FILES_PER_LISTING, ListingResult
+from dlpipe.domain.provider_errors import MalformedResponseError, ProviderUnavailableError
+from dlpipe.local.stub.faults import BROKEN_MALFORMED, BROKEN_TRUNCATED, Faults
+from dlpipe.local.stub.listing import SYNTHETIC_PREFIX, decode_cursor, encode_cursor
+from dlpipe.local.stub.publish import StubFileSpec
 from tests.provider_support import fast_client
 
 pytestmark = pytest.mark.integration

@@ -12,12 +12,12 @@ from datetime import UTC, datetime
 import pytest
 import requests
 
-from downloader import errors as dl
-from provider.contract import MAX_DECLARED_SIZE_BYTES
-from provider.crypto import CIPHER_CBC, CIPHER_GCM, ciphertext_size
-from provider.stub_faults import DROP, Faults
-from provider.stub_presign import Presigner
-from provider.stub_publish import StubFileSpec, default_day
+from dlpipe.domain import download_errors as dl
+from dlpipe.domain.cipher_format import CIPHER_CBC, CIPHER_GCM, ciphertext_size
+from dlpipe.domain.listing import MAX_DECLARED_SIZE_BYTES
+from dlpipe.local.stub.faults import DROP, Faults
+from dlpipe.local.stub.presign import Presigner
+from dlpipe.local.stub.publish import StubFileSpec, default_day
 from tests.provider_support import fast_client, fetch_and_decrypt
 
 pytestmark = pytest.mark.integration
@@ -200,13 +200,13 @@ def test_default_day_publishes_twenty_files_quickly(stub_factory) -> None:
 def test_provider_stub_command_serves_until_sigterm(
     aws_env: dict[str, str], tmp_path, rsa_keypair, provider_token: str
 ) -> None:
-    """`python -m provider.stub_cli` prints its URL, answers the contract, and exits on SIGTERM."""
+    """`python -m dlpipe.cli.provider_stub` prints its URL, answers the contract, and exits on SIGTERM."""
     key = tmp_path / "public.pem"
     key.write_bytes(rsa_keypair[1])
     cmd = [
         sys.executable,
         "-m",
-        "provider.stub_cli",
+        "dlpipe.cli.provider_stub",
         "--port",
         "0",
         "--public-key",

@@ -15,14 +15,14 @@ import pytest
 from botocore.exceptions import ClientError
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 
-from dlpipe.aws import AwsClients
+from dlpipe.adapters.aws import AwsClients
+from dlpipe.adapters.jobs_table import JobsTable
+from dlpipe.adapters.sink import MultipartSink
+from dlpipe.domain.cipher_format import CIPHER_CBC, CIPHER_GCM
+from dlpipe.domain.model import JobStatus
 from dlpipe.local.provision import Provisioned
-from downloader.service import DownloadService, Outcome, ProcessResult
-from downloader.sink import MultipartSink
-from provider.crypto import CIPHER_CBC, CIPHER_GCM
-from provider.stub_publish import StubFileSpec, plaintext_chunks
-from records.jobs_table import JobsTable
-from records.model import JobStatus
+from dlpipe.local.stub.publish import StubFileSpec, plaintext_chunks
+from dlpipe.services.download.service import DownloadService, Outcome, ProcessResult
 from tests.integration.test_downloader_kit import (
     DAY,
     MULTIPART_SIZE,

@@ -7,15 +7,15 @@ from typing import Any
 
 import pytest
 
-from dlpipe.aws import AwsClients
+from dlpipe.adapters.aws import AwsClients
+from dlpipe.adapters.jobs_table import JobsTable
+from dlpipe.adapters.queue import JobQueue
+from dlpipe.domain.cipher_format import CIPHER_CBC
+from dlpipe.domain.model import JobStatus
 from dlpipe.local.provision import Provisioned
-from dlpipe.queue import JobQueue
-from orchestrator.sweeper import published_check
-from provider.crypto import CIPHER_CBC
-from provider.stub import StubProvider
-from provider.stub_publish import StubFileSpec
-from records.jobs_table import JobsTable
-from records.model import JobStatus
+from dlpipe.local.stub.publish import StubFileSpec
+from dlpipe.local.stub.server import StubProvider
+from dlpipe.services.orchestrator.sweeper import published_check
 from tests.integration.test_orchestrator_flow import LEASE_S, drain, make_flow, queue
 from tests.provider_support import StubFactory
 from tests.support import ManualClock, unique_day

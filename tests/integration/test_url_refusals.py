@@ -14,16 +14,16 @@ from urllib.parse import urlsplit
 import pytest
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 
-from dlpipe.aws import AwsClients
+from dlpipe.adapters.aws import AwsClients
+from dlpipe.adapters.jobs_table import JobsTable
+from dlpipe.adapters.url_policy import UrlPolicy
+from dlpipe.domain.cipher_format import CIPHER_GCM
+from dlpipe.domain.descriptor import FileDescriptor
+from dlpipe.domain.model import FileJob, JobStatus
 from dlpipe.local.provision import Provisioned
-from downloader.service import DownloadService, Outcome
-from provider.crypto import CIPHER_GCM
-from provider.descriptor import FileDescriptor
-from provider.stub import StubProvider
-from provider.stub_publish import StubFileSpec
-from provider.url_policy import UrlPolicy
-from records.jobs_table import JobsTable
-from records.model import FileJob, JobStatus
+from dlpipe.local.stub.publish import StubFileSpec
+from dlpipe.local.stub.server import StubProvider
+from dlpipe.services.download.service import DownloadService, Outcome
 from tests.integration.test_downloader_kit import (
     DAY,
     StubFactory,

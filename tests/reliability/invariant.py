@@ -23,13 +23,13 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from dlpipe.aws import AwsClients
-from downloader.messages import MalformedMessageError, decode_message
-from provider.stub_publish import ExpectedFile
-from records.batches_table import BatchesTable
-from records.clock import SystemClock
-from records.jobs_table import JobsTable
-from records.model import Batch, BatchStatus, FileJob, JobStatus
+from dlpipe.adapters.aws import AwsClients
+from dlpipe.adapters.batches_table import BatchesTable
+from dlpipe.adapters.jobs_table import JobsTable
+from dlpipe.domain.clock import SystemClock
+from dlpipe.domain.messages import MalformedMessageError, decode_message
+from dlpipe.domain.model import Batch, BatchStatus, FileJob, JobStatus
+from dlpipe.local.stub.publish import ExpectedFile
 
 _CHUNK = 1 << 20
 _UNSUCCESSFUL = frozenset({JobStatus.FAILED, JobStatus.ERROR})

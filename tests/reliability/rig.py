@@ -27,27 +27,27 @@ from aws_durable_execution_sdk_python_testing.runner import (
 )
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 
-from dlpipe.aws import AwsClients
+from dlpipe.adapters.aws import AwsClients
+from dlpipe.adapters.batches_table import BatchesTable
+from dlpipe.adapters.jobs_table import JobsTable
+from dlpipe.adapters.provider_client import ProviderClient
+from dlpipe.adapters.queue import JobQueue
 from dlpipe.config import Settings
+from dlpipe.domain.clock import SystemClock
+from dlpipe.domain.messages import JobMessage
+from dlpipe.domain.model import BatchStatus, JobStatus
+from dlpipe.domain.outage import OutageBackoff
+from dlpipe.local.durable_runner import run_durable_locally
 from dlpipe.local.provision import Provisioned
+from dlpipe.local.stub.server import StubProvider
 from dlpipe.log import configure_logging
-from dlpipe.queue import JobQueue
-from downloader.deps import ServiceDeps
-from downloader.messages import JobMessage
-from downloader.service import DownloadService
-from downloader.transfer import TransferTuning
-from downloader.worker import Worker, WorkerOptions
-from orchestrator.durable import build_durable_handler
-from orchestrator.flow import BatchFlowService
-from orchestrator.local_runner import run_durable_locally
-from orchestrator.outage import OutageBackoff
-from orchestrator.ports import BatchFlow
-from provider.client import ProviderClient
-from provider.stub import StubProvider
-from records.batches_table import BatchesTable
-from records.clock import SystemClock
-from records.jobs_table import JobsTable
-from records.model import BatchStatus, JobStatus
+from dlpipe.services.download.deps import ServiceDeps
+from dlpipe.services.download.service import DownloadService
+from dlpipe.services.download.transfer import TransferTuning
+from dlpipe.services.download.worker import Worker, WorkerOptions
+from dlpipe.services.orchestrator.durable import build_durable_handler
+from dlpipe.services.orchestrator.flow import BatchFlowService
+from dlpipe.services.orchestrator.ports import BatchFlow
 from tests.e2e.test_worker_kit import Queues, WorkerProcess, wait_until, worker_env
 from tests.integration.test_downloader_kit import FAST, LOOPBACK_URLS
 from tests.provider_support import fast_client

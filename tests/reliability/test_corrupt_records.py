@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from orchestrator.durable import build_durable_handler
-from orchestrator.local_runner import LocalRunError, run_durable_locally
-from provider.crypto import CIPHER_CBC
-from provider.stub_publish import StubFileSpec
+from dlpipe.domain.cipher_format import CIPHER_CBC
+from dlpipe.local.durable_runner import LocalRunError, run_durable_locally
+from dlpipe.local.stub.publish import StubFileSpec
+from dlpipe.services.orchestrator.durable import build_durable_handler
 from tests.provider_support import StubFactory
 from tests.reliability.rig import Rig, unique_day, unique_entity
 

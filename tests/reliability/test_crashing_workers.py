@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from provider.crypto import CIPHER_CBC, CIPHER_GCM
-from provider.stub import StubProvider
-from provider.stub_publish import StubFileSpec
-from records.model import JobStatus
+from dlpipe.domain.cipher_format import CIPHER_CBC, CIPHER_GCM
+from dlpipe.domain.model import JobStatus
+from dlpipe.local.stub.publish import StubFileSpec
+from dlpipe.local.stub.server import StubProvider
 from tests.e2e.test_worker_kit import WorkerProcess, wait_until
 from tests.provider_support import StubFactory
 from tests.reliability.invariant import check_day

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from downloader.sink import MIN_PART_BYTES
-from provider.crypto import CIPHER_CBC, CIPHER_GCM
-from provider.stub_publish import StubFileSpec
-from records.model import JobStatus
+from dlpipe.adapters.sink import MIN_PART_BYTES
+from dlpipe.domain.cipher_format import CIPHER_CBC, CIPHER_GCM
+from dlpipe.domain.model import JobStatus
+from dlpipe.local.stub.publish import StubFileSpec
 from tests.e2e.test_worker_kit import wait_until
 from tests.e2e.test_worker_signals import point_at
 from tests.integration.test_downloader_kit import Relay

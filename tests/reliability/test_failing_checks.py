@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 
 from dlpipe import metrics
-from dlpipe.aws import AwsClients
+from dlpipe.adapters.aws import AwsClients
 from dlpipe.config import Settings
-from orchestrator.inline import STEP_FAIL_BATCH, check_step_name
-from provider.crypto import CIPHER_CBC
-from provider.stub_publish import StubFileSpec
-from records.model import BatchStatus
+from dlpipe.domain.cipher_format import CIPHER_CBC
+from dlpipe.domain.model import BatchStatus
+from dlpipe.local.stub.publish import StubFileSpec
+from dlpipe.services.orchestrator.inline import STEP_FAIL_BATCH, check_step_name
 from tests.provider_support import StubFactory
 from tests.reliability.rig import LogTap, Rig, unique_day, unique_entity
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from provider.crypto import CIPHER_CBC
-from provider.stub_publish import StubFileSpec
-from records.model import JobStatus
+from dlpipe.domain.cipher_format import CIPHER_CBC
+from dlpipe.domain.model import JobStatus
+from dlpipe.local.stub.publish import StubFileSpec
 from tests.e2e.test_worker_kit import wait_until
 from tests.e2e.test_worker_signals import point_at
 from tests.integration.test_downloader_kit import Relay, uploads_in_progress

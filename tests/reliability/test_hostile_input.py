@@ -15,14 +15,14 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 
-from dlpipe.aws import AwsClients
+from dlpipe.adapters.aws import AwsClients
+from dlpipe.domain.cipher_format import CIPHER_CBC, CIPHER_GCM
+from dlpipe.domain.model import BatchStatus, JobStatus, make_file_id
+from dlpipe.local.durable_runner import LocalRunError
 from dlpipe.local.provision import Provisioned
-from orchestrator.local_runner import LocalRunError
-from provider.crypto import CIPHER_CBC, CIPHER_GCM
-from provider.stub import StubProvider
-from provider.stub_faults import DROP, Faults
-from provider.stub_publish import StubFileSpec
-from records.model import BatchStatus, JobStatus, make_file_id
+from dlpipe.local.stub.faults import DROP, Faults
+from dlpipe.local.stub.publish import StubFileSpec
+from dlpipe.local.stub.server import StubProvider
 from tests.e2e.test_worker_kit import queues
 from tests.provider_support import TEST_PROVIDER_TOKEN, StubFactory
 from tests.reliability.invariant import DayFacts, InvariantViolation, check_day

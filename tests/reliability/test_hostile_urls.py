@@ -11,12 +11,12 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from downloader.service import DownloadService
-from provider.crypto import CIPHER_GCM
-from provider.stub_faults import Faults
-from provider.stub_publish import StubFileSpec
-from provider.url_policy import UrlPolicy
-from records.model import JobStatus
+from dlpipe.adapters.url_policy import UrlPolicy
+from dlpipe.domain.cipher_format import CIPHER_GCM
+from dlpipe.domain.model import JobStatus
+from dlpipe.local.stub.faults import Faults
+from dlpipe.local.stub.publish import StubFileSpec
+from dlpipe.services.download.service import DownloadService
 from tests.integration.test_url_refusals import Recorder
 from tests.provider_support import StubFactory
 from tests.reliability.invariant import check_day

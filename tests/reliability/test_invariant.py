@@ -9,11 +9,11 @@ from dataclasses import dataclass
 
 import pytest
 
-from downloader.messages import JobMessage, encode_message
-from provider.crypto import CIPHER_GCM
-from provider.stub_publish import ExpectedFile
-from records.clock import SystemClock
-from records.model import BatchStatus, FileJob, JobStatus
+from dlpipe.domain.cipher_format import CIPHER_GCM
+from dlpipe.domain.clock import SystemClock
+from dlpipe.domain.messages import JobMessage, encode_message
+from dlpipe.domain.model import BatchStatus, FileJob, JobStatus
+from dlpipe.local.stub.publish import ExpectedFile
 from tests.reliability.invariant import (
     DayFacts,
     InvariantViolation,

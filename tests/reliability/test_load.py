@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from provider.crypto import CIPHER_CBC, CIPHER_GCM
-from provider.stub_publish import StubFileSpec
-from records.model import JobStatus
+from dlpipe.domain.cipher_format import CIPHER_CBC, CIPHER_GCM
+from dlpipe.domain.model import JobStatus
+from dlpipe.local.stub.publish import StubFileSpec
 from tests.provider_support import StubFactory
 from tests.reliability.invariant import check_day
 from tests.reliability.rig import (

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from botocore.exceptions import ConnectionClosedError
 
-from provider.crypto import CIPHER_CBC, CIPHER_GCM
-from provider.stub_faults import Faults
-from provider.stub_publish import StubFileSpec
-from records.model import JobStatus
+from dlpipe.domain.cipher_format import CIPHER_CBC, CIPHER_GCM
+from dlpipe.domain.model import JobStatus
+from dlpipe.local.stub.faults import Faults
+from dlpipe.local.stub.publish import StubFileSpec
 from tests.provider_support import StubFactory
 from tests.reliability.invariant import check_day
 from tests.reliability.rig import (

@@ -12,15 +12,15 @@ from typing import Any
 import pytest
 from aws_durable_execution_sdk_python_testing.executor import Executor
 
-from dlpipe.queue import QueueSendError
-from downloader.messages import JobMessage
-from orchestrator.durable import build_durable_handler
-from orchestrator.flow import BatchFlowService
-from orchestrator.local_runner import LocalRunError, run_durable_locally
-from orchestrator.ports import CompletionCheck
-from provider.crypto import CIPHER_CBC, CIPHER_GCM
-from provider.stub_publish import StubFileSpec
-from records.model import BatchStatus, JobStatus
+from dlpipe.adapters.queue import QueueSendError
+from dlpipe.domain.cipher_format import CIPHER_CBC, CIPHER_GCM
+from dlpipe.domain.messages import JobMessage
+from dlpipe.domain.model import BatchStatus, JobStatus
+from dlpipe.local.durable_runner import LocalRunError, run_durable_locally
+from dlpipe.local.stub.publish import StubFileSpec
+from dlpipe.services.orchestrator.durable import build_durable_handler
+from dlpipe.services.orchestrator.flow import BatchFlowService
+from dlpipe.services.orchestrator.ports import CompletionCheck
 from tests.provider_support import StubFactory
 from tests.reliability.invariant import check_day
 from tests.reliability.rig import (

@@ -17,18 +17,18 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 
-from dlpipe.aws import AwsClients
+from dlpipe.adapters.aws import AwsClients
+from dlpipe.adapters.crypto import unwrap_aes_key
+from dlpipe.adapters.items import JOB_ATTRIBUTES
+from dlpipe.adapters.provider_client import ProviderClient
+from dlpipe.domain.cipher_format import CIPHER_CBC, CIPHER_GCM
+from dlpipe.domain.listing import ListingResult
+from dlpipe.domain.model import JobStatus
 from dlpipe.local.provision import Provisioned
-from downloader.crypto import unwrap_aes_key
-from provider import stub_publish
-from provider.client import ProviderClient
-from provider.contract import ListingResult
-from provider.crypto import CIPHER_CBC, CIPHER_GCM
-from provider.stub import StubProvider
-from provider.stub_faults import Faults
-from provider.stub_publish import StubFileSpec
-from records.items import JOB_ATTRIBUTES
-from records.model import JobStatus
+from dlpipe.local.stub import publish as stub_publish
+from dlpipe.local.stub.faults import Faults
+from dlpipe.local.stub.publish import StubFileSpec
+from dlpipe.local.stub.server import StubProvider
 from tests.e2e.test_worker_kit import queues, wait_until
 from tests.provider_support import TEST_PROVIDER_TOKEN, fast_client
 from tests.reliability.invariant import DayFacts, check_day

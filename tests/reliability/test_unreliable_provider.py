@@ -18,17 +18,17 @@ import pytest
 from aws_durable_execution_sdk_python_testing.executor import Executor
 
 from dlpipe import metrics
-from orchestrator.flow import BatchFlowService
-from orchestrator.inline import STEP_CREATE_BATCH, STEP_FETCH_AND_QUEUE
-from orchestrator.outage import OutageBackoff
-from provider.client import ProviderClient
-from provider.contract import ListingResult
-from provider.crypto import CIPHER_CBC, CIPHER_GCM
-from provider.stub import StubProvider
-from provider.stub_faults import Faults
-from provider.stub_publish import StubFileSpec
-from records.jobs_table import JobsTable
-from records.model import BatchStatus, JobStatus
+from dlpipe.adapters.jobs_table import JobsTable
+from dlpipe.adapters.provider_client import ProviderClient
+from dlpipe.domain.cipher_format import CIPHER_CBC, CIPHER_GCM
+from dlpipe.domain.listing import ListingResult
+from dlpipe.domain.model import BatchStatus, JobStatus
+from dlpipe.domain.outage import OutageBackoff
+from dlpipe.local.stub.faults import Faults
+from dlpipe.local.stub.publish import StubFileSpec
+from dlpipe.local.stub.server import StubProvider
+from dlpipe.services.orchestrator.flow import BatchFlowService
+from dlpipe.services.orchestrator.inline import STEP_CREATE_BATCH, STEP_FETCH_AND_QUEUE
 from tests.e2e.test_worker_kit import wait_until
 from tests.provider_support import StubFactory, fast_client
 from tests.reliability.invariant import check_day
@@ -48,7 +48,7 @@ LEASE_S = 10
 READ_TIMEOUT_S = 0.5
 FLAKY = {"error_rate": 0.3, "throttle_rate": 0.1, "stall_rate": 0.05, "stall_seconds": 2.0}
 # With this seed the stub's first seven answers hold a 429, a 5xx and a stall (see the
-# fault draw in provider/stub_faults.py); the day needs at least seven answers.
+# fault draw in dlpipe/local/stub/faults.py); the day needs at least seven answers.
 FLAKY_SEED = 16
 
 

@@ -12,12 +12,14 @@ from typing import cast
 
 import pytest
 
-from downloader.crypto import PlaintextVerifier, load_private_key, new_decryptor, open_decryptor
-from provider.crypto import (
-    CIPHER_CBC,
-    CIPHER_GCM,
-    SUPPORTED_CIPHERS,
-    ciphertext_size,
+from dlpipe.adapters.crypto import (
+    PlaintextVerifier,
+    load_private_key,
+    new_decryptor,
+    open_decryptor,
+)
+from dlpipe.domain.cipher_format import CIPHER_CBC, CIPHER_GCM, SUPPORTED_CIPHERS, ciphertext_size
+from dlpipe.local.stub.crypto import (
     encrypt_bytes,
     encrypt_chunks,
     generate_rsa_keypair,

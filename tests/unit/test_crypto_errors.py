@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from downloader import errors
-from downloader.errors import (
+from dlpipe.domain import download_errors as errors
+from dlpipe.domain.download_errors import (
     ChecksumMismatchError,
     DownloadError,
     PermanentError,

@@ -8,24 +8,22 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from downloader.crypto import (
+from dlpipe.adapters.crypto import (
     decode_iv,
     load_private_key,
     new_decryptor,
     open_decryptor,
     unwrap_aes_key,
 )
-from downloader.errors import (
+from dlpipe.domain.cipher_format import CIPHER_CBC, CIPHER_GCM, SUPPORTED_CIPHERS
+from dlpipe.domain.download_errors import (
     InvalidIVError,
     InvalidPrivateKeyError,
     MalformedKeyMaterial,
     UnknownCipherError,
     WrongKeyError,
 )
-from provider.crypto import (
-    CIPHER_CBC,
-    CIPHER_GCM,
-    SUPPORTED_CIPHERS,
+from dlpipe.local.stub.crypto import (
     generate_rsa_keypair,
     load_public_key,
     new_aes_key,

@@ -8,8 +8,9 @@ from collections.abc import Iterable
 
 import pytest
 
-from downloader.crypto import PlaintextVerifier, new_decryptor
-from downloader.errors import (
+from dlpipe.adapters.crypto import PlaintextVerifier, new_decryptor
+from dlpipe.domain.cipher_format import CIPHER_CBC, CIPHER_GCM, SUPPORTED_CIPHERS
+from dlpipe.domain.download_errors import (
     AuthenticationError,
     ChecksumMismatchError,
     PaddingError,
@@ -17,7 +18,7 @@ from downloader.errors import (
     SizeMismatchError,
     TruncatedError,
 )
-from provider.crypto import CIPHER_CBC, CIPHER_GCM, SUPPORTED_CIPHERS, encrypt_bytes
+from dlpipe.local.stub.crypto import encrypt_bytes
 
 # Fixed inputs: flipping a ciphertext bit then has one outcome, not a 1-in-256 chance of
 # producing valid-looking padding.

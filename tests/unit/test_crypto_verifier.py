@@ -7,8 +7,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from downloader.crypto import PlaintextVerifier
-from downloader.errors import ChecksumMismatchError, InvalidMetadataError, SizeMismatchError
+from dlpipe.adapters.crypto import PlaintextVerifier
+from dlpipe.domain.download_errors import (
+    ChecksumMismatchError,
+    InvalidMetadataError,
+    SizeMismatchError,
+)
 
 DATA = b"entity,date,amount\naccounts,2026-02-28,12.50\n"
 DIGEST = hashlib.sha256(DATA).hexdigest()

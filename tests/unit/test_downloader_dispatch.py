@@ -11,11 +11,11 @@ import pytest
 from botocore.exceptions import EndpointConnectionError
 from structlog.testing import capture_logs
 
-from downloader.dispatch import MessageVisibility, dispatch
+from dlpipe.domain.messages import JobMessage, encode_message
+from dlpipe.services.download.dispatch import MessageVisibility, dispatch
+from dlpipe.services.download.service import Outcome, ProcessResult
+from dlpipe.services.download.transfer import TransferTuning
 from downloader.handler import Runtime, handle_event
-from downloader.messages import JobMessage, encode_message
-from downloader.service import Outcome, ProcessResult
-from downloader.transfer import TransferTuning
 from tests.support import new_batch_id
 
 QUEUE_URL = "http://127.0.0.1:1/000000000000/q"

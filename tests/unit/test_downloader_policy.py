@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from tenacity import RetryCallState, Retrying
 
-from downloader.destination import destination_key
-from downloader.errors import (
+from dlpipe.adapters.destination import destination_key
+from dlpipe.domain.download_errors import (
     ChecksumMismatchError,
     DestinationUnavailableError,
     InvalidJobError,
@@ -19,10 +19,10 @@ from downloader.errors import (
     UrlExpiredError,
     UrlRefusedError,
 )
-from downloader.filerun import FileRun, _retryable
-from downloader.service import Outcome, ProcessResult
-from downloader.transfer import TransferTuning
-from records.errors import StoreUnavailableError
+from dlpipe.domain.errors import StoreUnavailableError
+from dlpipe.services.download.filerun import FileRun, _retryable
+from dlpipe.services.download.service import Outcome, ProcessResult
+from dlpipe.services.download.transfer import TransferTuning
 from tests.support import make_job
 
 
@@ -96,7 +96,7 @@ def test_only_finished_outcomes_acknowledge() -> None:
 
 def test_part_size_grows_so_no_file_needs_more_than_10000_parts() -> None:
     """8 MiB parts up to 78 GiB; beyond, whole-MiB parts that keep the count within S3's 10,000."""
-    from downloader.transfer import MAX_PARTS, MIB, TransferTuning
+    from dlpipe.services.download.transfer import MAX_PARTS, MIB, TransferTuning
 
     tuning = TransferTuning()
     assert tuning.part_bytes_for(None) == 8 * MIB

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from downloader.errors import DestinationUnavailableError
-from downloader.sink import MIN_PART_BYTES, MultipartSink, ObjectExists
+from dlpipe.adapters.sink import MIN_PART_BYTES, MultipartSink, ObjectExists
+from dlpipe.domain.download_errors import DestinationUnavailableError
 
 PART = MIN_PART_BYTES
 

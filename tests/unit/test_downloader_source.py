@@ -10,7 +10,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import requests
 
-from downloader.errors import (
+from dlpipe.adapters.source import open_source, retry_after_seconds, url_host
+from dlpipe.adapters.url_policy import UrlPolicy
+from dlpipe.domain.download_errors import (
     DownloadError,
     PermanentError,
     SourceNotFoundError,
@@ -21,8 +23,6 @@ from downloader.errors import (
     UrlNotAllowedError,
     UrlRefusedError,
 )
-from downloader.source import open_source, retry_after_seconds, url_host
-from provider.url_policy import UrlPolicy
 
 SIGNED_QUERY = "?X-Amz-Signature=deadbeefcafe&X-Amz-Credential=secretcred"
 EXPIRED_BODY = b"<Error><Code>AccessDenied</Code><Message>Request has expired</Message></Error>"

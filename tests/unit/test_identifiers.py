@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from records.errors import InvalidIdentifierError
-from records.model import (
+from dlpipe.domain.errors import InvalidIdentifierError
+from dlpipe.domain.model import (
     make_batch_id,
     make_file_id,
     parse_file_id,

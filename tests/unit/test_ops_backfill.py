@@ -9,8 +9,8 @@ import pytest
 from botocore.stub import Stubber
 
 from dlpipe.config import ConfigError
-from ops.backfill import LambdaStarter, decide
-from records.model import BatchStatus
+from dlpipe.domain.model import BatchStatus
+from dlpipe.services.ops.backfill import LambdaStarter, decide
 from tests.support import make_batch
 
 ALIAS_ARN = "arn:aws:lambda:us-east-1:123456789012:function:dlpipe-orchestrator:live"

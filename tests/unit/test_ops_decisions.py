@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from downloader.messages import JobMessage
-from ops.dlq import Action, plan
-from ops.recovery import refusal
-from ops.sqs_messages import QueuedMessage
-from records.model import JobStatus
+from dlpipe.adapters.sqs_messages import QueuedMessage
+from dlpipe.domain.messages import JobMessage
+from dlpipe.domain.model import JobStatus
+from dlpipe.services.ops.dlq import Action, plan
+from dlpipe.services.ops.recovery import refusal
 from tests.support import BASE_MS, make_job
 
 

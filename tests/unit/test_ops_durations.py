@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from ops.durations import date_range, default_polling_date, parse_day, parse_duration, resolve_day
+from dlpipe.cli.ops.durations import (
+    date_range,
+    default_polling_date,
+    parse_day,
+    parse_duration,
+    resolve_day,
+)
 from tests.support import BASE_MS  # 2126-02-28T00:00:00Z
 
 

@@ -23,23 +23,23 @@ from aws_durable_execution_sdk_python_testing.runner import (
 )
 from structlog.testing import capture_logs
 
-from orchestrator import handler as handler_module
-from orchestrator.durable import (
+from dlpipe.domain.outage import OutageBackoff
+from dlpipe.local.durable_runner import LocalRunError, run_durable_locally
+from dlpipe.services.orchestrator.durable import (
     PollingBudgetError,
     assert_polling_fits,
     build_durable_handler,
     step_retry_strategy,
 )
-from orchestrator.inline import InlineSteps, PollingPlan, run_inline
-from orchestrator.local_runner import LocalRunError, run_durable_locally
-from orchestrator.outage import OutageBackoff
-from orchestrator.ports import (
+from dlpipe.services.orchestrator.inline import InlineSteps, PollingPlan, run_inline
+from dlpipe.services.orchestrator.ports import (
     CompletionCheck,
     FetchFailed,
     FlowContractError,
     ProviderOutage,
     QueueResult,
 )
+from orchestrator import handler as handler_module
 
 EVENT = {"date": "2026-02-28"}
 OUTAGE_CAUSE = "GET /v1/files: HTTP 503"
@@ -202,7 +202,7 @@ def test_invalid_event_fails_the_execution_with_its_error_and_builds_no_flow() -
 
     handler = build_durable_handler(factory, poll_interval_seconds=60, max_polls=2)
     error_type, message = failure_of(run(handler, {"date": "2026-02-30"}))
-    assert error_type == "orchestrator.events.InvalidEventError"
+    assert error_type == "dlpipe.domain.events.InvalidEventError"
     assert "not a calendar date" in message
     assert built == []
 
@@ -269,7 +269,7 @@ def test_flow_factory_failure_is_retried_inside_the_first_step() -> None:
 
 def test_flow_without_a_final_status_on_the_last_poll_fails_the_execution() -> None:
     outcome = run(durable_handler(FakeFlow(never_final=True), max_polls=2))
-    assert failure_of(outcome)[0] == "orchestrator.ports.FlowContractError"
+    assert failure_of(outcome)[0] == "dlpipe.services.orchestrator.ports.FlowContractError"
 
 
 @pytest.mark.parametrize(
@@ -345,7 +345,7 @@ def test_lambda_handler_is_wired_from_the_environment(monkeypatch: pytest.Monkey
 def test_importing_the_lambda_entry_builds_nothing_and_needs_no_flow_module() -> None:
     code = (
         "import sys, orchestrator.handler as h; "
-        "assert 'orchestrator.flow' not in sys.modules; "
+        "assert 'dlpipe.services.orchestrator.flow' not in sys.modules; "
         "assert h.durable_handler.cache_info().currsize == 0"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -492,7 +492,7 @@ def test_a_failing_fail_batch_step_still_fails_the_execution() -> None:
     """Nothing is left to record the failure: the execution fails, naming the step."""
     flow = UnrecordableFlow(check_error=ConnectionError("down"))
     error_type, message = failure_of(run(durable_handler(flow)))
-    assert error_type == "orchestrator.ports.StepFailed"
+    assert error_type == "dlpipe.services.orchestrator.ports.StepFailed"
     assert message.startswith("fail-batch failed: ConnectionError: still down")
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.events import InvalidEventError, PollingRequest, parse_event
+from dlpipe.domain.events import InvalidEventError, PollingRequest, parse_event
 
 
 def test_explicit_date_is_the_polling_date() -> None:

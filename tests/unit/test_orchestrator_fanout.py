@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from aws_durable_execution_sdk_python_testing.executor import Executor
 
-from orchestrator.durable import build_durable_handler
-from orchestrator.fanout import ListingPosition, in_parallel
-from orchestrator.inline import InlineSteps, PollingPlan, run_inline
-from orchestrator.ports import FlowContractError, ProviderOutage, QueueResult
-from provider.contract import FileDescriptor, RejectedFile
+from dlpipe.domain.listing import FileDescriptor, RejectedFile
+from dlpipe.services.orchestrator.durable import build_durable_handler
+from dlpipe.services.orchestrator.fanout import ListingPosition, in_parallel
+from dlpipe.services.orchestrator.inline import InlineSteps, PollingPlan, run_inline
+from dlpipe.services.orchestrator.ports import FlowContractError, ProviderOutage, QueueResult
 from tests.unit.test_orchestrator_durable import (
     EVENT,
     OUTAGE_CAUSE,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.outage import OutageBackoff, exhausted_message
+from dlpipe.domain.outage import OutageBackoff, exhausted_message
 
 SEEDS = [
     f"arn:aws:lambda:eu-west-1:123456789012:function:dlpipe:live/durable-execution/{n}"

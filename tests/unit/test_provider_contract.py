@@ -6,7 +6,7 @@ import base64
 
 import pytest
 
-from provider.contract import (
+from dlpipe.domain.listing import (
     MAX_DECLARED_SIZE_BYTES,
     MAX_FILES_PER_LISTING,
     FileDescriptor,
@@ -14,7 +14,7 @@ from provider.contract import (
     parse_descriptor,
     parse_listing,
 )
-from provider.errors import MalformedResponseError
+from dlpipe.domain.provider_errors import MalformedResponseError
 
 DAY = "2026-02-28"
 SIGNED_URL = "https://bucket.s3.amazonaws.com/2026-02-28/a.bin?X-Amz-Signature=deadbeef"

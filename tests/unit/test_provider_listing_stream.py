@@ -8,10 +8,10 @@ from collections.abc import Iterator
 import ijson
 import pytest
 
-from provider import listing_stream
-from provider.contract import ListingResult, RejectedFile, parse_listing
-from provider.errors import MalformedResponseError
-from provider.listing_stream import ListingLimits, ListingParser, collect_listing
+from dlpipe.adapters import listing_stream
+from dlpipe.adapters.listing_stream import ListingLimits, ListingParser, collect_listing
+from dlpipe.domain.listing import ListingResult, RejectedFile, parse_listing
+from dlpipe.domain.provider_errors import MalformedResponseError
 from tests.unit.test_provider_contract import DAY, good, listing
 
 ENTRIES = [good("a"), good("b", size="x"), {"url": "no entity"}, good("c"), 7, good("a")]

@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from provider.crypto import CIPHER_CBC, CIPHER_GCM
-from provider.stub_faults import (
+from dlpipe.domain.cipher_format import CIPHER_CBC, CIPHER_GCM
+from dlpipe.local.stub.faults import (
     DROP,
     EXTRA_BYTES,
     TRUNCATED_BYTES,
@@ -17,7 +17,7 @@ from provider.stub_faults import (
     draw_call_fault,
     falsify_descriptor,
 )
-from provider.stub_publish import StubFileSpec, default_day, plaintext_chunks
+from dlpipe.local.stub.publish import StubFileSpec, default_day, plaintext_chunks
 
 DATA = bytes(range(40))
 CHUNKINGS = [

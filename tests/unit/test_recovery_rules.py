@@ -6,9 +6,8 @@ from __future__ import annotations
 import pytest
 
 from dlpipe.config import ConfigError, Settings
-from orchestrator.flow import build_flow
-from records.model import JobStatus
-from records.rules import (
+from dlpipe.domain.model import JobStatus
+from dlpipe.domain.rules import (
     RecoveryBudgetError,
     SweepAction,
     assert_recovery_fits,
@@ -16,6 +15,7 @@ from records.rules import (
     sweep_action,
     visibility_margin_seconds,
 )
+from dlpipe.services.orchestrator.flow import build_flow
 from tests.support import BASE_MS, make_job
 
 LEASE_S, RESEND_S = 300, 1800

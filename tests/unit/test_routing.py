@@ -10,8 +10,11 @@ from typing import Any
 
 import pytest
 
-from dlpipe.queue import JobQueue, QueueSendError
-from dlpipe.routing import (
+from dlpipe.adapters.queue import JobQueue, QueueSendError
+from dlpipe.domain.download_errors import TooLargeForWorkerError, TransientError
+from dlpipe.domain.messages import JobMessage, encode_message
+from dlpipe.domain.model import FileJob
+from dlpipe.domain.routing import (
     DEFAULT_LARGE_FILE_THRESHOLD_BYTES,
     MIB,
     Budget,
@@ -23,12 +26,9 @@ from dlpipe.routing import (
     seconds_needed,
     too_large_message,
 )
-from downloader.dispatch import MessageVisibility, dispatch
-from downloader.errors import TooLargeForWorkerError, TransientError
+from dlpipe.services.download.dispatch import MessageVisibility, dispatch
+from dlpipe.services.download.service import Outcome, ProcessResult
 from downloader.handler import DEADLINE_MARGIN_S, invocation_budget
-from downloader.messages import JobMessage, encode_message
-from downloader.service import Outcome, ProcessResult
-from records.model import FileJob
 from tests.support import make_job, new_batch_id
 
 MAIN = "http://127.0.0.1:1/000000000000/main"
@@ -203,7 +203,7 @@ def test_no_time_left_is_not_acknowledged_and_the_message_comes_back_at_once() -
 SOURCE_PACKAGES = ("dlpipe", "downloader", "orchestrator", "ops", "records", "provider")
 # The only places that talk to SQS's send APIs: JobQueue (every job send, routed by size)
 # and the delayed copy in dispatch (routed by MessageVisibility's copy_to).
-RAW_SEND_ALLOWED = {"dlpipe/queue.py", "downloader/dispatch.py"}
+RAW_SEND_ALLOWED = {"dlpipe/adapters/queue.py", "dlpipe/services/download/dispatch.py"}
 _RAW_SEND = re.compile(r"\.send_message(_batch)?\(|\bqueue\(\)\.send\(|\.queue\.send\(")
 
 

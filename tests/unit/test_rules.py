@@ -7,9 +7,9 @@ from itertools import product
 
 import pytest
 
-from records.errors import IllegalTransitionError
-from records.model import BatchStatus, JobStatus
-from records.rules import (
+from dlpipe.domain.errors import IllegalTransitionError
+from dlpipe.domain.model import BatchStatus, JobStatus
+from dlpipe.domain.rules import (
     BatchCounts,
     ClaimDecision,
     batch_sources,

@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 import pytest
 
 from dlpipe.config import Settings
-from provider.stub_faults import BROKEN_MALFORMED, BROKEN_TRUNCATED, Faults
-from provider.stub_listing import decode_cursor, encode_cursor, page_chunks
-from provider.stub_presign import BatchSigner, Presigner
+from dlpipe.local.stub.faults import BROKEN_MALFORMED, BROKEN_TRUNCATED, Faults
+from dlpipe.local.stub.listing import decode_cursor, encode_cursor, page_chunks
+from dlpipe.local.stub.presign import BatchSigner, Presigner
 
 DAY = "2026-02-28"
 

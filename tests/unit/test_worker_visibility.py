@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from downloader.messages import JobMessage, encode_message
-from downloader.service import Outcome, ProcessResult
-from downloader.transfer import TransferTuning
-from downloader.worker import Worker, WorkerOptions
+from dlpipe.domain.messages import JobMessage, encode_message
+from dlpipe.services.download.service import Outcome, ProcessResult
+from dlpipe.services.download.transfer import TransferTuning
+from dlpipe.services.download.worker import Worker, WorkerOptions
 from tests.support import new_batch_id
 from tests.unit.test_downloader_dispatch import LEASE_S, QUEUE_URL, FakeService, FakeSqs
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import click
 
-from ops.cli_days import backfill_command, batch_group, status_command
-from ops.cli_dlq import dlq_group
-from ops.cli_jobs import jobs_group
+from dlpipe.cli.ops.days import backfill_command, batch_group, status_command
+from dlpipe.cli.ops.dlq import dlq_group
+from dlpipe.cli.ops.jobs import jobs_group
 
 COMMANDS: tuple[click.Command, ...] = (
     jobs_group,

@@ -1,58 +1,22 @@
-"""What every ops command runs against: settings, clients and a clock, injectable for tests."""
+"""The ops commands' context: built from the environment, or passed in by tests as click's obj."""
 
 from __future__ import annotations
 
 import functools
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
+from typing import Concatenate, ParamSpec, TypeVar
 
 import click
 
-from dlpipe.aws import AwsClients
+from dlpipe.adapters.aws import AwsClients
 from dlpipe.config import Settings
+from dlpipe.domain.clock import SystemClock
 from dlpipe.log import configure_logging
-from dlpipe.queue import JobQueue
-from records.batches_table import BatchesTable
-from records.clock import Clock, SystemClock
-from records.jobs_table import JobsTable
-
-if TYPE_CHECKING:
-    from ops.backfill import Starter
+from dlpipe.services.ops.context import OpsContext
 
 P = ParamSpec("P")
 R = TypeVar("R")
-
-# AWS short polls sample a subset of SQS servers; one second of long poll sees them all.
-RECEIVE_WAIT_SECONDS = 1
-
-
-@dataclass
-class OpsContext:
-    """The dependencies of the ops commands; `dlpipe.cli` builds it from the environment."""
-
-    settings: Settings
-    clients: AwsClients
-    clock: Clock
-    starter: Starter | None = None  # backfill's poller starter; None: the orchestrator Lambda
-    receive_wait_seconds: int = RECEIVE_WAIT_SECONDS
-
-    def now_ms(self) -> int:
-        """The current time in epoch milliseconds."""
-        return self.clock.now_ms()
-
-    def jobs(self) -> JobsTable:
-        """The jobs table."""
-        return JobsTable(self.clients.dynamodb, self.settings.jobs_table, self.clock)
-
-    def batches(self) -> BatchesTable:
-        """The batches table."""
-        return BatchesTable(self.clients.dynamodb, self.settings.batches_table, self.clock)
-
-    def queue(self) -> JobQueue:
-        """The download queues, routed by size (ConfigError if DLPIPE_QUEUE_URL is unset)."""
-        return JobQueue.from_settings(self.clients.sqs, self.settings)
 
 
 class _Stderr:

@@ -9,14 +9,28 @@ import click
 from rich.console import Console, RenderableType
 from rich.progress import Progress
 
-from ops.backfill import MAX_BACKFILL_DAYS, DayPlan, backfill, lambda_starter
-from ops.context import OpsContext, pass_ops
-from ops.durations import DAY, date_range, resolve_day
-from ops.errors import IncompleteDaysError
-from ops.options import date_option, dry_run_option, json_option, older_than_option, polling_date
-from ops.queries import DayAudit, DayStatus, audit_days, day_batches, day_status, day_summaries
-from ops.render import batch_dict, batches_view, emit, job_dict, stuck_views, table
-from records.model import BatchStatus
+from dlpipe.cli.ops.context import pass_ops
+from dlpipe.cli.ops.durations import DAY, date_range, resolve_day
+from dlpipe.cli.ops.errors import IncompleteDaysError
+from dlpipe.cli.ops.options import (
+    date_option,
+    dry_run_option,
+    json_option,
+    older_than_option,
+    polling_date,
+)
+from dlpipe.cli.ops.render import batch_dict, batches_view, emit, job_dict, stuck_views, table
+from dlpipe.domain.model import BatchStatus
+from dlpipe.services.ops.backfill import MAX_BACKFILL_DAYS, DayPlan, backfill, lambda_starter
+from dlpipe.services.ops.context import OpsContext
+from dlpipe.services.ops.queries import (
+    DayAudit,
+    DayStatus,
+    audit_days,
+    day_batches,
+    day_status,
+    day_summaries,
+)
 
 MAX_AUDIT_DAYS = 366  # one PollingDateIndex query a day
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from ops.context import OpsContext, pass_ops
-from ops.dlq import DlqEntry, peek, redrive
-from ops.errors import IncompleteRecoveryError
-from ops.options import dry_run_option, json_option
-from ops.render import emit, iso, table
+from dlpipe.cli.ops.context import pass_ops
+from dlpipe.cli.ops.errors import IncompleteRecoveryError
+from dlpipe.cli.ops.options import dry_run_option, json_option
+from dlpipe.cli.ops.render import emit, iso, table
+from dlpipe.services.ops.context import OpsContext
+from dlpipe.services.ops.dlq import DlqEntry, peek, redrive
 
 
 @click.group("dlq")

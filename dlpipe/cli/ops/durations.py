@@ -8,8 +8,8 @@ from typing import Any
 
 import click
 
-from records.errors import InvalidIdentifierError
-from records.model import parse_file_id, validate_batch_id, validate_date
+from dlpipe.domain.errors import InvalidIdentifierError
+from dlpipe.domain.model import parse_file_id, validate_batch_id, validate_date
 
 _DURATION = re.compile(r"^(\d+)([smhd])$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86_400}

@@ -17,10 +17,6 @@ class OpsError(click.ClickException):
         click.echo(f"dlpipe: {self.format_message()}", err=True, file=file)
 
 
-class NoBatchForDateError(OpsError):
-    """The polling date has no batch at all (the poller never ran for it)."""
-
-
 class IncompleteRecoveryError(OpsError):
     """Some requested files were refused, unknown or not sent; the summary says which."""
 

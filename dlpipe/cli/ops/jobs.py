@@ -5,14 +5,15 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from ops.context import OpsContext, pass_ops
-from ops.durations import BATCH_ID, FILE_ID
-from ops.errors import IncompleteRecoveryError
-from ops.options import dry_run_option, json_option, older_than_option
-from ops.queries import stuck_jobs
-from ops.recovery import Outcome, RequeueResult, requeue_files, stuck_file_ids
-from ops.render import emit, iso, job_dict, job_view, jobs_view, stuck_views, table
-from records.model import JobStatus
+from dlpipe.cli.ops.context import pass_ops
+from dlpipe.cli.ops.durations import BATCH_ID, FILE_ID
+from dlpipe.cli.ops.errors import IncompleteRecoveryError
+from dlpipe.cli.ops.options import dry_run_option, json_option, older_than_option
+from dlpipe.cli.ops.render import emit, iso, job_dict, job_view, jobs_view, stuck_views, table
+from dlpipe.domain.model import JobStatus
+from dlpipe.services.ops.context import OpsContext
+from dlpipe.services.ops.queries import stuck_jobs
+from dlpipe.services.ops.recovery import Outcome, RequeueResult, requeue_files, stuck_file_ids
 
 _STUCK_STATUSES = click.Choice([str(JobStatus.DOWNLOADING), str(JobStatus.AVAILABLE)])
 

@@ -7,8 +7,8 @@ from typing import Any, TypeVar
 
 import click
 
-from ops.context import OpsContext
-from ops.durations import DAY, DURATION, default_polling_date, resolve_day
+from dlpipe.cli.ops.durations import DAY, DURATION, default_polling_date, resolve_day
+from dlpipe.services.ops.context import OpsContext
 
 FC = TypeVar("FC", bound=Callable[..., Any])
 

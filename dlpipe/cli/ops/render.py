@@ -11,12 +11,12 @@ import click
 from rich.console import Console, RenderableType
 from rich.table import Table
 
+from dlpipe.domain.clock import iso_from_ms
+from dlpipe.domain.model import Batch, FileJob
 from dlpipe.log import redact_processor
-from records.clock import iso_from_ms
-from records.model import Batch, FileJob
 
 if TYPE_CHECKING:
-    from ops.queries import StuckJobs
+    from dlpipe.services.ops.queries import StuckJobs
 
 
 def emit(payload: Any, views: Sequence[RenderableType], as_json: bool) -> None:

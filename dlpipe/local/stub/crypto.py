@@ -1,8 +1,9 @@
-"""The provider's encryption format, and the encrypt side used by the stub provider and tests.
+"""The encrypt side of the provider's format, used by the stub provider and tests.
 
 A file is AES-256-CBC (PKCS7) or AES-256-GCM (16-byte tag after the ciphertext); its AES key
 is wrapped with our RSA public key (OAEP, SHA-256, MGF1-SHA256) and sent base64, as is the IV.
-The format constants live here only; the downloader imports them.
+The format's numbers are the contract (dlpipe.domain.cipher_format); this encrypt side shares
+no code with the downloader's decrypt side (dlpipe.adapters.crypto).
 """
 
 from __future__ import annotations
@@ -16,27 +17,12 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.hazmat.primitives.asymmetric.padding import MGF1, OAEP
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
-CIPHER_CBC = "AES-256-CBC"
-CIPHER_GCM = "AES-256-GCM"
-SUPPORTED_CIPHERS: tuple[str, ...] = (CIPHER_CBC, CIPHER_GCM)
-IV_BYTES: dict[str, int] = {CIPHER_CBC: 16, CIPHER_GCM: 12}
-AES_KEY_BYTES = 32
-AES_BLOCK_BYTES = 16
-GCM_TAG_BYTES = 16
+from dlpipe.domain.cipher_format import AES_BLOCK_BYTES, AES_KEY_BYTES, CIPHER_CBC, IV_BYTES
 
 
 def oaep_sha256() -> OAEP:
     """The RSA-OAEP padding of the key wrap: SHA-256 with MGF1-SHA256, no label."""
     return OAEP(mgf=MGF1(algorithm=hashes.SHA256()), algorithm=hashes.SHA256(), label=None)
-
-
-def ciphertext_size(cipher: str, plaintext_size: int) -> int:
-    """Exact ciphertext size for a plaintext of `plaintext_size` bytes (for Content-Length checks)."""
-    if cipher == CIPHER_CBC:
-        return (plaintext_size // AES_BLOCK_BYTES + 1) * AES_BLOCK_BYTES
-    if cipher == CIPHER_GCM:
-        return plaintext_size + GCM_TAG_BYTES
-    raise ValueError(f"unsupported cipher {cipher!r:.40}")
 
 
 def generate_rsa_keypair(bits: int = 2048) -> tuple[bytes, bytes]:

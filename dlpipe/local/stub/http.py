@@ -13,16 +13,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, cast
 from urllib.parse import parse_qs, urlsplit
 
+from dlpipe.domain.errors import InvalidIdentifierError
+from dlpipe.domain.model import validate_date
 from dlpipe.log import get_logger
-from records.errors import InvalidIdentifierError
-from records.model import validate_date
 
 HOST = "127.0.0.1"
 
 
 def _log() -> Any:
     # Bound per call: a logger bound at import would miss configure_logging (stream, level).
-    return get_logger(component="provider.stub")
+    return get_logger(component="dlpipe.local.stub.server")
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,9 @@ class _Handler(BaseHTTPRequestHandler):
         server = cast("_Server", self.server)
         reply = server.serve(self.path, self.headers.get("Authorization"))
         # Logged before answering: the caller (a test's capture, say) is still waiting.
-        _log().debug("provider.stub.request", path=self.path.split("?")[0], status=reply.status)
+        _log().debug(
+            "dlpipe.local.stub.server.request", path=self.path.split("?")[0], status=reply.status
+        )
         self.send_response(reply.status)
         self.send_header("Content-Type", "application/json")
         if reply.chunks is not None:
@@ -107,7 +109,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(b"0\r\n\r\n")
 
     def log_message(self, format: str, *args: Any) -> None:
-        """Silence http.server's stderr lines; `provider.stub.request` logs each call."""
+        """Silence http.server's stderr lines; `dlpipe.local.stub.server.request` logs each call."""
 
 
 class _Server(ThreadingHTTPServer):
@@ -119,7 +121,7 @@ class _Server(ThreadingHTTPServer):
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # A client that timed out has closed its socket: writing the late answer fails.
-        _log().debug("provider.stub.client_gone")
+        _log().debug("dlpipe.local.stub.server.client_gone")
 
 
 class StubHttpServer:

@@ -23,7 +23,7 @@ import hashlib
 import json
 from collections.abc import Iterator
 
-from provider.stub_faults import BROKEN_MALFORMED, Faults
+from dlpipe.local.stub.faults import BROKEN_MALFORMED, Faults
 
 SYNTHETIC_PREFIX = "synthetic_"
 _EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()

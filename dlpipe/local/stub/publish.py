@@ -15,17 +15,10 @@ from typing import TYPE_CHECKING
 
 from boto3.s3.transfer import TransferConfig
 
-from provider.crypto import (
-    CIPHER_CBC,
-    CIPHER_GCM,
-    SUPPORTED_CIPHERS,
-    ciphertext_size,
-    encrypt_chunks,
-    new_aes_key,
-    new_iv,
-)
-from provider.stub_faults import Faults, damage_ciphertext
-from records.model import validate_entity
+from dlpipe.domain.cipher_format import CIPHER_CBC, CIPHER_GCM, SUPPORTED_CIPHERS, ciphertext_size
+from dlpipe.domain.model import validate_entity
+from dlpipe.local.stub.crypto import encrypt_chunks, new_aes_key, new_iv
+from dlpipe.local.stub.faults import Faults, damage_ciphertext
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client

@@ -3,9 +3,9 @@
 Files are really encrypted (fresh AES-256 key per file, wrapped with the configured RSA key),
 stored in the emulator's S3 under `{key_prefix}{date}/{entity}.bin`, and handed out as
 SigV4 presigned URLs. A date is published on its first listing (or `publish`). Faults are
-switched with `Faults` (provider/stub_faults.py), at construction or while it runs.
+switched with `Faults` (dlpipe/local/stub/faults.py), at construction or while it runs.
 With `page_size` the listing is served in pages linked by `next` cursors; `synthetic_files`
-adds listing-only entries of objects that do not exist (provider/stub_listing.py), so a
+adds listing-only entries of objects that do not exist (dlpipe/local/stub/listing.py), so a
 100,000-file day can be listed without storing 100,000 files. Listings are streamed.
 """
 
@@ -19,27 +19,38 @@ from functools import cached_property
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from dlpipe.domain.model import make_file_id
 from dlpipe.local.provision import ensure_bucket
-from dlpipe.log import get_logger
-from provider.crypto import generate_rsa_keypair, load_public_key, new_aes_key, wrap_aes_key
-from provider.stub_faults import CallFault, Descriptor, Faults, draw_call_fault, falsify_descriptor
-from provider.stub_http import Reply, Route, StubHttpServer, bearer_matches, route
-from provider.stub_listing import (
+from dlpipe.local.stub.crypto import (
+    generate_rsa_keypair,
+    load_public_key,
+    new_aes_key,
+    wrap_aes_key,
+)
+from dlpipe.local.stub.faults import (
+    CallFault,
+    Descriptor,
+    Faults,
+    draw_call_fault,
+    falsify_descriptor,
+)
+from dlpipe.local.stub.http import Reply, Route, StubHttpServer, bearer_matches, route
+from dlpipe.local.stub.listing import (
     decode_cursor,
     encode_cursor,
     page_chunks,
     synthetic_descriptor,
     synthetic_entity,
 )
-from provider.stub_presign import BatchSigner, Presigner
-from provider.stub_publish import ExpectedFile, StubFileSpec
-from provider.stub_store import PublishedDays
-from records.model import make_file_id
+from dlpipe.local.stub.presign import BatchSigner, Presigner
+from dlpipe.local.stub.publish import ExpectedFile, StubFileSpec
+from dlpipe.local.stub.store import PublishedDays
+from dlpipe.log import get_logger
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.rsa import RSAPublicKey
 
-    from dlpipe.aws import AwsClients
+    from dlpipe.adapters.aws import AwsClients
 
 DEFAULT_BUCKET = "dlpipe-provider-stub"
 _ERROR_STATUSES = (500, 502, 503)
@@ -47,7 +58,7 @@ _ERROR_STATUSES = (500, 502, 503)
 
 def _log() -> Any:
     # Bound per call: a logger bound at import would miss configure_logging (stream, level).
-    return get_logger(component="provider.stub")
+    return get_logger(component="dlpipe.local.stub.server")
 
 
 class StubProvider:
@@ -94,7 +105,9 @@ class StubProvider:
         """Create the bucket, start serving on 127.0.0.1, and return the base URL."""
         ensure_bucket(self._clients, self._bucket)
         self._http = StubHttpServer(self._serve, port=self._port)
-        _log().info("provider.stub.started", base_url=self.base_url, files=len(self._entities))
+        _log().info(
+            "dlpipe.local.stub.server.started", base_url=self.base_url, files=len(self._entities)
+        )
         return self.base_url
 
     def stop(self) -> None:
@@ -102,7 +115,7 @@ class StubProvider:
         http, self._http = self._http, None
         if http is not None:
             http.close()
-            _log().info("provider.stub.stopped", requests=self.request_count)
+            _log().info("dlpipe.local.stub.server.stopped", requests=self.request_count)
 
     def __enter__(self) -> StubProvider:
         self.start()

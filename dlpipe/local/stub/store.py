@@ -8,10 +8,10 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
+from dlpipe.domain.model import validate_date
+from dlpipe.local.stub.faults import Faults
+from dlpipe.local.stub.publish import PublishedFile, StubFileSpec, publish_file
 from dlpipe.log import get_logger
-from provider.stub_faults import Faults
-from provider.stub_publish import PublishedFile, StubFileSpec, publish_file
-from records.model import validate_date
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -21,7 +21,7 @@ PUBLISH_WORKERS = 4  # parallel uploads; each buffers at most two 8 MiB parts
 
 def _log() -> Any:
     # Bound per call: a logger bound at import would miss configure_logging (stream, level).
-    return get_logger(component="provider.stub")
+    return get_logger(component="dlpipe.local.stub.server")
 
 
 class PublishedDays:
@@ -76,7 +76,7 @@ class PublishedDays:
         with ThreadPoolExecutor(PUBLISH_WORKERS, thread_name_prefix="stub-publish") as pool:
             published = {p.spec.entity: p for p in pool.map(one, self._specs)}
         _log().info(
-            "provider.stub.published",
+            "dlpipe.local.stub.server.published",
             date=date,
             files=len(published),
             plaintext_bytes=sum(spec.size for spec in self._specs),

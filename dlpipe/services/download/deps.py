@@ -12,15 +12,15 @@ from typing import TYPE_CHECKING, Protocol
 import requests
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 
-from downloader.transfer import TransferTuning
-from provider.url_policy import UrlPolicy
-from records.clock import Clock, SystemClock
-from records.jobs_table import JobsTable
+from dlpipe.adapters.jobs_table import JobsTable
+from dlpipe.adapters.url_policy import UrlPolicy
+from dlpipe.domain.clock import Clock, SystemClock
+from dlpipe.services.download.transfer import TransferTuning
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
-    from provider.contract import FileDescriptor
+    from dlpipe.domain.listing import FileDescriptor
 
 
 class UrlSigner(Protocol):

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from dlpipe.domain.messages import MalformedMessageError, decode_message
+from dlpipe.domain.routing import TimeBudget
 from dlpipe.log import get_logger
-from dlpipe.routing import TimeBudget
-from downloader.messages import MalformedMessageError, decode_message
-from downloader.service import DownloadService, Outcome
+from dlpipe.services.download.service import DownloadService, Outcome
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient

@@ -13,27 +13,27 @@ from botocore.exceptions import BotoCoreError, ClientError
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 from tenacity.wait import wait_random_exponential
 
-from dlpipe.log import get_logger
-from downloader.deps import ServiceDeps
-from downloader.destination import (
+from dlpipe.adapters.destination import (
     abort_stale_uploads,
     already_published,
     destination_key,
     verify_existing,
 )
-from downloader.errors import (
+from dlpipe.adapters.sink import MultipartSink, ObjectExists
+from dlpipe.adapters.source import check_url, url_host
+from dlpipe.domain.download_errors import (
     ProviderRejectedError,
     ProviderUnreachableError,
     TransientError,
     UrlRefusedError,
 )
-from downloader.lease import Heartbeat, LeaseLost
-from downloader.sink import MultipartSink, ObjectExists
-from downloader.source import check_url, url_host
-from downloader.transfer import Verified, transfer_once
-from provider.errors import ProviderError, ProviderUnavailableError
-from records.errors import LeaseLostError, StoreUnavailableError
-from records.model import FileJob
+from dlpipe.domain.errors import LeaseLostError, StoreUnavailableError
+from dlpipe.domain.model import FileJob, Verified
+from dlpipe.domain.provider_errors import ProviderError, ProviderUnavailableError
+from dlpipe.log import get_logger
+from dlpipe.services.download.deps import ServiceDeps
+from dlpipe.services.download.lease import Heartbeat, LeaseLost
+from dlpipe.services.download.transfer import transfer_once
 
 log = get_logger()
 

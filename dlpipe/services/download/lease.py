@@ -12,9 +12,9 @@ import threading
 from collections.abc import Callable
 from types import TracebackType
 
+from dlpipe.adapters.jobs_table import JobsTable
+from dlpipe.domain.errors import LeaseLostError, StoreUnavailableError
 from dlpipe.log import get_logger
-from records.errors import LeaseLostError, StoreUnavailableError
-from records.jobs_table import JobsTable
 
 log = get_logger()
 

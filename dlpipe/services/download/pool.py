@@ -10,9 +10,9 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
-from dlpipe.queue import JobQueue
-from downloader.service import DownloadService
-from downloader.worker import Worker, WorkerOptions
+from dlpipe.adapters.queue import JobQueue
+from dlpipe.services.download.service import DownloadService
+from dlpipe.services.download.worker import Worker, WorkerOptions
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient

@@ -15,17 +15,17 @@ from enum import StrEnum
 
 from structlog.contextvars import bound_contextvars
 
+from dlpipe.domain.download_errors import PermanentError, TooLargeForWorkerError, TransientError
+from dlpipe.domain.errors import ClaimRefusedError, LeaseLostError
+from dlpipe.domain.model import FileJob, JobStatus, Verified
+from dlpipe.domain.routing import Budget, TimeBudget, too_large_message
+from dlpipe.domain.rules import ClaimDecision, claim_decision
 from dlpipe.log import get_logger
-from dlpipe.routing import Budget, TimeBudget, too_large_message
-from downloader import testpoints
-from downloader.deps import ServiceDeps
-from downloader.errors import PermanentError, TooLargeForWorkerError, TransientError
-from downloader.filerun import FileRun
-from downloader.lease import LeaseLost, ShutdownRequested
-from downloader.transfer import MIB, Verified
-from records.errors import ClaimRefusedError, LeaseLostError
-from records.model import FileJob, JobStatus
-from records.rules import ClaimDecision, claim_decision
+from dlpipe.services.download import testpoints
+from dlpipe.services.download.deps import ServiceDeps
+from dlpipe.services.download.filerun import FileRun
+from dlpipe.services.download.lease import LeaseLost, ShutdownRequested
+from dlpipe.services.download.transfer import MIB
 
 log = get_logger()
 _MAX_VISIBILITY_S = 43_200  # SQS's limit
@@ -80,7 +80,7 @@ class DownloadService:
         budget: TimeBudget | None = None,
     ) -> ProcessResult:
         """Process one FileID; `on_heartbeat(seconds)` keeps the message hidden that long;
-        a file that cannot finish in `budget` is not started (see dlpipe.routing)."""
+        a file that cannot finish in `budget` is not started (see dlpipe.domain.routing)."""
         with bound_contextvars(file_id=file_id):
             testpoints.reach("received", file_id)
             job = self.deps.jobs.get(file_id)

@@ -12,12 +12,12 @@ from dataclasses import dataclass
 import requests
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 
-from downloader.crypto import PlaintextVerifier, open_decryptor
-from downloader.sink import MultipartSink
-from downloader.source import open_source
-from provider.url_policy import UrlPolicy
-from records.model import FileJob
-from records.rules import visibility_margin_seconds
+from dlpipe.adapters.crypto import PlaintextVerifier, open_decryptor
+from dlpipe.adapters.sink import MultipartSink
+from dlpipe.adapters.source import open_source
+from dlpipe.adapters.url_policy import UrlPolicy
+from dlpipe.domain.model import FileJob, Verified
+from dlpipe.domain.rules import visibility_margin_seconds
 
 MIB = 1024 * 1024
 MAX_PARTS = 10_000  # S3's limit on parts in one multipart upload
@@ -54,14 +54,6 @@ class TransferTuning:
         if self.visibility_margin_s is not None:
             return self.visibility_margin_s
         return visibility_margin_seconds(lease_seconds)
-
-
-@dataclass(frozen=True)
-class Verified:
-    """What the verified plaintext turned out to be."""
-
-    byte_count: int
-    sha256: str
 
 
 def transfer_once(

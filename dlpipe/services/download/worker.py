@@ -16,15 +16,15 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 from structlog.contextvars import bound_contextvars
 
+from dlpipe.domain.routing import TimeBudget
 from dlpipe.log import get_logger
-from dlpipe.routing import TimeBudget
-from downloader.dispatch import (
+from dlpipe.services.download.dispatch import (
     MessageVisibility,
     dispatch,
     hide_messages,
     receive_visibility_s,
 )
-from downloader.service import DownloadService
+from dlpipe.services.download.service import DownloadService
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient

@@ -7,11 +7,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from dlpipe.aws import AwsClients
+from dlpipe.adapters.aws import AwsClients
+from dlpipe.adapters.batches_table import BatchesTable
 from dlpipe.config import ConfigError, Settings
+from dlpipe.domain.model import Batch, BatchStatus
 from dlpipe.log import get_logger
-from records.batches_table import BatchesTable
-from records.model import Batch, BatchStatus
 
 MAX_BACKFILL_DAYS = 92
 
@@ -100,7 +100,7 @@ def backfill(
         if plan.start and starter is not None:
             plan = DayPlan(day, True, plan.reason, starter.start(day, rerun))
             get_logger(component="ops").info(
-                "ops.backfill.started", date=day, rerun=rerun, result=plan.result
+                "dlpipe.services.ops.backfill.started", date=day, rerun=rerun, result=plan.result
             )
         plans.append(plan)
         advance(day)

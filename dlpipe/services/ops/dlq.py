@@ -9,13 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
+from dlpipe.adapters.jobs_table import JobsTable
+from dlpipe.adapters.sqs_messages import QueuedMessage, delete, give_back, receive
+from dlpipe.domain.errors import RequeueRefusedError
+from dlpipe.domain.model import FileJob, JobStatus
 from dlpipe.log import get_logger
-from ops.context import OpsContext
-from ops.recovery import send_jobs
-from ops.sqs_messages import QueuedMessage, delete, give_back, receive
-from records.errors import RequeueRefusedError
-from records.jobs_table import JobsTable
-from records.model import FileJob, JobStatus
+from dlpipe.services.ops.context import OpsContext
+from dlpipe.services.ops.recovery import send_jobs
 
 PEEK_VISIBILITY_S = 30  # long enough to read the jobs, short if we crash before giving back
 REDRIVE_VISIBILITY_S = 300
@@ -138,7 +138,7 @@ def _log(entries: list[DlqEntry]) -> None:
     log = get_logger(component="ops")
     for entry in entries:
         log.info(
-            f"ops.dlq.{(entry.outcome or 'planned').replace('-', '_')}",
+            f"dlpipe.services.ops.dlq.{(entry.outcome or 'planned').replace('-', '_')}",
             message_id=entry.message.message_id,
             file_id=entry.file_id,
             reason=entry.reason,

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from dlpipe.queue import JobQueue
-from ops.context import OpsContext
-from ops.errors import NoBatchForDateError
-from records.batches_table import BatchesTable
-from records.jobs_table import JobsTable
-from records.model import Batch, BatchStatus, FileJob, JobStatus
+from dlpipe.adapters.batches_table import BatchesTable
+from dlpipe.adapters.jobs_table import JobsTable
+from dlpipe.adapters.queue import JobQueue
+from dlpipe.domain.model import Batch, BatchStatus, FileJob, JobStatus
+from dlpipe.services.ops.context import OpsContext
+from dlpipe.services.ops.errors import NoBatchForDateError
 
 STUCK_LIMIT = 100
 

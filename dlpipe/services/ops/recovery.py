@@ -6,14 +6,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from dlpipe.adapters.jobs_table import JobsTable
+from dlpipe.adapters.queue import SEND_BATCH_MAX, JobQueue, QueueSendError
+from dlpipe.domain.clock import iso_from_ms
+from dlpipe.domain.errors import RequeueRefusedError
+from dlpipe.domain.model import FileJob, JobStatus
 from dlpipe.log import get_logger
-from dlpipe.queue import SEND_BATCH_MAX, JobQueue, QueueSendError
-from ops.context import OpsContext
-from ops.queries import is_stuck, stuck_jobs
-from records.clock import iso_from_ms
-from records.errors import RequeueRefusedError
-from records.jobs_table import JobsTable
-from records.model import FileJob, JobStatus
+from dlpipe.services.ops.context import OpsContext
+from dlpipe.services.ops.queries import is_stuck, stuck_jobs
 
 
 class Outcome(StrEnum):

@@ -22,11 +22,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from dlpipe.adapters.batches_table import BatchesTable
+from dlpipe.adapters.jobs_table import JobsTable
+from dlpipe.domain.model import Batch, FileJob, JobStatus
+from dlpipe.domain.rules import BatchCounts
 from dlpipe.log import get_logger
-from records.batches_table import BatchesTable
-from records.jobs_table import JobsTable
-from records.model import Batch, FileJob, JobStatus
-from records.rules import BatchCounts
 
 log = get_logger(component="orchestrator")
 Sweep = Callable[[Iterable[FileJob]], set[str]]

@@ -22,7 +22,7 @@ pins the parts we rely on:
   attempt number as StepContext.attempt (1-based), restored from the checkpoint.
 
 Fan-out. fetch-and-queue runs as one step per chunk of the listing (`fetch-and-queue-files`,
-`fetch-and-queue-files-2`, ...; orchestrator/fanout.py says why and how big): each checkpoints
+`fetch-and-queue-files-2`, ...; dlpipe/services/orchestrator/fanout.py says why and how big): each checkpoints
 a few counts and its listing offset, so a replay re-runs only the first unfinished chunk, and
 every chunk step has the fetch's outage retry strategy below (the stream may break anywhere).
 
@@ -60,11 +60,11 @@ from aws_durable_execution_sdk_python.retries import (
     create_retry_strategy,
 )
 
+from dlpipe.domain.events import parse_event
+from dlpipe.domain.outage import OutageBackoff, exhausted_message
 from dlpipe.log import get_logger
-from orchestrator.events import parse_event
-from orchestrator.inline import PollingPlan, is_fetch_step, run_batch
-from orchestrator.outage import OutageBackoff, exhausted_message
-from orchestrator.ports import (
+from dlpipe.services.orchestrator.inline import PollingPlan, is_fetch_step, run_batch
+from dlpipe.services.orchestrator.ports import (
     BatchFlow,
     FetchFailed,
     FlowContractError,

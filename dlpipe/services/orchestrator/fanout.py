@@ -40,8 +40,8 @@ from contextvars import copy_context
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
-from orchestrator.jobs_from_listing import error_job
-from provider.contract import FileDescriptor, ListingResult, RejectedFile
+from dlpipe.domain.listing import FileDescriptor, ListingResult, RejectedFile
+from dlpipe.services.orchestrator.jobs_from_listing import error_job
 
 CHUNK_ENTRIES = 1000
 WRITE_WORKERS = 8
@@ -52,7 +52,7 @@ _Out = TypeVar("_Out")
 
 
 class FileLister(Protocol):
-    """What the flow needs of the provider (provider.client.ProviderClient fits).
+    """What the flow needs of the provider (dlpipe.adapters.provider_client.ProviderClient fits).
 
     A lister that also has `iter_listing(date)` is streamed; one with only `list_files`
     (wrappers in tests) is read whole, as before streaming.

@@ -17,13 +17,29 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from dlpipe import metrics
-from dlpipe.aws import AwsClients
+from dlpipe.adapters.aws import AwsClients
+from dlpipe.adapters.batches_table import BatchesTable
+from dlpipe.adapters.jobs_table import JobsTable
+from dlpipe.adapters.listing_stream import ListingLimits
+from dlpipe.adapters.provider_client import ProviderClient, token_from_settings
+from dlpipe.adapters.queue import SEND_BATCH_MAX, JobQueue, QueueSendError
 from dlpipe.config import DEFAULT_RESEND_AFTER_SECONDS, DEFAULT_SWEEP_REQUEUE, ConfigError, Settings
+from dlpipe.domain.clock import Clock, SystemClock, iso_from_ms
+from dlpipe.domain.errors import BatchTransitionRefusedError, JobExistsError, RequeueRefusedError
+from dlpipe.domain.listing import FileDescriptor, RejectedFile
+from dlpipe.domain.model import Batch, BatchStatus, FileJob, JobStatus, make_batch_id
+from dlpipe.domain.provider_errors import ProviderRefusedError, ProviderUnavailableError
+from dlpipe.domain.routing import Route
+from dlpipe.domain.rules import (
+    RecoveryBudgetError,
+    assert_recovery_fits,
+    batch_ttl_epoch_s,
+    decide_batch_outcome,
+    visibility_margin_seconds,
+)
 from dlpipe.log import get_logger
-from dlpipe.queue import SEND_BATCH_MAX, JobQueue, QueueSendError
-from dlpipe.routing import Route
-from orchestrator.completion import tally
-from orchestrator.fanout import (
+from dlpipe.services.orchestrator.completion import tally
+from dlpipe.services.orchestrator.fanout import (
     CHUNK_ENTRIES,
     Entry,
     FileLister,
@@ -32,25 +48,14 @@ from orchestrator.fanout import (
     open_listing,
     refusal,
 )
-from orchestrator.jobs_from_listing import error_job, job_from_descriptor
-from orchestrator.ports import CompletionCheck, FetchFailed, ProviderOutage, QueueResult
-from orchestrator.sweeper import PublishedCheck, Sweeper, published_check
-from provider.client import ProviderClient, token_from_settings
-from provider.contract import FileDescriptor, RejectedFile
-from provider.errors import ProviderRefusedError, ProviderUnavailableError
-from provider.listing_stream import ListingLimits
-from records.batches_table import BatchesTable
-from records.clock import Clock, SystemClock, iso_from_ms
-from records.errors import BatchTransitionRefusedError, JobExistsError, RequeueRefusedError
-from records.jobs_table import JobsTable
-from records.model import Batch, BatchStatus, FileJob, JobStatus, make_batch_id
-from records.rules import (
-    RecoveryBudgetError,
-    assert_recovery_fits,
-    batch_ttl_epoch_s,
-    decide_batch_outcome,
-    visibility_margin_seconds,
+from dlpipe.services.orchestrator.jobs_from_listing import error_job, job_from_descriptor
+from dlpipe.services.orchestrator.ports import (
+    CompletionCheck,
+    FetchFailed,
+    ProviderOutage,
+    QueueResult,
 )
+from dlpipe.services.orchestrator.sweeper import PublishedCheck, Sweeper, published_check
 
 log = get_logger(component="orchestrator")
 _ATTACHABLE = frozenset({BatchStatus.INITIATED, BatchStatus.QUEUED, BatchStatus.COMPLETED})
@@ -70,7 +75,7 @@ class BatchFlowService:
     resend_after_seconds: int = DEFAULT_RESEND_AFTER_SECONDS
     published: PublishedCheck | None = None  # the sweeper's HEAD of a destination key
     chunk_entries: int = CHUNK_ENTRIES  # listing entries per fetch-and-queue step
-    # This invocation's open listing stream, continued by the next chunk (orchestrator/fanout.py).
+    # This invocation's open listing stream, continued by the next chunk (dlpipe/services/orchestrator/fanout.py).
     _listing: ListingPosition | None = field(default=None, init=False, repr=False)
 
     # ---- create-batch -----------------------------------------------------------------
@@ -288,7 +293,7 @@ class BatchFlowService:
     def check_completion(
         self, batch_id: str, poll_number: int, is_last_poll: bool
     ) -> CompletionCheck:
-        """Count the batch's jobs through BatchIndex (orchestrator/completion.py: cost per
+        """Count the batch's jobs through BatchIndex (dlpipe/services/orchestrator/completion.py: cost per
         poll bounded by the pending jobs), record the counts, end the batch when due."""
         batch = self.batches.require(batch_id)
         if batch.is_terminal and not (batch.status is BatchStatus.TIMEOUT and batch.pending):

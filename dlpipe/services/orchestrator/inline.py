@@ -7,9 +7,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
-from orchestrator.events import PollingRequest, parse_event
-from orchestrator.outage import exhausted_message
-from orchestrator.ports import (
+from dlpipe.domain.events import PollingRequest, parse_event
+from dlpipe.domain.outage import exhausted_message
+from dlpipe.services.orchestrator.ports import (
     BatchFlow,
     BatchRunResult,
     CompletionCheck,
@@ -99,7 +99,7 @@ def _fetch_and_queue(
     steps: StepRunner, flow: Callable[[], BatchFlow], batch_id: str, date: str
 ) -> QueueResult:
     """One step per chunk until the listing ends; a replay returns finished chunks' checkpoints
-    and re-runs only the first unfinished one (orchestrator/fanout.py)."""
+    and re-runs only the first unfinished one (dlpipe/services/orchestrator/fanout.py)."""
     previous: QueueResult | None = None
     chunk = 1
     while True:

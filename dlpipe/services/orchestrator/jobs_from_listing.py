@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from provider.contract import FileDescriptor, RejectedFile
-from records.clock import iso_from_ms
-from records.errors import InvalidIdentifierError
-from records.model import FileJob, JobStatus, make_file_id
-from records.rules import job_ttl_epoch_s
+from dlpipe.domain.clock import iso_from_ms
+from dlpipe.domain.errors import InvalidIdentifierError
+from dlpipe.domain.listing import FileDescriptor, RejectedFile
+from dlpipe.domain.model import FileJob, JobStatus, make_file_id
+from dlpipe.domain.rules import job_ttl_epoch_s
 
 
 def job_from_descriptor(descriptor: FileDescriptor, batch_id: str, now_ms: int) -> FileJob:

@@ -20,16 +20,15 @@ from typing import TYPE_CHECKING
 from botocore.exceptions import BotoCoreError, ClientError
 
 from dlpipe import metrics
+from dlpipe.adapters.destination import already_published, destination_key
+from dlpipe.adapters.jobs_table import JobsTable
+from dlpipe.adapters.queue import JobQueue
+from dlpipe.domain.clock import Clock
+from dlpipe.domain.download_errors import InvalidJobError
+from dlpipe.domain.errors import LeaseLostError, RequeueRefusedError
+from dlpipe.domain.model import FileJob, Verified
+from dlpipe.domain.rules import SweepAction, sweep_action
 from dlpipe.log import get_logger
-from dlpipe.queue import JobQueue
-from downloader.destination import already_published, destination_key
-from downloader.errors import InvalidJobError
-from downloader.transfer import Verified
-from records.clock import Clock
-from records.errors import LeaseLostError, RequeueRefusedError
-from records.jobs_table import JobsTable
-from records.model import FileJob
-from records.rules import SweepAction, sweep_action
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client

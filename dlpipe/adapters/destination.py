@@ -7,12 +7,15 @@ from typing import TYPE_CHECKING
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from dlpipe.adapters.sink import SHA256_METADATA, s3_call
+from dlpipe.domain.download_errors import (
+    DestinationConflictError,
+    DestinationUnavailableError,
+    InvalidJobError,
+)
+from dlpipe.domain.errors import InvalidIdentifierError
+from dlpipe.domain.model import FileJob, Verified, make_file_id
 from dlpipe.log import get_logger
-from downloader.errors import DestinationConflictError, DestinationUnavailableError, InvalidJobError
-from downloader.sink import SHA256_METADATA, s3_call
-from downloader.transfer import Verified
-from records.errors import InvalidIdentifierError
-from records.model import FileJob, make_file_id
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
