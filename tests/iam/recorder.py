@@ -52,6 +52,7 @@ MODULE_ROLES: dict[str, str] = {
     "dlpipe.cli.ops": OPERATOR,
     "dlpipe.local": SETUP,
     "dlpipe.local.stub.server": SETUP,
+    "dlpipe.cli.provider_stub": SETUP,
     "bench": SETUP,
 }
 # Our own packages: the frames a thread passes on, and the `at` field (where a call was made).

@@ -19,7 +19,8 @@ REGION = "us-east-1"
         ("downloader.handler", recorder.DOWNLOADER_LAMBDA),
         ("dlpipe.services.download.worker", recorder.ECS_WORKER),
         ("dlpipe.cli.worker", recorder.ECS_WORKER),
-        ("dlpipe.adapters.sink", recorder.DOWNLOADERS),
+        ("dlpipe.services.download.filerun", recorder.DOWNLOADERS),
+        ("dlpipe.adapters.sink", None),
         ("dlpipe.services.orchestrator.flow", recorder.ORCHESTRATOR),
         ("dlpipe.cli.ops.jobs", recorder.OPERATOR),
         ("dlpipe.cli.provider_stub", recorder.SETUP),
@@ -34,7 +35,7 @@ REGION = "us-east-1"
 def test_each_module_stands_for_the_role_of_its_longest_listed_prefix(
     module: str, role: str | None
 ) -> None:
-    """downloader.handler is the Lambda, other downloader modules both roles, records nothing."""
+    """downloader.handler is the Lambda, the download service both roles, adapters nothing."""
     assert recorder.role_of_module(module) == role
 
 
