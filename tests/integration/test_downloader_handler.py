@@ -23,7 +23,7 @@ from dlpipe.domain.messages import JobMessage, encode_message
 from dlpipe.domain.model import JobStatus
 from dlpipe.local.provision import Provisioned
 from dlpipe.local.stub.publish import StubFileSpec
-from downloader import handler as lambda_handler
+from dlpipe.services.download import lambda_batch as lambda_handler
 from tests.integration.test_downloader_kit import (
     DAY,
     StubFactory,
