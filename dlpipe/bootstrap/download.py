@@ -70,6 +70,7 @@ def build_service(
     destination: Destination | None = None,
     source: Source | None = None,
     private_key: RSAPrivateKey | None = None,
+    provider: Callable[[], UrlSigner] | None = None,
     clock: Clock | None = None,
 ) -> DownloadService:
     """A DownloadService on the configured table, bucket, key and provider; each keyword
@@ -81,7 +82,7 @@ def build_service(
         destination=destination or S3Destination(clients.s3, bucket),
         source=source or HttpSource(),
         private_key=private_key or private_key_from_settings(settings, clients),
-        provider=provider_factory(settings, clients),
+        provider=provider or provider_factory(settings, clients),
         lease_seconds=settings.lease_seconds,
         url_policy=url_policy_from_settings(settings),
         tuning=tuning or TransferTuning(),

@@ -3,6 +3,7 @@ durable handler around it. Every dependency can be overridden (tests pass fakes)
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -60,22 +61,23 @@ def build_flow(
     from dlpipe.services.orchestrator.sweeper import published_check  # noqa: PLC0415
 
     check_recovery_fits(settings)
-    clients = clients or AwsClients(settings)
+    # Built only if some real dependency needs it: a flow on fakes touches no boto3 at all.
+    aws = functools.cache(lambda: clients or AwsClients(settings))
     clock = clock or SystemClock()
     if provider is None:
         provider = ProviderClient(
             settings.require("provider_base_url"),
-            token_from_settings(settings, clients),
+            token_from_settings(settings, aws()),
             listing_limits=ListingLimits.from_settings(settings),
         )
     bucket = settings.destination_bucket
     if published is None and bucket:
-        published = published_check(clients.s3, bucket)
+        published = published_check(aws().s3, bucket)
     return BatchFlowService(
-        jobs=jobs or JobsTable(clients.dynamodb, settings.jobs_table, clock),
-        batches=batches or BatchesTable(clients.dynamodb, settings.batches_table, clock),
+        jobs=jobs or JobsTable(aws().dynamodb, settings.jobs_table, clock),
+        batches=batches or BatchesTable(aws().dynamodb, settings.batches_table, clock),
         provider=provider,
-        queue=queue or JobQueue.from_settings(clients.sqs, settings),
+        queue=queue or JobQueue.from_settings(aws().sqs, settings),
         clock=clock,
         new_uuid=new_uuid or (lambda: str(uuid.uuid4())),
         sweep_requeue=settings.sweep_requeue,
