@@ -45,7 +45,8 @@ from dynamo_cost import (
 from dlpipe.adapters.aws import AwsClients
 from dlpipe.adapters.batches_table import BatchesTable
 from dlpipe.adapters.jobs_table import JobsTable
-from dlpipe.bootstrap import build_service
+from dlpipe.bootstrap.download import build_service
+from dlpipe.bootstrap.orchestrator import build_flow
 from dlpipe.domain.cipher_format import CIPHER_CBC, CIPHER_GCM
 from dlpipe.domain.model import JobStatus
 from dlpipe.local.durable_runner import run_durable_locally
@@ -55,7 +56,7 @@ from dlpipe.local.stub.server import StubProvider
 from dlpipe.services.download.service import DownloadService, ProcessResult
 from dlpipe.services.download.worker import Worker, WorkerOptions
 from dlpipe.services.orchestrator.durable import build_durable_handler
-from dlpipe.services.orchestrator.flow import BatchFlowService, build_flow
+from dlpipe.services.orchestrator.flow import BatchFlowService
 from dlpipe.services.orchestrator.ports import CompletionCheck, QueueResult
 
 FILE_BYTES = 1024

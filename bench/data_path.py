@@ -30,7 +30,7 @@ from common import MIB, RssSampler, machine, quiet_logs, verdict, write_json
 
 from dlpipe.adapters.jobs_table import JobsTable
 from dlpipe.adapters.provider_client import ProviderClient
-from dlpipe.bootstrap import build_service
+from dlpipe.bootstrap.download import build_service
 from dlpipe.domain.cipher_format import SUPPORTED_CIPHERS
 from dlpipe.domain.listing import FileDescriptor
 from dlpipe.domain.model import make_batch_id

@@ -255,7 +255,7 @@ def child(argv: list[str]) -> int:
     """A worker like `dlpipe worker`, with `--in-flight` parts instead of the default."""
     import signal  # noqa: PLC0415
 
-    from dlpipe.bootstrap import build_service  # noqa: PLC0415
+    from dlpipe.bootstrap.download import build_service  # noqa: PLC0415
     from dlpipe.log import configure_logging  # noqa: PLC0415
     from dlpipe.services.download.worker import Worker, WorkerOptions  # noqa: PLC0415
 

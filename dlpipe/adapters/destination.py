@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from dlpipe.adapters.sink import SHA256_METADATA, s3_call
+from dlpipe.adapters.sink import SHA256_METADATA, MultipartSink, s3_call
 from dlpipe.domain.download_errors import (
     DestinationConflictError,
     DestinationUnavailableError,
@@ -110,3 +111,36 @@ def abort_stale_uploads(s3: S3Client, bucket: str, key: str) -> int:
     if stale:
         log.info("upload.stale_aborted", count=len(stale))
     return len(stale)
+
+
+@dataclass(frozen=True)
+class S3Destination:
+    """The destination bucket as the download service uses it (its Destination port)."""
+
+    s3: S3Client
+    bucket: str
+
+    def open_upload(
+        self, key: str, *, part_bytes: int, max_in_flight: int, expected_sha256: str | None
+    ) -> MultipartSink:
+        """A multipart upload to `key`, published create-only."""
+        return MultipartSink(
+            self.s3,
+            self.bucket,
+            key,
+            part_bytes=part_bytes,
+            max_in_flight=max_in_flight,
+            expected_sha256=expected_sha256,
+        )
+
+    def already_published(self, key: str, job: FileJob) -> Verified | None:
+        """See `already_published`."""
+        return already_published(self.s3, self.bucket, key, job)
+
+    def verify_existing(self, key: str, ours: Verified) -> Verified:
+        """See `verify_existing`."""
+        return verify_existing(self.s3, self.bucket, key, ours)
+
+    def abort_stale_uploads(self, key: str) -> int:
+        """See `abort_stale_uploads`."""
+        return abort_stale_uploads(self.s3, self.bucket, key)

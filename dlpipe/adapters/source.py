@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import email.utils
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit
 
 import requests
@@ -114,3 +115,24 @@ def _chunks(response: requests.Response, host: str, chunk_bytes: int) -> Iterato
     except requests.RequestException as exc:
         # A body cut short (Content-Length not met) lands here too: the connection broke.
         raise SourceUnavailableError(f"{type(exc).__name__} reading from {host}") from None
+
+
+@dataclass(frozen=True)
+class HttpSource:
+    """Presigned URLs over HTTP (the download service's Source port): one session per open,
+    since requests does not promise that a Session is thread-safe."""
+
+    session: Callable[[], requests.Session] = requests.Session
+
+    @contextmanager
+    def open(
+        self, url: str, *, chunk_bytes: int, timeout_s: tuple[float, float], policy: UrlPolicy
+    ) -> Iterator[Iterator[bytes]]:
+        """The object at `url` as chunks (see `open_source`)."""
+        with (
+            self.session() as http,
+            open_source(
+                http, url, chunk_bytes=chunk_bytes, timeout_s=timeout_s, policy=policy
+            ) as chunks,
+        ):
+            yield chunks

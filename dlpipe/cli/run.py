@@ -14,6 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from dlpipe import metrics
+from dlpipe.bootstrap.orchestrator import build_flow
 from dlpipe.config import ENV_LARGE_FILE_THRESHOLD_BYTES, Settings
 from dlpipe.domain.events import parse_polling_date
 from dlpipe.local.day import DayOptions, DayReport, run_day
@@ -22,7 +23,6 @@ from dlpipe.local.stack import LocalStack, local_stack
 from dlpipe.local.stub.publish import default_day
 from dlpipe.log import configure_logging
 from dlpipe.services.orchestrator.durable import build_durable_handler
-from dlpipe.services.orchestrator.flow import build_flow
 
 err = Console(stderr=True)
 out = Console()

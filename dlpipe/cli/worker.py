@@ -8,10 +8,9 @@ from types import FrameType
 import click
 
 from dlpipe.adapters.aws import AwsClients
-from dlpipe.bootstrap import build_service
+from dlpipe.bootstrap.download import build_service, build_worker_pool
 from dlpipe.config import ConfigError, Settings
 from dlpipe.log import configure_logging
-from dlpipe.services.download.pool import worker_pool
 from dlpipe.services.download.worker import WorkerOptions
 
 
@@ -79,7 +78,7 @@ def worker_command(  # noqa: PLR0917 - click passes one argument per option
     options = WorkerOptions(
         concurrency, wait_seconds, max_messages, exit_when_idle, grace_seconds, time_budget_seconds
     )
-    worker = worker_pool(service, clients.sqs, settings, options)
+    worker = build_worker_pool(settings, clients, options, service=service)
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
         worker.request_stop(signal.Signals(signum).name)

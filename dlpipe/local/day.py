@@ -11,17 +11,18 @@ from typing import Any
 
 from dlpipe.adapters.batches_table import BatchesTable
 from dlpipe.adapters.jobs_table import JobsTable
-from dlpipe.bootstrap import build_service
+from dlpipe.bootstrap.download import build_worker_pool
+from dlpipe.bootstrap.ops import build_ops_context
+from dlpipe.bootstrap.orchestrator import build_flow
 from dlpipe.config import Settings
 from dlpipe.domain.model import FileJob, JobStatus
 from dlpipe.local.durable_runner import run_durable_locally
 from dlpipe.local.stack import LocalStack
 from dlpipe.local.stub.publish import StubFileSpec
 from dlpipe.local.stub.server import StubProvider
-from dlpipe.services.download.pool import WorkerPool, worker_pool
+from dlpipe.services.download.pool import WorkerPool
 from dlpipe.services.download.worker import WorkerOptions
 from dlpipe.services.orchestrator.durable import build_durable_handler
-from dlpipe.services.orchestrator.flow import build_flow
 
 _HASH_CHUNK = 1 << 20
 
@@ -71,11 +72,9 @@ def running_workers(
 ) -> Iterator[WorkerPool]:
     """`count` downloader threads on each of the stack's queues (main and large-file), as
     `dlpipe worker` runs them, stopped (by request) on exit."""
-    stop = threading.Event()
     settings = settings or stack.settings
-    service = build_service(settings, stack.clients, stop=stop)
     options = WorkerOptions(concurrency=count, wait_seconds=1, max_messages=1, grace_s=5.0)
-    worker = worker_pool(service, stack.clients.sqs, settings, options)
+    worker = build_worker_pool(settings, stack.clients, options, stop=threading.Event())
     thread = threading.Thread(target=worker.run, name="dlpipe-workers", daemon=True)
     thread.start()
     try:
@@ -106,12 +105,8 @@ def run_day(
             options.poll_interval_seconds,
             options.max_polls,
         )
-        watcher = _ProgressWatcher(
-            JobsTable(stack.clients.dynamodb, settings.jobs_table),
-            BatchesTable(stack.clients.dynamodb, settings.batches_table),
-            options.date,
-            on_progress,
-        )
+        tables = build_ops_context(settings, stack.clients)
+        watcher = _ProgressWatcher(tables.jobs(), tables.batches(), options.date, on_progress)
         budget_s = options.poll_interval_seconds * options.max_polls + 300.0
         with running_workers(stack, options.workers, settings), watcher.watching():
             result = run_durable_locally(
@@ -161,7 +156,7 @@ class _ProgressWatcher:
 
 
 def _report(stack: LocalStack, result: dict[str, Any], expected: dict[str, str]) -> DayReport:
-    jobs = JobsTable(stack.clients.dynamodb, stack.settings.jobs_table)
+    jobs = build_ops_context(stack.settings, stack.clients).jobs()
     found = jobs.batch_get(expected)
     reports = []
     for file_id in sorted(expected):

@@ -28,10 +28,10 @@ from dlpipe.domain.model import JobStatus, make_file_id
 from dlpipe.local.provision import Provisioned
 from dlpipe.local.stub.publish import StubFileSpec
 from dlpipe.local.stub.server import StubProvider
+from dlpipe.services.download import lambda_batch as lambda_handler
 from dlpipe.services.download.service import DownloadService
 from dlpipe.services.download.worker import Worker, WorkerOptions
 from dlpipe.services.orchestrator.flow import BatchFlowService
-from downloader import handler as lambda_handler
 from tests.e2e.test_worker_kit import WorkerProcess, worker_env
 from tests.integration.test_downloader_kit import StubFactory, make_service, wall_clock_jobs
 from tests.provider_support import fast_client

@@ -22,6 +22,7 @@ from aws_durable_execution_sdk_python_testing.executor import Executor
 from dlpipe.adapters.aws import AwsClients
 from dlpipe.adapters.batches_table import BatchesTable
 from dlpipe.adapters.jobs_table import JobsTable
+from dlpipe.bootstrap.orchestrator import build_flow
 from dlpipe.config import Settings
 from dlpipe.domain.cipher_format import CIPHER_CBC, CIPHER_GCM
 from dlpipe.domain.model import BatchStatus, JobStatus
@@ -33,7 +34,7 @@ from dlpipe.local.stub.faults import Faults
 from dlpipe.local.stub.publish import StubFileSpec
 from dlpipe.local.stub.server import StubProvider
 from dlpipe.services.orchestrator.durable import build_durable_handler
-from dlpipe.services.orchestrator.flow import BatchFlowService, build_flow
+from dlpipe.services.orchestrator.flow import BatchFlowService
 from dlpipe.services.orchestrator.inline import InlineSteps, PollingPlan, run_inline
 from tests.provider_support import TEST_PROVIDER_TOKEN, StubFactory
 from tests.support import unique_day

@@ -17,6 +17,10 @@ REGION = "us-east-1"
     ("module", "role"),
     [
         ("downloader.handler", recorder.DOWNLOADER_LAMBDA),
+        ("dlpipe.services.download.lambda_batch", recorder.DOWNLOADER_LAMBDA),
+        ("dlpipe.bootstrap.download", recorder.DOWNLOADERS),
+        ("dlpipe.bootstrap.orchestrator", recorder.ORCHESTRATOR),
+        ("dlpipe.bootstrap.ops", recorder.OPERATOR),
         ("dlpipe.services.download.worker", recorder.ECS_WORKER),
         ("dlpipe.cli.worker", recorder.ECS_WORKER),
         ("dlpipe.services.download.filerun", recorder.DOWNLOADERS),

@@ -23,7 +23,8 @@ from dlpipe.domain.messages import JobMessage, encode_message
 from dlpipe.domain.model import JobStatus
 from dlpipe.local.provision import Provisioned
 from dlpipe.local.stub.publish import StubFileSpec
-from downloader import handler as lambda_handler
+from dlpipe.services.download import lambda_batch as lambda_handler
+from downloader import handler as lambda_entry
 from tests.integration.test_downloader_kit import (
     DAY,
     StubFactory,
@@ -120,11 +121,11 @@ def test_the_handler_builds_itself_from_the_environment_on_first_call(
     monkeypatch.setenv(ENV_DEST_BUCKET, str(provisioned.destination_bucket))
     monkeypatch.setenv(ENV_PRIVATE_KEY_FILE, str(key_file))
     monkeypatch.delenv(ENV_QUEUE_URL, raising=False)
-    monkeypatch.setattr(lambda_handler, "_runtime", None)
+    monkeypatch.setattr(lambda_entry, "_runtime", None)
     stub = stub_factory([StubFileSpec(entity, 100, CIPHER_GCM)])
     (file_id,) = queue_files(stub, wall_clock_jobs(clients, provisioned))
-    assert lambda_handler.handler(sqs_event(clients, queue, [file_id]), None) == {
+    assert lambda_entry.handler(sqs_event(clients, queue, [file_id]), None) == {
         "batchItemFailures": []
     }
     assert wall_clock_jobs(clients, provisioned).require(file_id).status is JobStatus.COMPLETED
-    monkeypatch.setattr(lambda_handler, "_runtime", None)  # forget this test's wiring
+    monkeypatch.setattr(lambda_entry, "_runtime", None)  # forget this test's wiring

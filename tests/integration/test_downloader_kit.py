@@ -14,8 +14,10 @@ import requests
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 
 from dlpipe.adapters.aws import AwsClients
+from dlpipe.adapters.destination import S3Destination
 from dlpipe.adapters.jobs_table import JobsTable
 from dlpipe.adapters.sink import MIN_PART_BYTES
+from dlpipe.adapters.source import HttpSource
 from dlpipe.adapters.url_policy import UrlPolicy
 from dlpipe.config import Settings
 from dlpipe.domain.clock import SystemClock
@@ -73,8 +75,8 @@ def make_service(
     return DownloadService(
         ServiceDeps(
             jobs=jobs or wall_clock_jobs(clients, provisioned),
-            s3=s3 or clients.s3,
-            bucket=provisioned.destination_bucket,
+            destination=S3Destination(s3 or clients.s3, provisioned.destination_bucket),
+            source=HttpSource(),
             private_key=private_key,
             provider=provider,
             lease_seconds=lease_seconds,

@@ -7,7 +7,7 @@ import uuid
 import pytest
 
 from dlpipe.adapters.aws import AwsClients
-from dlpipe.bootstrap import provider_factory
+from dlpipe.bootstrap.download import provider_factory
 from dlpipe.config import Settings
 from dlpipe.domain.cipher_format import CIPHER_GCM
 from dlpipe.local.stub.publish import StubFileSpec

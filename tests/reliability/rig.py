@@ -29,9 +29,11 @@ from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 
 from dlpipe.adapters.aws import AwsClients
 from dlpipe.adapters.batches_table import BatchesTable
+from dlpipe.adapters.destination import S3Destination
 from dlpipe.adapters.jobs_table import JobsTable
 from dlpipe.adapters.provider_client import ProviderClient
 from dlpipe.adapters.queue import JobQueue
+from dlpipe.adapters.source import HttpSource
 from dlpipe.config import Settings
 from dlpipe.domain.clock import SystemClock
 from dlpipe.domain.messages import JobMessage
@@ -157,8 +159,8 @@ class Rig:
         return DownloadService(
             ServiceDeps(
                 jobs=self.jobs(clients),
-                s3=clients.s3,
-                bucket=self.bucket,
+                destination=S3Destination(clients.s3, self.bucket),
+                source=HttpSource(),
                 private_key=self.private_key,
                 provider=provider,
                 lease_seconds=lease_seconds,

@@ -65,7 +65,7 @@ def test_the_url_policy_settings_are_read_and_default_to_aws_strict() -> None:
 
 def test_the_downloader_policy_defaults_to_the_regions_s3_hosts_and_the_api_host() -> None:
     """No allowlist configured: the provider's S3 hosts for the region, its API host, https only."""
-    from dlpipe.bootstrap import url_policy_from_settings
+    from dlpipe.bootstrap.download import url_policy_from_settings
 
     settings = Settings.from_env(
         {"AWS_REGION": "eu-west-1", "DLPIPE_PROVIDER_URL": "https://api.provider.example/v1"}

@@ -13,9 +13,9 @@ from structlog.testing import capture_logs
 
 from dlpipe.domain.messages import JobMessage, encode_message
 from dlpipe.services.download.dispatch import MessageVisibility, dispatch
+from dlpipe.services.download.lambda_batch import Runtime, handle_event
 from dlpipe.services.download.service import Outcome, ProcessResult
 from dlpipe.services.download.transfer import TransferTuning
-from downloader.handler import Runtime, handle_event
 from tests.support import new_batch_id
 
 QUEUE_URL = "http://127.0.0.1:1/000000000000/q"

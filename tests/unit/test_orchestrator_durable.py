@@ -331,7 +331,7 @@ def test_lambda_handler_is_wired_from_the_environment(monkeypatch: pytest.Monkey
     flow = FakeFlow(final_after=99)
     monkeypatch.setenv("DLPIPE_MAX_POLLS", "2")
     monkeypatch.setenv("DLPIPE_DATE_OFFSET_DAYS", "0")
-    monkeypatch.setattr(handler_module, "_build_flow", lambda _settings: flow)
+    monkeypatch.setattr(handler_module, "build_flow", lambda _settings: flow)
     handler_module.durable_handler.cache_clear()
     try:
         result = run_durable_locally(
@@ -510,7 +510,7 @@ def test_lambda_handler_reads_the_outage_budget_from_the_environment(
     """DLPIPE_PROVIDER_OUTAGE_BUDGET_SECONDS=0 makes the deployed handler give up at once."""
     flow = FakeFlow(fetch_outages=5)
     monkeypatch.setenv("DLPIPE_PROVIDER_OUTAGE_BUDGET_SECONDS", "0")
-    monkeypatch.setattr(handler_module, "_build_flow", lambda _settings: flow)
+    monkeypatch.setattr(handler_module, "build_flow", lambda _settings: flow)
     handler_module.durable_handler.cache_clear()
     try:
         result = run_durable_locally(handler_module.handler, EVENT)

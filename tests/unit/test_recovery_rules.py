@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from dlpipe.bootstrap.orchestrator import build_flow
 from dlpipe.config import ConfigError, Settings
 from dlpipe.domain.model import JobStatus
 from dlpipe.domain.rules import (
@@ -15,7 +16,6 @@ from dlpipe.domain.rules import (
     sweep_action,
     visibility_margin_seconds,
 )
-from dlpipe.services.orchestrator.flow import build_flow
 from tests.support import BASE_MS, make_job
 
 LEASE_S, RESEND_S = 300, 1800

@@ -27,8 +27,8 @@ from dlpipe.domain.routing import (
     too_large_message,
 )
 from dlpipe.services.download.dispatch import MessageVisibility, dispatch
+from dlpipe.services.download.lambda_batch import DEADLINE_MARGIN_S, invocation_budget
 from dlpipe.services.download.service import Outcome, ProcessResult
-from downloader.handler import DEADLINE_MARGIN_S, invocation_budget
 from tests.support import make_job, new_batch_id
 
 MAIN = "http://127.0.0.1:1/000000000000/main"

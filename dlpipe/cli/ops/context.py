@@ -9,9 +9,8 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 import click
 
-from dlpipe.adapters.aws import AwsClients
+from dlpipe.bootstrap.ops import build_ops_context
 from dlpipe.config import Settings
-from dlpipe.domain.clock import SystemClock
 from dlpipe.log import configure_logging
 from dlpipe.services.ops.context import OpsContext
 
@@ -33,7 +32,7 @@ def context_from_env() -> OpsContext:
     """Settings from the environment, real clients, the wall clock; logs to stderr."""
     settings = Settings.from_env()
     configure_logging(settings.log_level, stream=_Stderr())
-    return OpsContext(settings=settings, clients=AwsClients(settings), clock=SystemClock())
+    return build_ops_context(settings)
 
 
 def get_context(ctx: click.Context) -> OpsContext:

@@ -13,13 +13,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 from tenacity.wait import wait_random_exponential
 
-from dlpipe.adapters.destination import (
-    abort_stale_uploads,
-    already_published,
-    destination_key,
-    verify_existing,
-)
-from dlpipe.adapters.sink import MultipartSink, ObjectExists
+from dlpipe.adapters.destination import destination_key
+from dlpipe.adapters.sink import ObjectExists
 from dlpipe.adapters.source import check_url, url_host
 from dlpipe.domain.download_errors import (
     ProviderRejectedError,
@@ -33,6 +28,7 @@ from dlpipe.domain.provider_errors import ProviderError, ProviderUnavailableErro
 from dlpipe.log import get_logger
 from dlpipe.services.download.deps import ServiceDeps
 from dlpipe.services.download.lease import Heartbeat, LeaseLost
+from dlpipe.services.download.ports import Upload
 from dlpipe.services.download.transfer import transfer_once
 
 log = get_logger()
@@ -77,8 +73,8 @@ class FileRun:
         """The destination key and the verified object there, published by us or before us."""
         key = destination_key(self._job)
         if self._reclaimed:
-            abort_stale_uploads(self._deps.s3, self._deps.bucket, key)
-        existing = already_published(self._deps.s3, self._deps.bucket, key, self._job)
+            self._deps.destination.abort_stale_uploads(key)
+        existing = self._deps.destination.already_published(key, self._job)
         if existing is not None:
             log.info("job.already_published", destination_key=key)
             return key, existing
@@ -104,9 +100,7 @@ class FileRun:
     def _attempt(self, key: str) -> Verified:
         self.heartbeat.checkpoint()
         deps, tuning = self._deps, self._deps.tuning
-        sink = MultipartSink(
-            deps.s3,
-            deps.bucket,
+        sink = deps.destination.open_upload(
             key,
             part_bytes=tuning.part_bytes_for(self._job.expected_size),
             max_in_flight=tuning.max_in_flight_parts,
@@ -114,17 +108,16 @@ class FileRun:
         )
         started = time.monotonic()
         try:
-            with deps.http_session() as http:
-                verified = transfer_once(
-                    self._job,
-                    self._url,
-                    private_key=deps.private_key,
-                    http=http,
-                    sink=sink,
-                    tuning=tuning,
-                    checkpoint=self.heartbeat.checkpoint,
-                    policy=deps.url_policy,
-                )
+            verified = transfer_once(
+                self._job,
+                self._url,
+                private_key=deps.private_key,
+                source=deps.source,
+                sink=sink,
+                tuning=tuning,
+                checkpoint=self.heartbeat.checkpoint,
+                policy=deps.url_policy,
+            )
             log.info("job.downloaded", byte_count=verified.byte_count, seconds=_since(started))
             # Cheap early exit for a worker that already lost its claim. It is only a check:
             # a pause after it defeats it, so the publish itself is create-only (sink.py).
@@ -135,7 +128,7 @@ class FileRun:
                 # Someone published first (a successor, or our own earlier attempt): finish
                 # only if theirs is exactly our file; completion stays conditional on the claim.
                 log.info("job.publish_refused", destination_key=key, reason="object_exists")
-                existing = verify_existing(deps.s3, deps.bucket, key, verified)
+                existing = deps.destination.verify_existing(key, verified)
                 log.info("job.already_published", destination_key=key)
                 return existing
             log.info("job.published", destination_key=key, parts=sink.part_count)
@@ -187,7 +180,7 @@ class FileRun:
         )
 
 
-def _abort(sink: MultipartSink) -> None:
+def _abort(sink: Upload) -> None:
     try:
         sink.abort()
     except (TransientError, ClientError, BotoCoreError) as exc:

@@ -12,9 +12,9 @@ import threading
 from collections.abc import Callable
 from types import TracebackType
 
-from dlpipe.adapters.jobs_table import JobsTable
 from dlpipe.domain.errors import LeaseLostError, StoreUnavailableError
 from dlpipe.log import get_logger
+from dlpipe.services.download.ports import JobLeases
 
 log = get_logger()
 
@@ -36,7 +36,7 @@ class Heartbeat:
 
     def __init__(
         self,
-        jobs: JobsTable,
+        jobs: JobLeases,
         file_id: str,
         owner: str,
         lease_seconds: int,

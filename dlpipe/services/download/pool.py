@@ -2,22 +2,14 @@
 
 The large-file queue is consumed only here: the downloader Lambda's event source is the
 main queue alone. Each queue gets its own `concurrency` threads, so a quiet large queue
-never delays the main one's long polls.
+never delays the main one's long polls. dlpipe.bootstrap.download.build_worker_pool wires it.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
 
-from dlpipe.adapters.queue import JobQueue
-from dlpipe.services.download.service import DownloadService
-from dlpipe.services.download.worker import Worker, WorkerOptions
-
-if TYPE_CHECKING:
-    from mypy_boto3_sqs import SQSClient
-
-    from dlpipe.config import Settings
+from dlpipe.services.download.worker import Worker
 
 
 class WorkerPool:
@@ -44,12 +36,3 @@ class WorkerPool:
             while thread.is_alive():
                 thread.join(timeout=0.5)
         return 0
-
-
-def worker_pool(
-    service: DownloadService, sqs: SQSClient, settings: Settings, options: WorkerOptions
-) -> WorkerPool:
-    """A Worker on the main queue, and one on the large-file queue if it is configured."""
-    router = JobQueue.from_settings(sqs, settings)
-    urls = [router.queue_url, *([router.large_queue_url] if router.large_queue_url else [])]
-    return WorkerPool([Worker(service, sqs, url, options, router.queue_url_for) for url in urls])

@@ -9,15 +9,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import requests
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 
 from dlpipe.adapters.crypto import PlaintextVerifier, open_decryptor
-from dlpipe.adapters.sink import MultipartSink
-from dlpipe.adapters.source import open_source
 from dlpipe.adapters.url_policy import UrlPolicy
 from dlpipe.domain.model import FileJob, Verified
 from dlpipe.domain.rules import visibility_margin_seconds
+from dlpipe.services.download.ports import Source, Upload
 
 MIB = 1024 * 1024
 MAX_PARTS = 10_000  # S3's limit on parts in one multipart upload
@@ -61,8 +59,8 @@ def transfer_once(
     url: str,
     *,
     private_key: RSAPrivateKey,
-    http: requests.Session,
-    sink: MultipartSink,
+    source: Source,
+    sink: Upload,
     tuning: TransferTuning,
     checkpoint: Callable[[], None],
     policy: UrlPolicy,
@@ -72,8 +70,8 @@ def transfer_once(
     decryptor = open_decryptor(private_key, job.cipher, job.encrypted_aes_key, job.encoded_aes_iv)
     verifier = PlaintextVerifier(job.expected_size, job.expected_sha256)
     timeout_s = (tuning.connect_timeout_s, tuning.read_timeout_s)
-    with open_source(
-        http, url, chunk_bytes=tuning.chunk_bytes, timeout_s=timeout_s, policy=policy
+    with source.open(
+        url, chunk_bytes=tuning.chunk_bytes, timeout_s=timeout_s, policy=policy
     ) as chunks:
         for chunk in chunks:
             checkpoint()

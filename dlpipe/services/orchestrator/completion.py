@@ -22,11 +22,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from dlpipe.adapters.batches_table import BatchesTable
-from dlpipe.adapters.jobs_table import JobsTable
 from dlpipe.domain.model import Batch, FileJob, JobStatus
 from dlpipe.domain.rules import BatchCounts
 from dlpipe.log import get_logger
+from dlpipe.services.orchestrator.ports import BatchStore, JobStore
 
 log = get_logger(component="orchestrator")
 Sweep = Callable[[Iterable[FileJob]], set[str]]
@@ -47,8 +46,8 @@ class Tally:
 
 
 def tally(
-    jobs: JobsTable,
-    batches: BatchesTable,
+    jobs: JobStore,
+    batches: BatchStore,
     batch: Batch,
     sweep: Sweep,
     *,
@@ -91,7 +90,7 @@ def tally(
     return result
 
 
-def _resolve_by_name(jobs: JobsTable, batch: Batch, pending: int, unreadable: set[str]) -> Tally:
+def _resolve_by_name(jobs: JobStore, batch: Batch, pending: int, unreadable: set[str]) -> Tally:
     """A small day at its end: every expected FileID accounted for by name.
 
     Files not in this batch's index partition are read by key (consistent): completed in an
@@ -124,7 +123,7 @@ def _resolve_by_name(jobs: JobsTable, batch: Batch, pending: int, unreadable: se
     return Tally(counts, len(failed), len(errors), done, failed | errors)
 
 
-def _carried(jobs: JobsTable, batches: BatchesTable, batch: Batch, counts: BatchCounts) -> int:
+def _carried(jobs: JobStore, batches: BatchStore, batch: Batch, counts: BatchCounts) -> int:
     """A large day's rerun: files completed under an earlier batch of the date stay there
     (they are not adopted), so they are counted from those batches' BatchIndex partitions."""
     gap = counts.expected - counts.accounted

@@ -11,32 +11,20 @@ backfill) never downloads a file twice, because jobs are keyed by FileID:
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from dlpipe import metrics
-from dlpipe.adapters.aws import AwsClients
-from dlpipe.adapters.batches_table import BatchesTable
-from dlpipe.adapters.jobs_table import JobsTable
-from dlpipe.adapters.listing_stream import ListingLimits
-from dlpipe.adapters.provider_client import ProviderClient, token_from_settings
-from dlpipe.adapters.queue import SEND_BATCH_MAX, JobQueue, QueueSendError
-from dlpipe.config import DEFAULT_RESEND_AFTER_SECONDS, DEFAULT_SWEEP_REQUEUE, ConfigError, Settings
-from dlpipe.domain.clock import Clock, SystemClock, iso_from_ms
+from dlpipe.adapters.queue import SEND_BATCH_MAX, QueueSendError
+from dlpipe.config import DEFAULT_RESEND_AFTER_SECONDS, DEFAULT_SWEEP_REQUEUE
+from dlpipe.domain.clock import Clock, iso_from_ms
 from dlpipe.domain.errors import BatchTransitionRefusedError, JobExistsError, RequeueRefusedError
 from dlpipe.domain.listing import FileDescriptor, RejectedFile
 from dlpipe.domain.model import Batch, BatchStatus, FileJob, JobStatus, make_batch_id
 from dlpipe.domain.provider_errors import ProviderRefusedError, ProviderUnavailableError
 from dlpipe.domain.routing import Route
-from dlpipe.domain.rules import (
-    RecoveryBudgetError,
-    assert_recovery_fits,
-    batch_ttl_epoch_s,
-    decide_batch_outcome,
-    visibility_margin_seconds,
-)
+from dlpipe.domain.rules import batch_ttl_epoch_s, decide_batch_outcome
 from dlpipe.log import get_logger
 from dlpipe.services.orchestrator.completion import tally
 from dlpipe.services.orchestrator.fanout import (
@@ -50,12 +38,15 @@ from dlpipe.services.orchestrator.fanout import (
 )
 from dlpipe.services.orchestrator.jobs_from_listing import error_job, job_from_descriptor
 from dlpipe.services.orchestrator.ports import (
+    BatchStore,
     CompletionCheck,
     FetchFailed,
+    JobSender,
+    JobStore,
     ProviderOutage,
     QueueResult,
 )
-from dlpipe.services.orchestrator.sweeper import PublishedCheck, Sweeper, published_check
+from dlpipe.services.orchestrator.sweeper import PublishedCheck, Sweeper
 
 log = get_logger(component="orchestrator")
 _ATTACHABLE = frozenset({BatchStatus.INITIATED, BatchStatus.QUEUED, BatchStatus.COMPLETED})
@@ -63,12 +54,13 @@ _ATTACHABLE = frozenset({BatchStatus.INITIATED, BatchStatus.QUEUED, BatchStatus.
 
 @dataclass
 class BatchFlowService:
-    """The batch use cases against DynamoDB, SQS and the provider."""
+    """The batch use cases against the job and batch stores, the queue and the provider
+    (wired by dlpipe.bootstrap.orchestrator)."""
 
-    jobs: JobsTable
-    batches: BatchesTable
+    jobs: JobStore
+    batches: BatchStore
     provider: FileLister
-    queue: JobQueue
+    queue: JobSender
     clock: Clock
     new_uuid: Callable[[], str]
     sweep_requeue: bool = DEFAULT_SWEEP_REQUEUE
@@ -426,37 +418,4 @@ def _check(batch: Batch, status: str | None, pending: int | None = None) -> Comp
         completed=batch.completed,
         failed=batch.unsuccessful,
         pending=max(batch.pending, pending or 0),
-    )
-
-
-def build_flow(settings: Settings, clients: AwsClients | None = None) -> BatchFlowService:
-    """Wire the flow to DynamoDB, SQS and the provider named by `settings`."""
-    try:
-        assert_recovery_fits(
-            settings.max_polls,
-            settings.poll_interval_seconds,
-            settings.lease_seconds,
-            visibility_margin_seconds(settings.lease_seconds),
-            settings.resend_after_seconds,
-        )
-    except RecoveryBudgetError as exc:
-        raise ConfigError(str(exc)) from exc
-    clients = clients or AwsClients(settings)
-    clock = SystemClock()
-    bucket = settings.destination_bucket
-    provider = ProviderClient(
-        settings.require("provider_base_url"),
-        token_from_settings(settings, clients),
-        listing_limits=ListingLimits.from_settings(settings),
-    )
-    return BatchFlowService(
-        jobs=JobsTable(clients.dynamodb, settings.jobs_table, clock),
-        batches=BatchesTable(clients.dynamodb, settings.batches_table, clock),
-        provider=provider,
-        queue=JobQueue.from_settings(clients.sqs, settings),
-        clock=clock,
-        new_uuid=lambda: str(uuid.uuid4()),
-        sweep_requeue=settings.sweep_requeue,
-        resend_after_seconds=settings.resend_after_seconds,
-        published=published_check(clients.s3, bucket) if bucket else None,
     )

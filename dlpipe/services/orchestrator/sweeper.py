@@ -21,14 +21,13 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from dlpipe import metrics
 from dlpipe.adapters.destination import already_published, destination_key
-from dlpipe.adapters.jobs_table import JobsTable
-from dlpipe.adapters.queue import JobQueue
 from dlpipe.domain.clock import Clock
 from dlpipe.domain.download_errors import InvalidJobError
 from dlpipe.domain.errors import LeaseLostError, RequeueRefusedError
 from dlpipe.domain.model import FileJob, Verified
 from dlpipe.domain.rules import SweepAction, sweep_action
 from dlpipe.log import get_logger
+from dlpipe.services.orchestrator.ports import JobSender, JobStore
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -55,8 +54,8 @@ def published_check(s3: S3Client, bucket: str) -> PublishedCheck:
 class Sweeper:
     """Takes back expired claims and re-sends idle jobs of one batch."""
 
-    jobs: JobsTable
-    queue: JobQueue
+    jobs: JobStore
+    queue: JobSender
     clock: Clock
     requeue: bool
     resend_after_seconds: int

@@ -1,0 +1,119 @@
+"""Wiring of the downloader: the download service on the jobs table, the destination bucket,
+the key and the provider; the Lambda's runtime and the long-poll worker around it. Every
+dependency can be overridden (tests pass fakes, benchmarks wrappers)."""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from dlpipe.adapters.aws import AwsClients
+from dlpipe.adapters.destination import S3Destination
+from dlpipe.adapters.jobs_table import JobsTable
+from dlpipe.adapters.keys import private_key_from_settings
+from dlpipe.adapters.queue import JobQueue
+from dlpipe.adapters.source import HttpSource
+from dlpipe.adapters.url_policy import UrlPolicy, default_allowed_hosts
+from dlpipe.config import Settings
+from dlpipe.domain.clock import Clock, SystemClock
+from dlpipe.log import configure_logging
+from dlpipe.services.download.deps import ServiceDeps
+from dlpipe.services.download.lambda_batch import Runtime
+from dlpipe.services.download.pool import WorkerPool
+from dlpipe.services.download.service import DownloadService
+from dlpipe.services.download.transfer import TransferTuning
+from dlpipe.services.download.worker import Worker, WorkerOptions
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
+
+    from dlpipe.services.download.ports import Destination, JobLeases, Source, UrlSigner
+
+
+def provider_factory(settings: Settings, clients: AwsClients) -> Callable[[], UrlSigner] | None:
+    """A lazily built provider client (its token is read on first use), or None if unset."""
+    base_url = settings.provider_base_url
+    if not base_url:
+        return None
+
+    @functools.cache
+    def build() -> UrlSigner:
+        # Imported on first use: most files never need a fresh URL.
+        from dlpipe.adapters.provider_client import ProviderClient, token_from_settings  # noqa: PLC0415
+
+        return ProviderClient(base_url, token_from_settings(settings, clients))
+
+    return build
+
+
+def url_policy_from_settings(settings: Settings) -> UrlPolicy:
+    """The configured allowlist, else the provider's S3 hosts for the region and its API host."""
+    hosts = settings.url_allowed_hosts or default_allowed_hosts(
+        settings.region, settings.provider_base_url
+    )
+    return UrlPolicy.from_patterns(
+        hosts,
+        allow_http=settings.allow_http_urls,
+        allow_private=settings.allow_private_url_hosts,
+    )
+
+
+def build_service(
+    settings: Settings,
+    clients: AwsClients | None = None,
+    *,
+    tuning: TransferTuning | None = None,
+    stop: threading.Event | None = None,
+    jobs: JobLeases | None = None,
+    destination: Destination | None = None,
+    source: Source | None = None,
+    private_key: RSAPrivateKey | None = None,
+    provider: Callable[[], UrlSigner] | None = None,
+    clock: Clock | None = None,
+) -> DownloadService:
+    """A DownloadService on the configured table, bucket, key and provider; each keyword
+    replaces one real dependency."""
+    clients = clients or AwsClients(settings)
+    bucket = settings.require("destination_bucket")
+    deps = ServiceDeps(
+        jobs=jobs or JobsTable(clients.dynamodb, settings.jobs_table),
+        destination=destination or S3Destination(clients.s3, bucket),
+        source=source or HttpSource(),
+        private_key=private_key or private_key_from_settings(settings, clients),
+        provider=provider or provider_factory(settings, clients),
+        lease_seconds=settings.lease_seconds,
+        url_policy=url_policy_from_settings(settings),
+        tuning=tuning or TransferTuning(),
+        stop=stop or threading.Event(),
+        clock=clock or SystemClock(),
+    )
+    return DownloadService(deps)
+
+
+def build_lambda_runtime(settings: Settings | None = None) -> Runtime:
+    """The downloader Lambda's runtime: logging, the service, SQS and the size router."""
+    settings = settings or Settings.from_env()
+    configure_logging(settings.log_level)
+    clients = AwsClients(settings)
+    router = JobQueue.from_settings(clients.sqs, settings) if settings.queue_url else None
+    return Runtime(build_service(settings, clients), clients.sqs, settings.queue_url, router=router)
+
+
+def build_worker_pool(
+    settings: Settings,
+    clients: AwsClients,
+    options: WorkerOptions,
+    *,
+    service: DownloadService | None = None,
+    stop: threading.Event | None = None,
+) -> WorkerPool:
+    """A Worker on the main queue, and one on the large-file queue if it is configured
+    (`dlpipe worker`, and the local day's downloaders)."""
+    service = service or build_service(settings, clients, stop=stop)
+    router = JobQueue.from_settings(clients.sqs, settings)
+    urls = [router.queue_url, *([router.large_queue_url] if router.large_queue_url else [])]
+    return WorkerPool(
+        [Worker(service, clients.sqs, url, options, router.queue_url_for) for url in urls]
+    )

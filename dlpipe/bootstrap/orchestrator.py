@@ -1,0 +1,100 @@
+"""Wiring of the orchestrator: the batch flow on DynamoDB, SQS, S3 and the provider, and the
+durable handler around it. Every dependency can be overridden (tests pass fakes)."""
+
+from __future__ import annotations
+
+import functools
+import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from dlpipe.adapters.aws import AwsClients
+from dlpipe.config import ConfigError, Settings
+from dlpipe.domain.clock import Clock, SystemClock
+from dlpipe.domain.outage import OutageBackoff
+from dlpipe.domain.rules import RecoveryBudgetError, assert_recovery_fits, visibility_margin_seconds
+from dlpipe.services.orchestrator.durable import build_durable_handler
+
+if TYPE_CHECKING:
+    # Only for annotations: the Lambda's init must not import the flow (or boto3's clients).
+    from dlpipe.services.orchestrator.fanout import FileLister
+    from dlpipe.services.orchestrator.flow import BatchFlowService
+    from dlpipe.services.orchestrator.ports import BatchFlow, BatchStore, JobSender, JobStore
+    from dlpipe.services.orchestrator.sweeper import PublishedCheck
+
+
+def check_recovery_fits(settings: Settings) -> None:
+    """ConfigError unless the polling window outlasts the recovery of a crashed worker's file."""
+    try:
+        assert_recovery_fits(
+            settings.max_polls,
+            settings.poll_interval_seconds,
+            settings.lease_seconds,
+            visibility_margin_seconds(settings.lease_seconds),
+            settings.resend_after_seconds,
+        )
+    except RecoveryBudgetError as exc:
+        raise ConfigError(str(exc)) from exc
+
+
+def build_flow(
+    settings: Settings,
+    clients: AwsClients | None = None,
+    *,
+    jobs: JobStore | None = None,
+    batches: BatchStore | None = None,
+    provider: FileLister | None = None,
+    queue: JobSender | None = None,
+    clock: Clock | None = None,
+    new_uuid: Callable[[], str] | None = None,
+    published: PublishedCheck | None = None,
+) -> BatchFlowService:
+    """The batch flow on the tables, queues, bucket and provider named by `settings`; each
+    keyword replaces one real dependency (a fake in tests, a wrapper in benchmarks)."""
+    # Imported here so that importing this module (the Lambda's init) builds and loads nothing.
+    from dlpipe.adapters.batches_table import BatchesTable  # noqa: PLC0415
+    from dlpipe.adapters.jobs_table import JobsTable  # noqa: PLC0415
+    from dlpipe.adapters.listing_stream import ListingLimits  # noqa: PLC0415
+    from dlpipe.adapters.provider_client import ProviderClient, token_from_settings  # noqa: PLC0415
+    from dlpipe.adapters.queue import JobQueue  # noqa: PLC0415
+    from dlpipe.services.orchestrator.flow import BatchFlowService  # noqa: PLC0415
+    from dlpipe.services.orchestrator.sweeper import published_check  # noqa: PLC0415
+
+    check_recovery_fits(settings)
+    # Built only if some real dependency needs it: a flow on fakes touches no boto3 at all.
+    aws = functools.cache(lambda: clients or AwsClients(settings))
+    clock = clock or SystemClock()
+    if provider is None:
+        provider = ProviderClient(
+            settings.require("provider_base_url"),
+            token_from_settings(settings, aws()),
+            listing_limits=ListingLimits.from_settings(settings),
+        )
+    bucket = settings.destination_bucket
+    if published is None and bucket:
+        published = published_check(aws().s3, bucket)
+    return BatchFlowService(
+        jobs=jobs or JobsTable(aws().dynamodb, settings.jobs_table, clock),
+        batches=batches or BatchesTable(aws().dynamodb, settings.batches_table, clock),
+        provider=provider,
+        queue=queue or JobQueue.from_settings(aws().sqs, settings),
+        clock=clock,
+        new_uuid=new_uuid or (lambda: str(uuid.uuid4())),
+        sweep_requeue=settings.sweep_requeue,
+        resend_after_seconds=settings.resend_after_seconds,
+        published=published,
+    )
+
+
+def build_orchestrator_handler(
+    settings: Settings, flow: Callable[[], BatchFlow] | None = None
+) -> Callable[[Any, Any], Any]:
+    """The orchestrator Lambda's durable handler for `settings`; `flow` builds the flow on first
+    use (default: the real one, built inside the first step, so init touches no AWS)."""
+    return build_durable_handler(
+        flow or (lambda: build_flow(settings)),
+        settings.poll_interval_seconds,
+        settings.max_polls,
+        date_offset_days=settings.date_offset_days,
+        outage=OutageBackoff(budget_seconds=settings.provider_outage_budget_seconds),
+    )

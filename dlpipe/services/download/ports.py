@@ -1,0 +1,119 @@
+"""What the download service needs of its adapters (ports): the real ones in dlpipe.adapters
+fit them structurally (bootstrap passes them, mypy checks), tests pass in-memory fakes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Protocol
+
+from dlpipe.domain.model import FileJob, JobStatus, Verified
+
+if TYPE_CHECKING:
+    from dlpipe.adapters.url_policy import UrlPolicy
+    from dlpipe.domain.listing import FileDescriptor
+
+
+class JobLeases(Protocol):
+    """The jobs table as a worker uses it. Every write is conditional: a claim only on an
+    available job or an expired lease (ClaimRefusedError), the others only by the claim's
+    owner (LeaseLostError), each error carrying the stored job."""
+
+    def get(self, file_id: str, *, consistent: bool = True) -> FileJob | None:
+        """The job, or None (absent or past its TTL)."""
+        ...
+
+    def claim(self, file_id: str, owner: str, lease_seconds: int) -> FileJob:
+        """available (or an expired claim) -> downloading, owned by `owner`."""
+        ...
+
+    def extend_lease(self, file_id: str, owner: str, lease_seconds: int) -> FileJob:
+        """Push the lease of a claim `owner` still holds further out."""
+        ...
+
+    def update_url(self, file_id: str, owner: str, url: str, url_expires_at: str | None) -> FileJob:
+        """Store a freshly signed URL for a claim `owner` holds."""
+        ...
+
+    def complete(
+        self, file_id: str, owner: str, *, byte_count: int, sha256: str, destination_key: str
+    ) -> FileJob:
+        """downloading -> completed with the verified object's facts."""
+        ...
+
+    def finish_unsuccessfully(
+        self, file_id: str, owner: str, status: JobStatus, error_message: str
+    ) -> FileJob:
+        """downloading -> failed or error, with the error message."""
+        ...
+
+    def release(self, file_id: str, owner: str) -> FileJob:
+        """downloading -> available: give the claim back."""
+        ...
+
+
+class UrlSigner(Protocol):
+    """The provider, as far as the downloader needs it: a freshly signed URL for one file."""
+
+    def get_file(self, entity: str, date: str) -> FileDescriptor:
+        """The file's descriptor with a fresh presigned URL."""
+        ...
+
+
+class Upload(Protocol):
+    """One object being written (dlpipe.adapters.sink.MultipartSink fits): nothing is visible
+    until `publish`, which is create-only (ObjectExists when someone published first)."""
+
+    @property
+    def published(self) -> bool:
+        """True once `publish` succeeded."""
+        ...
+
+    @property
+    def part_count(self) -> int:
+        """Parts written so far."""
+        ...
+
+    def write(self, data: bytes) -> None:
+        """Append plaintext."""
+        ...
+
+    def publish(self, sha256_hex: str) -> None:
+        """Make the object visible at its key, with its SHA-256; ObjectExists if taken."""
+        ...
+
+    def abort(self) -> None:
+        """Drop what was written."""
+        ...
+
+
+class Destination(Protocol):
+    """The destination bucket (dlpipe.adapters.destination.S3Destination fits)."""
+
+    def open_upload(
+        self, key: str, *, part_bytes: int, max_in_flight: int, expected_sha256: str | None
+    ) -> Upload:
+        """A new upload to `key`."""
+        ...
+
+    def already_published(self, key: str, job: FileJob) -> Verified | None:
+        """The object at `key` if it is this job's verified file, else None."""
+        ...
+
+    def verify_existing(self, key: str, ours: Verified) -> Verified:
+        """The object at `key` if it is exactly `ours`; a permanent error otherwise."""
+        ...
+
+    def abort_stale_uploads(self, key: str) -> int:
+        """Abort uploads to `key` a previous claim left behind; how many."""
+        ...
+
+
+class Source(Protocol):
+    """Where ciphertext comes from (dlpipe.adapters.source.HttpSource fits)."""
+
+    def open(
+        self, url: str, *, chunk_bytes: int, timeout_s: tuple[float, float], policy: UrlPolicy
+    ) -> AbstractContextManager[Iterator[bytes]]:
+        """The object at `url` as chunks; typed download errors on faults."""
+        ...

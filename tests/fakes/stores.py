@@ -1,0 +1,372 @@
+"""In-memory jobs and batches tables and queue, with the tables' conditional semantics.
+
+The conditions are those of dlpipe/adapters/jobs_table.py and batches_table.py, decided by
+the pure rules of dlpipe.domain.rules where one exists (claim_decision, lease_expiry_ms,
+batch_sources, check_*_transition): a fake that accepted every write would prove nothing.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from dlpipe.adapters.queue import QueueSendError
+from dlpipe.domain.clock import Clock, iso_from_ms
+from dlpipe.domain.errors import (
+    BatchExistsError,
+    BatchTransitionRefusedError,
+    ClaimRefusedError,
+    JobExistsError,
+    LeaseLostError,
+    NotFoundError,
+    RequeueRefusedError,
+)
+from dlpipe.domain.model import SETS_MAX_FILES, Batch, BatchStatus, FileJob, JobStatus
+from dlpipe.domain.routing import DEFAULT_LARGE_FILE_THRESHOLD_BYTES, Route, route_for
+from dlpipe.domain.rules import (
+    ClaimDecision,
+    batch_sources,
+    check_batch_transition,
+    check_job_transition,
+    claim_decision,
+    lease_expiry_ms,
+)
+
+_CLAIMABLE = (ClaimDecision.CLAIM, ClaimDecision.TAKE_OVER)
+
+
+@dataclass
+class FakeMeter:
+    """An in-memory store reads for free."""
+
+    read_capacity_units: float = 0.0
+
+
+class FakeJobsTable:
+    """JobStore (orchestrator) and JobLeases (downloader) over a dict, one lock for all."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self.items: dict[str, FileJob] = {}
+        self.meter = FakeMeter()
+        self._lock = threading.Lock()
+
+    # ---- reads ----------------------------------------------------------------------
+
+    def get(self, file_id: str, *, consistent: bool = True) -> FileJob | None:
+        return self.items.get(file_id)
+
+    def require(self, file_id: str) -> FileJob:
+        job = self.items.get(file_id)
+        if job is None:
+            raise NotFoundError(f"no job {file_id!r}")
+        return job
+
+    def query_by_batch(
+        self,
+        batch_id: str,
+        status: JobStatus | None = None,
+        *,
+        limit: int | None = None,
+        on_unreadable: Callable[..., None] | None = None,
+    ) -> Iterator[FileJob]:
+        found = [
+            j
+            for j in self.items.values()
+            if j.batch_id == batch_id and (status is None or j.status is status)
+        ]
+        yield from found[:limit]
+
+    def count_by_batch(self, batch_id: str, status: JobStatus) -> int:
+        return sum(1 for _ in self.query_by_batch(batch_id, status))
+
+    def batch_file_ids(self, batch_id: str) -> dict[str, JobStatus | None]:
+        return {j.file_id: j.status for j in self.query_by_batch(batch_id)}
+
+    def batch_get(
+        self,
+        file_ids: Iterable[str],
+        *,
+        consistent: bool = False,
+        on_unreadable: Callable[..., None] | None = None,
+    ) -> dict[str, FileJob]:
+        return {f: self.items[f] for f in set(file_ids) if f in self.items}
+
+    # ---- conditional writes ---------------------------------------------------------
+
+    def create(self, job: FileJob) -> FileJob:
+        with self._lock:
+            if job.file_id in self.items:
+                raise JobExistsError(
+                    f"job {job.file_id} exists already",
+                    condition="attribute_not_exists(FileID)",
+                    current=self.items[job.file_id],
+                )
+            self.items[job.file_id] = job
+            return job
+
+    def claim(self, file_id: str, owner: str, lease_seconds: int) -> FileJob:
+        with self._lock:
+            now_ms = self.clock.now_ms()
+            job = self.items.get(file_id)
+            if job is None or claim_decision(job, now_ms) not in _CLAIMABLE:
+                raise ClaimRefusedError(
+                    f"claim refused for {file_id}", condition="claim", current=job
+                )
+            return self._put(
+                job,
+                JobStatus.DOWNLOADING,
+                lease_owner=owner,
+                lease_expires_at_ms=lease_expiry_ms(now_ms, lease_seconds),
+                attempts=job.attempts + 1,
+            )
+
+    def extend_lease(self, file_id: str, owner: str, lease_seconds: int) -> FileJob:
+        with self._lock:
+            job = self._owned(file_id, owner, "extend lease")
+            expiry = lease_expiry_ms(self.clock.now_ms(), lease_seconds)
+            self.items[file_id] = replace(job, lease_expires_at_ms=expiry)
+            return self.items[file_id]
+
+    def update_url(self, file_id: str, owner: str, url: str, url_expires_at: str | None) -> FileJob:
+        with self._lock:
+            job = self._owned(file_id, owner, "update url")
+            expires = url_expires_at or job.url_expires_at
+            self.items[file_id] = replace(job, presigned_url=url, url_expires_at=expires)
+            return self.items[file_id]
+
+    def complete(
+        self, file_id: str, owner: str, *, byte_count: int, sha256: str, destination_key: str
+    ) -> FileJob:
+        with self._lock:
+            job = self._owned(file_id, owner, "complete")
+            return self._completed(job, byte_count, sha256, destination_key)
+
+    def finish_unsuccessfully(
+        self, file_id: str, owner: str, status: JobStatus, error_message: str
+    ) -> FileJob:
+        if status not in (JobStatus.FAILED, JobStatus.ERROR):
+            raise ValueError(f"finish_unsuccessfully takes failed or error, not {status}")
+        with self._lock:
+            job = self._owned(file_id, owner, str(status))
+            return self._put(
+                job,
+                status,
+                error_message=error_message[:1000],
+                lease_owner=None,
+                lease_expires_at_ms=None,
+            )
+
+    def release(self, file_id: str, owner: str) -> FileJob:
+        with self._lock:
+            job = self._owned(file_id, owner, "release")
+            return self._put(job, JobStatus.AVAILABLE, lease_owner=None, lease_expires_at_ms=None)
+
+    def requeue(self, file_id: str, *, force: bool = False) -> FileJob:
+        with self._lock:
+            job = self._requeuable(file_id, force=force, rule="requeue")
+            return self._back_to_available(job)
+
+    def adopt(self, file_id: str, batch_id: str) -> FileJob:
+        with self._lock:
+            job = self._requeuable(file_id, force=False, rule="adopt")
+            if job.batch_id == batch_id:
+                raise RequeueRefusedError("adopt refused", condition="adopt", current=job)
+            return self._back_to_available(replace(job, batch_id=batch_id))
+
+    def complete_abandoned(
+        self, file_id: str, owner: str, *, byte_count: int, sha256: str, destination_key: str
+    ) -> FileJob:
+        with self._lock:
+            job = self._owned(file_id, owner, "complete abandoned")
+            if job.lease_live(self.clock.now_ms()):
+                raise LeaseLostError(
+                    "lease still live", condition="complete abandoned", current=job
+                )
+            return self._completed(job, byte_count, sha256, destination_key)
+
+    # ---- helpers (callers hold the lock) --------------------------------------------
+
+    def _owned(self, file_id: str, owner: str, rule: str) -> FileJob:
+        job = self.items.get(file_id)
+        if job is None or job.status is not JobStatus.DOWNLOADING or job.lease_owner != owner:
+            raise LeaseLostError(f"{rule} refused for {file_id}", condition=rule, current=job)
+        return job
+
+    def _requeuable(self, file_id: str, *, force: bool, rule: str) -> FileJob:
+        # Nobody holds it and it is not done: never a completed job, a live claim only by force.
+        job = self.items.get(file_id)
+        held = job is not None and job.lease_live(self.clock.now_ms()) and not force
+        if job is None or job.status is JobStatus.COMPLETED or held:
+            raise RequeueRefusedError(f"{rule} refused for {file_id}", condition=rule, current=job)
+        return job
+
+    def _back_to_available(self, job: FileJob) -> FileJob:
+        if job.status is not JobStatus.AVAILABLE:
+            check_job_transition(job.status, JobStatus.AVAILABLE)
+        now_ms = self.clock.now_ms()
+        self.items[job.file_id] = replace(
+            job,
+            status=JobStatus.AVAILABLE,
+            status_updated_at_ms=now_ms,
+            lease_owner=None,
+            lease_expires_at_ms=None,
+            error_message=None,
+            completed_at=None,
+        )
+        return self.items[job.file_id]
+
+    def _completed(
+        self, job: FileJob, byte_count: int, sha256: str, destination_key: str
+    ) -> FileJob:
+        return self._put(
+            job,
+            JobStatus.COMPLETED,
+            completed_at=iso_from_ms(self.clock.now_ms()),
+            byte_count=byte_count,
+            sha256=sha256,
+            destination_key=destination_key,
+            lease_owner=None,
+            lease_expires_at_ms=None,
+            error_message=None,
+        )
+
+    def _put(self, job: FileJob, status: JobStatus, **changes: Any) -> FileJob:
+        check_job_transition(job.status, status)
+        updated = replace(job, status=status, status_updated_at_ms=self.clock.now_ms(), **changes)
+        self.items[job.file_id] = updated
+        return updated
+
+
+class FakeBatchesTable:
+    """BatchStore over a dict: creates once, moves only along the batch status machine."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self.items: dict[str, Batch] = {}
+
+    def create(self, batch: Batch) -> Batch:
+        if batch.batch_id in self.items:
+            raise BatchExistsError(
+                "batch exists",
+                condition="attribute_not_exists(BatchID)",
+                current=self.items[batch.batch_id],
+            )
+        self.items[batch.batch_id] = batch
+        return batch
+
+    def require(self, batch_id: str) -> Batch:
+        if batch_id not in self.items:
+            raise NotFoundError(f"no batch {batch_id!r}")
+        return self.items[batch_id]
+
+    def query_by_date(self, polling_date: str, status: BatchStatus | None = None) -> list[Batch]:
+        found = [
+            b
+            for b in self.items.values()
+            if b.polling_date == polling_date and (status is None or b.status is status)
+        ]
+        return sorted(found, key=lambda b: b.start_time)
+
+    def mark_queued(
+        self,
+        batch_id: str,
+        expected_files: Iterable[str],
+        *,
+        error_message: str | None = None,
+        expected_count: int | None = None,
+    ) -> Batch:
+        batch = self.require(batch_id)
+        # A replay of the last chunk finds it queued already: the same write again.
+        if batch.status is not BatchStatus.QUEUED:
+            self._refuse_unless(batch, BatchStatus.QUEUED, "mark queued")
+        files = frozenset(expected_files)
+        count = len(files) if expected_count is None else expected_count
+        small = count <= SETS_MAX_FILES and len(files) == count
+        return self._put(
+            batch,
+            status=BatchStatus.QUEUED,
+            expected_count=count,
+            queued_count=count,
+            error_message=error_message[:1000] if error_message else batch.error_message,
+            expected_files=files if small else frozenset(),
+            sets_truncated=not small,
+        )
+
+    def record_counts(
+        self,
+        batch_id: str,
+        *,
+        completed: int,
+        failed: int,
+        error: int,
+        completed_files: Iterable[str] | None = None,
+        failed_files: Iterable[str] | None = None,
+    ) -> Batch:
+        batch = self.require(batch_id)
+        changes: dict[str, Any] = {
+            "completed_count": completed,
+            "failed_count": failed,
+            "error_count": error,
+        }
+        for name, files in (("completed_files", completed_files), ("failed_files", failed_files)):
+            if files is not None:
+                chosen = frozenset(files)
+                changes[name] = chosen if len(chosen) <= SETS_MAX_FILES else frozenset()
+        return self._put(batch, **changes)
+
+    def finish(
+        self,
+        batch_id: str,
+        status: BatchStatus,
+        *,
+        timeout_at: str | None = None,
+        error_message: str | None = None,
+    ) -> Batch:
+        batch = self.require(batch_id)
+        self._refuse_unless(batch, status, f"finish {status}")
+        changes: dict[str, Any] = {"status": status}
+        if timeout_at:
+            changes["timeout_at"] = timeout_at
+        if error_message:
+            changes["error_message"] = error_message[:1000]
+        return self._put(batch, **changes)
+
+    def _refuse_unless(self, batch: Batch, new: BatchStatus, rule: str) -> None:
+        if batch.status not in batch_sources(new):
+            raise BatchTransitionRefusedError(f"{rule} refused", condition=rule, current=batch)
+        check_batch_transition(batch.status, new)
+
+    def _put(self, batch: Batch, **changes: Any) -> Batch:
+        updated = replace(batch, updated_at=iso_from_ms(self.clock.now_ms()), **changes)
+        self.items[batch.batch_id] = updated
+        return updated
+
+
+@dataclass
+class FakeQueue:
+    """JobSender: records what was sent; `unsendable` FileIDs fail (QueueSendError)."""
+
+    large_queue: bool = False
+    threshold_bytes: int = DEFAULT_LARGE_FILE_THRESHOLD_BYTES
+    visible: int = 0  # what depth() reports
+    unsendable: set[str] = field(default_factory=set)
+    sent: list[FileJob] = field(default_factory=list)
+
+    def route(self, size_bytes: int | None) -> Route:
+        return route_for(size_bytes, self.threshold_bytes, self.large_queue)
+
+    def send_jobs(self, jobs: Sequence[FileJob]) -> int:
+        failed = [j.file_id for j in jobs if j.file_id in self.unsendable]
+        self.sent.extend(j for j in jobs if j.file_id not in self.unsendable)
+        if failed:
+            raise QueueSendError(f"{len(failed)} message(s) not sent", failed)
+        return len(jobs)
+
+    def depth(self) -> int:
+        return self.visible
+
+    def sent_ids(self) -> list[str]:
+        return [j.file_id for j in self.sent]
