@@ -17,8 +17,9 @@ from dlpipe.domain.errors import (
     NotFoundError,
 )
 from dlpipe.domain.model import SETS_MAX_FILES, Batch, BatchStatus
-from dlpipe.domain.rules import batch_sources, ttl_expired
+from dlpipe.domain.rules import ttl_expired
 from dlpipe.domain.schema import POLLING_DATE_INDEX
+from dlpipe.domain.transitions import batch_sources
 from dlpipe.log import get_logger
 
 if TYPE_CHECKING:
@@ -76,6 +77,8 @@ class BatchesTable:
     def create(self, batch: Batch) -> Batch:
         """Write a new batch; BatchExistsError if the BatchID is taken."""
         # Race: a replayed create-batch step re-putting the same BatchID must not reset it.
+        # Rule: transitions.may_create (every condition here mirrors a rule of
+        # dlpipe/domain/transitions.py; tests/property/test_conditions.py checks each pair).
         try:
             dynamo.call(
                 self.table_name,
@@ -174,7 +177,7 @@ class BatchesTable:
         files = set(expected_files)
         count = len(files) if expected_count is None else expected_count
         # Race: a replay of fetch-and-queue after the batch already moved on (completed)
-        # must not drag it back to queued.
+        # must not drag it back to queued. Rule: may_mark_queued.
         condition = "#status IN (:initiated, :queued)"
         values: dict[str, Any] = {
             ":initiated": str(BatchStatus.INITIATED),
@@ -240,7 +243,7 @@ class BatchesTable:
         if removed:
             update += " REMOVE " + ", ".join(removed)
         # Race: none between writers (one poller per batch); the condition only refuses to
-        # create an item for a batch that was deleted meanwhile.
+        # create an item for a batch that was deleted meanwhile. Rule: may_record.
         return self._update(batch_id, update, "attribute_exists(#id)", values, "record counts")
 
     def record_outcomes(
@@ -259,6 +262,7 @@ class BatchesTable:
 
     def _set_update(self, batch_id: str, update: str, files: set[str]) -> Batch:
         values = {":files": files, ":now": self._now_iso()}
+        # Rule: may_record (an outcome is never recorded on a batch that is gone).
         return self._update(
             batch_id,
             f"SET #updated = :now {update}",
@@ -277,6 +281,7 @@ class BatchesTable:
     ) -> Batch:
         """Move the batch to a final status, if the status machine allows it from where it is."""
         # Race: two pollers (or a replay) deciding the end; only a legal transition lands.
+        # Rule: may_finish.
         sources = sorted(batch_sources(status))
         if not sources:
             raise ValueError(f"no batch status leads to {status}")

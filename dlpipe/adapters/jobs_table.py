@@ -32,11 +32,14 @@ if TYPE_CHECKING:
 log = get_logger(component="records")
 UnreadableHandler = Callable[[CorruptRecordError], None]
 _BATCH_GET_MAX = 100
+# A claim's lease ran out strictly before now, or it never had one (rule: lease_expired).
+_EXPIRED = "(attribute_not_exists(#lease) OR #lease < :now)"
+# Every ConditionExpression below mirrors one rule of dlpipe/domain/transitions.py, named
+# next to it; tests/property/test_conditions.py checks each pair on generated states.
 # Requeue and adopt: a job nobody holds and that is not done (failed, error, available, or a
 # claim whose lease ran out) goes back to available; `force` also takes a live claim.
-_REQUEUABLE = (
-    "#status IN (:failed, :error, :available) OR (#status = :downloading AND #lease < :now)"
-)
+# Rule: may_requeue (force: may_requeue(force=True)).
+_REQUEUABLE = f"#status IN (:failed, :error, :available) OR (#status = :downloading AND {_EXPIRED})"
 _FORCE_REQUEUABLE = "#status IN (:failed, :error, :available, :downloading)"
 _BACK_TO_AVAILABLE = (
     "#status = :available, #updated = :now REMOVE #owner, #lease, #error, #completed"
@@ -320,6 +323,7 @@ class JobsTable:
         """Write a new job; JobExistsError (with the stored job) if the FileID exists."""
         # Race: a replayed or concurrent poller writing the same day's file. The first
         # write wins; the loser learns what is stored without a second read.
+        # Rule: may_create.
         try:
             dynamo.call(
                 self.table_name,
@@ -346,9 +350,10 @@ class JobsTable:
         now_ms = self._clock.now_ms()
         # Race: two workers got the same message, or a stale one arrives after completion.
         # Only an available job, or one whose holder's lease ran out, can be claimed.
+        # Rule: may_claim.
         condition = (
             "attribute_exists(#id) AND (#status = :available"
-            " OR (#status = :downloading AND #lease < :now))"
+            f" OR (#status = :downloading AND {_EXPIRED}))"
         )
         update = (
             "SET #status = :downloading, #owner = :owner, #lease = :expiry, #updated = :now,"
@@ -374,6 +379,7 @@ class JobsTable:
 
     # Race for every owner-conditioned write: a worker whose lease expired and was taken
     # over must not overwrite the result of the worker that holds the claim now.
+    # Rule: holds_claim.
     _OWNED = "#status = :downloading AND #owner = :owner"
     # What completing a job sets; shared by the owner's completion and the sweeper's repair.
     _COMPLETE = (
@@ -487,6 +493,7 @@ class JobsTable:
         """
         # Race: the old batch's worker may still finish it, or a concurrent rerun may adopt
         # it first; only a job that nobody holds and that is not done moves.
+        # Rule: may_adopt.
         condition = f"#batch <> :batch AND ({_REQUEUABLE})"
         update = f"SET #batch = :batch, {_BACK_TO_AVAILABLE}"
         values = {":batch": batch_id, **self._requeue_values()}
@@ -509,7 +516,8 @@ class JobsTable:
         # Race: the owner may come back (frozen, not dead) and renew or complete, or another
         # worker may take the claim over meanwhile; only the same owner's claim, still
         # expired at write time, is completed here, so no live claim's result is overwritten.
-        condition = "#status = :downloading AND #owner = :owner AND #lease < :now"
+        # Rule: may_complete_abandoned.
+        condition = f"#status = :downloading AND #owner = :owner AND {_EXPIRED}"
         update = self._COMPLETE
         values = {
             ":downloading": str(JobStatus.DOWNLOADING),

@@ -6,7 +6,7 @@ them. A transient fault before a page's body (5xx, 429, connection error, timeou
 that page, not the listing; a connection that breaks mid-body is ProviderUnavailableError
 (the entries already yielded cannot be taken back, so the caller redoes the day).
 
-Retried: 5xx, 429 (Retry-After seconds honoured, capped at `max_wait_s`), connection errors
+Retried: 5xx, 429 (Retry-After, seconds or HTTP-date, honoured up to `max_wait_s`), connection errors
 and timeouts; then ProviderUnavailableError. Other 4xx are permanent and never retried.
 Logs carry the API path, date, status and timing; never the token or a file's URL.
 """
@@ -25,6 +25,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_aft
 from tenacity.wait import wait_random_exponential
 
 from dlpipe.adapters.listing_stream import ListingLimits, ListingParser, collect_listing
+from dlpipe.adapters.retry_after import retry_after_seconds
 from dlpipe.config import ENV_PROVIDER_TOKEN, ENV_PROVIDER_TOKEN_SECRET, ConfigError, Settings
 from dlpipe.domain.listing import (
     MAX_FILES_PER_LISTING,
@@ -295,20 +296,14 @@ def _check_status(response: requests.Response, path: str, not_found: str) -> Non
     if status == 404:
         raise ProviderNotFoundError(f"the provider has {not_found} (HTTP 404)")
     if status == 429:
-        raise _Retryable("HTTP 429", status, _retry_after_s(response.headers.get("Retry-After")))
+        raise _Retryable(
+            "HTTP 429", status, retry_after_seconds(response.headers.get("Retry-After"))
+        )
     if status >= 500:
         raise _Retryable(f"HTTP {status}", status)
     raise ProviderRequestError(
         f"the provider refused {path} with HTTP {status}", status_code=status
     )
-
-
-def _retry_after_s(header: str | None) -> float | None:
-    # Only the delay-seconds form; an HTTP-date falls back to our own backoff.
-    try:
-        return max(0.0, float(header)) if header is not None else None
-    except ValueError:
-        return None
 
 
 def token_from_settings(settings: Settings, clients: AwsClients) -> str:

@@ -8,8 +8,6 @@ requests' own redirect following is off, so no hop escapes the check.
 
 from __future__ import annotations
 
-import email.utils
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -17,6 +15,7 @@ from urllib.parse import urljoin, urlsplit
 
 import requests
 
+from dlpipe.adapters.retry_after import retry_after_seconds
 from dlpipe.adapters.url_policy import MAX_REDIRECTS, UrlPolicy, UrlRefused
 from dlpipe.domain.download_errors import (
     SourceNotFoundError,
@@ -35,19 +34,6 @@ _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 def url_host(url: str) -> str:
     """The host of a URL: the only part of a presigned URL that may be logged."""
     return urlsplit(url).hostname or "?"
-
-
-def retry_after_seconds(value: str | None, now_s: float | None = None) -> float | None:
-    """Retry-After as seconds, from delta-seconds or an HTTP date; None if absent or unreadable."""
-    if not value:
-        return None
-    if value.strip().isdigit():
-        return float(value.strip())
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - (time.time() if now_s is None else now_s))
 
 
 def _status_error(response: requests.Response, host: str) -> Exception:

@@ -13,10 +13,6 @@ class InvalidIdentifierError(RecordsError, ValueError):
     """A FileID, BatchID, entity or date is malformed; nothing was read or written."""
 
 
-class IllegalTransitionError(RecordsError):
-    """A status change that the status machine forbids."""
-
-
 class NotFoundError(RecordsError):
     """The item does not exist (or has passed its TTL)."""
 

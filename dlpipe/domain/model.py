@@ -127,14 +127,6 @@ class FileJob:
         """True once the job is completed, failed or error."""
         return self.status in TERMINAL_JOB_STATUSES
 
-    def lease_live(self, now_ms: int) -> bool:
-        """True while a `downloading` job's lease has not expired."""
-        return (
-            self.status is JobStatus.DOWNLOADING
-            and self.lease_expires_at_ms is not None
-            and self.lease_expires_at_ms > now_ms
-        )
-
 
 # The String Sets (ExpectedFiles, CompletedFiles, FailedFiles) are kept only for a day of at
 # most this many files: 3 sets x 1,000 FileIDs of ~30 bytes stay near 90 KB, far below

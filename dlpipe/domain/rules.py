@@ -1,4 +1,7 @@
-"""The pipeline's rules in plain Python: status machines, leases, TTLs and batch outcomes."""
+"""The pipeline's rules in plain Python: claims, sweeps, TTLs, batch outcomes, recovery bounds.
+
+The status machines and the guards of the conditional writes are in transitions.py.
+"""
 
 from __future__ import annotations
 
@@ -7,48 +10,9 @@ from collections.abc import Set
 from dataclasses import dataclass
 from enum import StrEnum
 
-from dlpipe.domain.errors import IllegalTransitionError
 from dlpipe.domain.model import BatchStatus, FileJob, JobStatus
 from dlpipe.domain.schema import BATCH_TTL_DAYS, JOB_TTL_DAYS
-
-_J = JobStatus
-JOB_TRANSITIONS: dict[JobStatus, frozenset[JobStatus]] = {
-    _J.AVAILABLE: frozenset({_J.DOWNLOADING}),
-    # downloading -> downloading is a takeover of an expired lease; -> available is a release
-    # (clean shutdown) or an operator's requeue of an expired claim.
-    _J.DOWNLOADING: frozenset({_J.DOWNLOADING, _J.COMPLETED, _J.FAILED, _J.ERROR, _J.AVAILABLE}),
-    _J.COMPLETED: frozenset(),
-    # An operator may requeue a failed or errored file once the cause is fixed.
-    _J.FAILED: frozenset({_J.AVAILABLE}),
-    _J.ERROR: frozenset({_J.AVAILABLE}),
-}
-
-_B = BatchStatus
-BATCH_TRANSITIONS: dict[BatchStatus, frozenset[BatchStatus]] = {
-    _B.INITIATED: frozenset({_B.QUEUED, _B.FAILED}),
-    _B.QUEUED: frozenset({_B.COMPLETED, _B.FAILED, _B.TIMEOUT}),
-    _B.COMPLETED: frozenset(),
-    _B.FAILED: frozenset(),
-    # A timed-out batch may still finish when its files are repaired and re-checked.
-    _B.TIMEOUT: frozenset({_B.COMPLETED, _B.FAILED}),
-}
-
-
-def check_job_transition(old: JobStatus, new: JobStatus) -> None:
-    """Raise IllegalTransitionError unless the job status machine allows old -> new."""
-    if new not in JOB_TRANSITIONS[old]:
-        raise IllegalTransitionError(f"job status {old} -> {new} is not allowed")
-
-
-def check_batch_transition(old: BatchStatus, new: BatchStatus) -> None:
-    """Raise IllegalTransitionError unless the batch status machine allows old -> new."""
-    if new not in BATCH_TRANSITIONS[old]:
-        raise IllegalTransitionError(f"batch status {old} -> {new} is not allowed")
-
-
-def batch_sources(new: BatchStatus) -> frozenset[BatchStatus]:
-    """Every batch status from which `new` may be reached."""
-    return frozenset(old for old, targets in BATCH_TRANSITIONS.items() if new in targets)
+from dlpipe.domain.transitions import lease_expired, may_claim
 
 
 class ClaimDecision(StrEnum):
@@ -64,9 +28,9 @@ def claim_decision(job: FileJob, now_ms: int) -> ClaimDecision:
     """Decide from a job's current record whether a worker may claim it now."""
     if job.is_terminal:
         return ClaimDecision.DONE
-    if job.status is JobStatus.AVAILABLE:
-        return ClaimDecision.CLAIM
-    return ClaimDecision.BUSY if job.lease_live(now_ms) else ClaimDecision.TAKE_OVER
+    if not may_claim(job, now_ms):
+        return ClaimDecision.BUSY
+    return ClaimDecision.CLAIM if job.status is JobStatus.AVAILABLE else ClaimDecision.TAKE_OVER
 
 
 def lease_expiry_ms(now_ms: int, lease_seconds: int) -> int:
@@ -187,7 +151,7 @@ class SweepAction(StrEnum):
 
 def sweep_action(job: FileJob, now_ms: int, resend_after_seconds: int) -> SweepAction | None:
     """The sweeper's decision for one pending job, or None to leave it alone."""
-    if job.status is JobStatus.DOWNLOADING and not job.lease_live(now_ms):
+    if lease_expired(job, now_ms):
         return SweepAction.TAKE_BACK
     idle_cut_ms = now_ms - resend_after_seconds * 1000
     if job.status is JobStatus.AVAILABLE and job.status_updated_at_ms < idle_cut_ms:

@@ -20,6 +20,7 @@ from dlpipe.adapters.queue import JobQueue
 from dlpipe.domain.cipher_format import CIPHER_GCM
 from dlpipe.domain.clock import SystemClock
 from dlpipe.domain.model import JobStatus
+from dlpipe.domain.transitions import lease_live
 from dlpipe.local.provision import Provisioned
 from dlpipe.local.stub.publish import StubFileSpec
 from dlpipe.services.orchestrator.flow import BatchFlowService
@@ -88,7 +89,7 @@ def test_killed_worker_is_found_by_jobs_stuck_requeued_and_the_batch_completes(
             finally:
                 doomed.stop()
             wait_until(
-                lambda: not jobs.require(file_id).lease_live(SystemClock().now_ms()),
+                lambda: not lease_live(jobs.require(file_id), SystemClock().now_ms()),
                 15,
                 "the lease to expire",
             )

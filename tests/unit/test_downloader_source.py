@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import requests
 
-from dlpipe.adapters.source import open_source, retry_after_seconds, url_host
+from dlpipe.adapters.source import open_source, url_host
 from dlpipe.adapters.url_policy import UrlPolicy
 from dlpipe.domain.download_errors import (
     DownloadError,
@@ -138,14 +138,6 @@ def test_a_refused_connection_is_transient_and_hides_the_url() -> None:
         read(f"http://127.0.0.1:{port}/x{SIGNED_QUERY}")
     assert "deadbeefcafe" not in str(raised.value)
     assert raised.value.__suppress_context__
-
-
-def test_retry_after_reads_seconds_and_http_dates() -> None:
-    """Delta-seconds and HTTP dates both become seconds; nonsense becomes None."""
-    assert retry_after_seconds("12") == 12.0
-    assert retry_after_seconds("Wed, 21 Oct 2015 07:28:10 GMT", now_s=1445412480.0) == 10.0
-    assert retry_after_seconds("soon") is None
-    assert retry_after_seconds(None) is None
 
 
 def test_url_host_is_the_only_loggable_part() -> None:

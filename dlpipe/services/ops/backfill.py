@@ -11,6 +11,7 @@ from dlpipe.adapters.aws import AwsClients
 from dlpipe.adapters.batches_table import BatchesTable
 from dlpipe.config import ConfigError, Settings
 from dlpipe.domain.model import Batch, BatchStatus
+from dlpipe.domain.transitions import batch_to_attach
 from dlpipe.log import get_logger
 
 MAX_BACKFILL_DAYS = 92
@@ -72,14 +73,13 @@ class DayPlan:
 
 def decide(polling_date: str, batches: Sequence[Batch], rerun: bool) -> DayPlan:
     """Start unless a batch is running or completed; `rerun` starts those days too."""
-    running = [b for b in batches if not b.is_terminal]
-    if running:
+    joined = batch_to_attach(batches, rerun=rerun)  # what the poller's run would attach to
+    if joined is not None and not joined.is_terminal:
         # The flow attaches to a running batch: a rerun only adds a poller (for an orphan).
-        return DayPlan(polling_date, rerun, f"running: {running[-1].batch_id}")
-    completed = [b for b in batches if b.status is BatchStatus.COMPLETED]
-    if completed and not rerun:
-        return DayPlan(polling_date, False, f"completed: {completed[-1].batch_id}")
-    if completed:
+        return DayPlan(polling_date, rerun, f"running: {joined.batch_id}")
+    if joined is not None:
+        return DayPlan(polling_date, False, f"completed: {joined.batch_id}")
+    if any(b.status is BatchStatus.COMPLETED for b in batches):
         return DayPlan(polling_date, True, "rerun of a completed day")
     last = f"last batch {batches[-1].status}" if batches else "no batch"
     return DayPlan(polling_date, True, last)

@@ -13,6 +13,7 @@ from dlpipe.adapters.jobs_table import JobsTable
 from dlpipe.adapters.sqs_messages import QueuedMessage, delete, give_back, receive
 from dlpipe.domain.errors import RequeueRefusedError
 from dlpipe.domain.model import FileJob, JobStatus
+from dlpipe.domain.transitions import lease_live
 from dlpipe.log import get_logger
 from dlpipe.services.ops.context import OpsContext
 from dlpipe.services.ops.recovery import send_jobs
@@ -56,7 +57,7 @@ def plan(message: QueuedMessage, job: FileJob | None, now_ms: int) -> tuple[Acti
         return Action.DELETE, "job completed"
     if job.status in (JobStatus.FAILED, JobStatus.ERROR):
         return Action.REQUEUE_AND_SEND, f"job {job.status}"
-    if job.lease_live(now_ms):
+    if lease_live(job, now_ms):
         # Its worker holds its own in-flight message; a copy would only bounce back here.
         return Action.LEAVE, f"held by worker {job.lease_owner}: redrive once it is done"
     return Action.SEND, f"job {job.status}"

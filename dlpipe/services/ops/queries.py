@@ -11,6 +11,7 @@ from dlpipe.adapters.batches_table import BatchesTable
 from dlpipe.adapters.jobs_table import JobsTable
 from dlpipe.adapters.queue import JobQueue
 from dlpipe.domain.model import Batch, BatchStatus, FileJob, JobStatus
+from dlpipe.domain.transitions import is_stuck
 from dlpipe.services.ops.context import OpsContext
 from dlpipe.services.ops.errors import NoBatchForDateError
 
@@ -44,13 +45,6 @@ class DayStatus:
     batches: list[BatchSummary]
     stuck: list[StuckJobs]
     dlq_depth: int | None
-
-
-def is_stuck(job: FileJob, now_ms: int) -> bool:
-    """A stale job nobody is working on: available, or downloading under an expired lease."""
-    return job.status is JobStatus.AVAILABLE or (
-        job.status is JobStatus.DOWNLOADING and not job.lease_live(now_ms)
-    )
 
 
 def stuck_jobs(

@@ -11,9 +11,10 @@ from dlpipe.adapters.queue import SEND_BATCH_MAX, JobQueue, QueueSendError
 from dlpipe.domain.clock import iso_from_ms
 from dlpipe.domain.errors import RequeueRefusedError
 from dlpipe.domain.model import FileJob, JobStatus
+from dlpipe.domain.transitions import is_stuck, lease_live, may_requeue
 from dlpipe.log import get_logger
 from dlpipe.services.ops.context import OpsContext
-from dlpipe.services.ops.queries import is_stuck, stuck_jobs
+from dlpipe.services.ops.queries import stuck_jobs
 
 
 class Outcome(StrEnum):
@@ -45,12 +46,12 @@ class RequeueResult:
 
 def refusal(job: FileJob, now_ms: int, force: bool) -> str | None:
     """Why a requeue of `job` is refused, or None if it may go back to available."""
-    if job.status is JobStatus.COMPLETED:
-        return "refused: completed"
-    if job.lease_live(now_ms) and not force:
+    if may_requeue(job, now_ms, force=force):
+        return None
+    if lease_live(job, now_ms):
         expiry = iso_from_ms(job.lease_expires_at_ms or 0)
         return f"refused: held by worker {job.lease_owner} until {expiry}"
-    return None
+    return f"refused: {job.status}"
 
 
 def _result(job: FileJob, outcome: Outcome, detail: str) -> RequeueResult:

@@ -25,6 +25,7 @@ from dlpipe.domain.model import Batch, BatchStatus, FileJob, JobStatus, make_bat
 from dlpipe.domain.provider_errors import ProviderRefusedError, ProviderUnavailableError
 from dlpipe.domain.routing import Route
 from dlpipe.domain.rules import batch_ttl_epoch_s, decide_batch_outcome
+from dlpipe.domain.transitions import batch_to_attach, may_adopt
 from dlpipe.log import get_logger
 from dlpipe.services.orchestrator.completion import tally
 from dlpipe.services.orchestrator.fanout import (
@@ -49,7 +50,6 @@ from dlpipe.services.orchestrator.ports import (
 from dlpipe.services.orchestrator.sweeper import PublishedCheck, Sweeper
 
 log = get_logger(component="orchestrator")
-_ATTACHABLE = frozenset({BatchStatus.INITIATED, BatchStatus.QUEUED, BatchStatus.COMPLETED})
 
 
 @dataclass
@@ -74,12 +74,8 @@ class BatchFlowService:
 
     def create_batch(self, polling_date: str, rerun: bool = False) -> str:
         """Create the day's batch (initiated), or attach to the one already running / done."""
-        existing = self.batches.query_by_date(polling_date)
-        attachable = [b for b in existing if b.status in _ATTACHABLE]
-        active = [b for b in attachable if not b.is_terminal]
-        chosen = active or ([] if rerun else attachable)
-        if chosen:
-            batch = chosen[-1]
+        batch = batch_to_attach(self.batches.query_by_date(polling_date), rerun=rerun)
+        if batch is not None:
             log.info(
                 "batch.attached",
                 batch_id=batch.batch_id,
@@ -253,11 +249,11 @@ class BatchFlowService:
         return True
 
     def _resend_existing(self, job: FileJob, current: FileJob | None) -> bool:
-        if current is None or current.status is JobStatus.COMPLETED:
-            return False
-        if current.batch_id == job.batch_id:
+        if current is not None and current.batch_id == job.batch_id:
             # Replay after a crash between the put and the send: send again (at-least-once).
             return current.status is JobStatus.AVAILABLE
+        if current is None or not may_adopt(current, job.batch_id, self.clock.now_ms()):
+            return False  # completed, or held under a live lease: the adoption would be refused
         try:
             self.jobs.adopt(job.file_id, job.batch_id)
         except RequeueRefusedError:

@@ -1,0 +1,160 @@
+"""The job and batch status machines, and the guard of every conditional write, in Python.
+
+Each `may_*` / `holds_*` function is the rule one ConditionExpression of the table modules
+(dlpipe/adapters/jobs_table.py, batches_table.py) mirrors; the property test in
+tests/property/ writes generated states to DynamoDB Local and checks that DynamoDB accepts
+exactly the states the rule accepts. The functions read only the attributes a condition
+reads, and take None for an item or attribute that is absent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from dlpipe.domain.model import Batch, BatchStatus, JobStatus
+
+_J = JobStatus
+# DESIGN.md's job machine (available -> downloading -> completed | failed | error) plus the
+# recovery edges its "known gaps" ask for.
+JOB_TRANSITIONS: dict[JobStatus, frozenset[JobStatus]] = {
+    # -> available: an operator's requeue or a rerun's adoption of a job nobody picked up.
+    _J.AVAILABLE: frozenset({_J.DOWNLOADING, _J.AVAILABLE}),
+    # -> downloading is a takeover of an expired lease; -> available is a release (clean
+    # shutdown) or the requeue of an expired claim.
+    _J.DOWNLOADING: frozenset({_J.DOWNLOADING, _J.COMPLETED, _J.FAILED, _J.ERROR, _J.AVAILABLE}),
+    _J.COMPLETED: frozenset(),
+    # An operator may requeue a failed or errored file once the cause is fixed.
+    _J.FAILED: frozenset({_J.AVAILABLE}),
+    _J.ERROR: frozenset({_J.AVAILABLE}),
+}
+
+_B = BatchStatus
+BATCH_TRANSITIONS: dict[BatchStatus, frozenset[BatchStatus]] = {
+    # -> failed: the provider stayed down before the listing was queued.
+    _B.INITIATED: frozenset({_B.QUEUED, _B.FAILED}),
+    _B.QUEUED: frozenset({_B.COMPLETED, _B.FAILED, _B.TIMEOUT}),
+    _B.COMPLETED: frozenset(),
+    _B.FAILED: frozenset(),
+    # A timed-out batch may still finish when its files are repaired and re-checked.
+    _B.TIMEOUT: frozenset({_B.COMPLETED, _B.FAILED}),
+}
+
+
+class JobState(Protocol):
+    """What the job rules read of a job item (a FileJob is one); None where it is absent."""
+
+    @property
+    def status(self) -> JobStatus | None: ...  # pragma: no cover - a protocol
+    @property
+    def batch_id(self) -> str | None: ...  # pragma: no cover
+    @property
+    def lease_owner(self) -> str | None: ...  # pragma: no cover
+    @property
+    def lease_expires_at_ms(self) -> int | None: ...  # pragma: no cover
+
+
+class BatchState(Protocol):
+    """What the batch rules read of a batch item (a Batch is one)."""
+
+    @property
+    def status(self) -> BatchStatus | None: ...  # pragma: no cover - a protocol
+
+
+def job_sources(new: JobStatus) -> frozenset[JobStatus]:
+    """Every job status from which `new` may be reached."""
+    return frozenset(old for old, targets in JOB_TRANSITIONS.items() if new in targets)
+
+
+def batch_sources(new: BatchStatus) -> frozenset[BatchStatus]:
+    """Every batch status from which `new` may be reached."""
+    return frozenset(old for old, targets in BATCH_TRANSITIONS.items() if new in targets)
+
+
+# ---- leases ---------------------------------------------------------------------------------
+
+
+def lease_expired(job: JobState, now_ms: int) -> bool:
+    """A `downloading` claim its holder can no longer count on: the lease ran out strictly
+    before `now_ms`, or the claim carries no expiry at all (nobody could ever take it over)."""
+    if job.status is not JobStatus.DOWNLOADING:
+        return False
+    return job.lease_expires_at_ms is None or job.lease_expires_at_ms < now_ms
+
+
+def lease_live(job: JobState, now_ms: int) -> bool:
+    """A `downloading` claim whose lease still runs at `now_ms` (its expiry instant included)."""
+    return job.status is JobStatus.DOWNLOADING and not lease_expired(job, now_ms)
+
+
+def is_stuck(job: JobState, now_ms: int) -> bool:
+    """A pending job nobody holds: available, or downloading under an expired lease."""
+    return job.status is JobStatus.AVAILABLE or lease_expired(job, now_ms)
+
+
+# ---- job writes (jobs_table.py) ------------------------------------------------------------
+
+
+def may_create(current: object | None) -> bool:
+    """A FileID or BatchID is written once: a put lands only where no item is."""
+    return current is None
+
+
+def may_claim(job: JobState | None, now_ms: int) -> bool:
+    """claim: an available job, or a takeover of a claim whose lease expired."""
+    if job is None or job.status not in job_sources(JobStatus.DOWNLOADING):
+        return False
+    return job.status is JobStatus.AVAILABLE or lease_expired(job, now_ms)
+
+
+def holds_claim(job: JobState | None, owner: str) -> bool:
+    """Renew, refresh the URL, complete, fail or release: only the current claim's owner,
+    so a worker whose claim was taken over cannot overwrite the new holder's result."""
+    return job is not None and job.status is JobStatus.DOWNLOADING and job.lease_owner == owner
+
+
+def may_complete_abandoned(job: JobState | None, owner: str, now_ms: int) -> bool:
+    """The sweeper completes `owner`'s published file only while that claim is still expired."""
+    return holds_claim(job, owner) and job is not None and lease_expired(job, now_ms)
+
+
+def may_requeue(job: JobState | None, now_ms: int, *, force: bool = False) -> bool:
+    """Back to available: any job not completed that nobody holds; `force` takes a live claim."""
+    if job is None or job.status not in job_sources(JobStatus.AVAILABLE):
+        return False
+    return force or job.status is not JobStatus.DOWNLOADING or lease_expired(job, now_ms)
+
+
+def may_adopt(job: JobState | None, batch_id: str, now_ms: int) -> bool:
+    """A rerun's batch takes over a requeuable job of another batch."""
+    return job is not None and job.batch_id != batch_id and may_requeue(job, now_ms)
+
+
+# ---- batch writes (batches_table.py) -------------------------------------------------------
+
+
+def may_mark_queued(batch: BatchState | None) -> bool:
+    """initiated -> queued, and queued again on a replay of the step; nothing finished."""
+    if batch is None or batch.status is None:
+        return False
+    return batch.status is BatchStatus.QUEUED or batch.status in batch_sources(BatchStatus.QUEUED)
+
+
+def may_finish(batch: BatchState | None, new: BatchStatus) -> bool:
+    """Only a transition the batch machine allows from where the batch is now lands."""
+    return batch is not None and batch.status in batch_sources(new)
+
+
+def may_record(batch: BatchState | None) -> bool:
+    """Counts and outcome sets are recorded on an existing batch only (never create one)."""
+    return batch is not None
+
+
+def batch_to_attach(batches: Sequence[Batch], *, rerun: bool) -> Batch | None:
+    """The batch a run for a date joins instead of starting one (oldest first in `batches`):
+    the latest still running, else, unless `rerun`, the latest completed."""
+    running = [b for b in batches if not b.is_terminal]
+    if running:
+        return running[-1]
+    completed = [b for b in batches if b.status is BatchStatus.COMPLETED]
+    return completed[-1] if completed and not rerun else None
