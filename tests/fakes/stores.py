@@ -1,8 +1,8 @@
 """In-memory jobs and batches tables and queue, with the tables' conditional semantics.
 
 The conditions are those of dlpipe/adapters/jobs_table.py and batches_table.py, decided by
-the pure rules of dlpipe.domain.rules where one exists (claim_decision, lease_expiry_ms,
-batch_sources, check_*_transition): a fake that accepted every write would prove nothing.
+the pure rules of dlpipe.domain.transitions (may_claim, holds_claim, may_requeue, ...: the
+rules the tables' ConditionExpressions are proven equal to): a fake that accepted every write would prove nothing.
 """
 
 from __future__ import annotations
@@ -25,16 +25,17 @@ from dlpipe.domain.errors import (
 )
 from dlpipe.domain.model import SETS_MAX_FILES, Batch, BatchStatus, FileJob, JobStatus
 from dlpipe.domain.routing import DEFAULT_LARGE_FILE_THRESHOLD_BYTES, Route, route_for
-from dlpipe.domain.rules import (
-    ClaimDecision,
-    batch_sources,
-    check_batch_transition,
-    check_job_transition,
-    claim_decision,
-    lease_expiry_ms,
+from dlpipe.domain.rules import lease_expiry_ms
+from dlpipe.domain.transitions import (
+    holds_claim,
+    may_adopt,
+    may_claim,
+    may_complete_abandoned,
+    may_create,
+    may_finish,
+    may_mark_queued,
+    may_requeue,
 )
-
-_CLAIMABLE = (ClaimDecision.CLAIM, ClaimDecision.TAKE_OVER)
 
 
 @dataclass
@@ -98,7 +99,7 @@ class FakeJobsTable:
 
     def create(self, job: FileJob) -> FileJob:
         with self._lock:
-            if job.file_id in self.items:
+            if not may_create(self.items.get(job.file_id)):
                 raise JobExistsError(
                     f"job {job.file_id} exists already",
                     condition="attribute_not_exists(FileID)",
@@ -111,7 +112,7 @@ class FakeJobsTable:
         with self._lock:
             now_ms = self.clock.now_ms()
             job = self.items.get(file_id)
-            if job is None or claim_decision(job, now_ms) not in _CLAIMABLE:
+            if job is None or not may_claim(job, now_ms):
                 raise ClaimRefusedError(
                     f"claim refused for {file_id}", condition="claim", current=job
                 )
@@ -171,8 +172,8 @@ class FakeJobsTable:
 
     def adopt(self, file_id: str, batch_id: str) -> FileJob:
         with self._lock:
-            job = self._requeuable(file_id, force=False, rule="adopt")
-            if job.batch_id == batch_id:
+            job = self.items.get(file_id)
+            if job is None or not may_adopt(job, batch_id, self.clock.now_ms()):
                 raise RequeueRefusedError("adopt refused", condition="adopt", current=job)
             return self._back_to_available(replace(job, batch_id=batch_id))
 
@@ -180,10 +181,10 @@ class FakeJobsTable:
         self, file_id: str, owner: str, *, byte_count: int, sha256: str, destination_key: str
     ) -> FileJob:
         with self._lock:
-            job = self._owned(file_id, owner, "complete abandoned")
-            if job.lease_live(self.clock.now_ms()):
+            job = self.items.get(file_id)
+            if job is None or not may_complete_abandoned(job, owner, self.clock.now_ms()):
                 raise LeaseLostError(
-                    "lease still live", condition="complete abandoned", current=job
+                    "complete abandoned refused", condition="complete abandoned", current=job
                 )
             return self._completed(job, byte_count, sha256, destination_key)
 
@@ -191,21 +192,17 @@ class FakeJobsTable:
 
     def _owned(self, file_id: str, owner: str, rule: str) -> FileJob:
         job = self.items.get(file_id)
-        if job is None or job.status is not JobStatus.DOWNLOADING or job.lease_owner != owner:
+        if job is None or not holds_claim(job, owner):
             raise LeaseLostError(f"{rule} refused for {file_id}", condition=rule, current=job)
         return job
 
     def _requeuable(self, file_id: str, *, force: bool, rule: str) -> FileJob:
-        # Nobody holds it and it is not done: never a completed job, a live claim only by force.
         job = self.items.get(file_id)
-        held = job is not None and job.lease_live(self.clock.now_ms()) and not force
-        if job is None or job.status is JobStatus.COMPLETED or held:
+        if job is None or not may_requeue(job, self.clock.now_ms(), force=force):
             raise RequeueRefusedError(f"{rule} refused for {file_id}", condition=rule, current=job)
         return job
 
     def _back_to_available(self, job: FileJob) -> FileJob:
-        if job.status is not JobStatus.AVAILABLE:
-            check_job_transition(job.status, JobStatus.AVAILABLE)
         now_ms = self.clock.now_ms()
         self.items[job.file_id] = replace(
             job,
@@ -234,7 +231,6 @@ class FakeJobsTable:
         )
 
     def _put(self, job: FileJob, status: JobStatus, **changes: Any) -> FileJob:
-        check_job_transition(job.status, status)
         updated = replace(job, status=status, status_updated_at_ms=self.clock.now_ms(), **changes)
         self.items[job.file_id] = updated
         return updated
@@ -248,7 +244,7 @@ class FakeBatchesTable:
         self.items: dict[str, Batch] = {}
 
     def create(self, batch: Batch) -> Batch:
-        if batch.batch_id in self.items:
+        if not may_create(self.items.get(batch.batch_id)):
             raise BatchExistsError(
                 "batch exists",
                 condition="attribute_not_exists(BatchID)",
@@ -280,8 +276,10 @@ class FakeBatchesTable:
     ) -> Batch:
         batch = self.require(batch_id)
         # A replay of the last chunk finds it queued already: the same write again.
-        if batch.status is not BatchStatus.QUEUED:
-            self._refuse_unless(batch, BatchStatus.QUEUED, "mark queued")
+        if not may_mark_queued(batch):
+            raise BatchTransitionRefusedError(
+                "mark queued refused", condition="mark queued", current=batch
+            )
         files = frozenset(expected_files)
         count = len(files) if expected_count is None else expected_count
         small = count <= SETS_MAX_FILES and len(files) == count
@@ -326,18 +324,16 @@ class FakeBatchesTable:
         error_message: str | None = None,
     ) -> Batch:
         batch = self.require(batch_id)
-        self._refuse_unless(batch, status, f"finish {status}")
+        if not may_finish(batch, status):
+            raise BatchTransitionRefusedError(
+                f"finish {status} refused", condition=f"finish {status}", current=batch
+            )
         changes: dict[str, Any] = {"status": status}
         if timeout_at:
             changes["timeout_at"] = timeout_at
         if error_message:
             changes["error_message"] = error_message[:1000]
         return self._put(batch, **changes)
-
-    def _refuse_unless(self, batch: Batch, new: BatchStatus, rule: str) -> None:
-        if batch.status not in batch_sources(new):
-            raise BatchTransitionRefusedError(f"{rule} refused", condition=rule, current=batch)
-        check_batch_transition(batch.status, new)
 
     def _put(self, batch: Batch, **changes: Any) -> Batch:
         updated = replace(batch, updated_at=iso_from_ms(self.clock.now_ms()), **changes)
