@@ -172,4 +172,4 @@ def test_an_idle_worker_exits_soon_after_its_idle_time_not_a_long_poll_later(
             assert worker.wait(40) == 0
         finally:
             worker.stop()
-    assert time.monotonic() - started < 8
+    assert time.monotonic() - started < 12  # was 20 s + idle: a whole long poll after idle
