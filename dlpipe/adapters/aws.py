@@ -24,14 +24,28 @@ _BOTO_CONFIG = Config(
     read_timeout=30,
     max_pool_connections=32,
 )
+# For a check before work starts: an unreachable endpoint is reported in seconds, not after
+# eight attempts with backoff (about a minute).
+PROBE_CONFIG = Config(
+    retries={"total_max_attempts": 2, "mode": "standard"},
+    connect_timeout=2,
+    read_timeout=5,
+)
 
 
 class AwsClients:
     """Lazily built boto3 clients sharing one session; safe to share between threads."""
 
-    def __init__(self, settings: Settings, session: boto3.Session | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        session: boto3.Session | None = None,
+        *,
+        config: Config | None = None,
+    ) -> None:
         self.settings = settings
         self._session = session or boto3.Session(region_name=settings.region)
+        self._config = config  # None: _BOTO_CONFIG, read when a client is built
         self._lock = threading.Lock()
 
     def _client(self, service: str) -> object:
@@ -40,7 +54,7 @@ class AwsClients:
             return self._session.client(
                 service,  # type: ignore[call-overload]
                 endpoint_url=self.settings.endpoint_for(service),
-                config=_BOTO_CONFIG,
+                config=self._config or _BOTO_CONFIG,
             )
 
     @cached_property

@@ -125,6 +125,12 @@ class ProviderClient:
         """
         return self._iter_listing(date, self._listing_limits)
 
+    def check_listing(self, date: str) -> None:
+        """Open the day's first listing page and close it unread: ProviderError unless the
+        provider answers 200 to our token (a check before a run, not a fetch)."""
+        validate_date(date)
+        self._open_listing_page(date, None, 1).close()
+
     def _iter_listing(
         self, date: str, limits: ListingLimits
     ) -> Iterator[FileDescriptor | RejectedFile]:

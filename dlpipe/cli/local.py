@@ -1,10 +1,11 @@
-"""`dlpipe local ...`: run and provision the embedded emulator."""
+"""`dlpipe local ...`: run and provision the embedded emulator (and a stub provider)."""
 
 from __future__ import annotations
 
-import contextlib
-import os
+import datetime as dt
+import shlex
 import signal
+import sys
 import threading
 
 import click
@@ -12,16 +13,13 @@ from rich.console import Console
 from rich.table import Table
 
 from dlpipe.adapters.aws import AwsClients
-from dlpipe.config import (
-    ENV_DEST_BUCKET,
-    ENV_DLQ_URL,
-    ENV_LARGE_QUEUE_URL,
-    ENV_QUEUE_URL,
-    Settings,
-)
+from dlpipe.config import ENV_PRIVATE_KEY_FILE, Settings
+from dlpipe.domain.errors import InvalidIdentifierError
+from dlpipe.domain.model import validate_date
 from dlpipe.local.dynamodb_local import DynamoDBLocalError
-from dlpipe.local.emulator import EmulatorError, LocalAws
+from dlpipe.local.emulator import EmulatorError
 from dlpipe.local.provision import Provisioned, provision
+from dlpipe.local.up import LocalUp, StubOptions, local_up
 
 console = Console(stderr=True)
 
@@ -49,23 +47,22 @@ def provisioned_table(clients: AwsClients, provisioned: Provisioned) -> Table:
     return table
 
 
-def provisioned_environment(emulator: LocalAws, provisioned: Provisioned) -> dict[str, str]:
-    """The variables a second shell sets to use the provisioned emulator."""
-    env = emulator.environment()
-    for key, value in (
-        (ENV_QUEUE_URL, provisioned.queue_url),
-        (ENV_DLQ_URL, provisioned.dlq_url),
-        (ENV_DEST_BUCKET, provisioned.destination_bucket),
-        (ENV_LARGE_QUEUE_URL, provisioned.large_queue_url),
-    ):
-        if value:
-            env[key] = value
-    return env
-
-
 @click.group("local")
 def local_group() -> None:
     """Run dlpipe's embedded AWS emulator (moto, no Docker) and provision it."""
+
+
+def _yesterday() -> str:
+    return (dt.datetime.now(dt.UTC).date() - dt.timedelta(days=1)).isoformat()
+
+
+def _date(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str:
+    if value is None:
+        return _yesterday()
+    try:
+        return validate_date(value)
+    except InvalidIdentifierError:
+        raise click.UsageError(f"--date {value} is not a calendar date (YYYY-MM-DD)") from None
 
 
 @local_group.command("up")
@@ -79,33 +76,73 @@ def local_group() -> None:
     show_default=True,
     help="DynamoDB Local's port; 0 picks a free port.",
 )
-def up(port: int, dynamodb_port: int) -> None:
-    """Start the local AWS (moto + DynamoDB Local) in the foreground, provision it, and print
-    the environment to use it."""
-    emulator = LocalAws(port=port, dynamodb_port=dynamodb_port)
+@click.option(
+    "--stub/--no-stub",
+    default=True,
+    show_default=True,
+    help="Also serve a stub provider (own key pair under .dlpipe/local-up/, own token).",
+)
+@click.option(
+    "--stub-port",
+    type=click.IntRange(0, 65535),
+    default=8900,
+    show_default=True,
+    help="The stub provider's port; 0 picks a free port.",
+)
+@click.option(
+    "--date",
+    "day",
+    default=None,
+    callback=_date,
+    help="The day the stub publishes at start (default: yesterday, UTC); others on request.",
+)
+@click.option(
+    "--files",
+    type=click.IntRange(0, 500),
+    default=20,
+    show_default=True,
+    help="Files per day the stub publishes.",
+)
+def up(  # noqa: PLR0917 - click passes one argument per option
+    port: int, dynamodb_port: int, stub: bool, stub_port: int, day: str, files: int
+) -> None:
+    """Start the local AWS (moto + DynamoDB Local) and a stub provider in the foreground,
+    provision it, and print the `export` lines another shell pastes to use it."""
+    options = StubOptions(date=day, files=files, port=stub_port) if stub else None
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
     try:
-        emulator.start()
+        with local_up(port, dynamodb_port, options) as running:
+            console.print(provisioned_table(running.clients, running.provisioned))
+            _print_exports(running, options)
+            while not stop.wait(0.5):
+                pass
+            console.print("stopping: the stub provider, moto and DynamoDB Local")
     except (EmulatorError, DynamoDBLocalError) as exc:
         raise click.ClickException(str(exc)) from exc
-    try:
-        endpoint = emulator.endpoint_url
-        os.environ.update(emulator.environment())
-        clients = AwsClients(Settings.from_env())
-        provisioned = provision(clients)
-        console.print(provisioned_table(clients, provisioned))
-        click.echo("# In another shell:")
-        for key, value in provisioned_environment(emulator, provisioned).items():
-            click.echo(f"export {key}={value}")
+
+
+def _print_exports(running: LocalUp, options: StubOptions | None) -> None:
+    """stdout: the export lines and nothing else but comments; stderr: what runs where."""
+    click.echo("# In another shell, paste these lines:")
+    for key, value in running.environment.items():
+        click.echo(f"export {key}={shlex.quote(value)}")
+    aws = running.emulator
+    console.print(
+        f"moto at {aws.endpoint_url} (pid {aws.moto.pid}), DynamoDB Local at "
+        f"{aws.dynamodb_endpoint_url} (pid {aws.dynamodb.pid})",
+        highlight=False,
+    )
+    if options is not None:
         console.print(
-            f"moto at {endpoint} (pid {emulator.moto.pid}), DynamoDB Local at "
-            f"{emulator.dynamodb_endpoint_url} (pid {emulator.dynamodb.pid}); Ctrl-C stops both"
+            f"stub provider at {running.stub_url}: {options.files} file(s) published for "
+            f"{options.date}; private key {running.environment[ENV_PRIVATE_KEY_FILE]} (0600)",
+            highlight=False,
         )
-        stop = threading.Event()
-        signal.signal(signal.SIGTERM, lambda *_: stop.set())
-        with contextlib.suppress(KeyboardInterrupt):
-            stop.wait()
-    finally:
-        emulator.stop()
+        click.echo(f"# then: dlpipe worker --exit-when-idle 30 &  dlpipe run --date {options.date}")
+    click.echo("# Ctrl-C here stops everything", nl=True)
+    sys.stdout.flush()
 
 
 @local_group.command("provision")

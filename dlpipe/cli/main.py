@@ -19,9 +19,11 @@ from dlpipe.cli.run import run_command
 from dlpipe.cli.worker import worker_command
 from dlpipe.config import ConfigError
 from dlpipe.domain.errors import RecordsError
+from dlpipe.local.durable_runner import LocalRunError
 from dlpipe.local.dynamodb_local import DynamoDBLocalError
 from dlpipe.local.emulator import EmulatorError
 from dlpipe.services.ops.errors import NoBatchForDateError
+from dlpipe.services.orchestrator.preflight import NotReadyError
 
 # Expected failures become one line and exit code 1, never a traceback.
 _EXPECTED: dict[type[Exception], str] = {
@@ -34,6 +36,8 @@ _EXPECTED: dict[type[Exception], str] = {
     DynamoDBLocalError: "{exc}",
     EmulatorError: "{exc}",
     NoBatchForDateError: "{exc}",
+    NotReadyError: "{exc}",
+    LocalRunError: "the run failed: {exc} (details in the log file)",
 }
 
 
@@ -58,6 +62,11 @@ def main() -> None:
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         sys.exit(130)
+    except click.UsageError as exc:
+        # One line, like every expected failure (click's own rendering adds a usage block).
+        command = exc.ctx.command_path if exc.ctx else "dlpipe"
+        click.echo(f"{command}: {exc.format_message()}; see `{command} --help`", err=True)
+        sys.exit(exc.exit_code)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)

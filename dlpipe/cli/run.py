@@ -1,31 +1,35 @@
-"""`dlpipe run`: one day's batch end to end. `--local` brings up the embedded stack first."""
+"""`dlpipe run`: one day's batch end to end. `--local` brings up the embedded stack first;
+without it the poller runs here against the configured endpoint and provider."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
-import os
+import logging
 from dataclasses import replace
 from pathlib import Path
+from typing import TextIO
 
 import click
+from click.core import ParameterSource
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from dlpipe import metrics
 from dlpipe.bootstrap.orchestrator import build_flow
-from dlpipe.config import ENV_LARGE_FILE_THRESHOLD_BYTES, Settings
+from dlpipe.cli.run_local import render_report, run_local
+from dlpipe.cli.run_progress import PollReporter, ReportingFlow
+from dlpipe.config import Settings
 from dlpipe.domain.events import parse_polling_date
-from dlpipe.local.day import DayOptions, DayReport, run_day
 from dlpipe.local.durable_runner import run_durable_locally
-from dlpipe.local.stack import LocalStack, local_stack
-from dlpipe.local.stub.publish import default_day
 from dlpipe.log import configure_logging
 from dlpipe.services.orchestrator.durable import build_durable_handler
+from dlpipe.services.orchestrator.preflight import check_ready
 
 err = Console(stderr=True)
 out = Console()
+
+LOCAL_POLL_INTERVAL_S = 2
+_LOCAL_ONLY = ("files", "workers")  # the stub's day and the in-process downloaders
 
 
 def _yesterday() -> str:
@@ -36,6 +40,25 @@ def _log_file(day: str) -> Path:
     folder = Path(".dlpipe") / "logs"
     folder.mkdir(parents=True, exist_ok=True)
     return folder / f"run-{day}-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}.jsonl"
+
+
+def _polling_date(day: str | None) -> str:
+    if day is None:
+        return _yesterday()
+    try:
+        return parse_polling_date(day)
+    except ValueError:
+        raise click.UsageError(f"--date {day} is not a calendar date (YYYY-MM-DD)") from None
+
+
+def _refuse_local_only_options(ctx: click.Context, local: bool) -> None:
+    if local:
+        return
+    for name in _LOCAL_ONLY:
+        if ctx.get_parameter_source(name) is not ParameterSource.DEFAULT:
+            raise click.UsageError(
+                f"--{name} applies to --local runs only (deployed downloaders do the files)"
+            )
 
 
 @click.command("run")
@@ -50,112 +73,76 @@ def _log_file(day: str) -> Path:
     type=click.IntRange(0, 500),
     default=20,
     show_default=True,
-    help="--local: files the stub publishes.",
+    help="--local only: files the stub publishes.",
 )
 @click.option(
     "--workers",
     type=click.IntRange(0, 64),
     default=4,
     show_default=True,
-    help="In-process downloader threads.",
+    help="--local only: in-process downloader threads.",
 )
 @click.option(
     "--poll-interval",
     type=click.IntRange(1, 3600),
-    default=2,
-    show_default=True,
-    help="--local: seconds between completion checks.",
+    default=None,
+    help=f"Seconds between completion checks [default: {LOCAL_POLL_INTERVAL_S} with --local,"
+    " else DLPIPE_POLL_INTERVAL_SECONDS].",
 )
-def run_command(local: bool, day: str | None, files: int, workers: int, poll_interval: int) -> None:
+@click.pass_context
+def run_command(  # noqa: PLR0917 - click passes one argument per option
+    ctx: click.Context,
+    local: bool,
+    day: str | None,
+    files: int,
+    workers: int,
+    poll_interval: int | None,
+) -> None:
     """Run one day's batch: create it, queue its files, download them, wait for the end."""
-    try:
-        polling_date = parse_polling_date(day) if day else _yesterday()
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--date") from exc
+    _refuse_local_only_options(ctx, local)
+    polling_date = _polling_date(day)
     log_path = _log_file(polling_date)
     with log_path.open("a") as log_stream:
-        configure_logging(stream=log_stream)
-        metrics.set_sink(lambda line: print(line, file=log_stream, flush=True))
-        err.print(f"logs and metrics: {log_path}")
+        _log_to(log_stream)
         if local:
-            report = _run_local(polling_date, files, max(workers, 1), poll_interval)
-            _render(report)
+            err.print(f"logs and metrics: {log_path}", highlight=False)
+            interval = poll_interval or LOCAL_POLL_INTERVAL_S
+            report = run_local(err, polling_date, files, max(workers, 1), interval)
+            render_report(out, report)
             code = 0 if report.ok else 1
         else:
-            code = _run_remote(polling_date)
+            code = _run_remote(polling_date, poll_interval, log_path)
     raise SystemExit(code)
 
 
-# The stub's files are small (0-20 MiB): a local run routes those above 8 MiB to the large-file
-# queue, so that `make run` exercises both queues; DLPIPE_LARGE_FILE_THRESHOLD_BYTES overrides.
-LOCAL_LARGE_FILE_THRESHOLD_BYTES = 8 * 1024 * 1024
+def _log_to(stream: TextIO) -> None:
+    """Logs, metrics and the durable SDK's own log records (tracebacks included) go to the
+    run's log file: the terminal gets progress and one line per failure."""
+    configure_logging(stream=stream)
+    metrics.set_sink(lambda line: print(line, file=stream, flush=True))
+    logging.basicConfig(stream=stream, level=logging.WARNING, force=True)
 
 
-def _with_local_threshold(stack: LocalStack) -> LocalStack:
-    if os.environ.get(ENV_LARGE_FILE_THRESHOLD_BYTES):
-        return stack
-    settings = replace(stack.settings, large_file_threshold_bytes=LOCAL_LARGE_FILE_THRESHOLD_BYTES)
-    return replace(stack, settings=settings)
-
-
-def _run_local(day: str, files: int, workers: int, poll_interval: int) -> DayReport:
-    options = DayOptions(date=day, workers=workers, poll_interval_seconds=poll_interval)
-    with local_stack() as started, _progress() as progress:
-        stack = _with_local_threshold(started)
-        aws = stack.emulator
-        err.print(
-            f"moto {aws.endpoint_url} (pid {aws.moto.pid}), DynamoDB Local "
-            f"{aws.dynamodb_endpoint_url} (pid {aws.dynamodb.pid}), day {day}"
-        )
-        task = progress.add_task("files", total=None)
-        report, _ = run_day(
-            stack,
-            default_day(files),
-            options,
-            on_progress=lambda done, total: progress.update(
-                task, completed=done, total=total or None
-            ),
-        )
-        progress.update(task, completed=len(report.files), total=len(report.files) or None)
-    return report
-
-
-def _run_remote(day: str) -> int:
-    """Run the poller here against the configured endpoint; deployed downloaders do the files."""
+def _run_remote(day: str, poll_interval: int | None, log_path: Path) -> int:
+    """Run the poller here against the configured endpoint; deployed downloaders do the files.
+    A run that cannot start says why in one line (check_ready) before anything else."""
     settings = Settings.from_env()
+    if poll_interval is not None:
+        settings = replace(settings, poll_interval_seconds=poll_interval)
+    check_ready(settings, day)
+    build_flow(settings)  # the settings' own checks (recovery bound), before any step
+    err.print(f"logs and metrics: {log_path}", highlight=False)
+    reporter = PollReporter(err, settings.poll_interval_seconds, settings.max_polls)
     handler = build_durable_handler(
-        lambda: build_flow(settings), settings.poll_interval_seconds, settings.max_polls
+        lambda: ReportingFlow(build_flow(settings), reporter),
+        settings.poll_interval_seconds,
+        settings.max_polls,
     )
     budget_s = settings.poll_interval_seconds * settings.max_polls + 600.0
-    result = run_durable_locally(handler, {"date": day}, skip_time=False, timeout_seconds=budget_s)
+    err.print(f"day {day}: starting the batch", highlight=False)
+    with reporter.live():
+        result = run_durable_locally(
+            handler, {"date": day}, skip_time=False, timeout_seconds=budget_s
+        )
     out.print_json(json.dumps(result))
     return 0 if result.get("status") == "completed" else 1
-
-
-def _progress() -> Progress:
-    return Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-    )
-
-
-def _render(report: DayReport) -> None:
-    table = Table(title=f"batch {report.batch_id}: {report.status}")
-    for column in ("FileID", "status", "bytes", "verified", "error"):
-        table.add_column(column)
-    for f in report.files:
-        table.add_row(
-            f.file_id,
-            f.status,
-            "" if f.byte_count is None else f"{f.byte_count:,}",
-            "yes" if f.verified else "NO",
-            f.error_message or "",
-        )
-    out.print(table)
-    verified = sum(1 for f in report.files if f.verified)
-    out.print(
-        f"batch status: {report.status}; {verified}/{len(report.files)} files verified by SHA-256"
-    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
@@ -15,7 +15,7 @@ from dlpipe.bootstrap.download import build_worker_pool
 from dlpipe.bootstrap.ops import build_ops_context
 from dlpipe.bootstrap.orchestrator import build_flow
 from dlpipe.config import Settings
-from dlpipe.domain.model import FileJob, JobStatus
+from dlpipe.domain.model import TERMINAL_JOB_STATUSES, FileJob, JobStatus
 from dlpipe.local.durable_runner import run_durable_locally
 from dlpipe.local.stack import LocalStack
 from dlpipe.local.stub.publish import StubFileSpec
@@ -88,7 +88,7 @@ def run_day(
     stack: LocalStack,
     files: list[StubFileSpec],
     options: DayOptions,
-    on_progress: Callable[[int, int], None] | None = None,
+    on_progress: Callable[[DayProgress], None] | None = None,
 ) -> tuple[DayReport, dict[str, Any]]:
     """Run the day's batch end to end; return the report and the poller's result."""
     with StubProvider(stack.clients, stack.public_key_pem, stack.provider_token, files) as stub:
@@ -116,15 +116,32 @@ def run_day(
     return _report(stack, result, expected), result
 
 
+@dataclass(frozen=True)
+class DayProgress:
+    """Where the day stands: files completed (published), files failed or in error, all files."""
+
+    completed: int
+    unsuccessful: int
+    total: int
+
+
+def day_progress(jobs: Iterable[FileJob]) -> DayProgress:
+    """Count the batch's jobs by outcome: a claimed or failed file is not progress."""
+    statuses = [job.status for job in jobs]
+    completed = statuses.count(JobStatus.COMPLETED)
+    ended = sum(1 for status in statuses if status in TERMINAL_JOB_STATUSES)
+    return DayProgress(completed, ended - completed, len(statuses))
+
+
 class _ProgressWatcher:
-    """Reports (finished, expected) from the BatchIndex while the poller runs."""
+    """Reports the day's progress from the BatchIndex while the poller runs."""
 
     def __init__(
         self,
         jobs: JobsTable,
         batches: BatchesTable,
         date: str,
-        on_progress: Callable[[int, int], None] | None,
+        on_progress: Callable[[DayProgress], None] | None,
     ) -> None:
         self._jobs, self._batches, self._date = jobs, batches, date
         self._on_progress = on_progress
@@ -145,9 +162,7 @@ class _ProgressWatcher:
     def _loop(self) -> None:
         assert self._on_progress is not None
         while not self._stop.wait(0.5):
-            jobs = list(self._batch_jobs())
-            done = sum(1 for j in jobs if j.is_terminal)
-            self._on_progress(done, len(jobs))
+            self._on_progress(day_progress(self._batch_jobs()))
 
     def _batch_jobs(self) -> Iterator[FileJob]:
         batches = self._batches.query_by_date(self._date)

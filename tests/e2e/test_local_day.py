@@ -105,11 +105,19 @@ def _run(
 
 
 def test_make_run_command_completes_a_day_and_verifies_every_file(tmp_path: Path) -> None:
-    """`dlpipe run --local` exits 0 and reports every file verified by SHA-256, no traceback."""
+    """`dlpipe run --local` exits 0 and reports every file verified by SHA-256, no traceback,
+    in a shell whose provider token, provider URL and AWS endpoint point elsewhere: it names
+    them as ignored and uses its own."""
     cli = Path(sys.executable).with_name("dlpipe")
+    nonsense = {
+        "DLPIPE_PROVIDER_TOKEN": "not-the-stubs-token",
+        "DLPIPE_PROVIDER_URL": "http://nonsense.invalid",
+        "AWS_ENDPOINT_URL": "nonsense",
+    }
     done = subprocess.run(
         [str(cli), "run", "--local", "--files", "6", "--workers", "2"],
         cwd=tmp_path,
+        env={**os.environ, **nonsense},
         capture_output=True,
         text=True,
         timeout=300,
@@ -118,6 +126,8 @@ def test_make_run_command_completes_a_day_and_verifies_every_file(tmp_path: Path
     assert done.returncode == 0, done.stderr[-2000:]
     assert "6/6 files verified by SHA-256" in done.stdout
     assert "Traceback" not in done.stderr
+    ignored = next(line for line in done.stderr.splitlines() if "ignores" in line)
+    assert all(name in ignored for name in nonsense), ignored
 
 
 def test_published_objects_match_the_providers_plaintext(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import time
 from pathlib import Path
 
 import pytest
@@ -151,3 +152,24 @@ def test_a_message_that_keeps_failing_reaches_the_dead_letter_queue(
     assert len(dead) == 1
     assert entity in dead[0]["Body"]
     assert worker.event_names().count("message.failed") == 2
+
+
+def test_an_idle_worker_exits_soon_after_its_idle_time_not_a_long_poll_later(
+    clients: AwsClients,
+    provisioned: Provisioned,
+    aws_env: dict[str, str],
+    key_file: Path,
+    tmp_path: Path,
+) -> None:
+    """--exit-when-idle 1 with 20 s long polls on an empty queue: exit 0 within a few seconds."""
+    with queues(clients) as q:
+        env = worker_env(aws_env, provisioned, q.url, key_file)
+        started = time.monotonic()
+        worker = WorkerProcess(
+            env, tmp_path / "w.log", "--wait-seconds", "20", "--exit-when-idle", "1"
+        )
+        try:
+            assert worker.wait(40) == 0
+        finally:
+            worker.stop()
+    assert time.monotonic() - started < 12  # was 20 s + idle: a whole long poll after idle

@@ -22,9 +22,14 @@ def test_durations_are_read_in_seconds(text: str, seconds: int) -> None:
     assert parse_duration(text) == seconds
 
 
-@pytest.mark.parametrize("text", ["", "30", "m", "0m", "1.5h", "-5m", "2w", "30 m"])
+def test_zero_is_a_duration_meaning_now() -> None:
+    """`0s` (any unit) is zero seconds: `--older-than 0s` means any age, not a malformed age."""
+    assert [parse_duration(t) for t in ("0s", "0m")] == [0, 0]
+
+
+@pytest.mark.parametrize("text", ["", "30", "m", "1.5h", "-5m", "2w", "30 m"])
 def test_malformed_durations_are_refused(text: str) -> None:
-    """Anything but a positive whole number and one of s, m, h, d is a ValueError."""
+    """Anything but a whole number and one of s, m, h, d is a ValueError."""
     with pytest.raises(ValueError, match="not a duration"):
         parse_duration(text)
 

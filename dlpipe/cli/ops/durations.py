@@ -1,4 +1,4 @@
-"""Operator input: ages like `30m`, `2h`, `1d`, `90s`; dates `YYYY-MM-DD`, `today`, `yesterday`."""
+"""Operator input: ages like `0s`, `30m`, `2h`, `1d`, `90s`; dates `YYYY-MM-DD`, `today`, `yesterday`."""
 
 from __future__ import annotations
 
@@ -17,9 +17,10 @@ RELATIVE_DAYS = {"today": 0, "yesterday": 1}
 
 
 def parse_duration(text: str) -> int:
-    """Seconds in `text` (`90s`, `30m`, `2h`, `1d`); ValueError if it is not one of those."""
+    """Seconds in `text` (`90s`, `30m`, `2h`, `1d`; `0s` is now); ValueError if it is not one
+    of those."""
     match = _DURATION.match(text.strip().lower())
-    if match is None or int(match.group(1)) == 0:
+    if match is None:
         raise ValueError(f"{text!r} is not a duration like 90s, 30m, 2h or 1d")
     return int(match.group(1)) * _UNIT_SECONDS[match.group(2)]
 

@@ -24,7 +24,7 @@ older_than_option = click.option(
     type=DURATION,
     default="30m",
     show_default=True,
-    help="Only jobs unchanged for this long (90s, 30m, 2h, 1d).",
+    help="Only jobs unchanged for this long (90s, 30m, 2h, 1d; 0s: any age).",
 )
 dry_run_option = click.option(
     "--dry-run", is_flag=True, help="Show what would change and change nothing."

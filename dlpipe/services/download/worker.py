@@ -7,6 +7,7 @@ finish, then their claims are released and their messages made visible again.
 from __future__ import annotations
 
 import contextvars
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -163,7 +164,7 @@ class Worker:
             response = self._sqs.receive_message(
                 QueueUrl=self._queue_url,
                 MaxNumberOfMessages=self._options.max_messages,
-                WaitTimeSeconds=self._options.wait_seconds,
+                WaitTimeSeconds=self._wait_seconds(),
                 # Not the queue's default (6x the Lambda timeout): if this process dies before
                 # the heartbeat takes over, the message is back after lease + margin.
                 VisibilityTimeout=self._visibility_s,
@@ -177,6 +178,16 @@ class Worker:
             with self._lock:
                 self._last_message_at = time.monotonic()
         return messages
+
+    def _wait_seconds(self) -> int:
+        """The long-poll wait, cut short when an idle exit is due sooner: otherwise the worker
+        would notice it is idle and then sit out a whole 20 s receive before it could exit."""
+        idle_s = self._options.exit_when_idle_s
+        if idle_s is None:
+            return self._options.wait_seconds
+        with self._lock:
+            left_s = self._last_message_at + idle_s - time.monotonic()
+        return min(self._options.wait_seconds, max(1, math.ceil(left_s)))
 
     def _handle(self, message: Any) -> None:
         with bound_contextvars(message_id=message["MessageId"]):

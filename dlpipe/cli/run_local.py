@@ -1,0 +1,124 @@
+"""`dlpipe run --local`: the day on the embedded stack, whatever the caller's shell holds."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import MutableMapping
+from dataclasses import replace
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from dlpipe.config import (
+    ENV_LARGE_FILE_THRESHOLD_BYTES,
+    ENV_LOG_LEVEL,
+    ENV_TEST_PAUSE_AT,
+)
+from dlpipe.domain.clock import ENV_TEST_CLOCK_OFFSET_SECONDS
+from dlpipe.local.day import DayOptions, DayProgress, DayReport, run_day
+from dlpipe.local.dynamodb_local import ENV_HOME as ENV_DYNAMODB_LOCAL_HOME
+from dlpipe.local.stack import LocalStack, local_stack
+from dlpipe.local.stub.publish import default_day
+
+# A local run brings its own emulator, stub provider, token, key, tables and queues: any of
+# those named by the caller's shell (a DLPIPE_PROVIDER_TOKEN made the stub answer 401, an
+# AWS_PROFILE may not exist) would point it elsewhere. These few only tune it or find it.
+_KEPT_FOR_LOCAL = frozenset(
+    {
+        ENV_LOG_LEVEL,
+        ENV_LARGE_FILE_THRESHOLD_BYTES,
+        ENV_DYNAMODB_LOCAL_HOME,
+        ENV_TEST_CLOCK_OFFSET_SECONDS,
+        ENV_TEST_PAUSE_AT,
+    }
+)
+_SETTING_PREFIXES = ("AWS_", "DLPIPE_")
+
+# The stub's files are small (0-20 MiB): a local run routes those above 8 MiB to the large-file
+# queue, so that `make run` exercises both queues; DLPIPE_LARGE_FILE_THRESHOLD_BYTES overrides.
+LOCAL_LARGE_FILE_THRESHOLD_BYTES = 8 * 1024 * 1024
+
+
+def drop_caller_settings(environ: MutableMapping[str, str]) -> list[str]:
+    """Remove the AWS_* and DLPIPE_* variables a local run sets for itself; their names."""
+    ignored = sorted(
+        name
+        for name in environ
+        if name.startswith(_SETTING_PREFIXES) and name not in _KEPT_FOR_LOCAL
+    )
+    for name in ignored:
+        del environ[name]
+    return ignored
+
+
+def run_local(err: Console, day: str, files: int, workers: int, poll_interval: int) -> DayReport:
+    """Start the stack, run the day with a progress bar of completed files, stop the stack."""
+    ignored = drop_caller_settings(os.environ)
+    if ignored:
+        err.print(
+            f"dlpipe: --local ignores {', '.join(ignored)} (it runs its own emulator, stub"
+            " provider, token and key)",
+            highlight=False,
+            soft_wrap=True,  # one line, whatever the terminal's width
+        )
+    options = DayOptions(date=day, workers=workers, poll_interval_seconds=poll_interval)
+    with local_stack() as started, _progress(err) as progress:
+        stack = _with_local_threshold(started)
+        aws = stack.emulator
+        err.print(
+            f"moto {aws.endpoint_url} (pid {aws.moto.pid}), DynamoDB Local "
+            f"{aws.dynamodb_endpoint_url} (pid {aws.dynamodb.pid}), day {day}"
+        )
+        task = progress.add_task("files completed", total=None)
+
+        def show(now: DayProgress) -> None:
+            failed = f", {now.unsuccessful} failed" if now.unsuccessful else ""
+            progress.update(
+                task,
+                completed=now.completed,
+                total=now.total or None,
+                description=f"files completed{failed}",
+            )
+
+        report, _ = run_day(stack, default_day(files), options, on_progress=show)
+        verified = sum(1 for f in report.files if f.verified)
+        show(DayProgress(verified, len(report.files) - verified, len(report.files)))
+    return report
+
+
+def _with_local_threshold(stack: LocalStack) -> LocalStack:
+    if os.environ.get(ENV_LARGE_FILE_THRESHOLD_BYTES):
+        return stack
+    settings = replace(stack.settings, large_file_threshold_bytes=LOCAL_LARGE_FILE_THRESHOLD_BYTES)
+    return replace(stack, settings=settings)
+
+
+def _progress(err: Console) -> Progress:
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+    )
+
+
+def render_report(out: Console, report: DayReport) -> None:
+    """The table of files and the verdict line."""
+    table = Table(title=f"batch {report.batch_id}: {report.status}")
+    for column in ("FileID", "status", "bytes", "verified", "error"):
+        table.add_column(column)
+    for f in report.files:
+        table.add_row(
+            f.file_id,
+            f.status,
+            "" if f.byte_count is None else f"{f.byte_count:,}",
+            "yes" if f.verified else "NO",
+            f.error_message or "",
+        )
+    out.print(table)
+    verified = sum(1 for f in report.files if f.verified)
+    out.print(
+        f"batch status: {report.status}; {verified}/{len(report.files)} files verified by SHA-256"
+    )

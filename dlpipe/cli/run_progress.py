@@ -1,0 +1,111 @@
+"""What `dlpipe run` shows while the poller waits: one line per step that counts (files
+queued, each completion check with its counts and the time to the next check); on a terminal
+the countdown to the next check redraws every second."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from rich.console import Console
+from rich.live import Live
+from rich.text import Text
+
+from dlpipe.services.orchestrator.ports import BatchFlow, CompletionCheck, QueueResult
+
+
+def _clock_text(seconds: float) -> str:
+    whole = max(0, round(seconds))
+    return f"{whole // 60}m {whole % 60:02d}s" if whole >= 60 else f"{whole}s"
+
+
+class PollReporter:
+    """Prints the poller's progress on `console`; `clock` is monotonic seconds."""
+
+    def __init__(
+        self,
+        console: Console,
+        poll_interval_s: int,
+        max_polls: int,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._console, self._interval_s, self._max_polls = console, poll_interval_s, max_polls
+        self._clock = clock
+        self._state = "starting"
+        self._next_check_at: float | None = None
+
+    def queued(self, result: QueueResult) -> None:
+        """The listing was read and its files queued (called once per chunk)."""
+        if not result.done:
+            return
+        self._next_check_at = self._clock() + self._interval_s
+        self._say(f"{result.expected} file(s) queued", "first check")
+
+    def checked(self, poll_number: int, check: CompletionCheck) -> None:
+        """A completion check ran: its counts, and the next check or the end."""
+        counts = f"{check.completed} completed, {check.failed} failed, {check.pending} pending"
+        head = f"check {poll_number}/{self._max_polls}: {counts}"
+        if check.status is not None:
+            self._next_check_at = None
+            self._console.print(f"{head}; batch {check.status}", highlight=False)
+            return
+        self._next_check_at = self._clock() + self._interval_s
+        self._say(head, "next check")
+
+    def _say(self, head: str, upcoming: str) -> None:
+        self._state = f"{head}; {upcoming} in"
+        self._console.print(f"{self._state} {_clock_text(self._interval_s)}", highlight=False)
+
+    def countdown(self) -> Text:
+        """The live line: the last state and the seconds left to the next check."""
+        if self._next_check_at is None:
+            return Text("")
+        left_s = self._next_check_at - self._clock()
+        return Text(f"{self._state} {_clock_text(left_s)}", style="dim")
+
+    @contextmanager
+    def live(self) -> Iterator[None]:
+        """On a terminal, redraw the countdown every second; elsewhere print lines only."""
+        if not self._console.is_terminal:
+            yield
+            return
+        with Live(
+            get_renderable=self.countdown,
+            console=self._console,
+            refresh_per_second=1,
+            transient=True,
+        ):
+            yield
+
+
+class ReportingFlow:
+    """The real flow, reporting each fetch and check to a PollReporter as it happens. A replayed
+    step returns its checkpoint without calling the flow, so nothing is reported twice."""
+
+    def __init__(self, inner: BatchFlow, reporter: PollReporter) -> None:
+        self._inner, self._reporter = inner, reporter
+
+    def create_batch(self, polling_date: str, rerun: bool = False) -> str:
+        """The inner flow's create_batch."""
+        return self._inner.create_batch(polling_date, rerun)
+
+    def fetch_and_queue(
+        self, batch_id: str, polling_date: str, resume: QueueResult | None = None
+    ) -> QueueResult:
+        """The inner flow's fetch_and_queue, reported."""
+        result = self._inner.fetch_and_queue(batch_id, polling_date, resume)
+        self._reporter.queued(result)
+        return result
+
+    def check_completion(
+        self, batch_id: str, poll_number: int, is_last_poll: bool
+    ) -> CompletionCheck:
+        """The inner flow's check_completion, reported."""
+        check = self._inner.check_completion(batch_id, poll_number, is_last_poll)
+        self._reporter.checked(poll_number, check)
+        return check
+
+    def fail_batch(self, batch_id: str, reason: str) -> None:
+        """The inner flow's fail_batch."""
+        self._inner.fail_batch(batch_id, reason)
