@@ -42,7 +42,14 @@ def parse_file(text: str) -> str:
 
 def _fields(job: FileJob) -> list[tuple[str, str]]:
     masked = redact_processor(None, "", {**asdict(job), "status": str(job.status)})
-    return sorted((k, "-" if v is None else str(v)) for k, v in masked.items())
+    shown = {k: "-" if v is None else str(v) for k, v in masked.items()}
+    for name, epoch_ms in (
+        ("status_updated_at_ms", job.status_updated_at_ms),
+        ("lease_expires_at_ms", job.lease_expires_at_ms),
+    ):
+        if epoch_ms is not None:
+            shown[name] = f"{epoch_ms} ({_iso(epoch_ms)})"
+    return sorted(shown.items())
 
 
 def _iso(epoch_ms: int | None) -> str | None:
@@ -50,22 +57,31 @@ def _iso(epoch_ms: int | None) -> str | None:
 
 
 def _history(job: FileJob, now_ms: int) -> list[Event]:
-    events = [Event(job.created_at, "job written by the poller: available")]
+    """What the record remembers, oldest first: it keeps the latest claim and status only."""
+    changed_at = _iso(job.status_updated_at_ms)
+    events = []
     if job.attempts:
         owner = f"; the latest by {job.lease_owner}" if job.lease_owner else ""
-        events.append(Event(None, f"claimed {job.attempts} time(s){owner}"))
+        # A downloading job's last status change is its latest claim; otherwise the claims'
+        # times are gone (only their number stays).
+        at = changed_at if job.status is JobStatus.DOWNLOADING else None
+        events.append(Event(at, f"claimed {job.attempts} time(s){owner}"))
     if job.lease_expires_at_ms is not None:
-        word = "lease runs until" if job.lease_live(now_ms) else "lease EXPIRED at"
+        word = "the lease runs until" if job.lease_live(now_ms) else "the lease EXPIRED"
         events.append(Event(_iso(job.lease_expires_at_ms), word))
-    events.append(Event(_iso(job.status_updated_at_ms), f"status became {job.status}"))
     if job.completed_at:
         size = "" if job.byte_count is None else f": {job.byte_count:,} bytes verified"
         events.append(
             Event(job.completed_at, f"completed{size}, published as {job.destination_key}")
         )
-    if job.error_message:
-        events.append(Event(_iso(job.status_updated_at_ms), f"ended with {job.error_message}"))
-    return events
+    elif job.error_message:
+        events.append(Event(changed_at, f"ended {job.status}: {job.error_message}"))
+    elif job.status is not JobStatus.DOWNLOADING and (
+        job.attempts or job.status is not JobStatus.AVAILABLE
+    ):
+        events.append(Event(changed_at, f"status became {job.status}"))
+    events.sort(key=lambda e: e.at or "")  # ISO 8601 UTC sorts as time; untimed claims first
+    return [Event(job.created_at, "job written by the poller: available"), *events]
 
 
 def repair_command(job: FileJob, now_ms: int) -> str | None:
