@@ -7,8 +7,9 @@ STAMP  := $(VENV)/.installed-stamp
 # dlpipe/local/dynamodb_local.py), installed on first use into an ignored folder.
 DDB_LOCAL := .dlpipe/dynamodb-local/2.9.30/.installed
 PYTEST_ARGS ?=
+UI_ARGS ?=
 
-.PHONY: run test lint typecheck check soak bench clean
+.PHONY: run test lint typecheck check soak bench clean ui screenshots
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +23,16 @@ $(DDB_LOCAL): $(STAMP)
 ## run: the main job on the embedded local stack (moto + DynamoDB Local + stub provider, no Docker).
 run: $(STAMP) $(DDB_LOCAL)
 	$(BIN)/dlpipe run --local
+
+## ui: the read-only web view on http://127.0.0.1:8765/ against the tables the environment names
+## (AWS, or the local stack of `dlpipe local up` with its exports); UI_ARGS=--port 9000 etc.
+ui: $(STAMP)
+	$(BIN)/dlpipe ui $(UI_ARGS)
+
+## screenshots: docs/img/*.png for the README (`make run`'s table, the web view's grid and a day),
+## taken by Debian's chromium (apt-get install chromium chromium-driver) over the local stack.
+screenshots: $(STAMP) $(DDB_LOCAL)
+	$(BIN)/python scripts/screenshots.py
 
 ## test: the whole test suite (unit, integration against the emulator over HTTP, e2e).
 test: $(STAMP) $(DDB_LOCAL) .venv-checkov/.installed-stamp

@@ -23,8 +23,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("dlpipe", "orchestrator", "downloader")
-# Dev-only parts of the installed package: the command line, the local stack and the stub provider.
-EXCLUDED_SOURCE_DIRS = ("dlpipe/cli", "dlpipe/local")
+# Dev- and operator-only parts of the installed package: the command line, the web view, the
+# local stack and the stub provider.
+EXCLUDED_SOURCE_DIRS = ("dlpipe/cli", "dlpipe/ui", "dlpipe/local")
 PYTHON_VERSION = "3.13"
 # Lambda's python3.13 runs on Amazon Linux 2023 (glibc 2.34): any of these wheels load there.
 PLATFORMS = ("manylinux2014_x86_64", "manylinux_2_28_x86_64", "manylinux_2_34_x86_64")

@@ -16,6 +16,7 @@ from dlpipe.cli.local import local_group
 from dlpipe.cli.ops.commands import COMMANDS as OPS_COMMANDS
 from dlpipe.cli.provider_stub import provider_stub
 from dlpipe.cli.run import run_command
+from dlpipe.cli.ui import ui_command
 from dlpipe.cli.worker import worker_command
 from dlpipe.config import ConfigError
 from dlpipe.domain.errors import RecordsError
@@ -50,6 +51,7 @@ def cli() -> None:
 cli.add_command(local_group)
 cli.add_command(run_command)
 cli.add_command(worker_command)
+cli.add_command(ui_command)
 cli.add_command(provider_stub)
 for _command in OPS_COMMANDS:
     cli.add_command(_command)

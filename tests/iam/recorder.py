@@ -53,6 +53,7 @@ MODULE_ROLES: dict[str, str] = {
     "dlpipe.cli.worker": ECS_WORKER,
     "dlpipe.services.ops": OPERATOR,
     "dlpipe.cli.ops": OPERATOR,
+    "dlpipe.ui": OPERATOR,  # `dlpipe ui` reads with the operator's credentials, like the CLI
     "dlpipe.local": SETUP,
     "dlpipe.local.stub.server": SETUP,
     "dlpipe.cli.provider_stub": SETUP,

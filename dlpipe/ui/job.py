@@ -1,0 +1,108 @@
+"""A file's page: its job record (secrets masked) and the claims that record remembers."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from dlpipe.domain.clock import iso_from_ms
+from dlpipe.domain.errors import InvalidIdentifierError
+from dlpipe.domain.model import FileJob, JobStatus, parse_file_id
+from dlpipe.log import redact_processor
+from dlpipe.services.ops.context import OpsContext
+from dlpipe.ui.options import BadRequestError, NotFoundPageError
+
+
+@dataclass(frozen=True)
+class Event:
+    """One moment of the job's life the record keeps."""
+
+    at: str | None
+    what: str
+
+
+@dataclass(frozen=True)
+class JobView:
+    """The job, its fields as shown, its history, and the repair command if one applies."""
+
+    job: FileJob
+    fields: list[tuple[str, str]]
+    history: list[Event]
+    repair: str | None
+    lease_live: bool
+
+
+def parse_file(text: str) -> str:
+    """A FileID from the URL, or BadRequestError."""
+    try:
+        parse_file_id(text)
+    except InvalidIdentifierError as exc:
+        raise BadRequestError(str(exc)) from exc
+    return text
+
+
+def _fields(job: FileJob) -> list[tuple[str, str]]:
+    masked = redact_processor(None, "", {**asdict(job), "status": str(job.status)})
+    shown = {k: "-" if v is None else str(v) for k, v in masked.items()}
+    for name, epoch_ms in (
+        ("status_updated_at_ms", job.status_updated_at_ms),
+        ("lease_expires_at_ms", job.lease_expires_at_ms),
+    ):
+        if epoch_ms is not None:
+            shown[name] = f"{epoch_ms} ({_iso(epoch_ms)})"
+    return sorted(shown.items())
+
+
+def _iso(epoch_ms: int | None) -> str | None:
+    return None if epoch_ms is None else iso_from_ms(epoch_ms)
+
+
+def _history(job: FileJob, now_ms: int) -> list[Event]:
+    """What the record remembers, oldest first: it keeps the latest claim and status only."""
+    changed_at = _iso(job.status_updated_at_ms)
+    events = []
+    if job.attempts:
+        owner = f"; the latest by {job.lease_owner}" if job.lease_owner else ""
+        # A downloading job's last status change is its latest claim; otherwise the claims'
+        # times are gone (only their number stays).
+        at = changed_at if job.status is JobStatus.DOWNLOADING else None
+        events.append(Event(at, f"claimed {job.attempts} time(s){owner}"))
+    if job.lease_expires_at_ms is not None:
+        word = "the lease runs until" if job.lease_live(now_ms) else "the lease EXPIRED"
+        events.append(Event(_iso(job.lease_expires_at_ms), word))
+    if job.completed_at:
+        size = "" if job.byte_count is None else f": {job.byte_count:,} bytes verified"
+        events.append(
+            Event(job.completed_at, f"completed{size}, published as {job.destination_key}")
+        )
+    elif job.error_message:
+        events.append(Event(changed_at, f"ended {job.status}: {job.error_message}"))
+    elif job.status is not JobStatus.DOWNLOADING and (
+        job.attempts or job.status is not JobStatus.AVAILABLE
+    ):
+        events.append(Event(changed_at, f"status became {job.status}"))
+    events.sort(key=lambda e: e.at or "")  # ISO 8601 UTC sorts as time; untimed claims first
+    return [Event(job.created_at, "job written by the poller: available"), *events]
+
+
+def repair_command(job: FileJob, now_ms: int) -> str | None:
+    """The CLI command that repairs this job, or None when nothing applies."""
+    if job.status in (JobStatus.FAILED, JobStatus.ERROR, JobStatus.AVAILABLE):
+        return f"dlpipe jobs requeue {job.file_id}"
+    if job.status is JobStatus.DOWNLOADING and not job.lease_live(now_ms):
+        return f"dlpipe jobs requeue {job.file_id}"
+    return None
+
+
+def job_view(ops: OpsContext, file_id: str) -> JobView:
+    """The job by GetItem; NotFoundPageError if there is none."""
+    job = ops.jobs().get(parse_file(file_id))
+    if job is None:
+        raise NotFoundPageError(f"no job {file_id}")
+    now_ms = ops.now_ms()
+    return JobView(
+        job,
+        _fields(job),
+        _history(job, now_ms),
+        repair_command(job, now_ms),
+        job.lease_live(now_ms),
+    )

@@ -1,0 +1,24 @@
+"""What an operator may tune about the web view, and the request input it refuses."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class UiOptions:
+    """How much the pages show and how often a running batch's page refreshes itself."""
+
+    days: int = 14  # columns of the grid: PollingDateIndex queries a page
+    max_days: int = 92
+    refresh_seconds: float = 5.0
+    stuck_older_than_s: int = 1800
+    files_limit: int = 1000  # rows of a day's files table (BatchIndex, oldest first)
+
+
+class BadRequestError(ValueError):
+    """Input in the URL that names nothing (a bad date, FileID, status or sort key): 400."""
+
+
+class NotFoundPageError(LookupError):
+    """Input that is well formed but names nothing stored: 404."""

@@ -1,0 +1,84 @@
+"""What the templates call: times, error codes, status colours, links that keep the query."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from flask import Flask, request, url_for
+
+from dlpipe.domain.clock import iso_from_ms
+from dlpipe.domain.model import BatchStatus, FileJob, JobStatus
+
+# ErrorMessage starts with a stable code (`tag_mismatch: ...`, DESIGN.md / download_errors).
+_ERROR_CODE = re.compile(r"^([a-z][a-z0-9_]*):\s")
+
+
+def iso(epoch_ms: int | None) -> str:
+    """Seconds-precision UTC time for epoch ms, or '-'."""
+    return "-" if epoch_ms is None else iso_from_ms(epoch_ms)[:19].replace("T", " ")
+
+
+def short_time(text: str | None) -> str:
+    """An ISO 8601 string as 'YYYY-MM-DD HH:MM:SS', or '-'."""
+    return "-" if not text else text[:19].replace("T", " ")
+
+
+def error_code(message: str | None) -> str | None:
+    """The stable code an ErrorMessage starts with, or None."""
+    match = _ERROR_CODE.match(message or "")
+    return match.group(1) if match else None
+
+
+def error_detail(message: str | None) -> str:
+    """The ErrorMessage without its code."""
+    code = error_code(message)
+    return (message or "")[len(code) + 1 :].strip() if code else (message or "")
+
+
+def duration_text(seconds: int) -> str:
+    """Seconds as the CLI writes a duration: 1d, 2h, 30m or 90s (the largest exact unit)."""
+    for unit, size in (("d", 86_400), ("h", 3600), ("m", 60)):
+        if seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def lease_text(job: FileJob, now_ms: int) -> str:
+    """'until T' for a live lease, 'EXPIRED T' for a lapsed one, '-' without one."""
+    if job.lease_expires_at_ms is None:
+        return "-"
+    word = "until" if job.lease_live(now_ms) else "EXPIRED"
+    return f"{word} {iso(job.lease_expires_at_ms)}"
+
+
+def query_link(**changes: Any) -> str:
+    """This page's URL with some query arguments changed (None removes one)."""
+    values: dict[str, Any] = {**request.args.to_dict(), **(request.view_args or {})}
+    for key, value in changes.items():
+        if value is None:
+            values.pop(key, None)
+        else:
+            values[key] = str(value)
+    assert request.endpoint is not None
+    return url_for(request.endpoint, **values)
+
+
+def sort_link(key: str, current: str, descending: bool) -> str:
+    """The header's link: sort by `key`, flipping the order when it is the current key."""
+    order = "asc" if key != current or descending else "desc"
+    return query_link(sort=key, order=order)
+
+
+def register(app: Flask) -> None:
+    """Make the helpers and the status lists available to every template."""
+    app.jinja_env.filters.update(
+        iso=iso, short_time=short_time, error_code=error_code, error_detail=error_detail
+    )
+    app.jinja_env.globals.update(
+        job_statuses=list(JobStatus),
+        batch_statuses=list(BatchStatus),
+        lease_text=lease_text,
+        query_link=query_link,
+        sort_link=sort_link,
+    )
