@@ -19,6 +19,7 @@ log = get_logger()
 # Set by the Lambda runtime in every function, never in an ECS task or a local worker.
 LAMBDA_FUNCTION_ENV = "AWS_LAMBDA_FUNCTION_NAME"
 NO_ERROR = "none"
+LAMBDA, WORKER = "lambda", "worker"  # the Component dimension's two values
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,7 @@ class FileFinish:
 
 def component() -> str:
     """`lambda` inside the Lambda runtime, `worker` for the long-poll worker."""
-    return "lambda" if os.environ.get(LAMBDA_FUNCTION_ENV) else "worker"
+    return LAMBDA if os.environ.get(LAMBDA_FUNCTION_ENV) else WORKER
 
 
 def record_finished(job: FileJob, finish: FileFinish) -> None:
