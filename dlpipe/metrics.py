@@ -29,12 +29,13 @@ MetricValues = dict[str, tuple[float, MetricUnit]]  # name -> (value, unit)
 NO_DIMENSIONS: DimensionSets = ((),)
 # The downloader's per-file metrics (dlpipe/services/download/file_metrics.py). Every value
 # is low-cardinality: Component lambda|worker, Outcome completed|failed|error, ErrorCode a
-# DownloadError code or "none", Cipher one of the two ciphers or "other". Never a FileID.
+# DownloadError code or "none"; never a FileID. Each set is what a dashboard widget reads;
+# every set multiplies the custom metrics billed, so a question no widget asks (throughput
+# by cipher, say) is answered from the documents' properties in Logs Insights instead.
 FILE_DIMENSION_SETS: DimensionSets = (
     ("Outcome",),
     ("Component", "Outcome"),
     ("Outcome", "ErrorCode"),
-    ("Component", "Cipher", "Outcome"),
 )
 
 BATCH_METRICS = (

@@ -38,7 +38,7 @@ pytest_plugins = ["tests.provider_fixtures"]  # rsa_keypair, private_key, stub_f
 
 # Per-file metric names and the dimension values an operator filters on.
 PER_FILE = "FileDownloads"
-DIMENSION_KEYS = {"Component", "Outcome", "ErrorCode", "Cipher"}
+DIMENSION_KEYS = {"Component", "Outcome", "ErrorCode"}
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import pytest
 
 from dlpipe import metrics
 
-FILE_DIMENSIONS = {"Component": "worker", "Outcome": "error", "ErrorCode": "x", "Cipher": "other"}
+FILE_DIMENSIONS = {"Component": "worker", "Outcome": "error", "ErrorCode": "x"}
 
 
 def test_a_metric_missing_from_the_catalog_is_refused() -> None:

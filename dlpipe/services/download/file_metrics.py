@@ -1,7 +1,7 @@
 """One EMF document per finished file (completed, failed, error): what the dashboard graphs.
 
-Dimensions stay low-cardinality (dlpipe.metrics.FILE_DIMENSION_SETS); the FileID and BatchID
-ride along as properties, searchable in CloudWatch Logs Insights but never a metric of their own.
+Dimensions stay low-cardinality (dlpipe.metrics.FILE_DIMENSION_SETS); the FileID, BatchID and
+Cipher ride along as properties, searchable in CloudWatch Logs Insights, never a dimension.
 """
 
 from __future__ import annotations
@@ -56,10 +56,11 @@ def record_finished(job: FileJob, finish: FileFinish) -> None:
         "Component": component(),
         "Outcome": finish.outcome,
         "ErrorCode": finish.error_code,
-        # Provider input: an unknown cipher must not become a dimension value of its own.
-        "Cipher": job.cipher if job.cipher in SUPPORTED_CIPHERS else "other",
     }
+    # Provider input: an unknown cipher is written as "other", never as the provider sent it.
+    cipher = job.cipher if job.cipher in SUPPORTED_CIPHERS else "other"
+    properties = {"FileID": job.file_id, "BatchID": job.batch_id, "Cipher": cipher}
     try:
-        metrics.emit(values, dimensions=dimensions, FileID=job.file_id, BatchID=job.batch_id)
+        metrics.emit(values, dimensions=dimensions, **properties)
     except Exception as exc:  # noqa: BLE001 - the job's status is already written; keep it
         log.warning("metrics.emit_failed", error_type=type(exc).__name__, error=str(exc))
