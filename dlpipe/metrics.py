@@ -1,15 +1,17 @@
 """CloudWatch Embedded Metric Format lines (namespace `dlpipe`), via Powertools.
 
-In Lambda the lines go to stdout, where CloudWatch Logs turns them into metrics; local runs
-can send them elsewhere with `set_sink`. The alarms in terraform/alarms.tf watch
-BatchTimedOut, BatchFailed and StuckJobs in this namespace, without dimensions.
+In Lambda the lines go to stdout, where CloudWatch Logs turns them into metrics (the ECS
+worker's awslogs driver sends stdout to CloudWatch Logs the same way); local runs can send
+them elsewhere with `set_sink`. CATALOG names every metric dlpipe emits and the dimension
+sets it is emitted under: `emit` refuses anything else, and the static tests check the
+dashboard and the alarms in terraform/ against it, so a renamed metric fails a test.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
@@ -17,6 +19,56 @@ NAMESPACE = "dlpipe"
 COUNT = MetricUnit.Count
 BYTES = MetricUnit.Bytes
 SECONDS = MetricUnit.Seconds
+BYTES_PER_SECOND = MetricUnit.BytesPerSecond
+
+DimensionSets = tuple[tuple[str, ...], ...]
+MetricValues = dict[str, tuple[float, MetricUnit]]  # name -> (value, unit)
+
+# The orchestrator's and the sweeper's metrics: no dimensions (BatchID is only a property),
+# which is what the alarms in terraform/alarms.tf watch.
+NO_DIMENSIONS: DimensionSets = ((),)
+# The downloader's per-file metrics (dlpipe/services/download/file_metrics.py). Every value
+# is low-cardinality: Component lambda|worker, Outcome completed|failed|error, ErrorCode a
+# DownloadError code or "none"; never a FileID. Each set is what a dashboard widget reads;
+# every set multiplies the custom metrics billed, so a question no widget asks (throughput
+# by cipher, say) is answered from the documents' properties in Logs Insights instead.
+FILE_DIMENSION_SETS: DimensionSets = (
+    ("Outcome",),
+    ("Component", "Outcome"),
+    ("Outcome", "ErrorCode"),
+)
+
+BATCH_METRICS = (
+    "FilesExpected",
+    "FilesQueued",
+    "FilesRejected",
+    "BatchCompleted",
+    "BatchFailed",
+    "BatchTimedOut",
+    "FilesCompleted",
+    "FilesFailed",
+    "BatchDurationSeconds",
+    "StuckJobs",
+)
+FILE_DOWNLOADS = "FileDownloads"  # 1 per finished file
+FILE_BYTES = "FileBytes"  # plaintext bytes published (completed files)
+FILE_DOWNLOAD_SECONDS = "FileDownloadSeconds"  # claim to outcome, retries included
+FILE_THROUGHPUT = "FileThroughput"  # FileBytes / FileDownloadSeconds
+FILE_ATTEMPTS = "FileAttempts"  # claims of the job so far (1 unless redelivered or taken over)
+FILE_TRANSFER_ATTEMPTS = "FileTransferAttempts"  # transfers tried under this claim
+FILE_METRICS = (
+    FILE_DOWNLOADS,
+    FILE_BYTES,
+    FILE_DOWNLOAD_SECONDS,
+    FILE_THROUGHPUT,
+    FILE_ATTEMPTS,
+    FILE_TRANSFER_ATTEMPTS,
+)
+
+CATALOG: Mapping[str, DimensionSets] = {
+    **dict.fromkeys(BATCH_METRICS, NO_DIMENSIONS),
+    **dict.fromkeys(FILE_METRICS, FILE_DIMENSION_SETS),
+}
 
 _sink: Callable[[str], None] = lambda line: print(line, file=sys.stdout, flush=True)  # noqa: E731
 
@@ -27,14 +79,46 @@ def set_sink(sink: Callable[[str], None]) -> None:
     _sink = sink
 
 
-def emit(values: Mapping[str, tuple[float, MetricUnit]], **properties: str | int) -> None:
-    """Emit one EMF line with `values` (name -> (value, unit)) and searchable `properties`."""
+def emit(
+    values: Mapping[str, tuple[float, MetricUnit]],
+    *,
+    dimensions: Mapping[str, str] | None = None,
+    **properties: str | int,
+) -> None:
+    """Emit one EMF line with `values` (name -> (value, unit)), published under each metric's
+    CATALOG dimension sets (`dimensions` holds their values), and searchable `properties`."""
     if not values:
         return
+    dimension_sets = _catalogued(values)
     metrics = EphemeralMetrics(namespace=NAMESPACE)
     for name, (value, unit) in values.items():
         metrics.add_metric(name=name, unit=unit, value=value)
+    _add_dimension_sets(metrics, dimension_sets, dimensions or {})
     for key, prop in properties.items():
         metrics.add_metadata(key=key, value=prop)
     _sink(json.dumps(metrics.serialize_metric_set(), separators=(",", ":")))
     metrics.clear_metrics()
+
+
+def _catalogued(values: Mapping[str, object]) -> DimensionSets:
+    """The one dimension layout every metric of the line shares; ValueError otherwise (a bug)."""
+    unknown = sorted(set(values) - set(CATALOG))
+    if unknown:
+        raise ValueError(f"metrics not in dlpipe.metrics.CATALOG: {', '.join(unknown)}")
+    layouts = {CATALOG[name] for name in values}
+    if len(layouts) != 1:
+        raise ValueError(f"one EMF line mixes dimension layouts: {sorted(values)}")
+    return layouts.pop()
+
+
+def _add_dimension_sets(
+    metrics: EphemeralMetrics, dimension_sets: Sequence[tuple[str, ...]], values: Mapping[str, str]
+) -> None:
+    needed = {key for dimension_set in dimension_sets for key in dimension_set}
+    if needed != set(values):
+        raise ValueError(f"dimensions {sorted(values)} do not match {sorted(needed)}")
+    first, *others = dimension_sets
+    for key in first:  # Powertools' primary set; an empty one means "no dimensions"
+        metrics.add_dimension(name=key, value=values[key])
+    for dimension_set in others:
+        metrics.add_dimensions(**{key: values[key] for key in dimension_set})

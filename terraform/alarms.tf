@@ -1,5 +1,6 @@
 # What an operator must hear about: messages in a dead-letter queue, batches that timed out or
-# failed, jobs stuck in `downloading`, and orchestrator executions that failed.
+# failed, jobs stuck in `downloading`, and orchestrator executions that failed. Every alarm's
+# description ends with a link to the dashboard (dashboard.tf).
 
 resource "aws_sns_topic" "alarms" {
   name              = "${var.name_prefix}dlpipe-alarms"
@@ -32,7 +33,7 @@ resource "aws_cloudwatch_metric_alarm" "dead_letter_queue_not_empty" {
   for_each = local.dead_letter_queues
 
   alarm_name          = "${var.name_prefix}dlpipe-${each.key}-dlq-not-empty"
-  alarm_description   = "Messages are waiting in ${each.value}: inspect them, fix the cause, then redrive."
+  alarm_description   = "Messages are waiting in ${each.value}: inspect them, fix the cause, then redrive. Dashboard: ${local.dashboard_url}"
   namespace           = "AWS/SQS"
   metric_name         = "ApproximateNumberOfMessagesVisible"
   dimensions          = { QueueName = each.value }
@@ -50,7 +51,7 @@ resource "aws_cloudwatch_metric_alarm" "pipeline" {
   for_each = local.pipeline_metrics
 
   alarm_name          = "${var.name_prefix}dlpipe-${each.key}"
-  alarm_description   = each.value.description
+  alarm_description   = "${each.value.description} Dashboard: ${local.dashboard_url}"
   namespace           = local.metric_namespace
   metric_name         = each.key
   statistic           = each.value.statistic
@@ -67,7 +68,7 @@ resource "aws_cloudwatch_metric_alarm" "orchestrator_execution" {
   for_each = toset(["DurableExecutionFailed", "DurableExecutionTimedOut"])
 
   alarm_name          = "${var.name_prefix}dlpipe-orchestrator-${each.key}"
-  alarm_description   = "An orchestrator durable execution ended as ${each.key}: see its execution history in the Lambda console."
+  alarm_description   = "An orchestrator durable execution ended as ${each.key}: see its execution history in the Lambda console. Dashboard: ${local.dashboard_url}"
   namespace           = "AWS/Lambda"
   metric_name         = each.key
   dimensions          = { FunctionName = aws_lambda_function.orchestrator.function_name }
@@ -83,7 +84,7 @@ resource "aws_cloudwatch_metric_alarm" "orchestrator_execution" {
 # Many downloader errors in a row usually mean a broken key, token or provider outage.
 resource "aws_cloudwatch_metric_alarm" "downloader_errors" {
   alarm_name          = "${var.name_prefix}dlpipe-downloader-errors"
-  alarm_description   = "The downloader failed invocations in three consecutive 5-minute periods."
+  alarm_description   = "The downloader failed invocations in three consecutive 5-minute periods. Dashboard: ${local.dashboard_url}"
   namespace           = "AWS/Lambda"
   metric_name         = "Errors"
   dimensions          = { FunctionName = aws_lambda_function.downloader.function_name }

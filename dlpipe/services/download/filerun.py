@@ -55,6 +55,7 @@ class FileRun:
     ) -> None:
         self._deps, self._job, self.owner, self._reclaimed = deps, job, owner, reclaimed
         self._url, self._refreshed = job.presigned_url, False
+        self.transfers = 0  # transfers tried, for the file's metrics
         tuning = deps.tuning
         self.heartbeat = Heartbeat(
             deps.jobs,
@@ -99,6 +100,7 @@ class FileRun:
 
     def _attempt(self, key: str) -> Verified:
         self.heartbeat.checkpoint()
+        self.transfers += 1
         deps, tuning = self._deps, self._deps.tuning
         sink = deps.destination.open_upload(
             key,

@@ -23,6 +23,11 @@ from dlpipe.domain.rules import ClaimDecision, claim_decision
 from dlpipe.log import get_logger
 from dlpipe.services.download import testpoints
 from dlpipe.services.download.deps import ServiceDeps
+from dlpipe.services.download.file_metrics import (
+    NO_ERROR,
+    FileFinish,
+    record_finished,
+)
 from dlpipe.services.download.filerun import FileRun
 from dlpipe.services.download.lease import LeaseLost, ShutdownRequested
 from dlpipe.services.download.transfer import MIB
@@ -150,16 +155,20 @@ class DownloadService:
                 testpoints.reach("claimed", job.file_id)
                 key, verified = run.produce()
             testpoints.reach("published", job.file_id)
-            return self._complete(job, run.owner, key, verified, time.monotonic() - started)
+            return self._complete(job, run, key, verified, time.monotonic() - started)
         except LeaseLost:
             log.warning("job.lease_lost", during="transfer")
             return ProcessResult(Outcome.LEASE_LOST)
         except ShutdownRequested:
             return self._release(job, run.owner)
         except PermanentError as exc:
-            return self._finish(job, run.owner, JobStatus.ERROR, exc)
+            return self._finish(
+                job, run.owner, JobStatus.ERROR, exc, started=started, transfers=run.transfers
+            )
         except TransientError as exc:
-            return self._finish(job, run.owner, JobStatus.FAILED, exc)
+            return self._finish(
+                job, run.owner, JobStatus.FAILED, exc, started=started, transfers=run.transfers
+            )
         except Exception:
             # A bug or an outage outlasting the retries: give the claim back, let SQS redeliver.
             log.exception("job.crashed")
@@ -167,12 +176,12 @@ class DownloadService:
             raise
 
     def _complete(
-        self, job: FileJob, owner: str, key: str, verified: Verified, seconds: float
+        self, job: FileJob, run: FileRun, key: str, verified: Verified, seconds: float
     ) -> ProcessResult:
         try:
             self.deps.jobs.complete(
                 job.file_id,
-                owner,
+                run.owner,
                 byte_count=verified.byte_count,
                 sha256=verified.sha256,
                 destination_key=key,
@@ -189,10 +198,20 @@ class DownloadService:
             seconds=round(seconds, 3),
             mib_s=round(mib_s, 1) if mib_s else None,
         )
+        # Bytes only when this claim moved them: a file found already published moved none.
+        moved = verified.byte_count if run.transfers else None
+        record_finished(job, FileFinish(Outcome.COMPLETED, NO_ERROR, seconds, moved, run.transfers))
         return ProcessResult(Outcome.COMPLETED)
 
     def _finish(
-        self, job: FileJob, owner: str, status: JobStatus, exc: PermanentError | TransientError
+        self,
+        job: FileJob,
+        owner: str,
+        status: JobStatus,
+        exc: PermanentError | TransientError,
+        *,
+        started: float | None = None,  # when the run began; None: nothing was attempted
+        transfers: int = 0,
     ) -> ProcessResult:
         try:
             self.deps.jobs.finish_unsuccessfully(job.file_id, owner, status, exc.error_message)
@@ -200,7 +219,10 @@ class DownloadService:
             log.warning("job.lease_lost", during=str(status))
             return ProcessResult(Outcome.LEASE_LOST)
         log.warning(f"job.{status}", error_code=exc.code, error=exc.error_message)
-        return ProcessResult(Outcome.FAILED if status is JobStatus.FAILED else Outcome.ERROR)
+        outcome = Outcome.FAILED if status is JobStatus.FAILED else Outcome.ERROR
+        seconds = None if started is None else time.monotonic() - started
+        record_finished(job, FileFinish(outcome, exc.code, seconds, transfers=transfers))
+        return ProcessResult(outcome)
 
     def _release(self, job: FileJob, owner: str, *, quiet: bool = False) -> ProcessResult:
         try:

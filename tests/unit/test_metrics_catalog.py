@@ -1,0 +1,39 @@
+"""dlpipe.metrics emits only what its CATALOG declares, under the declared dimension sets."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from dlpipe import metrics
+
+FILE_DIMENSIONS = {"Component": "worker", "Outcome": "error", "ErrorCode": "x"}
+
+
+def test_a_metric_missing_from_the_catalog_is_refused() -> None:
+    """A renamed metric cannot slip past the dashboard and alarm checks."""
+    with pytest.raises(ValueError, match="CATALOG"):
+        metrics.emit({"FilesDone": (1, metrics.COUNT)})
+
+
+def test_a_per_file_id_cannot_become_a_dimension() -> None:
+    """Dimensions other than the catalogued ones (a FileID, say) are refused."""
+    with pytest.raises(ValueError, match="do not match"):
+        metrics.emit(
+            {metrics.FILE_DOWNLOADS: (1, metrics.COUNT)},
+            dimensions={**FILE_DIMENSIONS, "FileID": "accounts-2026-02-28"},
+        )
+
+
+def test_catalogued_dimension_sets_are_what_the_line_declares(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The EMF line's Dimensions are the catalog's sets, each key a root member."""
+    lines: list[str] = []
+    monkeypatch.setattr(metrics, "_sink", lines.append)
+    metrics.emit({metrics.FILE_BYTES: (5, metrics.BYTES)}, dimensions=FILE_DIMENSIONS, FileID="f")
+    (document,) = (json.loads(line) for line in lines)
+    (directive,) = document["_aws"]["CloudWatchMetrics"]
+    assert [tuple(s) for s in directive["Dimensions"]] == list(metrics.FILE_DIMENSION_SETS)
+    assert {k: document[k] for k in FILE_DIMENSIONS} == FILE_DIMENSIONS
