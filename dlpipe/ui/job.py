@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass
 from dlpipe.domain.clock import iso_from_ms
 from dlpipe.domain.errors import InvalidIdentifierError
 from dlpipe.domain.model import FileJob, JobStatus, parse_file_id
+from dlpipe.domain.transitions import lease_live
 from dlpipe.log import redact_processor
 from dlpipe.services.ops.context import OpsContext
 from dlpipe.ui.options import BadRequestError, NotFoundPageError
@@ -67,7 +68,7 @@ def _history(job: FileJob, now_ms: int) -> list[Event]:
         at = changed_at if job.status is JobStatus.DOWNLOADING else None
         events.append(Event(at, f"claimed {job.attempts} time(s){owner}"))
     if job.lease_expires_at_ms is not None:
-        word = "the lease runs until" if job.lease_live(now_ms) else "the lease EXPIRED"
+        word = "the lease runs until" if lease_live(job, now_ms) else "the lease EXPIRED"
         events.append(Event(_iso(job.lease_expires_at_ms), word))
     if job.completed_at:
         size = "" if job.byte_count is None else f": {job.byte_count:,} bytes verified"
@@ -88,7 +89,7 @@ def repair_command(job: FileJob, now_ms: int) -> str | None:
     """The CLI command that repairs this job, or None when nothing applies."""
     if job.status in (JobStatus.FAILED, JobStatus.ERROR, JobStatus.AVAILABLE):
         return f"dlpipe jobs requeue {job.file_id}"
-    if job.status is JobStatus.DOWNLOADING and not job.lease_live(now_ms):
+    if job.status is JobStatus.DOWNLOADING and not lease_live(job, now_ms):
         return f"dlpipe jobs requeue {job.file_id}"
     return None
 
@@ -104,5 +105,5 @@ def job_view(ops: OpsContext, file_id: str) -> JobView:
         _fields(job),
         _history(job, now_ms),
         repair_command(job, now_ms),
-        job.lease_live(now_ms),
+        lease_live(job, now_ms),
     )

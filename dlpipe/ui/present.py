@@ -9,6 +9,7 @@ from flask import Flask, request, url_for
 
 from dlpipe.domain.clock import iso_from_ms
 from dlpipe.domain.model import BatchStatus, FileJob, JobStatus
+from dlpipe.domain.transitions import lease_live
 
 # ErrorMessage starts with a stable code (`tag_mismatch: ...`, DESIGN.md / download_errors).
 _ERROR_CODE = re.compile(r"^([a-z][a-z0-9_]*):\s")
@@ -48,7 +49,7 @@ def lease_text(job: FileJob, now_ms: int) -> str:
     """'until T' for a live lease, 'EXPIRED T' for a lapsed one, '-' without one."""
     if job.lease_expires_at_ms is None:
         return "-"
-    word = "until" if job.lease_live(now_ms) else "EXPIRED"
+    word = "until" if lease_live(job, now_ms) else "EXPIRED"
     return f"{word} {iso(job.lease_expires_at_ms)}"
 
 
