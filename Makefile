@@ -7,6 +7,8 @@ STAMP  := $(VENV)/.installed-stamp
 # dlpipe/local/dynamodb_local.py), installed on first use into an ignored folder.
 DDB_LOCAL := .dlpipe/dynamodb-local/2.9.30/.installed
 PYTEST_ARGS ?=
+# Branch coverage of dlpipe and the handlers (pyproject [tool.coverage]); COVERAGE_ARGS= turns it off.
+COVERAGE_ARGS ?= --cov --cov-report=term:skip-covered
 
 .PHONY: run test lint typecheck check soak bench clean
 
@@ -25,7 +27,7 @@ run: $(STAMP) $(DDB_LOCAL)
 
 ## test: the whole test suite (unit, integration against the emulator over HTTP, e2e).
 test: $(STAMP) $(DDB_LOCAL) .venv-checkov/.installed-stamp
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(COVERAGE_ARGS) $(PYTEST_ARGS)
 
 ## lint: ruff, and the import contracts of pyproject.toml [tool.importlinter] (layers, no dev code in Lambda).
 lint: $(STAMP)
