@@ -8,6 +8,8 @@ STAMP  := $(VENV)/.installed-stamp
 DDB_LOCAL := .dlpipe/dynamodb-local/2.9.30/.installed
 PYTEST_ARGS ?=
 UI_ARGS ?=
+# Branch coverage of dlpipe and the handlers (pyproject [tool.coverage]); COVERAGE_ARGS= turns it off.
+COVERAGE_ARGS ?= --cov --cov-report=term:skip-covered
 
 .PHONY: run test lint typecheck check soak bench clean ui screenshots
 
@@ -36,7 +38,7 @@ screenshots: $(STAMP) $(DDB_LOCAL)
 
 ## test: the whole test suite (unit, integration against the emulator over HTTP, e2e).
 test: $(STAMP) $(DDB_LOCAL) .venv-checkov/.installed-stamp
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(COVERAGE_ARGS) $(PYTEST_ARGS)
 
 ## lint: ruff, and the import contracts of pyproject.toml [tool.importlinter] (layers, no dev code in Lambda).
 lint: $(STAMP)

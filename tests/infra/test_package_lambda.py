@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import importlib.util
+import json
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 from types import ModuleType
@@ -77,3 +81,138 @@ def test_runtime_dependencies_leave_out_local_and_dev_extras() -> None:
     }
     assert {"aws-durable-execution-sdk-python", "boto3", "cryptography", "structlog"} <= names
     assert not names & {"moto", "pytest", "python-hcl2", "localstack-client", "flask", "waitress"}
+
+
+# --- the zip built from the real source tree --------------------------------------------------
+
+ROOT = SCRIPT.parents[1]
+PRODUCTION_PACKAGES = ("dlpipe", "orchestrator", "downloader")
+DEV_ONLY_PREFIXES = ("dlpipe/local/", "dlpipe/cli/", "dlpipe/ui/", "tests/", "bench/", "scripts/")
+# What the laptop, the tests and CI install on top of the runtime dependencies: none of it is in
+# the Lambda, so no module of the zip may import it, even lazily.
+DEV_ONLY_IMPORTS = (
+    "moto",
+    "hcl2",
+    "localstack_client",
+    "aws_durable_execution_sdk_python_testing",
+    "pytest",
+    "_pytest",
+    "psutil",
+    "tests",
+    "bench",
+    "scripts",
+)
+
+# Run with `python -I -S`: no site-packages processing (so no editable finder pointing at the
+# repository), no current directory; only the zip's tree, the stdlib and the venv's packages.
+_IMPORT_EVERY_MODULE = """
+import importlib, importlib.abc, json, sys
+zip_root, site_packages, blocked, modules = json.loads(sys.argv[1])
+attempts = []
+
+class BlockDevOnly(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in blocked:
+            attempts.append(name)  # recorded too, in case a caller swallows the ImportError
+            raise ImportError(f"dev-only package {name!r} imported from the Lambda zip")
+        return None
+
+sys.meta_path.insert(0, BlockDevOnly())
+sys.path[:] = [zip_root, *[p for p in sys.path if "site-packages" not in p], site_packages]
+failures = {}
+for module in modules:
+    try:
+        loaded = importlib.import_module(module)
+        if not loaded.__file__.startswith(zip_root):
+            failures[module] = f"loaded from {loaded.__file__}, not the zip"
+    except Exception as exc:
+        failures[module] = f"{type(exc).__name__}: {exc}"
+print(json.dumps({"failures": failures, "attempts": attempts}))
+"""
+
+
+@pytest.fixture(scope="module")
+def real_zip(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """build_zip over this repository's own source, with an empty deps dir (no network)."""
+    tmp = tmp_path_factory.mktemp("real-zip")
+    (tmp / "deps").mkdir()
+    output = tmp / "dlpipe-lambda.zip"
+    package_lambda.build_zip(ROOT, tmp / "deps", output)
+    return output
+
+
+def _source_modules(package: str) -> set[str]:
+    return {
+        p.relative_to(ROOT).as_posix()
+        for p in (ROOT / package).rglob("*.py")
+        if "__pycache__" not in p.parts
+    }
+
+
+def test_real_zip_holds_every_production_module_and_no_dev_code(real_zip: Path) -> None:
+    """Built from the repository, the zip has every production module of dlpipe and both
+    handlers, and nothing of the local stack, the CLI, the stub, tests, bench or scripts."""
+    names = _names(real_zip)
+    production = {
+        name
+        for package in PRODUCTION_PACKAGES
+        for name in _source_modules(package)
+        if not name.startswith(DEV_ONLY_PREFIXES)
+    }
+    assert {
+        "orchestrator/handler.py",
+        "downloader/handler.py",
+        "dlpipe/adapters/crypto.py",
+    } <= names
+    assert production <= names
+    assert not [n for n in names if n.startswith(DEV_ONLY_PREFIXES) or "stub" in n]
+    assert {n for n in names if n.endswith(".py")} == production
+
+
+def test_no_module_of_the_real_zip_imports_dev_only_code_even_lazily(real_zip: Path) -> None:
+    """No import statement anywhere in the zip's code (inside functions too) names a dev-only
+    package, the local stack or the CLI."""
+    offenders = []
+    with zipfile.ZipFile(real_zip) as zf:
+        for name in (n for n in zf.namelist() if n.endswith(".py")):
+            for node in ast.walk(ast.parse(zf.read(name), name)):
+                if isinstance(node, ast.Import):
+                    targets = [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    targets = [node.module]
+                else:
+                    continue
+                offenders += [
+                    f"{name}:{node.lineno} {t}"
+                    for t in targets
+                    if t.partition(".")[0] in DEV_ONLY_IMPORTS
+                    or t.startswith(("dlpipe.local", "dlpipe.cli"))
+                ]
+    assert not offenders
+
+
+def test_every_module_of_the_real_zip_imports_without_dev_only_packages(
+    real_zip: Path, tmp_path: Path
+) -> None:
+    """Each module of the unpacked zip imports in a fresh interpreter that sees only the zip,
+    the stdlib and the venv's packages, with every dev-only package blocked."""
+    with zipfile.ZipFile(real_zip) as zf:
+        zf.extractall(tmp_path / "zip")
+        modules = sorted(
+            n.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+            for n in zf.namelist()
+            if n.endswith(".py")
+        )
+    site_packages = next(p for p in sys.path if p.endswith("site-packages"))
+    argument = json.dumps([str(tmp_path / "zip"), site_packages, DEV_ONLY_IMPORTS, modules])
+    result = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", _IMPORT_EVERY_MODULE, argument],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    report = json.loads(result.stdout)
+    assert {"orchestrator.handler", "downloader.handler", "dlpipe.adapters.crypto"} <= set(modules)
+    assert report == {"failures": {}, "attempts": []}
