@@ -11,7 +11,7 @@ UI_ARGS ?=
 # Branch coverage of dlpipe and the handlers (pyproject [tool.coverage]); COVERAGE_ARGS= turns it off.
 COVERAGE_ARGS ?= --cov --cov-report=term:skip-covered
 
-.PHONY: run test lint typecheck check soak bench clean ui screenshots
+.PHONY: run test lint typecheck check soak bench bench-scale cost-table clean ui screenshots
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -80,6 +80,16 @@ package: $(STAMP)
 ## (~14 min; BENCH_ARGS=--fast leaves out the 1 GiB data path, --quick is a smoke test to /tmp).
 bench: $(STAMP) $(DDB_LOCAL)
 	$(BIN)/python bench/run_all.py $(BENCH_ARGS)
+
+## bench-scale: the orchestration of a large day (listing, fan-out, completion checks) at
+## SCALE_FILES files (default 10,000 then 100,000), figures printed; `SCALE_FILES=10000` for one size.
+SCALE_FILES ?= 10000,100000
+bench-scale: $(STAMP) $(DDB_LOCAL)
+	$(BIN)/python bench/orchestration_scale.py --files $(SCALE_FILES) $(SCALE_ARGS)
+
+## cost-table: the AWS cost of a day at 10-100,000 files from the measured units (BENCHMARKS.md).
+cost-table: $(STAMP)
+	$(BIN)/python bench/cost_table.py $(COST_ARGS)
 
 ## soak: the long reliability scenarios (marker `soak` in tests/reliability; RELIABILITY.md has the figures).
 soak: $(STAMP) $(DDB_LOCAL)

@@ -11,7 +11,8 @@ queue. The flow and the workers use clients of their own, whose calls are counte
 botocore event hooks (before-call.dynamodb / before-call.sqs) and billed by dynamo_cost.py.
 
 Figures: (4) wall time from the workers' start to the last CompletedAt, per worker count,
-with the emulator's CPU use, and its DynamoDB and SQS reference figures from the same run;
+with the emulators' CPU use (moto and DynamoDB Local, each its own child process, read with
+psutil), and their DynamoDB and SQS reference figures from the same run;
 (3) requests and capacity units per file, from the last of those runs, whose poll interval
 is set to ~0.7 x the previous run's processing time so that files finish by the second poll
 (the case the target describes); (5) batch latency, batch UpdatedAt (completed) minus the
@@ -135,7 +136,8 @@ class RunResult:
     wall_seconds: float
     latency_seconds: float
     check_seconds_max: float
-    emulator_cpu_pct: float
+    emulator_cpu_pct: float  # moto (S3, SQS, Secrets Manager)
+    dynamodb_cpu_pct: float  # DynamoDB Local, its own child process
     client_cpu_pct: float
     dynamodb_ops_per_s: float
     tally: Tally
@@ -164,7 +166,9 @@ class Day:
         self.batches = BatchesTable(stack.clients.dynamodb, self.settings.batches_table)
         self._dates = first_date
         assert stack.emulator.pid is not None
+        assert stack.emulator.dynamodb.pid is not None
         self.emulator = psutil.Process(stack.emulator.pid)
+        self.dynamodb = psutil.Process(stack.emulator.dynamodb.pid)
 
     def next_date(self) -> str:
         self._dates += 1
@@ -187,12 +191,14 @@ class Day:
         def start_workers() -> None:
             marks["t0_ms"], marks["t0"] = int(time.time() * 1000), time.perf_counter()
             marks["emu_cpu"], marks["own_cpu"] = _cpu(self.emulator), _cpu(psutil.Process())
+            marks["ddb_cpu"] = _cpu(self.dynamodb)
             thread.start()
 
         def end_mark() -> None:
             service.all_done.wait()
             marks["t1"] = time.perf_counter()
             marks["emu_cpu1"], marks["own_cpu1"] = _cpu(self.emulator), _cpu(psutil.Process())
+            marks["ddb_cpu1"] = _cpu(self.dynamodb)
 
         flow = build_flow(self.settings, self.flow_clients)
         probe = FlowProbe(flow, start_workers)
@@ -253,6 +259,7 @@ class Day:
             latency_seconds=round((iso_ms(batch.updated_at) - last_ms) / 1000, 3),
             check_seconds_max=round(max(probe.check_seconds, default=0.0), 3),
             emulator_cpu_pct=round(100 * (marks["emu_cpu1"] - marks["emu_cpu"]) / span, 0),
+            dynamodb_cpu_pct=round(100 * (marks["ddb_cpu1"] - marks["ddb_cpu"]) / span, 0),
             client_cpu_pct=round(100 * (marks["own_cpu1"] - marks["own_cpu"]) / span, 0),
             dynamodb_ops_per_s=round(worker_ddb / span, 0),
             tally=tally,
@@ -508,7 +515,8 @@ def op_latency_ms(tally: Tally) -> dict[str, float]:
 
 HEADER = (
     f"{'workers':>7} {'interval':>8} {'done':>11} {'queue s':>7} {'wall s':>7} {'files/s':>7}"
-    f" {'speedup':>7} {'ddb/s':>6} {'emu cpu':>7} {'client':>6} {'polls':>5} {'latency s':>9}"
+    f" {'speedup':>7} {'ddb/s':>6} {'moto cpu':>8} {'ddbl cpu':>8} {'client':>6} {'polls':>5}"
+    f" {'latency s':>9}"
 )
 
 
@@ -517,7 +525,8 @@ def print_run(r: RunResult, base: RunResult | None) -> None:
     print(
         f"{r.workers:>7} {r.interval_s:>7}s {r.completed:>5}/{r.files:<5} {r.queue_seconds:>7.1f}"
         f" {r.wall_seconds:>7.1f} {r.completed / r.wall_seconds:>7.1f} {speedup}"
-        f" {r.dynamodb_ops_per_s:>6.0f} {r.emulator_cpu_pct:>6.0f}% {r.client_cpu_pct:>5.0f}%"
+        f" {r.dynamodb_ops_per_s:>6.0f} {r.emulator_cpu_pct:>7.0f}% {r.dynamodb_cpu_pct:>7.0f}%"
+        f" {r.client_cpu_pct:>5.0f}%"
         f" {r.polls:>5} {r.latency_seconds:>9.2f}"
     )
 
@@ -537,6 +546,7 @@ def _run_json(r: RunResult, base: RunResult | None) -> dict[str, Any]:
         "latency_seconds": r.latency_seconds,
         "check_seconds_max": r.check_seconds_max,
         "emulator_cpu_pct": r.emulator_cpu_pct,
+        "dynamodb_local_cpu_pct": r.dynamodb_cpu_pct,
         "client_cpu_pct": r.client_cpu_pct,
         "dynamodb_ops_per_s": r.dynamodb_ops_per_s,
         "op_latency_ms": op_latency_ms(r.tally),

@@ -506,10 +506,13 @@ def capacity_section(results: dict[str, Any], summary: list[list[Any]]) -> str:
     parts.append(
         table(["step table kind", "per file"], [[k, v] for k, v in pf["capacity"].items()])
     )
-    parts.append("Completion checks, poll by poll (only files not yet known terminal are read):\n")
+    parts.append(
+        "Completion checks, poll by poll (BatchIndex: pending jobs read, failed / error / at the\n"
+        "end completed counted with Select=COUNT; dlpipe/services/orchestrator/completion.py):\n"
+    )
     parts.append(
         table(
-            ["poll", "job items read (BatchGetItem)", "RCU", "RCU per file of the batch"],
+            ["poll", "job items read", "RCU", "RCU per file of the batch"],
             [
                 [p["poll"], p["job_items_read"], p["job_rcu"], f"{p['job_rcu'] / files:.2f}"]
                 for p in per_poll
@@ -588,8 +591,10 @@ def short_interval_part(data: dict[str, Any]) -> str:
         "### The same per-file figures in the other runs\n\n"
         "A file is read once per poll while it is pending, so the completion-check cost per file\n"
         "is 0.5 RCU x the polls that find it pending: it grows when the interval is short next to\n"
-        "the day's processing time. The batch item is rewritten whole by every poll that records\n"
-        "outcomes, and it grows with the day (ExpectedFiles + CompletedFiles as String Sets).\n"
+        "the day's processing time. The batch item is written once per poll (record_counts): it\n"
+        "holds counts at any size, and ExpectedFiles / CompletedFiles / FailedFiles only while the\n"
+        "day has at most SETS_MAX_FILES (1,000) files, so it never grows past a fixed size\n"
+        "(bench/orchestration_scale.py, tests/reliability/test_scale_day.py).\n"
         "Empty long polls make the SQS count depend on idle time.\n\n"
         + table(
             [
@@ -627,14 +632,12 @@ def capacity_reading(t: dict[str, float], data: dict[str, Any]) -> str:
         "  LeaseExpiresAt) rewrites both entries too. The estimates above show what smaller\n"
         "  items or KEYS_ONLY projections would save; the design fixes the projections, so that\n"
         "  one is the lead's call.\n"
-        "- Reads: the worker's consistent GetItem is 1 RCU per file; completion checks read each\n"
-        "  file only while it is pending, eventually consistent (0.5 RCU), plus one consistent\n"
-        "  GetItem of the batch item per poll. The per-poll bound holds (<= 0.5 RCU per file);\n"
-        "  the total is 0.5 RCU x the polls a file stays pending, so it is not bounded when a\n"
-        "  day's files wait through many polls (see the 10 s runs). An estimate for the lead:\n"
-        "  a BatchIndex Query bills per 4 KB of the page, not per item, so reading the pending\n"
-        f"  files that way would cost ~{0.5 * data['job_item']['bytes'] / 4096:.2f} RCU per {data['job_item']['bytes']} B item instead of 0.5 (it must then\n"
-        "  live with the index being eventually consistent).\n"
+        "- Reads: the worker's consistent GetItem is 1 RCU per file; completion checks read the\n"
+        "  pending jobs through BatchIndex (a Query bills per 4 KB of the page, eventually\n"
+        f"  consistent: ~{0.5 * data['job_item']['bytes'] / 4096:.2f} RCU per {data['job_item']['bytes']} B item) and count the rest\n"
+        "  (Select=COUNT), plus one consistent GetItem of the batch item per poll. The total is\n"
+        "  that cost x the polls a file stays pending: bounded per poll, growing with the polls\n"
+        "  when a day's files wait through many of them (see the 10 s runs).\n"
         "- SQS per file: one receive (plus empty long polls), a ChangeMessageVisibility when the\n"
         "  heartbeat starts and another at the fence, one delete; the flow sends in batches of 10.\n"
         "  A queue visibility timeout >= lease + margin would make the first unnecessary for\n"
@@ -672,7 +675,8 @@ def scale_section(results: dict[str, Any], summary: list[list[Any]]) -> str:
         f"The {base['files']}-file day with N worker threads (one Worker, `--concurrency N`, as `dlpipe\n"
         "worker` runs), each run on a fresh date whose 1,000 messages fill the queue. Wall time:\n"
         "from the workers' start (right after fetch-and-queue returned) to the last CompletedAt.\n"
-        "CPU: the emulator's and this process's CPU seconds over that span (100% = one core).\n\n"
+        "CPU: the emulators' (moto; DynamoDB Local, its own process) and this process's CPU seconds\n"
+        "over that span (100% = one core).\n\n"
         + table(
             [
                 "workers",
@@ -680,7 +684,8 @@ def scale_section(results: dict[str, Any], summary: list[list[Any]]) -> str:
                 "files/s",
                 "speed-up",
                 "worker DynamoDB ops/s",
-                "emulator CPU",
+                "moto CPU",
+                "DynamoDB Local CPU",
                 "client CPU",
                 "queueing s (fetch-and-queue)",
             ],
@@ -692,6 +697,7 @@ def scale_section(results: dict[str, Any], summary: list[list[Any]]) -> str:
                     f"{r['speedup']:.2f}",
                     r["dynamodb_ops_per_s"],
                     f"{r['emulator_cpu_pct']:.0f}%",
+                    f"{r.get('dynamodb_local_cpu_pct', float('nan')):.0f}%",
                     f"{r['client_cpu_pct']:.0f}%",
                     r["queue_seconds"],
                 ]

@@ -12,12 +12,20 @@ For the day's batch:
   timeout only while some job is not terminal; its file sets match the jobs;
 - no multipart upload of the day's keys is left in progress in the destination bucket;
 - the DLQ holds messages only for jobs that are terminal.
+
+A large day (tens of thousands of files) is checked the same way, with its objects listed once
+(`objects_prefix`: paged ListObjectsV2 / ListObjectVersions under the entities' common prefix,
+then a binary search per job) and read back on a few threads, instead of three S3 calls per
+job: moto answers each listing by walking the whole bucket, which made that O(n^2).
 """
 
 from __future__ import annotations
 
+import bisect
 import hashlib
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +40,7 @@ from dlpipe.domain.model import Batch, BatchStatus, FileJob, JobStatus
 from dlpipe.local.stub.publish import ExpectedFile
 
 _CHUNK = 1 << 20
+_READ_THREADS = 4  # read-back of a large day's objects
 _UNSUCCESSFUL = frozenset({JobStatus.FAILED, JobStatus.ERROR})
 REJECTED_PREFIX = "rejected_listing:"
 
@@ -67,16 +76,54 @@ class _Checker:
     def __init__(self, clients: AwsClients, bucket: str, date: str) -> None:
         self.clients, self.bucket, self.date = clients, bucket, date
         self.problems: list[str] = []
+        self._preloaded: str | None = None  # objects under this prefix are listed already
+        self._keys: list[str] = []  # sorted
+        self._versions: Counter[str] = Counter()
+        self._hashes: dict[str, str | None] = {}
 
     def fail(self, message: str) -> None:
         self.problems.append(message)
 
+    def preload(self, prefix: str, read_keys: Iterable[str]) -> None:
+        """List every object and version under `prefix` once, and read `read_keys` back on a
+        few threads; later per-job questions under `prefix` are answered from memory."""
+        self._keys = sorted(self._list_keys(prefix))
+        self._versions = Counter(self._list_versions(prefix))
+        keys = sorted(set(read_keys))
+        with ThreadPoolExecutor(_READ_THREADS) as pool:
+            self._hashes = dict(zip(keys, pool.map(self._read_sha256, keys), strict=True))
+        self._preloaded = prefix
+
+    def _covered(self, prefix: str) -> bool:
+        return self._preloaded is not None and prefix.startswith(self._preloaded)
+
+    def _list_keys(self, prefix: str) -> Iterable[str]:
+        paginator = self.clients.s3.get_paginator("list_objects_v2")
+        for page in paginator.paginate(Bucket=self.bucket, Prefix=prefix):
+            yield from (o["Key"] for o in page.get("Contents", []))
+
+    def _list_versions(self, prefix: str) -> Iterable[str]:
+        paginator = self.clients.s3.get_paginator("list_object_versions")
+        for page in paginator.paginate(Bucket=self.bucket, Prefix=prefix):
+            entries = page.get("Versions", []) + page.get("DeleteMarkers", [])
+            yield from (str(v.get("Key")) for v in entries)
+
     def object_keys(self, prefix: str) -> list[str]:
+        if self._covered(prefix):
+            start = bisect.bisect_left(self._keys, prefix)
+            found = []
+            for key in self._keys[start:]:
+                if not key.startswith(prefix):
+                    break
+                found.append(key)
+            return found
         listing = self.clients.s3.list_objects_v2(Bucket=self.bucket, Prefix=prefix)
         return [o["Key"] for o in listing.get("Contents", [])]
 
     def version_count(self, key: str) -> int:
         """Versions and delete markers stored at exactly `key`."""
+        if self._covered(key):
+            return self._versions[key]
         count, request = 0, {"Bucket": self.bucket, "Prefix": key}
         while True:
             page: Any = self.clients.s3.list_object_versions(**request)  # type: ignore[arg-type]
@@ -88,6 +135,11 @@ class _Checker:
             request["VersionIdMarker"] = page["NextVersionIdMarker"]
 
     def object_sha256(self, key: str) -> str | None:
+        if self._covered(key) and key in self._hashes:
+            return self._hashes[key]
+        return self._read_sha256(key)
+
+    def _read_sha256(self, key: str) -> str | None:
         try:
             body = self.clients.s3.get_object(Bucket=self.bucket, Key=key)["Body"]
         except ClientError:
@@ -206,8 +258,12 @@ def check_day(
     date: str,
     batch_id: str,
     expected: Mapping[str, ExpectedFile],
+    objects_prefix: str | None = None,
 ) -> DayFacts:
-    """Check the invariant for the day's batch; InvariantViolation lists everything wrong."""
+    """Check the invariant for the day's batch; InvariantViolation lists everything wrong.
+
+    `objects_prefix`: a prefix of every entity of the day (a large day): its objects are
+    listed once and read back in parallel (module docstring)."""
     jobs_repo = JobsTable(clients.dynamodb, jobs_table, SystemClock())
     batches_repo = BatchesTable(clients.dynamodb, batches_table, SystemClock())
     checker = _Checker(clients, bucket, date)
@@ -219,6 +275,9 @@ def check_day(
     jobs = {j.file_id: j for j in listed}
     if len(jobs) != len(listed):
         checker.fail("the BatchIndex returned one FileID twice")
+    if objects_prefix is not None:
+        done = (j for j in jobs.values() if j.status is JobStatus.COMPLETED)
+        checker.preload(objects_prefix, (destination_key(j) for j in done))
     for file_id in expected:
         if file_id not in jobs:
             stored = jobs_repo.get(file_id)
