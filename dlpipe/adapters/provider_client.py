@@ -17,7 +17,7 @@ import json
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import requests
 from botocore.exceptions import ClientError
@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 MAX_RESPONSE_BYTES = 32 * 1024 * 1024  # one file's answer; the listing is streamed, uncapped
 _LISTING_CHUNK_BYTES = 64 * 1024
 # Faults of the connection, not of the request: worth another attempt.
+_T = TypeVar("_T")
 _TRANSPORT_ERRORS = (
     requests.ConnectionError,
     requests.Timeout,
@@ -155,9 +156,9 @@ class ProviderClient:
             if cursor is None:
                 return
 
-    def _open_listing_page(self, date: str, cursor: str | None, page: int) -> requests.Response:
-        """GET one listing page, retried like every request; the open 200 response."""
-        params = {"date": date} if cursor is None else {"date": date, "cursor": cursor}
+    def _retried(self, path: str, what: str, attempt: Callable[..., _T], *args: object) -> _T:
+        """`attempt(*args)`, retried on transient faults with backoff; ProviderUnavailableError
+        naming `what` once the attempts are spent."""
         retrying = Retrying(
             stop=stop_after_attempt(self._max_attempts),
             wait=self._wait,
@@ -167,16 +168,21 @@ class ProviderClient:
             reraise=True,
         )
         try:
-            response: requests.Response = retrying(self._open_page_attempt, params, page)
+            return retrying(attempt, *args)
         except _Retryable as exc:
             raise ProviderUnavailableError(
-                f"provider unavailable for /v1/files (page {page}): {exc}"
-                f" after {self._max_attempts} attempts",
+                f"provider unavailable for {what}: {exc} after {self._max_attempts} attempts",
                 attempts=self._max_attempts,
                 status_code=exc.status_code,
-                reason=f"GET /v1/files: {exc}",
+                reason=f"GET {path}: {exc}",
             ) from exc
-        return response
+
+    def _open_listing_page(self, date: str, cursor: str | None, page: int) -> requests.Response:
+        """GET one listing page, retried like every request; the open 200 response."""
+        params = {"date": date} if cursor is None else {"date": date, "cursor": cursor}
+        return self._retried(
+            "/v1/files", f"/v1/files (page {page})", self._open_page_attempt, params, page
+        )
 
     def _open_page_attempt(self, params: dict[str, str], page: int) -> requests.Response:
         path, date = "/v1/files", params["date"]
@@ -216,23 +222,7 @@ class ProviderClient:
         return parse_descriptor(payload, date, expected_entity=entity)
 
     def _get_json(self, path: str, date: str, not_found: str) -> object:
-        retrying = Retrying(
-            stop=stop_after_attempt(self._max_attempts),
-            wait=self._wait,
-            retry=retry_if_exception_type(_Retryable),
-            before_sleep=self._log_retry,
-            sleep=self._sleep,
-            reraise=True,
-        )
-        try:
-            body: bytes = retrying(self._attempt, path, date, not_found)
-        except _Retryable as exc:
-            raise ProviderUnavailableError(
-                f"provider unavailable for {path}: {exc} after {self._max_attempts} attempts",
-                attempts=self._max_attempts,
-                status_code=exc.status_code,
-                reason=f"GET {path}: {exc}",
-            ) from exc
+        body: bytes = self._retried(path, path, self._attempt, path, date, not_found)
         try:
             return json.loads(body)
         except (ValueError, RecursionError):
