@@ -61,7 +61,10 @@ def check_ready(settings: Settings, date: str) -> None:
         lambda: clients.sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"]),
     )
     token = _aws(
-        "secretsmanager", settings, "the provider token", lambda: _token(settings, clients)
+        "secretsmanager",
+        settings,
+        "the provider token",
+        lambda: token_from_settings(settings, clients),
     )
     _check_provider(provider_url, token, date)
 
@@ -70,10 +73,6 @@ def _required(value: str | None, variable: str, what: str) -> str:
     if not value:
         raise ConfigError(f"{variable} is not set ({what})")
     return value
-
-
-def _token(settings: Settings, clients: AwsClients) -> str:
-    return token_from_settings(settings, clients)
 
 
 def _aws(service: str, settings: Settings, what: str, call: Callable[[], _T]) -> _T:
