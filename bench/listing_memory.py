@@ -139,25 +139,6 @@ def main() -> None:
             f" {r['rss_before_mib']} | {r['hwm_after_mib']} | {r['growth_mib']} |"
         )
     print(f"ijson backend: {rows[0]['backend'] if rows else '?'}")
-    for size in sizes:
-        print(
-            f"duplicate check at {size:,} files: {_duplicate_dict_mib(size):.1f} MiB (tracemalloc)"
-        )
-
-
-def _duplicate_dict_mib(files: int) -> float:
-    """What the parser's entity -> first index dict costs at `files` synthetic entities."""
-    import tracemalloc  # noqa: PLC0415
-
-    from dlpipe.local.stub.listing import synthetic_entity  # noqa: PLC0415
-
-    tracemalloc.start()
-    first_index: dict[str, int] = {}
-    for index in range(files):
-        first_index.setdefault(synthetic_entity(index), index)
-    used = tracemalloc.get_traced_memory()[0]
-    tracemalloc.stop()
-    return used / MIB
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ JOB_ATTRIBUTES: dict[str, str] = {
     "byte_count": "ByteCount",
     "sha256": "SHA256",
     "destination_key": "DestinationKey",
+    "listing_index": "ListingIndex",
 }
 
 BATCH_ATTRIBUTES: dict[str, str] = {
@@ -73,6 +74,7 @@ _INT_FIELDS = frozenset(
         "completed_count",
         "failed_count",
         "error_count",
+        "listing_index",
     }
 )
 _SET_FIELDS = frozenset({"expected_files", "completed_files", "failed_files"})

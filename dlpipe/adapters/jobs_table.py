@@ -61,6 +61,7 @@ _NAMES = {
     "#urlexp": "URLExpiresAt",
     "#batch": "BatchID",
     "#ttl": "TTL",
+    "#listidx": "ListingIndex",
 }
 
 
@@ -486,8 +487,9 @@ class JobsTable:
             ":now": self._clock.now_ms(),
         }
 
-    def adopt(self, file_id: str, batch_id: str) -> FileJob:
-        """Move an unfinished job of an earlier batch into `batch_id`, as available.
+    def adopt(self, file_id: str, batch_id: str, listing_index: int | None = None) -> FileJob:
+        """Move an unfinished job of an earlier batch into `batch_id`, as available (and at
+        `listing_index` of the new batch's listing, when given).
 
         Refused (RequeueRefusedError) when the job completed or is held under a live lease.
         """
@@ -495,8 +497,12 @@ class JobsTable:
         # it first; only a job that nobody holds and that is not done moves.
         # Rule: may_adopt.
         condition = f"#batch <> :batch AND ({_REQUEUABLE})"
-        update = f"SET #batch = :batch, {_BACK_TO_AVAILABLE}"
-        values = {":batch": batch_id, **self._requeue_values()}
+        values: dict[str, Any] = {":batch": batch_id, **self._requeue_values()}
+        at_index = ""
+        if listing_index is not None:
+            at_index = "#listidx = :listidx, "
+            values[":listidx"] = listing_index
+        update = f"SET #batch = :batch, {at_index}{_BACK_TO_AVAILABLE}"
         return self._update(
             file_id,
             update=update,

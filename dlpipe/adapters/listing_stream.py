@@ -6,16 +6,17 @@ provider contract"). `ListingParser` turns the bytes of all pages into FileDescr
 RejectedFiles without ever holding a whole answer: an incremental JSON parser (ijson, its
 C backend yajl2_c when installed) emits events, and only the entry being read is built.
 
-Memory is O(one entry) for the bytes, plus O(files) for the duplicate check: a dict of
-entity name -> index of its first copy (short strings; ~100 bytes a file, ~10 MiB at
-100,000 files). Every other per-file fact is handed on and forgotten.
+Memory is O(one entry), whatever the number of files: each entry is handed on and forgotten.
+The stream does not look for duplicate entities (that needs a memory of every entity, ~130
+bytes a file, 13 MiB at 100,000): a consumer that must refuse them does it where its
+records are. `collect_listing` (the whole listing, small days) keeps them in a dict; the
+orchestrator's fan-out finds them in a chunk, and across chunks through the job table (a
+job's ListingIndex says which entry wrote it: dlpipe/services/orchestrator/fanout.py).
 
 What is refused, and how:
 - per-file faults (a field missing or mistyped, an unsafe entity, ...) are RejectedFiles
   with the same reasons as `parse_listing`; "files[N]" counts entries across all pages;
-- a later copy of an entity already listed is a RejectedFile with `duplicate=True`: the
-  first copy was handed on already, so the consumer must refuse that entity too
-  (`collect_listing` does: all copies refused, as `parse_listing` decides);
+- a later copy of an entity already listed is handed on like any entry (see above);
 - whole-listing faults raise MalformedResponseError (permanent): not an object, `date`
   missing or not the asked date (on any page), `files` not a list, `next` not a string, a
   cursor seen before, too many pages or files, one entry larger than the per-entry cap, and
@@ -100,7 +101,6 @@ class ListingParser:
         self.limits = limits or ListingLimits()
         self.entries = 0  # entries read so far, all pages
         self.pages = 0
-        self._first_index: dict[str, int] = {}  # entity -> index of its first copy
         self._cursors: set[str] = set()
         self.next_cursor: str | None = None  # the last page's `next`
 
@@ -133,22 +133,10 @@ class ListingParser:
             )
         where = f"files[{index}]"
         try:
-            outcome: Entry = parse_file(item, self.expected_date, where)
+            return parse_file(item, self.expected_date, where)
         except MalformedResponseError as exc:
             entity = safe_entity(item)
-            outcome = RejectedFile(entity or where, str(exc), entity)
-        entity = outcome.entity
-        if entity is None:
-            return outcome
-        first = self._first_index.setdefault(entity, index)
-        if first == index:
-            return outcome
-        return RejectedFile(
-            entity,
-            f"duplicate entity {entity!r} in the listing (files[{first}], {where})",
-            entity,
-            duplicate=True,
-        )
+            return RejectedFile(entity or where, str(exc), entity)
 
 
 class _Page:
@@ -323,7 +311,7 @@ def collect_listing(date: str, entries: Iterable[Entry]) -> ListingResult:
             places.setdefault(entry.entity, []).append(index)
         if isinstance(entry, FileDescriptor):
             files.append(entry)
-        elif not entry.duplicate:
+        else:
             rejected.append(entry)
     duplicated = {entity: found for entity, found in places.items() if len(found) > 1}
     if not duplicated:

@@ -44,16 +44,11 @@ MAX_FILES_PER_LISTING = 10_000
 
 @dataclass(frozen=True)
 class RejectedFile:
-    """A listed file that breaks the contract; `entity` is set only when the entity is safe.
-
-    `duplicate` marks a later copy of an entity a streamed listing handed on already
-    (dlpipe/adapters/listing_stream.py): the consumer must refuse every copy of that entity.
-    """
+    """A listed file that breaks the contract; `entity` is set only when the entity is safe."""
 
     entity_or_index: str  # the entity, or "files[3]" when it is missing or unsafe
     reason: str
     entity: str | None = None
-    duplicate: bool = False
 
 
 @dataclass(frozen=True)

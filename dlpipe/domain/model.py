@@ -121,6 +121,9 @@ class FileJob:
     byte_count: int | None = None
     sha256: str | None = None
     destination_key: str | None = None
+    # Where in the day's listing the file was (0-based entry index): a later entry with the
+    # same FileID is a duplicate, not a replay of this write (dlpipe/services/orchestrator/fanout.py).
+    listing_index: int | None = None
 
     @property
     def is_terminal(self) -> bool:

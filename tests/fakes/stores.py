@@ -170,12 +170,15 @@ class FakeJobsTable:
             job = self._requeuable(file_id, force=force, rule="requeue")
             return self._back_to_available(job)
 
-    def adopt(self, file_id: str, batch_id: str) -> FileJob:
+    def adopt(self, file_id: str, batch_id: str, listing_index: int | None = None) -> FileJob:
         with self._lock:
             job = self.items.get(file_id)
             if job is None or not may_adopt(job, batch_id, self.clock.now_ms()):
                 raise RequeueRefusedError("adopt refused", condition="adopt", current=job)
-            return self._back_to_available(replace(job, batch_id=batch_id))
+            moved = replace(job, batch_id=batch_id)
+            if listing_index is not None:
+                moved = replace(moved, listing_index=listing_index)
+            return self._back_to_available(moved)
 
     def complete_abandoned(
         self, file_id: str, owner: str, *, byte_count: int, sha256: str, destination_key: str

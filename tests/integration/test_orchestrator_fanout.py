@@ -20,6 +20,7 @@ from dlpipe.adapters.aws import AwsClients
 from dlpipe.adapters.batches_table import BatchesTable
 from dlpipe.adapters.jobs_table import JobsTable
 from dlpipe.adapters.queue import JobQueue
+from dlpipe.domain.listing import FileDescriptor, ListingResult, RejectedFile
 from dlpipe.domain.model import BatchStatus, FileJob
 from dlpipe.local.durable_runner import enforce_checkpoint_size_limit
 from dlpipe.local.stub.faults import BROKEN_MALFORMED, Faults
@@ -236,3 +237,143 @@ def test_parallel_puts_against_dynamodb_local_print_their_rate(jobs: JobsTable) 
 
 def _sequential(func: Callable[[FileJob], FileJob], items: list[FileJob]) -> list[FileJob]:
     return [func(item) for item in items]
+
+
+class FixedListing:
+    """A provider lister over fixed entries: their order and their duplicates are the test's."""
+
+    def __init__(self, entries: list[FileDescriptor | RejectedFile]) -> None:
+        self.entries = entries
+
+    def list_files(self, date: str) -> ListingResult:
+        files = [e for e in self.entries if isinstance(e, FileDescriptor)]
+        return ListingResult(date, files, [e for e in self.entries if isinstance(e, RejectedFile)])
+
+    def iter_listing(self, date: str) -> Iterator[FileDescriptor | RejectedFile]:
+        return iter(self.entries)
+
+
+def listed(entity: str, day: str) -> FileDescriptor:
+    return FileDescriptor(
+        entity=entity,
+        date=day,
+        url="https://provider.invalid/x",
+        encrypted_key="a2V5",
+        iv="aXY=",
+        cipher="AES-256-GCM",
+        size=1,
+        sha256="0" * 64,
+        expires_at=None,
+    )
+
+
+def fixed_flow(
+    entries: list[FileDescriptor | RejectedFile],
+    jobs: JobsTable,
+    batches: BatchesTable,
+    queue: JobQueue,
+    clock: ManualClock,
+    chunk: int = 2,
+) -> BatchFlowService:
+    """A fresh flow (a fresh invocation: no open listing) over `entries`, `chunk` a step."""
+    return BatchFlowService(
+        jobs=jobs,
+        batches=batches,
+        provider=FixedListing(entries),
+        queue=queue,
+        clock=clock,
+        new_uuid=lambda: str(uuid.uuid4()),
+        chunk_entries=chunk,
+    )
+
+
+def to_the_end(flow: BatchFlowService, batch_id: str, day: str, resume: QueueResult) -> QueueResult:
+    """The chunk steps after `resume`, to the one that finds the listing's end."""
+    result = flow.fetch_and_queue(batch_id, day, resume)
+    while not result.done:
+        result = flow.fetch_and_queue(batch_id, day, result)
+    return result
+
+
+def test_a_copy_of_an_entity_an_earlier_chunk_wrote_is_refused_through_the_job_table(
+    jobs: JobsTable, batches: BatchesTable, queue: JobQueue, clock: ManualClock
+) -> None:
+    """The stream keeps no memory of entities: entry 3 repeats entry 0 of an earlier chunk, and
+    the conditional put finds it (the stored job's ListingIndex is 0, not 3). A replay of that
+    chunk from a fresh invocation finds the same, and takes its own writes for a replay."""
+    day = unique_day()
+    entries: list[FileDescriptor | RejectedFile] = [
+        listed(e, day) for e in ("alpha", "beta", "gamma", "alpha")
+    ]
+    flow = fixed_flow(entries, jobs, batches, queue, clock)
+    batch_id = flow.create_batch(day)
+    first = flow.fetch_and_queue(batch_id, day)
+    second = to_the_end(flow, batch_id, day, first)
+    line = (
+        "provider entry alpha rejected: duplicate entity 'alpha' in the listing"
+        " (files[0], files[3])"
+    )
+    assert (second.done, second.expected, second.refused) == (True, 3, 1)
+    assert second.refusals_shown == (line,)
+    batch = batches.require(batch_id)
+    assert batch.error_message == f"1 provider entries rejected: {line}"
+    assert batch.expected_files == {f"{e}-{day}" for e in ("alpha", "beta", "gamma")}
+    assert jobs.get(f"gamma-{day}").listing_index == 2  # type: ignore[union-attr]
+    replayed = to_the_end(fixed_flow(entries, jobs, batches, queue, clock), batch_id, day, first)
+    assert replayed == QueueResult(
+        expected=3,
+        sent=first.sent + 1,  # gamma is still available: sent again, at least once
+        already_present=0,
+        offset=4,
+        done=True,
+        refused=1,
+        refusals_shown=(line,),
+    )
+
+
+def test_a_large_day_replayed_from_a_checkpoint_counts_every_file_once(
+    jobs: JobsTable,
+    batches: BatchesTable,
+    queue: JobQueue,
+    clock: ManualClock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past the set cap (3 here) the flow holds a count, not FileIDs. A crash mid-chunk and a
+    replay from the checkpoint in a fresh invocation still give ExpectedCount = the files
+    listed, with a refusal and an in-chunk duplicate counted as the batch would count them."""
+    monkeypatch.setattr("dlpipe.services.orchestrator.fanout.SETS_MAX_FILES", 3)
+    monkeypatch.setattr("dlpipe.adapters.batches_table.SETS_MAX_FILES", 3)
+    day = unique_day()
+    entries: list[FileDescriptor | RejectedFile] = [listed(f"f{n}", day) for n in range(9)]
+    entries[5] = RejectedFile("f5", "size: missing", "f5")  # an error job: counted
+    entries[7] = listed("f6", day)  # f6 twice in chunk 4 (entries 6, 7): one error job
+    flow = fixed_flow(entries, jobs, batches, queue, clock)
+    batch_id = flow.create_batch(day)
+    result = flow.fetch_and_queue(batch_id, day)
+    result = flow.fetch_and_queue(batch_id, day, result)
+    assert (result.offset, result.expected) == (4, 4)
+    real_create = jobs.create
+    crashed = threading.Event()
+
+    def crash_on_f5(job: FileJob) -> FileJob:
+        if job.file_id == f"f5-{day}" and not crashed.is_set():
+            crashed.set()
+            raise RuntimeError("simulated crash after f4's put")
+        return real_create(job)
+
+    replaying = fixed_flow(entries, jobs, batches, queue, clock)
+    replaying.jobs.create = crash_on_f5  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        replaying.fetch_and_queue(batch_id, day, result)
+    again = fixed_flow(entries, jobs, batches, queue, clock)  # the retry: a fresh invocation
+    result = to_the_end(again, batch_id, day, result)
+    # f0-f4, f5 (error job), f6 (one error job for both copies), f8: 8 FileIDs
+    assert (result.expected, result.refused) == (8, 0)
+    batch = batches.require(batch_id)
+    assert batch.sets_truncated
+    assert (batch.expected, batch.expected_files) == (8, frozenset())
+    stored = jobs.batch_get({f"f{n}-{day}" for n in range(9)})
+    assert {j.file_id: j.listing_index for j in stored.values()} == {
+        **{f"f{n}-{day}": n for n in (0, 1, 2, 3, 4, 5, 8)},
+        f"f6-{day}": 6,
+    }

@@ -10,8 +10,16 @@ import pytest
 from aws_durable_execution_sdk_python_testing.executor import Executor
 
 from dlpipe.domain.listing import FileDescriptor, RejectedFile
+from dlpipe.domain.model import SETS_MAX_FILES
 from dlpipe.services.orchestrator.durable import build_durable_handler
-from dlpipe.services.orchestrator.fanout import ListingPosition, in_parallel
+from dlpipe.services.orchestrator.fanout import (
+    REFUSAL_CHARS,
+    SHOWN_REFUSALS,
+    ExpectedFiles,
+    ListingPosition,
+    Refusals,
+    in_parallel,
+)
 from dlpipe.services.orchestrator.inline import InlineSteps, PollingPlan, run_inline
 from dlpipe.services.orchestrator.ports import FlowContractError, ProviderOutage, QueueResult
 from tests.unit.test_orchestrator_durable import (
@@ -112,23 +120,64 @@ def descriptor(entity: str) -> FileDescriptor:
     )
 
 
-def test_skipping_to_an_offset_remembers_files_and_refusals_without_writing() -> None:
-    """Skipped entries count as expected (files, error jobs, a duplicate's one error job) or as
-    problems (no safe FileID)."""
+def test_skipping_to_an_offset_collects_a_small_days_file_ids_without_writing() -> None:
+    """Skipped entries give their FileIDs back to a small day's set (files, error jobs, a later
+    copy's FileID once); refusals are not re-derived: they come from the checkpoint."""
     entries = [
         descriptor("alpha"),
         RejectedFile("beta", "size: missing", "beta"),
         RejectedFile("files[2]", "entity: unsafe"),
-        RejectedFile("alpha", "duplicate entity 'alpha'", "alpha", duplicate=True),
+        descriptor("alpha"),
         descriptor("gamma"),
     ]
     position = ListingPosition("batch-2026-02-28-x", "2026-02-28", iter(entries))
     assert position.skip_to(4)
-    assert position.expected == {"alpha-2026-02-28", "beta-2026-02-28"}
-    assert position.problems == ["provider entry files[2] rejected: entity: unsafe"]
+    assert position.expected.ids == {"alpha-2026-02-28", "beta-2026-02-28"}
+    assert position.refusals == Refusals()
     assert [e.entity for e in position.take(10)] == ["gamma"]
     assert (position.offset, position.ended) == (5, True)
     assert not ListingPosition("b", "2026-02-28", iter(entries)).skip_to(6)
+
+
+def test_a_large_day_resumes_from_its_count_and_keeps_no_file_ids() -> None:
+    """Past SETS_MAX_FILES the position holds a number: skipping collects nothing."""
+    entries = [descriptor(f"e{n}") for n in range(5)]
+    position = ListingPosition(
+        "b", "2026-02-28", iter(entries), expected=ExpectedFiles.resumed(SETS_MAX_FILES + 3)
+    )
+    assert position.skip_to(4)
+    assert (position.expected.ids, position.expected.count) == (None, SETS_MAX_FILES + 3)
+    position.expected.add("e4-2026-02-28")
+    assert position.expected.count == SETS_MAX_FILES + 4
+
+
+def test_expected_files_drop_their_set_past_the_cap() -> None:
+    """A set while the batch item keeps one, then only a count: memory flat in the day's size."""
+    expected = ExpectedFiles()
+    for n in range(SETS_MAX_FILES):
+        expected.add(f"f{n}")
+    expected.add("f0")  # a repeat under the cap changes nothing
+    assert expected.ids is not None
+    assert expected.count == SETS_MAX_FILES
+    expected.add("one-more")
+    assert (expected.ids, expected.count) == (None, SETS_MAX_FILES + 1)
+    for n in range(10_000):
+        expected.add(f"g{n}")
+    assert (expected.ids, expected.count) == (None, SETS_MAX_FILES + 10_001)
+
+
+def test_refusals_keep_a_count_and_the_first_few_lines_cut_short() -> None:
+    refusals = Refusals()
+    for n in range(SHOWN_REFUSALS + 3):
+        refusals.add(f"provider entry e{n} rejected: " + "x" * 400)
+    assert refusals.count == SHOWN_REFUSALS + 3
+    assert len(refusals.shown) == SHOWN_REFUSALS
+    assert all(len(line) == REFUSAL_CHARS for line in refusals.shown)
+    summary = refusals.summary()
+    assert summary is not None
+    assert summary.startswith(f"{SHOWN_REFUSALS + 3} provider entries rejected: provider entry e0")
+    assert summary.endswith("; and 3 more (each logged as batch.entry_rejected)")
+    assert Refusals().summary() is None
 
 
 LABEL: contextvars.ContextVar[str] = contextvars.ContextVar("label", default="none")

@@ -10,7 +10,7 @@ import pytest
 
 from dlpipe.adapters import listing_stream
 from dlpipe.adapters.listing_stream import ListingLimits, ListingParser, collect_listing
-from dlpipe.domain.listing import ListingResult, RejectedFile, parse_listing
+from dlpipe.domain.listing import FileDescriptor, ListingResult, parse_listing
 from dlpipe.domain.provider_errors import MalformedResponseError
 from tests.unit.test_provider_contract import DAY, good, listing
 
@@ -86,13 +86,12 @@ def test_pages_are_followed_and_indexes_count_across_pages() -> None:
     ]
 
 
-def test_a_later_copy_is_yielded_as_a_duplicate_rejection() -> None:
-    """The iterator cannot take back the first copy, so it flags the later one for the consumer."""
+def test_a_later_copy_is_handed_on_as_it_is_the_stream_keeps_no_entity_memory() -> None:
+    """The stream holds one entry at a time: finding duplicates is its consumer's job
+    (collect_listing here; the orchestrator's fan-out through the job table)."""
     outcomes = list(ListingParser(DAY).page([body(listing(good("a"), good("a")))]))
-    assert outcomes[0].entity == "a"
-    assert outcomes[1] == RejectedFile(
-        "a", "duplicate entity 'a' in the listing (files[0], files[1])", "a", duplicate=True
-    )
+    assert [o.entity for o in outcomes] == ["a", "a"]
+    assert all(isinstance(o, FileDescriptor) for o in outcomes)
 
 
 def test_wrong_date_on_page_two_fails_the_listing() -> None:

@@ -27,9 +27,19 @@ for the re-read; 100,000 files make 100 steps (the history allows ~25,000 operat
 ~1,000 puts/s peak is within on-demand's default table throughput (4,000 WCU) and SQS standard
 queues do not throttle sends. More threads would mostly buy throttling retries.
 
-Duplicates. A streamed listing reports a later copy of an entity after the first copy's job
-was written (and maybe queued): the flow cannot take that back, so the refusal goes to the
-batch's ErrorMessage and the day ends failed, naming it (the unstreamed listing refused both).
+Memory: flat in the size of the day. A chunk holds its 1,000 entries; what the day so far
+implies is two bounded tallies: ExpectedFiles (the FileIDs while the batch item keeps its
+sets, SETS_MAX_FILES, then a count) and Refusals (a count and the first SHOWN_REFUSALS
+lines). The checkpoint carries both, so a replay restores them instead of re-deriving them.
+
+Duplicates (an entity listed twice) without a memory of every entity. Within a chunk they
+are found before anything is written: every copy is refused, one error job stands for them.
+Across chunks the job table finds them: every job records the entry that wrote it
+(ListingIndex), so a conditional put that meets a job of this batch written by another entry
+is a later copy, not a replay of this one. The first copy's job was written (and maybe
+queued) already: the flow cannot take it back, so the refusal goes to the batch's
+ErrorMessage and the day ends failed, naming both entries (the unstreamed listing refused
+both). A job written before ListingIndex existed is taken for a replay, as before.
 """
 
 from __future__ import annotations
@@ -41,10 +51,13 @@ from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
 from dlpipe.domain.listing import FileDescriptor, ListingResult, RejectedFile
-from dlpipe.services.orchestrator.jobs_from_listing import error_job
+from dlpipe.domain.model import SETS_MAX_FILES
+from dlpipe.services.orchestrator.jobs_from_listing import listed_file_id
 
 CHUNK_ENTRIES = 1000
 WRITE_WORKERS = 8
+SHOWN_REFUSALS = 5  # refusal lines the batch's ErrorMessage shows (and a checkpoint carries)
+REFUSAL_CHARS = 150  # each cut to this length
 
 Entry = FileDescriptor | RejectedFile
 _In = TypeVar("_In")
@@ -78,16 +91,79 @@ def refusal(rejected: RejectedFile) -> str:
 
 
 @dataclass
+class ExpectedFiles:
+    """The day's FileIDs while they fit the batch item's set (SETS_MAX_FILES), then their count.
+
+    What keeps the orchestrator's memory flat in the size of the day: past the cap it holds
+    one number, not 100,000 strings. Under the cap the set absorbs a repeated FileID; past it
+    each FileID must be added once, which the fan-out's outcomes guarantee (a job written or
+    found at its own listing index counts, a duplicate never does).
+    """
+
+    ids: set[str] | None = field(default_factory=set)
+    _count: int = 0
+
+    @classmethod
+    def resumed(cls, count: int) -> ExpectedFiles:
+        """After a checkpoint of `count` files: a small day rebuilds its set while skipping to
+        the offset (`ListingPosition.skip_to`), a large one goes on from the count."""
+        return cls() if count <= SETS_MAX_FILES else cls(ids=None, _count=count)
+
+    @property
+    def count(self) -> int:
+        """How many FileIDs the day has so far."""
+        return self._count if self.ids is None else len(self.ids)
+
+    def add(self, file_id: str) -> None:
+        """One more file of the day (past the cap, add each FileID once)."""
+        if self.ids is None:
+            self._count += 1
+            return
+        self.ids.add(file_id)
+        if len(self.ids) > SETS_MAX_FILES:
+            self._count, self.ids = len(self.ids), None
+
+
+@dataclass
+class Refusals:
+    """Entries that could not become jobs: their number and the first few lines, cut short.
+
+    Bounded whatever the day (the batch's ErrorMessage shows SHOWN_REFUSALS of them; every
+    refusal is logged as it is found)."""
+
+    count: int = 0
+    shown: list[str] = field(default_factory=list)
+
+    def add(self, line: str) -> None:
+        """One more refused entry."""
+        self.count += 1
+        if len(self.shown) < SHOWN_REFUSALS:
+            self.shown.append(line[:REFUSAL_CHARS])
+
+    def summary(self) -> str | None:
+        """The batch's ErrorMessage for these refusals (None when there are none)."""
+        if not self.count:
+            return None
+        more = self.count - len(self.shown)
+        tail = f"; and {more} more (each logged as batch.entry_rejected)" if more > 0 else ""
+        return f"{self.count} provider entries rejected: {'; '.join(self.shown)}{tail}"
+
+
+@dataclass
 class ListingPosition:
-    """One invocation's open listing stream: where it is, and what the entries so far imply."""
+    """One invocation's open listing stream: where it is, and what the entries so far imply.
+
+    Its memory is one chunk of entries plus two bounded tallies (ExpectedFiles, Refusals):
+    nothing in it grows with the number of files past SETS_MAX_FILES.
+    """
 
     batch_id: str
     date: str
     entries: Iterator[Entry]
     offset: int = 0  # entries taken so far
     ended: bool = False
-    expected: set[str] = field(default_factory=set)
-    problems: list[str] = field(default_factory=list)
+    expected: ExpectedFiles = field(default_factory=ExpectedFiles)
+    refusals: Refusals = field(default_factory=Refusals)
 
     def at(self, batch_id: str, date: str, offset: int) -> bool:
         """True if this stream can go on from `offset` for that batch and day."""
@@ -106,23 +182,16 @@ class ListingPosition:
         return chunk
 
     def skip_to(self, offset: int) -> bool:
-        """Read (not write) up to `offset`, remembering what those entries imply; False if
-        the stream ended first (the listing changed since those chunks ran)."""
+        """Read (not write) up to `offset`; False if the stream ended first (the listing
+        changed since those chunks ran). A small day's FileIDs are collected again for its
+        ExpectedFiles set; the counts and refusals come from the checkpoint."""
         while self.offset < offset and not self.ended:
             for entry in self.take(min(CHUNK_ENTRIES, offset - self.offset)):
-                self.remember(entry)
+                if self.expected.ids is not None:
+                    file_id = listed_file_id(entry, self.date)
+                    if file_id is not None:
+                        self.expected.add(file_id)
         return self.offset == offset
-
-    def remember(self, entry: Entry) -> None:
-        """Record an entry a finished chunk already wrote, as that chunk recorded it."""
-        if isinstance(entry, FileDescriptor):
-            self.expected.add(entry.file_id)
-            return
-        refused = error_job(entry, self.batch_id, self.date, 0)
-        if refused is None:
-            self.problems.append(refusal(entry))
-        else:
-            self.expected.add(refused.file_id)
 
 
 def in_parallel(

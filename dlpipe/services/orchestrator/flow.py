@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import NamedTuple
 
 from dlpipe import metrics
 from dlpipe.adapters.queue import SEND_BATCH_MAX, QueueSendError
@@ -31,8 +32,10 @@ from dlpipe.services.orchestrator.completion import tally
 from dlpipe.services.orchestrator.fanout import (
     CHUNK_ENTRIES,
     Entry,
+    ExpectedFiles,
     FileLister,
     ListingPosition,
+    Refusals,
     in_parallel,
     open_listing,
     refusal,
@@ -110,18 +113,20 @@ class BatchFlowService:
             return QueueResult(expected=batch.expected, sent=0, already_present=batch.expected)
         before = resume or QueueResult(expected=0, sent=0, already_present=0, done=False)
         try:
-            position, chunk = self._next_chunk(batch, polling_date, before.offset)
-            to_send, present = self._write_jobs(batch_id, chunk, position)
+            position, start, chunk = self._next_chunk(batch, polling_date, before)
+            to_send, present = self._write_jobs(batch_id, chunk, start, position)
             sent = self._send(to_send)
         except BaseException:
             self._listing = None  # its place in the stream is unknown now: reopen on a retry
             raise
         result = QueueResult(
-            expected=len(position.expected),
+            expected=position.expected.count,
             sent=before.sent + sent,
             already_present=before.already_present + present,
             offset=position.offset,
             done=position.ended,
+            refused=position.refusals.count,
+            refusals_shown=tuple(position.refusals.shown),
         )
         log.info(
             "batch.chunk_queued",
@@ -139,15 +144,21 @@ class BatchFlowService:
         return result
 
     def _next_chunk(
-        self, batch: Batch, polling_date: str, offset: int
-    ) -> tuple[ListingPosition, list[Entry]]:
-        """The stream at `offset` (kept from the previous chunk, or reopened and skipped to)
-        and its next chunk of entries."""
+        self, batch: Batch, polling_date: str, before: QueueResult
+    ) -> tuple[ListingPosition, int, list[Entry]]:
+        """The stream at the checkpoint's offset (kept from the previous chunk, or reopened,
+        skipped to and given the checkpoint's tallies), the offset of its next chunk, and the
+        chunk."""
+        offset = before.offset
         try:
             position = self._listing
             if position is None or not position.at(batch.batch_id, polling_date, offset):
                 position = ListingPosition(
-                    batch.batch_id, polling_date, open_listing(self.provider, polling_date)
+                    batch.batch_id,
+                    polling_date,
+                    open_listing(self.provider, polling_date),
+                    expected=ExpectedFiles.resumed(before.expected),
+                    refusals=Refusals(before.refused, list(before.refusals_shown)),
                 )
                 if not position.skip_to(offset):
                     raise FetchFailed(
@@ -155,7 +166,7 @@ class BatchFlowService:
                         f"{position.offset}, before the {offset} entries already queued"
                     )
                 self._listing = position
-            return position, position.take(self.chunk_entries)
+            return position, offset, position.take(self.chunk_entries)
         except ProviderUnavailableError as exc:
             # Down, slow or throttling: the durable shell tries again later, within a budget.
             waited_s = max(0.0, (self.clock.now_ms() - _epoch_ms(batch.start_time)) / 1000)
@@ -169,8 +180,12 @@ class BatchFlowService:
     def _record_queued(self, batch_id: str, position: ListingPosition) -> None:
         """The one place that hands the day's files to the batch item (its cap is the batch
         table's business); a count-only mark_queued would change this line alone."""
-        error_message = _summarize_refusals(position.problems, batch_id)
-        self.batches.mark_queued(batch_id, position.expected, error_message=error_message)
+        self.batches.mark_queued(
+            batch_id,
+            position.expected.ids or (),
+            error_message=position.refusals.summary(),
+            expected_count=position.expected.count,
+        )
 
     def _report_queued(
         self, batch_id: str, polling_date: str, position: ListingPosition, result: QueueResult
@@ -186,42 +201,101 @@ class BatchFlowService:
             {
                 "FilesExpected": (result.expected, metrics.COUNT),
                 "FilesQueued": (result.sent, metrics.COUNT),
-                "FilesRejected": (len(position.problems), metrics.COUNT),
+                "FilesRejected": (position.refusals.count, metrics.COUNT),
             },
             BatchID=batch_id,
             PollingDate=polling_date,
         )
 
     def _write_jobs(
-        self, batch_id: str, chunk: list[Entry], position: ListingPosition
+        self, batch_id: str, chunk: list[Entry], start: int, position: ListingPosition
     ) -> tuple[list[FileJob], int]:
-        """Write the chunk's jobs (WRITE_WORKERS at a time); the jobs to send, and how many
-        were already there with nothing to send."""
+        """Write the chunk's jobs (WRITE_WORKERS at a time; entry i of the chunk is entry
+        start + i of the day); the jobs to send, and how many were there with nothing to send."""
         now_ms = self.clock.now_ms()
-        # Every copy of a duplicated entity is refused. The stream names the later copies; a
-        # first copy in this chunk is withheld here, before anything is written or sent.
-        duplicated = {e.entity for e in chunk if isinstance(e, RejectedFile) and e.duplicate}
+        # Every copy of an entity listed twice is refused. Copies within this chunk are found
+        # here, before anything is written or sent; a copy of an entity an earlier chunk wrote
+        # is found by its put (fanout.py, "Duplicates").
+        places: dict[str, list[int]] = {}  # entity -> its entries in this chunk
+        for index, entry in enumerate(chunk, start):
+            if entry.entity is not None:
+                places.setdefault(entry.entity, []).append(index)
+        duplicated = {entity: found for entity, found in places.items() if len(found) > 1}
         jobs = [
-            job_from_descriptor(e, batch_id, now_ms)
-            for e in chunk
-            if isinstance(e, FileDescriptor) and e.entity not in duplicated
+            job_from_descriptor(entry, batch_id, now_ms, index)
+            for index, entry in enumerate(chunk, start)
+            if isinstance(entry, FileDescriptor) and entry.entity not in duplicated
         ]
-        must_send = in_parallel(self._create_or_adopt, jobs)
-        position.expected.update(job.file_id for job in jobs)
-        refused_entities: set[str] = set()
-        for rejected in (e for e in chunk if isinstance(e, RejectedFile)):
-            if rejected.duplicate and rejected.entity in refused_entities:
-                continue  # a third copy: its entity's error job is written already
-            refused = error_job(_all_copies(rejected), batch_id, position.date, now_ms)
-            if refused is None or not self._create_error_job(refused):
-                # No safe FileID, or (a duplicate whose first copy an earlier chunk queued)
-                # a job that is not this refusal: the batch names it and cannot complete.
-                position.problems.append(refusal(rejected))
+        placed = in_parallel(self._place_job, jobs)
+        to_send: list[FileJob] = []
+        present = 0
+        for job, outcome in zip(jobs, placed, strict=True):
+            if outcome.duplicate_of is not None:
+                first, later = outcome.duplicate_of, job.listing_index
+                self._refuse(
+                    batch_id,
+                    position,
+                    f"provider entry {job.entity} rejected: duplicate entity {job.entity!r} in"
+                    f" the listing (files[{first}], files[{later}])",
+                )
+                continue
+            position.expected.add(job.file_id)
+            if outcome.send:
+                to_send.append(job)
             else:
-                position.expected.add(refused.file_id)
-                refused_entities.add(refused.entity)
-        to_send = [job for job, send in zip(jobs, must_send, strict=True) if send]
-        return to_send, len(jobs) - len(to_send)
+                present += 1
+        refused: list[tuple[int, RejectedFile]] = [
+            (found[0], _all_copies_refused(entity, found)) for entity, found in duplicated.items()
+        ]
+        refused += [
+            (index, entry)
+            for index, entry in enumerate(chunk, start)
+            if isinstance(entry, RejectedFile) and entry.entity not in duplicated
+        ]
+        for index, rejected in sorted(refused, key=lambda item: item[0]):
+            self._record_refusal(batch_id, position, rejected, index, now_ms)
+        return to_send, present
+
+    def _refuse(self, batch_id: str, position: ListingPosition, line: str) -> None:
+        log.warning("batch.entry_rejected", batch_id=batch_id, problem=line)
+        position.refusals.add(line)
+
+    def _record_refusal(
+        self,
+        batch_id: str,
+        position: ListingPosition,
+        rejected: RejectedFile,
+        index: int,
+        now_ms: int,
+    ) -> None:
+        """An error job for a refused entry (counted as expected), or a line on the batch when
+        it has no safe FileID or its FileID belongs to another job."""
+        job = error_job(rejected, batch_id, position.date, now_ms, index)
+        if job is None:
+            self._refuse(batch_id, position, refusal(rejected))
+            return
+        try:
+            self.jobs.create(job)
+        except JobExistsError as exists:
+            current = exists.current
+            if current is None or current.batch_id != batch_id:
+                # Another batch's job: this refusal is not on record; the batch names it.
+                self._refuse(batch_id, position, refusal(rejected))
+                return
+            if current.listing_index not in (None, index):
+                if current.status is not JobStatus.ERROR:
+                    first = current.listing_index
+                    self._refuse(
+                        batch_id,
+                        position,
+                        f"provider entry {rejected.entity_or_index} rejected: duplicate entity"
+                        f" {rejected.entity!r} in the listing (files[{first}], files[{index}])",
+                    )
+                return  # (or a later copy of an entity refused already: its error job stands)
+            if current.status is not JobStatus.ERROR:
+                self._refuse(batch_id, position, refusal(rejected))
+                return
+        position.expected.add(job.file_id)  # written now, or by a replay of this entry
 
     def _send(self, to_send: list[FileJob]) -> int:
         """Send every job (SendMessageBatch groups on WRITE_WORKERS threads); the count sent."""
@@ -240,40 +314,32 @@ class BatchFlowService:
             return len(exc.failed)
         return 0
 
-    def _create_or_adopt(self, job: FileJob) -> bool:
-        """True if the job must be (re)sent: new, still available in this batch, or adopted."""
+    def _place_job(self, job: FileJob) -> _Placed:
+        """Write the job, or find why its FileID is taken: a replay of this entry (send it
+        again while available), another batch's job (adopt it), or a duplicate entry."""
         try:
             self.jobs.create(job)
         except JobExistsError as exists:
-            return self._resend_existing(job, exists.current)
-        return True
+            current = exists.current
+            if current is not None and current.batch_id == job.batch_id:
+                if current.listing_index not in (None, job.listing_index):
+                    return _Placed(send=False, duplicate_of=current.listing_index)
+                # Replay after a crash between the put and the send: send again (at-least-once).
+                return _Placed(send=current.status is JobStatus.AVAILABLE)
+            return _Placed(send=self._adopt(job, current))
+        return _Placed(send=True)
 
-    def _resend_existing(self, job: FileJob, current: FileJob | None) -> bool:
-        if current is not None and current.batch_id == job.batch_id:
-            # Replay after a crash between the put and the send: send again (at-least-once).
-            return current.status is JobStatus.AVAILABLE
+    def _adopt(self, job: FileJob, current: FileJob | None) -> bool:
+        """True if another batch's unfinished job moved into this batch (and must be sent)."""
         if current is None or not may_adopt(current, job.batch_id, self.clock.now_ms()):
             return False  # completed, or held under a live lease: the adoption would be refused
         try:
-            self.jobs.adopt(job.file_id, job.batch_id)
+            self.jobs.adopt(job.file_id, job.batch_id, job.listing_index)
         except RequeueRefusedError:
             return False  # completed or held under a live lease meanwhile: nothing to send
         log.info(
             "job.adopted", file_id=job.file_id, batch_id=job.batch_id, from_batch=current.batch_id
         )
-        return True
-
-    def _create_error_job(self, job: FileJob) -> bool:
-        """True when this refusal is on record: written now, or by a replay of this batch."""
-        try:
-            self.jobs.create(job)
-        except JobExistsError as exists:
-            current = exists.current
-            return (
-                current is not None
-                and current.batch_id == job.batch_id
-                and current.status is JobStatus.ERROR
-            )
         return True
 
     # ---- check-completion -------------------------------------------------------------
@@ -358,28 +424,19 @@ class BatchFlowService:
         log.error("batch.failed", batch_id=batch_id, reason=reason)
 
 
-_SHOWN_REFUSALS = 5
+class _Placed(NamedTuple):
+    """What writing one job found: send it or not, or the entry whose job took its FileID."""
+
+    send: bool
+    duplicate_of: int | None = None
 
 
-def _all_copies(rejected: RejectedFile) -> RejectedFile:
-    """A later copy's refusal, reworded for the one error job that stands for every copy."""
-    if not rejected.duplicate:
-        return rejected
+def _all_copies_refused(entity: str, found: list[int]) -> RejectedFile:
+    """The one refusal that stands for every copy of an entity listed twice in a chunk."""
+    where = ", ".join(f"files[{i}]" for i in found)
     return RejectedFile(
-        rejected.entity_or_index, f"{rejected.reason}: all copies refused", rejected.entity
+        entity, f"duplicate entity {entity!r} in the listing ({where}): all copies refused", entity
     )
-
-
-def _summarize_refusals(problems: list[str], batch_id: str) -> str | None:
-    """Every refusal gets its own log line; the batch's ErrorMessage stays short and says so."""
-    for problem in problems:
-        log.warning("batch.entry_rejected", batch_id=batch_id, problem=problem)
-    if not problems:
-        return None
-    shown = "; ".join(p[:150] for p in problems[:_SHOWN_REFUSALS])
-    more = len(problems) - _SHOWN_REFUSALS
-    tail = f"; and {more} more (each logged as batch.entry_rejected)" if more > 0 else ""
-    return f"{len(problems)} provider entries rejected: {shown}{tail}"
 
 
 def _epoch_ms(iso_time: str) -> int:

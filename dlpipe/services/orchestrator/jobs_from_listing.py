@@ -9,8 +9,10 @@ from dlpipe.domain.model import FileJob, JobStatus, make_file_id
 from dlpipe.domain.rules import job_ttl_epoch_s
 
 
-def job_from_descriptor(descriptor: FileDescriptor, batch_id: str, now_ms: int) -> FileJob:
-    """An available job for one file the provider listed."""
+def job_from_descriptor(
+    descriptor: FileDescriptor, batch_id: str, now_ms: int, listing_index: int | None = None
+) -> FileJob:
+    """An available job for one file the provider listed (entry `listing_index` of the day)."""
     return FileJob(
         file_id=descriptor.file_id,
         batch_id=batch_id,
@@ -27,10 +29,17 @@ def job_from_descriptor(descriptor: FileDescriptor, batch_id: str, now_ms: int) 
         expected_size=descriptor.size,
         expected_sha256=descriptor.sha256,
         url_expires_at=descriptor.expires_at,
+        listing_index=listing_index,
     )
 
 
-def error_job(rejected: RejectedFile, batch_id: str, date: str, now_ms: int) -> FileJob | None:
+def error_job(
+    rejected: RejectedFile,
+    batch_id: str,
+    date: str,
+    now_ms: int,
+    listing_index: int | None = None,
+) -> FileJob | None:
     """An `error` job recording why a listed file was refused, or None if it has no safe FileID."""
     if rejected.entity is None:
         return None  # e.g. "../../etc": recorded on the batch instead, never as a key
@@ -52,4 +61,17 @@ def error_job(rejected: RejectedFile, batch_id: str, date: str, now_ms: int) -> 
         status_updated_at_ms=now_ms,
         ttl_epoch_s=job_ttl_epoch_s(now_ms // 1000),
         error_message=f"rejected_listing: {rejected.reason}"[:1000],
+        listing_index=listing_index,
     )
+
+
+def listed_file_id(entry: FileDescriptor | RejectedFile, date: str) -> str | None:
+    """The FileID a listing entry's job has (a file's, or its refusal's), None if it has none."""
+    if isinstance(entry, FileDescriptor):
+        return entry.file_id
+    if entry.entity is None:
+        return None
+    try:
+        return make_file_id(entry.entity, date)
+    except InvalidIdentifierError:
+        return None

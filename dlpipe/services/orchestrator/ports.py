@@ -54,17 +54,23 @@ class FlowContractError(RuntimeError):
 @dataclass(frozen=True)
 class QueueResult:
     """Outcome of fetch-and-queue up to a chunk: files expected so far, messages sent, jobs
-    already there (all cumulative), the listing offset reached, and whether it was the last."""
+    already there (all cumulative), the listing offset reached, whether it was the last, and
+    the entries refused so far (their count, and the first few lines the batch will show)."""
 
     expected: int
     sent: int
     already_present: int
     offset: int = 0  # listing entries read up to the end of this chunk
     done: bool = True  # the listing ended in this chunk: the batch is queued
+    refused: int = 0
+    refusals_shown: tuple[str, ...] = ()  # at most fanout.SHOWN_REFUSALS lines, each cut short
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON form, as checkpointed (a few numbers, whatever the day's size)."""
-        return asdict(self)
+        """Plain JSON form, as checkpointed (a few numbers and at most ~1 KB of refusal lines,
+        whatever the day's size)."""
+        data = asdict(self)
+        data["refusals_shown"] = list(self.refusals_shown)
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> QueueResult:
@@ -75,6 +81,8 @@ class QueueResult:
             int(data["already_present"]),
             offset=int(data.get("offset", 0)),
             done=bool(data.get("done", True)),
+            refused=int(data.get("refused", 0)),
+            refusals_shown=tuple(str(line) for line in data.get("refusals_shown", ())),
         )
 
 
@@ -198,8 +206,9 @@ class JobStore(Protocol):
         """Write a new job; JobExistsError (with the stored job) if the FileID exists."""
         ...
 
-    def adopt(self, file_id: str, batch_id: str) -> FileJob:
-        """Move an unfinished job of another batch into `batch_id`; RequeueRefusedError."""
+    def adopt(self, file_id: str, batch_id: str, listing_index: int | None = None) -> FileJob:
+        """Move an unfinished job of another batch into `batch_id` (at `listing_index` of its
+        listing, when given); RequeueRefusedError."""
         ...
 
     def requeue(self, file_id: str, *, force: bool = False) -> FileJob:
