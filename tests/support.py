@@ -8,6 +8,7 @@ import uuid
 from dataclasses import replace
 
 from dlpipe.domain.clock import iso_from_ms
+from dlpipe.domain.listing import FileDescriptor
 from dlpipe.domain.model import Batch, BatchStatus, FileJob, JobStatus, make_batch_id, make_file_id
 from dlpipe.domain.rules import batch_ttl_epoch_s, job_ttl_epoch_s
 
@@ -93,3 +94,18 @@ def unique_day() -> str:
             if day not in _USED_DAYS:
                 _USED_DAYS.add(day)
                 return day
+
+
+def descriptor(entity: str, day: str = "2026-02-28") -> FileDescriptor:
+    """A valid listing entry for `entity` on `day` (a URL nothing serves)."""
+    return FileDescriptor(
+        entity=entity,
+        date=day,
+        url="https://example.invalid/x",
+        encrypted_key="a2V5",
+        iv="aXY=",
+        cipher="AES-256-GCM",
+        size=1,
+        sha256="0" * 64,
+        expires_at=None,
+    )

@@ -26,12 +26,12 @@ from dlpipe.local.durable_runner import enforce_checkpoint_size_limit
 from dlpipe.local.stub.faults import BROKEN_MALFORMED, Faults
 from dlpipe.local.stub.server import StubProvider
 from dlpipe.services.orchestrator.durable import build_durable_handler
-from dlpipe.services.orchestrator.fanout import in_parallel
+from dlpipe.services.orchestrator.fanout import FileLister, in_parallel
 from dlpipe.services.orchestrator.flow import BatchFlowService
 from dlpipe.services.orchestrator.ports import QueueResult
 from tests.integration.test_orchestrator_flow import drain
 from tests.provider_support import StubFactory, fast_client
-from tests.support import ManualClock, make_job, unique_day
+from tests.support import ManualClock, descriptor, make_job, unique_day
 
 pytest_plugins = ["tests.provider_fixtures"]
 pytestmark = pytest.mark.integration
@@ -85,17 +85,23 @@ class Offsets:
 
 
 def flow_on(
-    stub: StubProvider, jobs: JobsTable, batches: BatchesTable, queue: JobQueue, clock: ManualClock
+    provider: FileLister,
+    jobs: JobsTable,
+    batches: BatchesTable,
+    queue: JobQueue,
+    clock: ManualClock,
+    chunk: int = CHUNK,
 ) -> BatchFlowService:
-    """The real flow, chunked by CHUNK entries."""
+    """The real flow over `provider`, chunked by `chunk` entries. A new one is a fresh
+    invocation: it has no open listing."""
     return BatchFlowService(
         jobs=jobs,
         batches=batches,
-        provider=fast_client(stub),
+        provider=provider,
         queue=queue,
         clock=clock,
         new_uuid=lambda: str(uuid.uuid4()),
-        chunk_entries=CHUNK,
+        chunk_entries=chunk,
     )
 
 
@@ -136,7 +142,7 @@ def test_a_paged_day_is_queued_in_chunk_steps_with_each_job_written_once(
 ) -> None:
     """250 files paged by 40 become 5 chunk steps; every job is put once and queued once."""
     day = unique_day()
-    flow = flow_on(paged_stub, jobs, batches, queue, clock)
+    flow = flow_on(fast_client(paged_stub), jobs, batches, queue, clock)
     outcome = run_day(flow, day)
     result = result_of(outcome)
     expected = listed_ids(paged_stub, day)
@@ -166,7 +172,7 @@ def test_a_crash_in_chunk_3_replays_only_chunks_from_3_on(
     day = unique_day()
     expected = listed_ids(paged_stub, day)
     doomed = expected[2 * CHUNK + 5]  # inside chunk 3
-    flow = flow_on(paged_stub, jobs, batches, queue, clock)
+    flow = flow_on(fast_client(paged_stub), jobs, batches, queue, clock)
     offsets = Offsets(flow)
     real_create = flow.jobs.create
     crashed = threading.Event()
@@ -199,7 +205,7 @@ def test_a_malformed_page_fails_the_day_and_a_run_after_the_fix_queues_every_fil
     faults = Faults(broken_page=3, broken_page_kind=BROKEN_MALFORMED, broken_at_entry=10)
     stub = stub_factory([], faults, page_size=PAGE_SIZE, synthetic_files=FILES)
     day = unique_day()
-    flow = flow_on(stub, jobs, batches, queue, clock)
+    flow = flow_on(fast_client(stub), jobs, batches, queue, clock)
     first = run_day(flow, day)
     failed = result_of(first)
     assert failed["status"] == "failed"
@@ -253,40 +259,6 @@ class FixedListing:
         return iter(self.entries)
 
 
-def listed(entity: str, day: str) -> FileDescriptor:
-    return FileDescriptor(
-        entity=entity,
-        date=day,
-        url="https://provider.invalid/x",
-        encrypted_key="a2V5",
-        iv="aXY=",
-        cipher="AES-256-GCM",
-        size=1,
-        sha256="0" * 64,
-        expires_at=None,
-    )
-
-
-def fixed_flow(
-    entries: list[FileDescriptor | RejectedFile],
-    jobs: JobsTable,
-    batches: BatchesTable,
-    queue: JobQueue,
-    clock: ManualClock,
-    chunk: int = 2,
-) -> BatchFlowService:
-    """A fresh flow (a fresh invocation: no open listing) over `entries`, `chunk` a step."""
-    return BatchFlowService(
-        jobs=jobs,
-        batches=batches,
-        provider=FixedListing(entries),
-        queue=queue,
-        clock=clock,
-        new_uuid=lambda: str(uuid.uuid4()),
-        chunk_entries=chunk,
-    )
-
-
 def to_the_end(flow: BatchFlowService, batch_id: str, day: str, resume: QueueResult) -> QueueResult:
     """The chunk steps after `resume`, to the one that finds the listing's end."""
     result = flow.fetch_and_queue(batch_id, day, resume)
@@ -303,9 +275,9 @@ def test_a_copy_of_an_entity_an_earlier_chunk_wrote_is_refused_through_the_job_t
     chunk from a fresh invocation finds the same, and takes its own writes for a replay."""
     day = unique_day()
     entries: list[FileDescriptor | RejectedFile] = [
-        listed(e, day) for e in ("alpha", "beta", "gamma", "alpha")
+        descriptor(e, day) for e in ("alpha", "beta", "gamma", "alpha")
     ]
-    flow = fixed_flow(entries, jobs, batches, queue, clock)
+    flow = flow_on(FixedListing(entries), jobs, batches, queue, clock, chunk=2)
     batch_id = flow.create_batch(day)
     first = flow.fetch_and_queue(batch_id, day)
     second = to_the_end(flow, batch_id, day, first)
@@ -319,7 +291,9 @@ def test_a_copy_of_an_entity_an_earlier_chunk_wrote_is_refused_through_the_job_t
     assert batch.error_message == f"1 provider entries rejected: {line}"
     assert batch.expected_files == {f"{e}-{day}" for e in ("alpha", "beta", "gamma")}
     assert jobs.get(f"gamma-{day}").listing_index == 2  # type: ignore[union-attr]
-    replayed = to_the_end(fixed_flow(entries, jobs, batches, queue, clock), batch_id, day, first)
+    replayed = to_the_end(
+        flow_on(FixedListing(entries), jobs, batches, queue, clock, chunk=2), batch_id, day, first
+    )
     assert replayed == QueueResult(
         expected=3,
         sent=first.sent + 1,  # gamma is still available: sent again, at least once
@@ -344,10 +318,10 @@ def test_a_large_day_replayed_from_a_checkpoint_counts_every_file_once(
     monkeypatch.setattr("dlpipe.services.orchestrator.fanout.SETS_MAX_FILES", 3)
     monkeypatch.setattr("dlpipe.adapters.batches_table.SETS_MAX_FILES", 3)
     day = unique_day()
-    entries: list[FileDescriptor | RejectedFile] = [listed(f"f{n}", day) for n in range(9)]
+    entries: list[FileDescriptor | RejectedFile] = [descriptor(f"f{n}", day) for n in range(9)]
     entries[5] = RejectedFile("f5", "size: missing", "f5")  # an error job: counted
-    entries[7] = listed("f6", day)  # f6 twice in chunk 4 (entries 6, 7): one error job
-    flow = fixed_flow(entries, jobs, batches, queue, clock)
+    entries[7] = descriptor("f6", day)  # f6 twice in chunk 4 (entries 6, 7): one error job
+    flow = flow_on(FixedListing(entries), jobs, batches, queue, clock, chunk=2)
     batch_id = flow.create_batch(day)
     result = flow.fetch_and_queue(batch_id, day)
     result = flow.fetch_and_queue(batch_id, day, result)
@@ -361,11 +335,13 @@ def test_a_large_day_replayed_from_a_checkpoint_counts_every_file_once(
             raise RuntimeError("simulated crash after f4's put")
         return real_create(job)
 
-    replaying = fixed_flow(entries, jobs, batches, queue, clock)
+    replaying = flow_on(FixedListing(entries), jobs, batches, queue, clock, chunk=2)
     replaying.jobs.create = crash_on_f5  # type: ignore[method-assign]
     with pytest.raises(RuntimeError, match="simulated crash"):
         replaying.fetch_and_queue(batch_id, day, result)
-    again = fixed_flow(entries, jobs, batches, queue, clock)  # the retry: a fresh invocation
+    again = flow_on(
+        FixedListing(entries), jobs, batches, queue, clock, chunk=2
+    )  # the retry: a fresh invocation
     result = to_the_end(again, batch_id, day, result)
     # f0-f4, f5 (error job), f6 (one error job for both copies), f8: 8 FileIDs
     assert (result.expected, result.refused) == (8, 0)

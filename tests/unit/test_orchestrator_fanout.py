@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from aws_durable_execution_sdk_python_testing.executor import Executor
 
-from dlpipe.domain.listing import FileDescriptor, RejectedFile
+from dlpipe.domain.listing import RejectedFile
 from dlpipe.domain.model import SETS_MAX_FILES
 from dlpipe.services.orchestrator.durable import build_durable_handler
 from dlpipe.services.orchestrator.fanout import (
@@ -22,6 +22,7 @@ from dlpipe.services.orchestrator.fanout import (
 )
 from dlpipe.services.orchestrator.inline import InlineSteps, PollingPlan, run_inline
 from dlpipe.services.orchestrator.ports import FlowContractError, ProviderOutage, QueueResult
+from tests.support import descriptor
 from tests.unit.test_orchestrator_durable import (
     EVENT,
     OUTAGE_CAUSE,
@@ -104,20 +105,6 @@ def test_a_chunk_that_reads_nothing_without_ending_breaks_the_flow_contract() ->
     flow = ChunkedFlow(stuck=True)
     with pytest.raises(FlowContractError, match="chunk 1 read no listing entry"):
         run_inline(flow, EVENT, PollingPlan(300, 2), steps=InlineSteps())
-
-
-def descriptor(entity: str) -> FileDescriptor:
-    return FileDescriptor(
-        entity=entity,
-        date="2026-02-28",
-        url="https://example.invalid/x",
-        encrypted_key="a2V5",
-        iv="aXY=",
-        cipher="AES-256-GCM",
-        size=1,
-        sha256="0" * 64,
-        expires_at=None,
-    )
 
 
 def test_skipping_to_an_offset_collects_a_small_days_file_ids_without_writing() -> None:
