@@ -230,14 +230,9 @@ class BatchFlowService:
         to_send: list[FileJob] = []
         present = 0
         for job, outcome in zip(jobs, placed, strict=True):
-            if outcome.duplicate_of is not None:
-                first, later = outcome.duplicate_of, job.listing_index
-                self._refuse(
-                    batch_id,
-                    position,
-                    f"provider entry {job.entity} rejected: duplicate entity {job.entity!r} in"
-                    f" the listing (files[{first}], files[{later}])",
-                )
+            if outcome.duplicate_of is not None and job.listing_index is not None:
+                line = _later_copy(job.entity, [outcome.duplicate_of, job.listing_index])
+                self._refuse(batch_id, position, line)
                 continue
             position.expected.add(job.file_id)
             if outcome.send:
@@ -282,15 +277,10 @@ class BatchFlowService:
                 # Another batch's job: this refusal is not on record; the batch names it.
                 self._refuse(batch_id, position, refusal(rejected))
                 return
-            if current.listing_index not in (None, index):
+            if current.listing_index is not None and current.listing_index != index:
                 if current.status is not JobStatus.ERROR:
-                    first = current.listing_index
-                    self._refuse(
-                        batch_id,
-                        position,
-                        f"provider entry {rejected.entity_or_index} rejected: duplicate entity"
-                        f" {rejected.entity!r} in the listing (files[{first}], files[{index}])",
-                    )
+                    line = _later_copy(job.entity, [current.listing_index, index])
+                    self._refuse(batch_id, position, line)
                 return  # (or a later copy of an entity refused already: its error job stands)
             if current.status is not JobStatus.ERROR:
                 self._refuse(batch_id, position, refusal(rejected))
@@ -431,12 +421,20 @@ class _Placed(NamedTuple):
     duplicate_of: int | None = None
 
 
+def _duplicate(entity: str, found: list[int]) -> str:
+    """Why an entity listed at the entries `found` is refused."""
+    where = ", ".join(f"files[{i}]" for i in found)
+    return f"duplicate entity {entity!r} in the listing ({where})"
+
+
 def _all_copies_refused(entity: str, found: list[int]) -> RejectedFile:
     """The one refusal that stands for every copy of an entity listed twice in a chunk."""
-    where = ", ".join(f"files[{i}]" for i in found)
-    return RejectedFile(
-        entity, f"duplicate entity {entity!r} in the listing ({where}): all copies refused", entity
-    )
+    return RejectedFile(entity, f"{_duplicate(entity, found)}: all copies refused", entity)
+
+
+def _later_copy(entity: str, found: list[int]) -> str:
+    """The batch's line for a copy of an entity whose job an earlier entry wrote."""
+    return refusal(RejectedFile(entity, _duplicate(entity, found), entity))
 
 
 def _epoch_ms(iso_time: str) -> int:
