@@ -118,8 +118,12 @@ from dlpipe.local.moto_sqs import _fix_costs
 from tests.unit.test_moto_sqs import race
 
 _fix_costs()  # only the cost fix, so the run is quick: the race is moto's own
-run = race()
-print(json.dumps({"sent": len(run.sent), "lost": len(run.lost), "errors": len(run.errors)}))
+for attempt in range(1, 6):  # a race: one run in ~25 lost none (fresh clone, 2026-11-23)
+    run = race()
+    if run.lost:
+        break
+seen = {"sent": len(run.sent), "lost": len(run.lost), "errors": len(run.errors)}
+print(json.dumps({**seen, "attempts": attempt}))
 """
 
 
