@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from dlpipe.adapters import jobs_table
 from dlpipe.adapters.aws import AwsClients
 from dlpipe.adapters.batches_table import BatchesTable
 from dlpipe.adapters.jobs_table import JobsTable
@@ -70,13 +71,15 @@ def item_size_bytes(item: dict[str, Any]) -> int:
 
 
 def query_rcu(sizes: list[int]) -> float:
-    """What a Query costs: per 1 MB page, ceil(bytes / 4 KB) x 0.5 (eventually consistent)."""
-    pages: list[int] = [0]
+    """What a Query costs: per page (1 MB or QUERY_PAGE_ITEMS items, whichever is reached
+    first), ceil(bytes / 4 KB) x 0.5 (eventually consistent)."""
+    pages: list[list[int]] = [[]]
     for size in sizes:
-        if pages[-1] + size > PAGE_BYTES:
-            pages.append(0)
-        pages[-1] += size
-    return sum(0.5 * math.ceil(b / UNIT_BYTES) for b in pages if b)
+        page = pages[-1]
+        if sum(page) + size > PAGE_BYTES or len(page) == jobs_table.QUERY_PAGE_ITEMS:
+            pages.append([])
+        pages[-1].append(size)
+    return sum(0.5 * math.ceil(sum(p) / UNIT_BYTES) for p in pages if p)
 
 
 def write_day(
@@ -241,3 +244,18 @@ def test_a_large_rerun_counts_files_completed_under_the_earlier_batch(
     batches.mark_queued(new.batch_id, {j.file_id for j in written})
     check = flow.check_completion(new.batch_id, 1, False)
     assert (check.status, check.completed, check.pending) == ("completed", SETS_MAX_FILES + 1, 0)
+
+
+def test_a_count_follows_every_page_when_the_page_limit_binds(
+    jobs: JobsTable, batches: BatchesTable, monkeypatch: pytest.MonkeyPatch, entity: str
+) -> None:
+    """Query pages end at QUERY_PAGE_ITEMS items (DynamoDB Local needs it to page in linear
+    time): a count and a read still see every job, across as many pages as that makes."""
+    monkeypatch.setattr(jobs_table, "QUERY_PAGE_ITEMS", 7)
+    batch_id, written = write_day(jobs, batches, entity, 40, done=23)
+    jobs.meter = type(jobs.meter)()
+    assert jobs.count_by_batch(batch_id, JobStatus.COMPLETED) == 23
+    assert jobs.meter.pages == 4  # 7 + 7 + 7 + 2, the last page ends the partition
+    pending = list(jobs.query_by_batch(batch_id, JobStatus.AVAILABLE))
+    assert sorted(j.file_id for j in pending) == sorted(j.file_id for j in written[23:])
+    assert len(jobs.batch_file_ids(batch_id)) == 40
