@@ -15,6 +15,7 @@ from dlpipe.domain.model import JobStatus
 from dlpipe.local.provision import Provisioned
 from dlpipe.local.stub.publish import StubFileSpec
 from dlpipe.local.stub.server import StubProvider
+from dlpipe.services.orchestrator import sweeper
 from dlpipe.services.orchestrator.sweeper import published_check
 from tests.integration.test_orchestrator_flow import LEASE_S, drain, make_flow, queue
 from tests.provider_support import StubFactory
@@ -173,3 +174,31 @@ def test_idle_jobs_are_not_resent_while_a_backlog_holds_as_many_messages(
     (file_id,) = drain(clients, queue)  # only the first message: no re-send
     flow.check_completion(batch_id, 2, False)
     assert drain(clients, queue) == [file_id]  # the queue is empty now: re-sent
+
+
+def test_a_sweep_larger_than_its_chunk_takes_back_and_resends_every_job_once(
+    make_flow: Any,
+    stub_factory: StubFactory,
+    entity: str,
+    clients: AwsClients,
+    queue: JobQueue,
+    jobs: JobsTable,
+    clock: ManualClock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The sweeper holds SWEEP_CHUNK jobs at a time (here 3): 4 dead claims are taken back in
+    two chunks, and 5 idle jobs (more than it keeps) are found again and each re-sent once."""
+    monkeypatch.setattr(sweeper, "SWEEP_CHUNK", 3)
+    stub = stub_factory([StubFileSpec(f"{entity}{i}", 100, CIPHER_CBC) for i in range(9)])
+    flow = make_flow(stub, resend_after_seconds=RESEND_S)
+    day = unique_day()
+    batch_id = flow.create_batch(day)
+    flow.fetch_and_queue(batch_id, day)
+    file_ids = drain(clients, queue)  # every message is lost
+    assert len(file_ids) == 9
+    for file_id in file_ids[:4]:
+        jobs.claim(file_id, "dead-worker", LEASE_S)
+    clock.advance(max(LEASE_S, RESEND_S) + 1)
+    assert flow.check_completion(batch_id, 1, False).status is None
+    assert sorted(drain(clients, queue)) == sorted(file_ids)
+    assert {jobs.require(f).status for f in file_ids} == {JobStatus.AVAILABLE}

@@ -1,13 +1,15 @@
 """One completion check's reads: what is pending, what finished, at a cost bounded by the day.
 
 Per poll (BatchIndex, eventually consistent, 0.5 RCU per 4 KB of index items a page):
-- `available` and `downloading` jobs are read whole (the sweeper needs them): a COUNT would
-  cost the same, since a Query is billed on the bytes it reads, not on what it returns;
+- `available` and `downloading` jobs are read whole (the sweeper needs them), as a stream:
+  the check holds a page and the sweeper's chunk, never the pending jobs of the day; a COUNT
+  would cost the same, since a Query is billed on the bytes it reads, not on what it returns;
 - `failed` and `error` are counted (Select=COUNT): they are few;
 - `completed` is counted only once nothing is pending (or on the last poll): until then
   completed = expected - pending - failed - error is progress, never a decision.
 So a poll costs 0.5 x (ceil(P x s / 4 KB) + ceil(F x s / 4 KB)) RCU for P pending and F
-failed/error jobs of s bytes (each 1 MB page rounds up on its own), plus whatever AWS bills a
+failed/error jobs of s bytes (each page, 1 MB or QUERY_PAGE_ITEMS items, rounds up on its
+own), plus whatever AWS bills a
 query that reads nothing (DynamoDB Local reports 0; not verified on AWS); the end of the day
 adds 0.5 x ceil(C x s / 4 KB) once for C completed. Nothing per poll grows with the files
 already done. tests/integration/test_batch_counts.py checks this against ConsumedCapacity.
@@ -19,7 +21,7 @@ only when nothing is pending AND completed + failed + error >= ExpectedCount.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from dlpipe.domain.model import Batch, FileJob, JobStatus
@@ -28,7 +30,7 @@ from dlpipe.log import get_logger
 from dlpipe.services.orchestrator.ports import BatchStore, JobStore
 
 log = get_logger(component="orchestrator")
-Sweep = Callable[[Iterable[FileJob]], set[str]]
+Sweep = Callable[[Iterable[FileJob]], int]  # how many pending jobs it completed
 _UNSUCCESSFUL = (JobStatus.FAILED, JobStatus.ERROR)
 
 
@@ -56,15 +58,21 @@ def tally(
     """Count the batch's jobs by status (sweeping the pending ones on the way)."""
     rcu_before = jobs.meter.read_capacity_units
     unreadable: set[str] = set()
-    pending_jobs = [
-        job
-        for status in (JobStatus.AVAILABLE, JobStatus.DOWNLOADING)
-        for job in jobs.query_by_batch(
-            batch.batch_id, status, on_unreadable=lambda exc: unreadable.add(exc.key)
-        )
-    ]
-    swept = sweep(pending_jobs)
-    pending = sum(1 for j in pending_jobs if j.file_id not in swept)
+    streamed = [0]
+
+    def pending_jobs() -> Iterator[FileJob]:
+        for status in (JobStatus.AVAILABLE, JobStatus.DOWNLOADING):
+            for job in jobs.query_by_batch(
+                batch.batch_id, status, on_unreadable=lambda exc: unreadable.add(exc.key)
+            ):
+                streamed[0] += 1
+                yield job
+
+    stream = pending_jobs()
+    swept = sweep(stream)
+    for _ in stream:  # a sweep that stopped early (or never looked) still leaves the count
+        pass
+    pending = streamed[0] - swept
     failed = jobs.count_by_batch(batch.batch_id, JobStatus.FAILED)
     # A pending job that cannot be read can never complete: it counts failed, by name.
     error = jobs.count_by_batch(batch.batch_id, JobStatus.ERROR) + len(unreadable)

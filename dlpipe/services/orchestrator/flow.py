@@ -376,8 +376,8 @@ class BatchFlowService:
             return _check(batch, None if status is None else str(status), found.counts.pending)
         return _check(self._finish(batch, status), None)
 
-    def _sweep(self, batch_id: str, pending_jobs: Iterable[FileJob]) -> set[str]:
-        """Finish or requeue jobs whose worker died, re-send idle ones; the FileIDs it completed."""
+    def _sweep(self, batch_id: str, pending_jobs: Iterable[FileJob]) -> int:
+        """Finish or requeue jobs whose worker died, re-send idle ones; how many it completed."""
         return Sweeper(
             self.jobs,
             self.queue,

@@ -14,7 +14,7 @@ Delivery is at-least-once: a copy that meets a live claim or a finished job does
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -24,7 +24,7 @@ from dlpipe.adapters.destination import already_published, destination_key
 from dlpipe.domain.clock import Clock
 from dlpipe.domain.download_errors import InvalidJobError
 from dlpipe.domain.errors import LeaseLostError, RequeueRefusedError
-from dlpipe.domain.model import FileJob, Verified
+from dlpipe.domain.model import FileJob, JobStatus, Verified
 from dlpipe.domain.rules import SweepAction, sweep_action
 from dlpipe.log import get_logger
 from dlpipe.services.orchestrator.ports import JobSender, JobStore
@@ -50,6 +50,23 @@ def published_check(s3: S3Client, bucket: str) -> PublishedCheck:
     return check
 
 
+# Jobs acted on at once: the sweeper holds at most this many, whatever the day's size.
+SWEEP_CHUNK = 1000
+
+
+@dataclass
+class _Pass:
+    """What one sweep saw and did."""
+
+    stuck: int = 0
+    idle: int = 0
+    completed: int = 0
+    requeued: int = 0
+    backlog: int = 0
+    idle_kept: list[FileJob] = field(default_factory=list)
+    idle_overflow: bool = False
+
+
 @dataclass
 class Sweeper:
     """Takes back expired claims and re-sends idle jobs of one batch."""
@@ -61,32 +78,83 @@ class Sweeper:
     resend_after_seconds: int
     published: PublishedCheck | None = None
 
-    def sweep(self, batch_id: str, pending_jobs: Iterable[FileJob]) -> set[str]:
-        """Act on the batch's pending jobs; the FileIDs it completed (StuckJobs, `batch.swept`)."""
+    def sweep(self, batch_id: str, pending_jobs: Iterable[FileJob]) -> int:
+        """Act on the batch's pending jobs, read once as a stream and held SWEEP_CHUNK at a
+        time; how many it completed (StuckJobs, `batch.swept`).
+
+        Expired claims are taken back chunk by chunk as they stream by. Idle jobs are only
+        counted on the way (whether to re-send them depends on how many there are against
+        the queue's backlog): up to SWEEP_CHUNK are kept; beyond that, the batch's
+        `available` jobs are read a second time, only when they must be re-sent.
+        """
         now_ms = self.clock.now_ms()
-        actions = [(j, sweep_action(j, now_ms, self.resend_after_seconds)) for j in pending_jobs]
-        stuck = [j for j, a in actions if a is SweepAction.TAKE_BACK]
-        idle = [j for j, a in actions if a is SweepAction.RESEND]
-        metrics.emit({"StuckJobs": (len(stuck), metrics.COUNT)}, BatchID=batch_id)
-        if not self.requeue or not (stuck or idle):
-            return set()
-        backlog = self._backlog() if idle else 0
-        if backlog >= len(idle):
-            idle = []  # as many visible messages as idle jobs: they are waiting, not lost
-        finished = {j.file_id for j in stuck if self._finish_published(j)}
+        seen = _Pass()
+        stuck: list[FileJob] = []
+        for job in pending_jobs:
+            action = sweep_action(job, now_ms, self.resend_after_seconds)
+            if action is SweepAction.TAKE_BACK:
+                seen.stuck += 1
+                stuck.append(job)
+                if len(stuck) >= SWEEP_CHUNK:
+                    self._take_back(stuck, seen)
+                    stuck = []
+            elif action is SweepAction.RESEND:
+                seen.idle += 1
+                if len(seen.idle_kept) < SWEEP_CHUNK:
+                    seen.idle_kept.append(job)
+                else:
+                    seen.idle_overflow = True
+        self._take_back(stuck, seen)
+        metrics.emit({"StuckJobs": (seen.stuck, metrics.COUNT)}, BatchID=batch_id)
+        self._resend_idle(batch_id, now_ms, seen)
+        if self.requeue and (seen.stuck or seen.idle):
+            log.warning(
+                "batch.swept",
+                batch_id=batch_id,
+                stuck=seen.stuck,
+                idle=seen.idle,
+                backlog=seen.backlog,
+                completed=seen.completed,
+                requeued=seen.requeued,
+            )
+        return seen.completed
+
+    def _take_back(self, stuck: list[FileJob], seen: _Pass) -> None:
+        if not self.requeue or not stuck:
+            return
+        to_send = []
+        for job in stuck:
+            if self._finish_published(job):
+                seen.completed += 1
+            elif self._requeue(job):
+                to_send.append(job)
         # Routed by size (the large-file queue), like every other send.
-        to_send = [j for j in [*stuck, *idle] if j.file_id not in finished and self._requeue(j)]
         self.queue.send_jobs(to_send)
-        log.warning(
-            "batch.swept",
-            batch_id=batch_id,
-            stuck=len(stuck),
-            idle=len(idle),
-            backlog=backlog,
-            completed=len(finished),
-            requeued=len(to_send),
-        )
-        return finished
+        seen.requeued += len(to_send)
+
+    def _resend_idle(self, batch_id: str, now_ms: int, seen: _Pass) -> None:
+        if not self.requeue or not seen.idle:
+            return
+        seen.backlog = self._backlog()
+        if seen.backlog >= seen.idle:
+            return  # as many visible messages as idle jobs: they are waiting, not lost
+        if not seen.idle_overflow:
+            self._send_again(seen.idle_kept, seen)
+            return
+        idle: list[FileJob] = []
+        for job in self.jobs.query_by_batch(batch_id, JobStatus.AVAILABLE):
+            if sweep_action(job, now_ms, self.resend_after_seconds) is SweepAction.RESEND:
+                idle.append(job)
+                if len(idle) >= SWEEP_CHUNK:
+                    self._send_again(idle, seen)
+                    idle = []
+        self._send_again(idle, seen)
+
+    def _send_again(self, idle: list[FileJob], seen: _Pass) -> None:
+        # The requeue touches StatusUpdatedAt, so the next send waits another bound.
+        to_send = [j for j in idle if self._requeue(j)]
+        self.queue.send_jobs(to_send)
+        seen.requeued += len(to_send)
 
     def _finish_published(self, job: FileJob) -> bool:
         found = self.published(job) if self.published and job.lease_owner else None
