@@ -16,16 +16,12 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import boto3
+from common import write_json
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.common import write_json
 from dlpipe.local.dynamodb_local import DynamoDBLocal
 
 TABLE = "jobs"
