@@ -58,20 +58,21 @@ PRICES = {
     ),
 }
 
-# Per file unless named per day. Sources: bench/orchestration_scale.py (10,000 files,
-# 2026-11-23; DynamoDB Local's reported ConsumedCapacity) and bench/batch_day.py / the load
-# scenario (the real worker's SQS and S3 calls per file, BENCHMARKS.md section 3).
+# Per file unless named per day. Sources: bench/orchestration_scale.py (10,000 files with
+# faithful stand-in workers, 2026-11-23 23:46 UTC, after the paged BatchIndex reads and the
+# streamed sweep; DynamoDB Local's reported ConsumedCapacity) and bench/batch_day.py / the
+# load scenario (the real worker's SQS and S3 calls per file, BENCHMARKS.md section 3).
 MEASURED: dict[str, float] = {
-    "fanout_wcu": 6.0,  # PutItem per job: 2 WCU + 4 GSI WCU (two GSIs projecting ALL)
-    "worker_wcu": 25.97,  # claim, fence, complete: 6.0 WCU + 20.0 GSI WCU
-    "worker_rcu": 1.01,  # the worker's consistent GetItem
-    "completion_rcu": 0.167,  # every completion check of the day (6 polls in that run)
-    "day_wcu": 15.0,  # batch item: create, mark queued, one record per poll (per day)
+    "fanout_wcu": 6.0005,  # PutItem per job: 2 WCU + 4 GSI WCU (two GSIs projecting ALL)
+    "worker_wcu": 26.0,  # claim, fence, complete: 6.0 WCU + 20.0 GSI WCU
+    "worker_rcu": 1.0,  # the worker's consistent GetItem
+    "completion_rcu": 0.2361,  # both completion checks of the day (0.175 at 100,000 files)
+    "day_wcu": 7.0,  # batch item: create, mark queued, one record per poll (per day)
     "orchestrator_sqs": 0.1,  # SendMessageBatch of 10
     "worker_sqs": 4.5,  # receive (plus empty long polls), 2 x ChangeMessageVisibility, delete
     "worker_s3_put": 1.0,  # PutObject (files < 8 MiB; a multipart file adds a part a 8 MiB)
     "worker_s3_get": 1.0,  # HeadObject before publishing
-    "orchestrator_s_per_file": 0.064,  # orchestration wall time per file, emulator-bound
+    "orchestrator_s_per_file": 0.0151,  # fan-out + checks wall per file, emulator-bound
 }
 MODEL = {
     "downloader_s_per_file": 0.25,  # model: ~12 AWS calls at ~10-20 ms plus the transfer
