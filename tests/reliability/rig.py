@@ -10,7 +10,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -41,6 +41,7 @@ from dlpipe.domain.model import BatchStatus, JobStatus
 from dlpipe.domain.outage import OutageBackoff
 from dlpipe.local.durable_runner import run_durable_locally
 from dlpipe.local.provision import Provisioned
+from dlpipe.local.stub.publish import ExpectedFile
 from dlpipe.local.stub.server import StubProvider
 from dlpipe.log import configure_logging
 from dlpipe.services.download.deps import ServiceDeps
@@ -53,6 +54,7 @@ from dlpipe.services.orchestrator.ports import BatchFlow
 from tests.e2e.test_worker_kit import Queues, WorkerProcess, wait_until, worker_env
 from tests.integration.test_downloader_kit import FAST, LOOPBACK_URLS
 from tests.provider_support import fast_client
+from tests.reliability.invariant import DayFacts, check_day
 from tests.support import unique_day as unique_day  # noqa: PLC0414 - re-exported for the scenarios
 
 # Thread workers retry in milliseconds, as in the downloader's integration tests.
@@ -108,6 +110,27 @@ class Rig:
             queue=queue or JobQueue(clients.sqs, self.queues.url),
             clock=SystemClock(),
             new_uuid=lambda: str(uuid.uuid4()),
+        )
+
+    def check_day(
+        self,
+        date: str,
+        batch_id: str,
+        expected: Mapping[str, ExpectedFile],
+        *,
+        objects_prefix: str | None = None,
+    ) -> DayFacts:
+        """The invariant for the day's batch on this rig's tables, bucket and DLQ."""
+        return check_day(
+            self.clients,
+            jobs_table=self.provisioned.jobs_table,
+            batches_table=self.provisioned.batches_table,
+            bucket=self.bucket,
+            dlq_url=self.queues.dlq_url,
+            date=date,
+            batch_id=batch_id,
+            expected=expected,
+            objects_prefix=objects_prefix,
         )
 
     def run_day(

@@ -39,7 +39,6 @@ from dlpipe.services.download.transfer import TransferTuning
 from dlpipe.services.orchestrator.sweeper import published_check
 from tests.e2e.test_worker_kit import WorkerProcess, wait_until
 from tests.provider_support import StubFactory
-from tests.reliability.invariant import check_day
 from tests.reliability.rig import (
     CrashOnce,
     RecordingQueue,
@@ -253,15 +252,10 @@ def run_chaos(make_rig: Any, stub_factory: StubFactory, plan: ChaosPlan, figures
         finally:
             driver.stop()
         day_s = clock.seconds
-    facts = check_day(
-        rig.clients,
-        jobs_table=rig.provisioned.jobs_table,
-        batches_table=rig.provisioned.batches_table,
-        bucket=rig.bucket,
-        dlq_url=rig.queues.dlq_url,
-        date=day,
-        batch_id=result["batch_id"],
-        expected=expected,
+    facts = rig.check_day(
+        day,
+        result["batch_id"],
+        expected,
     )
     events = events_of(pool)
     recovery_s = _recovery_seconds(driver, facts.jobs, events)

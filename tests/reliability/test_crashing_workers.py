@@ -23,7 +23,6 @@ from dlpipe.local.stub.publish import StubFileSpec
 from dlpipe.local.stub.server import StubProvider
 from tests.e2e.test_worker_kit import WorkerProcess, wait_until
 from tests.provider_support import StubFactory
-from tests.reliability.invariant import check_day
 from tests.reliability.rig import (
     Rig,
     SlowRelay,
@@ -164,15 +163,10 @@ def run_crash_plan(
             for _ in range(plan.workers):
                 chaos.start_worker()
             result = running.result(timeout=polls + 120)
-    facts = check_day(
-        rig.clients,
-        jobs_table=rig.provisioned.jobs_table,
-        batches_table=rig.provisioned.batches_table,
-        bucket=rig.bucket,
-        dlq_url=rig.queues.dlq_url,
-        date=day,
-        batch_id=result["batch_id"],
-        expected=expected,
+    facts = rig.check_day(
+        day,
+        result["batch_id"],
+        expected,
     )
     events = events_of(pool)
     takeovers = [

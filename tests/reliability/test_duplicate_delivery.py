@@ -17,7 +17,7 @@ from tests.e2e.test_worker_kit import wait_until
 from tests.e2e.test_worker_signals import point_at
 from tests.integration.test_downloader_kit import Relay
 from tests.provider_support import StubFactory
-from tests.reliability.invariant import check_day, destination_key
+from tests.reliability.invariant import destination_key
 from tests.reliability.rig import (
     CallCounter,
     LogTap,
@@ -63,15 +63,10 @@ def run_duplicates(
         result = rig.run_day(rig.flow(stub, queue=queue), day)
         # Copies that met a live claim come back once it ends: wait until all are consumed.
         rig.wait_queue_empty(timeout_s=90)
-    facts = check_day(
-        rig.clients,
-        jobs_table=rig.provisioned.jobs_table,
-        batches_table=rig.provisioned.batches_table,
-        bucket=rig.bucket,
-        dlq_url=rig.queues.dlq_url,
-        date=day,
-        batch_id=result["batch_id"],
-        expected=expected,
+    facts = rig.check_day(
+        day,
+        result["batch_id"],
+        expected,
     )
     published = sum((c.published for c in counters), Counter[str]())
     events = tap.events()
@@ -134,15 +129,10 @@ def test_a_duplicate_of_a_long_healthy_download_stays_out_of_the_dlq(
             services = [rig.service(stub, lease_seconds=2) for _ in range(2)]
             with rig.thread_workers(services):
                 result = running.result(timeout=150)
-    facts = check_day(
-        rig.clients,
-        jobs_table=rig.provisioned.jobs_table,
-        batches_table=rig.provisioned.batches_table,
-        bucket=rig.bucket,
-        dlq_url=rig.queues.dlq_url,
-        date=day,
-        batch_id=result["batch_id"],
-        expected=stub.expected(day),
+    facts = rig.check_day(
+        day,
+        result["batch_id"],
+        stub.expected(day),
     )
     assert (result["status"], facts.jobs[file_id].status) == ("completed", JobStatus.COMPLETED)
     assert facts.dead_letters == []

@@ -17,7 +17,6 @@ from tests.e2e.test_worker_kit import wait_until
 from tests.e2e.test_worker_signals import point_at
 from tests.integration.test_downloader_kit import Relay, uploads_in_progress
 from tests.provider_support import StubFactory
-from tests.reliability.invariant import check_day
 from tests.reliability.rig import stopping_all, takeover_only, unique_day, unique_entity
 
 pytest_plugins = ["tests.provider_fixtures"]
@@ -57,15 +56,10 @@ def test_a_frozen_worker_thawed_after_a_takeover_publishes_nothing(
                 os.kill(frozen.pid, signal.SIGCONT)
             wait_until(lambda: "job.lease_lost" in frozen.event_names(), 30, "the thawed worker")
             result = running.result(timeout=150)
-    facts = check_day(
-        rig.clients,
-        jobs_table=rig.provisioned.jobs_table,
-        batches_table=rig.provisioned.batches_table,
-        bucket=rig.bucket,
-        dlq_url=rig.queues.dlq_url,
-        date=day,
-        batch_id=result["batch_id"],
-        expected=stub.expected(day),
+    facts = rig.check_day(
+        day,
+        result["batch_id"],
+        stub.expected(day),
     )
     thawed, took_over = frozen.events(), successor.events()
     figures(

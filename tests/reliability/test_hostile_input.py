@@ -25,7 +25,7 @@ from dlpipe.local.stub.publish import StubFileSpec
 from dlpipe.local.stub.server import StubProvider
 from tests.e2e.test_worker_kit import queues
 from tests.provider_support import TEST_PROVIDER_TOKEN, StubFactory
-from tests.reliability.invariant import DayFacts, InvariantViolation, check_day
+from tests.reliability.invariant import DayFacts, InvariantViolation
 from tests.reliability.rig import LogTap, Rig, unique_day, unique_entity
 
 pytest_plugins = ["tests.provider_fixtures"]
@@ -193,16 +193,7 @@ def hostile_day(
             result = rig.run_day(rig.flow(stub), day, polls=90)
         invariant: DayFacts | InvariantViolation
         try:
-            invariant = check_day(
-                clients,
-                jobs_table=provisioned.jobs_table,
-                batches_table=provisioned.batches_table,
-                bucket=rig.bucket,
-                dlq_url=pair.dlq_url,
-                date=day,
-                batch_id=result["batch_id"],
-                expected=stub.expected(day),
-            )
+            invariant = rig.check_day(day, result["batch_id"], stub.expected(day))
         except InvariantViolation as violation:
             invariant = violation
         yield HostileDay(day, prefix, result, invariant, tap.events(), rig, _day_keys(rig, day))
@@ -278,15 +269,10 @@ def test_an_empty_listing_completes_the_batch_with_no_files(
     """A day without files: the batch completes at its first check, with no job."""
     stub, day = stub_factory([]), unique_day()
     result = rig.run_day(rig.flow(stub), day, polls=5)
-    facts = check_day(
-        rig.clients,
-        jobs_table=rig.provisioned.jobs_table,
-        batches_table=rig.provisioned.batches_table,
-        bucket=rig.bucket,
-        dlq_url=rig.queues.dlq_url,
-        date=day,
-        batch_id=result["batch_id"],
-        expected={},
+    facts = rig.check_day(
+        day,
+        result["batch_id"],
+        {},
     )
     assert (result["status"], result["polls"], facts.jobs) == ("completed", 1, {})
 
@@ -300,15 +286,10 @@ def test_a_listing_that_is_not_json_ends_the_batch_failed_saying_so(
     )
     day = unique_day()
     result = rig.run_day(rig.flow(stub), day, polls=5)
-    facts = check_day(
-        rig.clients,
-        jobs_table=rig.provisioned.jobs_table,
-        batches_table=rig.provisioned.batches_table,
-        bucket=rig.bucket,
-        dlq_url=rig.queues.dlq_url,
-        date=day,
-        batch_id=result["batch_id"],
-        expected={},
+    facts = rig.check_day(
+        day,
+        result["batch_id"],
+        {},
     )
     assert (result["status"], facts.jobs) == ("failed", {})
     assert "invalid JSON" in (facts.batch.error_message or "")
@@ -357,15 +338,10 @@ def test_garbage_messages_are_acknowledged_and_logged_and_the_day_still_complete
     with tap.tapping(), rig.thread_workers([rig.service(stub, lease_seconds=LEASE_S)]):
         result = rig.run_day(rig.flow(stub), day, polls=30)
         rig.wait_queue_empty(timeout_s=30)
-    facts = check_day(
-        rig.clients,
-        jobs_table=rig.provisioned.jobs_table,
-        batches_table=rig.provisioned.batches_table,
-        bucket=rig.bucket,
-        dlq_url=rig.queues.dlq_url,
-        date=day,
-        batch_id=result["batch_id"],
-        expected=stub.expected(day),
+    facts = rig.check_day(
+        day,
+        result["batch_id"],
+        stub.expected(day),
     )
     names = [e["event"] for e in tap.events()]
     assert result["status"] == "completed"

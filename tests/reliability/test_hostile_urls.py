@@ -19,7 +19,6 @@ from dlpipe.local.stub.publish import StubFileSpec
 from dlpipe.services.download.service import DownloadService
 from tests.integration.test_url_refusals import Recorder
 from tests.provider_support import StubFactory
-from tests.reliability.invariant import check_day
 from tests.reliability.rig import Rig, unique_day, unique_entity
 
 pytest_plugins = ["tests.provider_fixtures"]
@@ -54,15 +53,10 @@ def test_listed_urls_to_internal_servers_are_never_fetched(
             service = DownloadService(replace(base.deps, url_policy=policy))
             with rig.thread_workers([service]):
                 result = rig.run_day(rig.flow(stub), day, polls=60)
-    facts = check_day(
-        rig.clients,
-        jobs_table=rig.provisioned.jobs_table,
-        batches_table=rig.provisioned.batches_table,
-        bucket=rig.bucket,
-        dlq_url=rig.queues.dlq_url,
-        date=day,
-        batch_id=result["batch_id"],
-        expected=stub.expected(day),
+    facts = rig.check_day(
+        day,
+        result["batch_id"],
+        stub.expected(day),
     )
     messages = {f: j.error_message for f, j in facts.jobs.items() if j.error_message}
     figures(status=result["status"], errors=messages, metadata_requests=len(metadata.paths))

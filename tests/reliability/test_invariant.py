@@ -17,7 +17,6 @@ from dlpipe.local.stub.publish import ExpectedFile
 from tests.reliability.invariant import (
     DayFacts,
     InvariantViolation,
-    check_day,
     destination_key,
 )
 from tests.reliability.rig import Rig, unique_day, unique_entity
@@ -74,15 +73,10 @@ def build_day(rig: Rig, final: BatchStatus = BatchStatus.FAILED) -> BuiltDay:
 
 def check(rig: Rig, built: BuiltDay, expected: dict[str, ExpectedFile] | None = None) -> DayFacts:
     """The invariant for a built day."""
-    return check_day(
-        rig.clients,
-        jobs_table=rig.provisioned.jobs_table,
-        batches_table=rig.provisioned.batches_table,
-        bucket=rig.bucket,
-        dlq_url=rig.queues.dlq_url,
-        date=built.day,
-        batch_id=built.batch_id,
-        expected=built.expected if expected is None else expected,
+    return rig.check_day(
+        built.day,
+        built.batch_id,
+        built.expected if expected is None else expected,
     )
 
 

@@ -11,7 +11,6 @@ from dlpipe.domain.cipher_format import CIPHER_CBC, CIPHER_GCM
 from dlpipe.domain.model import JobStatus
 from dlpipe.local.stub.publish import StubFileSpec
 from tests.provider_support import StubFactory
-from tests.reliability.invariant import check_day
 from tests.reliability.rig import (
     CallCounter,
     Rig,
@@ -57,15 +56,10 @@ def run_load(
     with rig.thread_workers(services, concurrency=4, sqs=worker_clients.sqs):
         result = rig.run_day(rig.flow(stub, clients=poller_clients), day, polls=polls)
         run_s = clock.seconds
-    facts = check_day(
-        rig.clients,
-        jobs_table=rig.provisioned.jobs_table,
-        batches_table=rig.provisioned.batches_table,
-        bucket=rig.bucket,
-        dlq_url=rig.queues.dlq_url,
-        date=day,
-        batch_id=result["batch_id"],
-        expected=expected,
+    facts = rig.check_day(
+        day,
+        result["batch_id"],
+        expected,
     )
     per_file = {
         "worker_dynamodb": workers.total("dynamodb") / files,

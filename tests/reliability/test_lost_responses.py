@@ -17,7 +17,6 @@ from dlpipe.domain.model import JobStatus
 from dlpipe.local.stub.faults import Faults
 from dlpipe.local.stub.publish import StubFileSpec
 from tests.provider_support import StubFactory
-from tests.reliability.invariant import check_day
 from tests.reliability.rig import (
     CallCounter,
     LogTap,
@@ -132,15 +131,10 @@ def test_writes_whose_responses_are_lost_still_end_every_file_correctly(
     services = [rig.service(stub, lease_seconds=LEASE_S, clients=clients) for _ in range(2)]
     with tap.tapping(), rig.thread_workers(services, concurrency=2):
         result = rig.run_day(rig.flow(stub), day, polls=120)
-    facts = check_day(
-        rig.clients,
-        jobs_table=rig.provisioned.jobs_table,
-        batches_table=rig.provisioned.batches_table,
-        bucket=rig.bucket,
-        dlq_url=rig.queues.dlq_url,
-        date=day,
-        batch_id=result["batch_id"],
-        expected=expected,
+    facts = rig.check_day(
+        day,
+        result["batch_id"],
+        expected,
     )
     events = Counter(e["event"] for e in tap.events())
     figures(

@@ -22,7 +22,6 @@ from dlpipe.services.orchestrator.durable import build_durable_handler
 from dlpipe.services.orchestrator.flow import BatchFlowService
 from dlpipe.services.orchestrator.ports import CompletionCheck
 from tests.provider_support import StubFactory
-from tests.reliability.invariant import check_day
 from tests.reliability.rig import (
     CrashOnce,
     RecordingQueue,
@@ -91,15 +90,10 @@ def test_a_poller_crash_replays_to_the_invariant_with_at_least_once_sends(
     services = [rig.service(stub, lease_seconds=LEASE_S) for _ in range(2)]
     with rig.thread_workers(services, concurrency=2):
         result = rig.run_day(flow, day)
-    facts = check_day(
-        rig.clients,
-        jobs_table=rig.provisioned.jobs_table,
-        batches_table=rig.provisioned.batches_table,
-        bucket=rig.bucket,
-        dlq_url=rig.queues.dlq_url,
-        date=day,
-        batch_id=result["batch_id"],
-        expected=stub.expected(day),
+    facts = rig.check_day(
+        day,
+        result["batch_id"],
+        stub.expected(day),
     )
     sends = sorted(queue.sent.values())
     figures(

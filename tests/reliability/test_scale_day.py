@@ -33,7 +33,6 @@ from dlpipe.domain.model import SETS_MAX_FILES, JobStatus
 from dlpipe.local.stub.publish import StubFileSpec
 from tests.e2e.test_worker_kit import WorkerProcess
 from tests.provider_support import StubFactory
-from tests.reliability.invariant import check_day
 from tests.reliability.rig import Rig, Stopwatch, stopping_all, unique_day, unique_entity
 
 pytest_plugins = ["tests.provider_fixtures"]
@@ -144,15 +143,10 @@ def test_soak_a_twenty_thousand_file_day_completes_and_its_batch_item_stays_smal
         result = rig.run_day(rig.flow(stub), day, polls=polls, interval_s=POLL_S)
         run_s = clock.seconds
     checked = Stopwatch()
-    facts = check_day(
-        rig.clients,
-        jobs_table=rig.provisioned.jobs_table,
-        batches_table=rig.provisioned.batches_table,
-        bucket=rig.bucket,
-        dlq_url=rig.queues.dlq_url,
-        date=day,
-        batch_id=result["batch_id"],
-        expected=expected,
+    facts = rig.check_day(
+        day,
+        result["batch_id"],
+        expected,
         objects_prefix=entity,
     )
     check_s = checked.seconds

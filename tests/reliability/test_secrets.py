@@ -31,7 +31,7 @@ from dlpipe.local.stub.publish import StubFileSpec
 from dlpipe.local.stub.server import StubProvider
 from tests.e2e.test_worker_kit import queues, wait_until
 from tests.provider_support import TEST_PROVIDER_TOKEN, fast_client
-from tests.reliability.invariant import DayFacts, check_day
+from tests.reliability.invariant import DayFacts
 from tests.reliability.rig import LogTap, Rig, events_of, stopping_all, unique_day, unique_entity
 
 pytest_plugins = ["tests.provider_fixtures"]
@@ -140,16 +140,7 @@ def secret_day(
                 for process in pool:
                     wait_until(lambda p=process: "worker.started" in p.event_names(), 30, "start")
                 result = rig.run_day(rig.flow(stub, provider=provider), day, polls=90)  # type: ignore[arg-type]
-            facts = check_day(
-                clients,
-                jobs_table=provisioned.jobs_table,
-                batches_table=provisioned.batches_table,
-                bucket=rig.bucket,
-                dlq_url=pair.dlq_url,
-                date=day,
-                batch_id=result["batch_id"],
-                expected=expected,
-            )
+            facts = rig.check_day(day, result["batch_id"], expected)
             stored = {j.presigned_url for j in facts.jobs.values()}
             signatures = provider.signatures | {
                 s for url in stored for s in parse_qs(urlsplit(url).query)["X-Amz-Signature"]

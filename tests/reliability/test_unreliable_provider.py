@@ -31,7 +31,6 @@ from dlpipe.services.orchestrator.flow import BatchFlowService
 from dlpipe.services.orchestrator.inline import STEP_CREATE_BATCH, STEP_FETCH_AND_QUEUE
 from tests.e2e.test_worker_kit import wait_until
 from tests.provider_support import StubFactory, fast_client
-from tests.reliability.invariant import check_day
 from tests.reliability.rig import (
     CrashOnce,
     LogTap,
@@ -147,15 +146,10 @@ def test_a_flaky_provider_slows_the_day_but_every_file_completes(
     ]
     with tap.tapping(), rig.thread_workers(services, concurrency=2):
         result = rig.run_day(rig.flow(stub, provider=client(stub, 8)), day)
-    facts = check_day(
-        rig.clients,
-        jobs_table=rig.provisioned.jobs_table,
-        batches_table=rig.provisioned.batches_table,
-        bucket=rig.bucket,
-        dlq_url=rig.queues.dlq_url,
-        date=day,
-        batch_id=result["batch_id"],
-        expected=stub.expected(day),
+    facts = rig.check_day(
+        day,
+        result["batch_id"],
+        stub.expected(day),
     )
     kinds = fault_kinds(tap)
     refreshed = sum(1 for e in tap.events() if e["event"] == "job.url_refreshed")
@@ -182,15 +176,10 @@ def test_a_provider_down_for_the_first_minutes_of_the_day_still_completes_it(
     flow = ChecksAfterWork(rig.flow(stub, provider=lister), rig.jobs())
     with tap.tapping(), rig.thread_workers([rig.service(None, lease_seconds=LEASE_S)]):
         run = rig.run_day_virtual(flow, day)
-    facts = check_day(
-        rig.clients,
-        jobs_table=rig.provisioned.jobs_table,
-        batches_table=rig.provisioned.batches_table,
-        bucket=rig.bucket,
-        dlq_url=rig.queues.dlq_url,
-        date=day,
-        batch_id=run.result["batch_id"],
-        expected=stub.expected(day),
+    facts = rig.check_day(
+        day,
+        run.result["batch_id"],
+        stub.expected(day),
     )
     delays = [OutageBackoff().delay_seconds(attempt, run.arn) for attempt in range(1, 6)]
     noted = [e for e in tap.events() if e["event"] == "batch.provider_unavailable"]
@@ -227,15 +216,10 @@ def test_a_provider_down_for_longer_than_the_budget_ends_the_day_failed_saying_s
     day, clock, backoff = unique_day(), Stopwatch(), OutageBackoff(budget_seconds=1800)
     with emitted_metrics() as lines:
         run = rig.run_day_virtual(rig.flow(stub, provider=client(stub, 2)), day, outage=backoff)
-    facts = check_day(
-        rig.clients,
-        jobs_table=rig.provisioned.jobs_table,
-        batches_table=rig.provisioned.batches_table,
-        bucket=rig.bucket,
-        dlq_url=rig.queues.dlq_url,
-        date=day,
-        batch_id=run.result["batch_id"],
-        expected={},  # the provider never listed anything
+    facts = rig.check_day(
+        day,
+        run.result["batch_id"],
+        {},  # the provider never listed anything
     )
     delays = backoff.delays_while_down(run.arn)
     attempts = len(delays) + 1
@@ -289,15 +273,10 @@ def test_a_crash_after_failing_the_batch_replays_to_the_same_failed_batch(
     crash = CrashOnce(flow, "fail_batch", after=True)
     # Budget 0: the first outage fails the day (real time here; no durable backoff to sit out).
     result = rig.run_day(flow, day, outage=OutageBackoff(budget_seconds=0))
-    facts = check_day(
-        rig.clients,
-        jobs_table=rig.provisioned.jobs_table,
-        batches_table=rig.provisioned.batches_table,
-        bucket=rig.bucket,
-        dlq_url=rig.queues.dlq_url,
-        date=day,
-        batch_id=result["batch_id"],
-        expected={},
+    facts = rig.check_day(
+        day,
+        result["batch_id"],
+        {},
     )
     assert crash.crashed
     assert (result["status"], facts.batch.status) == ("failed", BatchStatus.FAILED)
@@ -322,15 +301,10 @@ def test_an_expired_url_while_the_provider_is_down_ends_failed_not_lost(
         services = [rig.service(None, lease_seconds=LEASE_S, provider=lambda: client(stub, 3))]
         with rig.thread_workers(services):
             result = running.result(timeout=150)
-    facts = check_day(
-        rig.clients,
-        jobs_table=rig.provisioned.jobs_table,
-        batches_table=rig.provisioned.batches_table,
-        bucket=rig.bucket,
-        dlq_url=rig.queues.dlq_url,
-        date=day,
-        batch_id=result["batch_id"],
-        expected=stub.expected(day),
+    facts = rig.check_day(
+        day,
+        result["batch_id"],
+        stub.expected(day),
     )
     job = facts.jobs[f"{stale}-{day}"]
     assert (result["status"], job.status) == ("failed", JobStatus.FAILED)
