@@ -7,6 +7,8 @@ STAMP  := $(VENV)/.installed-stamp
 # dlpipe/local/dynamodb_local.py), installed on first use into an ignored folder.
 DDB_LOCAL := .dlpipe/dynamodb-local/2.9.30/.installed
 PYTEST_ARGS ?=
+# pytest-xdist workers of `make test`: the suite mostly waits on emulators and child processes.
+TEST_WORKERS ?= 2
 UI_ARGS ?=
 # Branch coverage of dlpipe and the handlers (pyproject [tool.coverage]); COVERAGE_ARGS= turns it off.
 COVERAGE_ARGS ?= --cov --cov-report=term:skip-covered
@@ -36,9 +38,13 @@ ui: $(STAMP)
 screenshots: $(STAMP) $(DDB_LOCAL)
 	$(BIN)/python scripts/screenshots.py
 
-## test: the whole test suite (unit, integration against the emulator over HTTP, e2e).
+## test: the whole test suite (unit, integration against the emulator over HTTP, e2e), on
+## TEST_WORKERS pytest-xdist workers (TEST_WORKERS=0: one process); then the IAM checker on
+## the AWS calls every worker recorded (tests/iam/plugin.py).
 test: $(STAMP) $(DDB_LOCAL) .venv-checkov/.installed-stamp
-	$(BIN)/python -m pytest $(COVERAGE_ARGS) $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --iam-defer-check $(COVERAGE_ARGS) $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -p no:cacheprovider tests/iam/test_iam_coverage.py \
+		--iam-recording="$$(cat .dlpipe/iam/last-recording)"
 
 ## lint: ruff, and the import contracts of pyproject.toml [tool.importlinter] (layers, no dev code in Lambda).
 lint: $(STAMP)

@@ -5,6 +5,13 @@ Registered from tests/conftest.py. Each session writes its own file,
 through tests/iam/site/sitecustomize.py, which the plugin puts on PYTHONPATH. To check
 terraform/ again against a finished session's calls without running the suite:
 `pytest tests/iam --iam-recording=.dlpipe/iam/recording-....jsonl`.
+
+Under pytest-xdist (`make test` runs `-n 2`) every worker is a session of its own and none
+of them sees the others' calls, so no worker can check: the controller creates the one
+recording and hands its path to the workers (`pytest_configure_node`), every process appends
+to it, and `--iam-defer-check` leaves the checker out of that run and names the recording in
+.dlpipe/iam/last-recording; `make test` then runs the checker alone on it
+(`pytest tests/iam/test_iam_coverage.py --iam-recording=...`).
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ import time
 from collections.abc import Generator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,6 +31,7 @@ from tests.iam import recorder
 MARKER = "iam_coverage"
 SITE_DIR = Path(__file__).resolve().parent / "site"
 KEEP_RECORDINGS = 5
+LAST_RECORDING = "last-recording"  # names the recording a deferred check is to read
 _SESSION = pytest.StashKey["Session"]()
 
 
@@ -85,6 +94,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="IAM checker: read the calls of this recording (JSONL) instead of this session's",
     )
+    parser.addoption(
+        "--iam-defer-check",
+        action="store_true",
+        help="IAM checker: record only; name the recording in .dlpipe/iam/last-recording",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -92,21 +106,37 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", f"{MARKER}: checks the session's recorded AWS calls; runs after every other test"
     )
-    folder = config.rootpath / ".dlpipe" / "iam"
-    folder.mkdir(parents=True, exist_ok=True)
-    for old in sorted(folder.glob("recording-*.jsonl"))[: -(KEEP_RECORDINGS - 1) or None]:
-        old.unlink(missing_ok=True)
-    path = folder / f"recording-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.jsonl"
-    path.touch()
+    worker_input = getattr(config, "workerinput", None)  # set in a pytest-xdist worker
+    if worker_input is not None:
+        path = Path(worker_input["iam_recording"])  # the controller's, shared by all workers
+    else:
+        folder = config.rootpath / ".dlpipe" / "iam"
+        folder.mkdir(parents=True, exist_ok=True)
+        for old in sorted(folder.glob("recording-*.jsonl"))[: -(KEEP_RECORDINGS - 1) or None]:
+            old.unlink(missing_ok=True)
+        path = folder / f"recording-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.jsonl"
+        path.touch()
+        if config.getoption("--iam-defer-check"):
+            (folder / LAST_RECORDING).write_text(f"{path}\n")
     saved = {name: os.environ.get(name) for name in ("PYTHONPATH", recorder.FILE_ENV)}
-    python_path = [str(SITE_DIR), *filter(None, [os.environ.get("PYTHONPATH")])]
-    os.environ["PYTHONPATH"] = os.pathsep.join(python_path)
-    os.environ[recorder.FILE_ENV] = str(path)
-    recorder.install(str(path))
+    # An xdist controller runs no test: its children are the workers, which record through
+    # this plugin. Loaded by sitecustomize too, a worker would hold two recorder modules
+    # whose thread patches do not see each other's task origins.
+    if worker_input is not None or getattr(config.option, "dist", "no") == "no":
+        python_path = [str(SITE_DIR), *filter(None, [os.environ.get("PYTHONPATH")])]
+        os.environ["PYTHONPATH"] = os.pathsep.join(python_path)
+        os.environ[recorder.FILE_ENV] = str(path)
+        recorder.install(str(path))
     replay = config.getoption("--iam-recording")
     config.stash[_SESSION] = Session(
         path, Path(__file__).resolve().parents[1], saved, Path(replay) if replay else None
     )
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist, in the controller: each worker records into the controller's file."""
+    node.workerinput["iam_recording"] = str(node.config.stash[_SESSION].path)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -125,6 +155,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Move the checker to the end; note whether this session runs the whole suite."""
     checkers = [item for item in items if item.get_closest_marker(MARKER)]
+    if config.getoption("--iam-defer-check"):
+        checkers = []  # run later, on the whole recording (module docstring)
     items[:] = [item for item in items if not item.get_closest_marker(MARKER)] + checkers
     session = config.stash[_SESSION]
     here = config.invocation_params.dir
