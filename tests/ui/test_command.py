@@ -27,7 +27,14 @@ def test_dlpipe_ui_serves_the_grid_on_loopback_until_stopped(
     dlpipe = Path(sys.executable).with_name("dlpipe")
     stderr = tmp_path / "stderr"
     with stderr.open("w") as sink:
-        child = subprocess.Popen([str(dlpipe), "ui", "--port", "0"], env=env, stderr=sink)
+        # SIGINT as a terminal's Ctrl-C delivers it: a suite started in the background of a
+        # non-interactive shell passes SIGINT down ignored, and the child would never stop.
+        child = subprocess.Popen(
+            [str(dlpipe), "ui", "--port", "0"],
+            env=env,
+            stderr=sink,
+            preexec_fn=_sigint_default,  # noqa: PLW1509 - resets one signal, nothing else
+        )
     try:
         url = _announced_url(stderr, child)
         assert url.startswith("http://127.0.0.1:")
@@ -37,6 +44,10 @@ def test_dlpipe_ui_serves_the_grid_on_loopback_until_stopped(
         os.kill(child.pid, signal.SIGINT)
         code = child.wait(timeout=10)
     assert code == 0, stderr.read_text()
+
+
+def _sigint_default() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _announced_url(stderr: Path, child: subprocess.Popen[bytes]) -> str:
