@@ -108,8 +108,10 @@ class ProviderClient:
     def list_files(self, date: str) -> ListingResult:
         """The day's listing, all pages collected: parsed files and the refused ones.
 
-        Held whole, so capped at MAX_FILES_PER_LISTING (10,000) as before streaming: its
-        caller keeps every FileID in one batch item. Larger days need `iter_listing`.
+        Held whole in memory (an entry with its presigned URL and wrapped key is 1-2 KB),
+        so capped at MAX_FILES_PER_LISTING (10,000): a bound on this call's memory, not on
+        the day. The orchestrator streams a day of any size with `iter_listing`; this is
+        for callers that want one small answer whole (the tests' wrapping listers).
         """
         limits = replace(
             self._listing_limits,
