@@ -8,7 +8,9 @@ would silently get the lenient engine, so the layer below refuses DynamoDB reque
 The thin WSGI layer around moto's app also closes one gap of moto 5.x: moto never refuses an
 expired presigned URL. S3 answers 403 AccessDenied "Request has expired"; so do we, for SigV4
 (X-Amz-Date + X-Amz-Expires) and SigV2 (Expires) URLs. And `moto_sqs.apply_fixes()` patches two
-defects of moto's SQS models (messages lost to a race, a send cost that grows with the queue).
+defects of moto's SQS models (messages lost to a race, a send cost that grows with the queue),
+`moto_memory.apply_fixes()` two of its memory (every model object kept for ever; ListObjectVersions
+deep-copying the whole bucket per call), which had the kernel kill the emulator in `make soak`.
 
 `LocalAws` starts both children (moto and DynamoDB Local) and gives the environment that
 points a process at them.
@@ -34,8 +36,8 @@ from urllib.parse import parse_qs, urlsplit
 import requests
 
 from dlpipe.config import ENV_ALLOW_HTTP_URLS, ENV_ALLOW_PRIVATE_URL_HOSTS, ENV_URL_ALLOWED_HOSTS
+from dlpipe.local import moto_memory, moto_sqs
 from dlpipe.local.dynamodb_local import DynamoDBLocal
-from dlpipe.local.moto_sqs import apply_fixes
 from dlpipe.local.processes import stop_child, wait_until_answers
 
 DEFAULT_HOST = "127.0.0.1"
@@ -111,7 +113,8 @@ def build_app() -> StrictEmulatorApp:
         create_backend_app,
     )
 
-    apply_fixes()  # moto's SQS loses messages and slows quadratically without (moto_sqs.py)
+    moto_sqs.apply_fixes()  # moto's SQS loses messages and slows quadratically without
+    moto_memory.apply_fixes()  # moto keeps every object it made, and copies whole buckets
     return StrictEmulatorApp(DomainDispatcherApplication(create_backend_app))
 
 
