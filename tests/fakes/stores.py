@@ -353,6 +353,7 @@ class FakeQueue:
     visible: int = 0  # what depth() reports
     unsendable: set[str] = field(default_factory=set)
     sent: list[FileJob] = field(default_factory=list)
+    refusal: str = "refused"  # the reason SQS gives for the unsendable ones
 
     def route(self, size_bytes: int | None) -> Route:
         return route_for(size_bytes, self.threshold_bytes, self.large_queue)
@@ -361,7 +362,7 @@ class FakeQueue:
         failed = [j.file_id for j in jobs if j.file_id in self.unsendable]
         self.sent.extend(j for j in jobs if j.file_id not in self.unsendable)
         if failed:
-            raise QueueSendError(f"{len(failed)} message(s) not sent", failed)
+            raise QueueSendError(f"{len(failed)} message(s) not sent: {self.refusal}", failed)
         return len(jobs)
 
     def depth(self) -> int:

@@ -290,19 +290,22 @@ class BatchFlowService:
     def _send(self, to_send: list[FileJob]) -> int:
         """Send every job (SendMessageBatch groups on WRITE_WORKERS threads); the count sent."""
         groups = [to_send[i : i + SEND_BATCH_MAX] for i in range(0, len(to_send), SEND_BATCH_MAX)]
-        failed = sum(in_parallel(self._send_group, groups))
-        if failed:
+        refused = [exc for exc in in_parallel(self._send_group, groups) if exc is not None]
+        if refused:
             # The jobs exist and stay available: a replay of this chunk sends them again.
-            raise RuntimeError(f"queueing failed for {failed} file(s)")
+            failed = sum(len(exc.failed) for exc in refused)
+            reason = _first_line(str(refused[0]))  # SQS's codes: what an operator must fix
+            log.error("batch.queueing_failed", files=failed, groups=len(refused), reason=reason)
+            raise RuntimeError(f"queueing failed for {failed} file(s): {reason}")
         return len(to_send)
 
-    def _send_group(self, jobs: list[FileJob]) -> int:
-        """Send one group; how many of it could not be sent."""
+    def _send_group(self, jobs: list[FileJob]) -> QueueSendError | None:
+        """Send one group; what the queue refused of it, if anything."""
         try:
             self.queue.send_jobs(jobs)  # each to the queue its size routes it to
         except QueueSendError as exc:
-            return len(exc.failed)
-        return 0
+            return exc
+        return None
 
     def _place_job(self, job: FileJob) -> _Placed:
         """Write the job, or find why its FileID is taken: a replay of this entry (send it
@@ -435,6 +438,12 @@ def _all_copies_refused(entity: str, found: list[int]) -> RejectedFile:
 def _later_copy(entity: str, found: list[int]) -> str:
     """The batch's line for a copy of an entity whose job an earlier entry wrote."""
     return refusal(RejectedFile(entity, _duplicate(entity, found), entity))
+
+
+def _first_line(text: str, limit: int = 300) -> str:
+    """An error's first line, cut short: one line on the batch, however long the cause."""
+    lines = text.strip().splitlines()
+    return lines[0][:limit] if lines else "no reason given"
 
 
 def _epoch_ms(iso_time: str) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
+from structlog.testing import capture_logs
 
 from dlpipe.bootstrap.orchestrator import build_flow
 from dlpipe.config import Settings
@@ -114,6 +115,24 @@ def test_a_replayed_chunk_resends_its_available_jobs_but_not_a_claimed_one(rig: 
     assert rig.queue.sent_ids() == [first]
     assert rig.lister.opened == 2  # the crash dropped the open stream: the replay reopens
     assert rig.jobs.require(second).lease_owner == "worker"
+
+
+def test_a_send_that_fails_for_good_names_the_queues_reason_in_the_error_and_the_log(
+    rig: Rig,
+) -> None:
+    """SQS's reason (a KMS denial, say) reaches the step's error and a log event, not a count."""
+    batch_id = rig.flow.create_batch(DAY)
+    rig.queue.unsendable = {rig.file_ids()[0]}
+    rig.queue.refusal = "SenderFault KMS.AccessDeniedException"
+    with capture_logs() as logs, pytest.raises(RuntimeError) as raised:
+        rig.flow.fetch_and_queue(batch_id, DAY)
+    assert str(raised.value) == (
+        "queueing failed for 1 file(s): 1 message(s) not sent: SenderFault KMS.AccessDeniedException"
+    )
+    failures = [e for e in logs if e["event"] == "batch.queueing_failed"]
+    assert [(e["files"], e["reason"]) for e in failures] == [
+        (1, "1 message(s) not sent: SenderFault KMS.AccessDeniedException")
+    ]
 
 
 def test_a_day_whose_files_all_completed_ends_completed(rig: Rig) -> None:
