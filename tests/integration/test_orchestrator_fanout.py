@@ -29,7 +29,7 @@ from dlpipe.services.orchestrator.durable import build_durable_handler
 from dlpipe.services.orchestrator.fanout import FileLister, in_parallel
 from dlpipe.services.orchestrator.flow import BatchFlowService
 from dlpipe.services.orchestrator.ports import QueueResult
-from tests.integration.test_orchestrator_flow import drain
+from tests.integration.test_orchestrator_flow import drain, queue_that_is_gone
 from tests.provider_support import StubFactory, fast_client
 from tests.support import ManualClock, descriptor, make_job, unique_day
 
@@ -268,32 +268,34 @@ def to_the_end(flow: BatchFlowService, batch_id: str, day: str, resume: QueueRes
 
 
 def test_a_copy_of_an_entity_an_earlier_chunk_wrote_is_refused_through_the_job_table(
-    jobs: JobsTable, batches: BatchesTable, queue: JobQueue, clock: ManualClock
+    jobs: JobsTable, batches: BatchesTable, queue: JobQueue, clock: ManualClock, clients: AwsClients
 ) -> None:
     """The stream keeps no memory of entities: entry 3 repeats entry 0 of an earlier chunk, and
     the conditional put finds it (the stored job's ListingIndex is 0, not 3). A replay of that
-    chunk from a fresh invocation finds the same, and takes its own writes for a replay."""
+    chunk from a fresh invocation (after a crash before its sends) finds the same, and takes
+    its own writes for a replay."""
     day = unique_day()
     entries: list[FileDescriptor | RejectedFile] = [
         descriptor(e, day) for e in ("alpha", "beta", "gamma", "alpha")
     ]
+    gone = queue_that_is_gone(clients, queue)
     flow = flow_on(FixedListing(entries), jobs, batches, queue, clock, chunk=2)
     batch_id = flow.create_batch(day)
     first = flow.fetch_and_queue(batch_id, day)
-    second = to_the_end(flow, batch_id, day, first)
+    crashed = flow_on(FixedListing(entries), jobs, batches, gone, clock, chunk=2)
+    with pytest.raises(RuntimeError, match="queueing failed for 1 file"):
+        to_the_end(crashed, batch_id, day, first)  # gamma written, its send refused
+    assert jobs.get(f"gamma-{day}").listing_index == 2  # type: ignore[union-attr]
     line = (
         "provider entry alpha rejected: duplicate entity 'alpha' in the listing"
         " (files[0], files[3])"
     )
-    assert (second.done, second.expected, second.refused) == (True, 3, 1)
-    assert second.refusals_shown == (line,)
-    batch = batches.require(batch_id)
-    assert batch.error_message == f"1 provider entries rejected: {line}"
-    assert batch.expected_files == {f"{e}-{day}" for e in ("alpha", "beta", "gamma")}
-    assert jobs.get(f"gamma-{day}").listing_index == 2  # type: ignore[union-attr]
     replayed = to_the_end(
         flow_on(FixedListing(entries), jobs, batches, queue, clock, chunk=2), batch_id, day, first
     )
+    batch = batches.require(batch_id)
+    assert batch.error_message == f"1 provider entries rejected: {line}"
+    assert batch.expected_files == {f"{e}-{day}" for e in ("alpha", "beta", "gamma")}
     assert replayed == QueueResult(
         expected=3,
         sent=first.sent + 1,  # gamma is still available: sent again, at least once

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -52,6 +53,12 @@ def drain(clients: AwsClients, queue: JobQueue) -> list[str]:
             clients.sqs.delete_message(
                 QueueUrl=queue.queue_url, ReceiptHandle=message["ReceiptHandle"]
             )
+
+
+def queue_that_is_gone(clients: AwsClients, queue: JobQueue) -> JobQueue:
+    """`queue` as a sender whose queue no longer exists: the emulator refuses every send, as a
+    crash between the puts and the sends would leave them unsent (one attempt, no retries)."""
+    return JobQueue(clients.sqs, f"{queue.queue_url}-gone", max_attempts=1)
 
 
 def work_done(jobs: JobsTable, file_id: str, failed: str | None = None) -> None:
@@ -115,20 +122,25 @@ def test_replayed_fetch_creates_no_duplicates_and_resends_only_still_available_j
     stub_factory: StubFactory,
     entity: str,
     jobs: JobsTable,
+    batches: BatchesTable,
     clients: AwsClients,
     queue: JobQueue,
 ) -> None:
-    """A crash after the puts: the re-run writes nothing new and re-sends what nobody claimed."""
+    """A crash after the puts (the sends refused here): the re-run writes nothing new and sends
+    what nobody claimed meanwhile."""
     day, stub = unique_day(), stub_factory(specs(entity))
     flow = make_flow(stub)
     batch_id = flow.create_batch(day)
-    flow.fetch_and_queue(batch_id, day)
-    first = drain(clients, queue)
-    jobs.claim(first[0], "w1", LEASE_S)
+    with pytest.raises(RuntimeError, match="queueing failed for 3 file"):
+        replace(flow, queue=queue_that_is_gone(clients, queue)).fetch_and_queue(batch_id, day)
+    written = sorted(j.file_id for j in jobs.query_by_batch(batch_id))
+    assert batches.require(batch_id).status is BatchStatus.INITIATED
+    jobs.claim(written[0], "w1", LEASE_S)
     replay = flow.fetch_and_queue(batch_id, day)
     assert (replay.expected, replay.sent, replay.already_present) == (3, 2, 1)
-    assert sorted(drain(clients, queue)) == sorted(set(first) - {first[0]})
+    assert sorted(drain(clients, queue)) == written[1:]
     assert len(list(jobs.query_by_batch(batch_id))) == 3
+    assert batches.require(batch_id).status is BatchStatus.QUEUED
 
 
 def test_second_run_for_a_date_attaches_and_rerun_adopts_only_unfinished_files(

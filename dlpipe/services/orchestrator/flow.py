@@ -2,8 +2,10 @@
 
 A second run for a date that already has a batch (a repeated schedule, a manual run, a
 backfill) never downloads a file twice, because jobs are keyed by FileID:
-- a batch still running (initiated / queued) or completed: the run attaches to it and only
-  watches (no new batch; a completed batch is reported as it is);
+- a batch still running (initiated / queued) or completed: the run attaches to it (no new
+  batch; a completed batch is reported as it is). It only watches once the batch is queued;
+  while it is initiated the first run may have died mid-listing, so the attached run fans
+  out too (conditional puts make the two runs' writes one);
 - only failed / timed-out batches, or `rerun`: a new batch adopts the date's jobs. Files
   already completed count as completed; failed, errored, never-picked-up or abandoned ones
   move to the new batch and are queued again; files the provider added since are created.
@@ -109,7 +111,10 @@ class BatchFlowService:
         result) or the start; the chunk that ends the listing marks the batch queued.
         Replay-safe: conditional puts, and this batch's still-available jobs are sent again."""
         batch = self.batches.require(batch_id)
-        if batch.is_terminal:
+        if batch.is_terminal or batch.status is BatchStatus.QUEUED:
+            # Queued is marked after the last chunk's sends succeeded: a run attached to it
+            # (a repeated schedule) only watches, instead of re-reading the whole listing and
+            # paying a refused put for every job; a message lost since is the sweeper's.
             return QueueResult(expected=batch.expected, sent=0, already_present=batch.expected)
         before = resume or QueueResult(expected=0, sent=0, already_present=0, done=False)
         try:

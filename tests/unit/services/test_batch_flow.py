@@ -97,6 +97,20 @@ def test_fetch_and_queue_fans_out_in_chunks_and_marks_the_batch_queued_at_the_en
     assert rig.lister.opened == 1  # one stream, continued by every chunk
 
 
+def test_a_second_run_attached_to_a_queued_batch_only_watches(rig: Rig) -> None:
+    """A repeat of the schedule once the fan-out is done reads no listing, writes no job and
+    sends nothing: every message went out before the batch was marked queued."""
+    batch_id = rig.flow.create_batch(DAY)
+    rig.run_fetch(batch_id)
+    rig.queue.sent = []
+    attached = rig.flow.create_batch(DAY)
+    result = rig.flow.fetch_and_queue(attached, DAY)
+    assert attached == batch_id
+    assert (result.done, result.sent, result.expected) == (True, 0, 5)
+    assert rig.queue.sent_ids() == []
+    assert rig.lister.opened == 1  # the first run's stream only
+
+
 def test_a_replayed_chunk_resends_its_available_jobs_but_not_a_claimed_one(rig: Rig) -> None:
     """Crash between put and send: the replay sends again what is still available (and
     never what a worker has claimed meanwhile); nothing is written twice."""
