@@ -38,6 +38,7 @@ JOB_ATTRIBUTES: dict[str, str] = {
     "sha256": "SHA256",
     "destination_key": "DestinationKey",
     "listing_index": "ListingIndex",
+    "listed_by": "ListedBy",
 }
 
 BATCH_ATTRIBUTES: dict[str, str] = {

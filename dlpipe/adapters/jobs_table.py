@@ -17,11 +17,12 @@ from dlpipe.domain.errors import (
     CorruptRecordError,
     JobExistsError,
     LeaseLostError,
+    ListedTwiceError,
     NotFoundError,
     RequeueRefusedError,
     StoreUnavailableError,
 )
-from dlpipe.domain.model import FileJob, JobStatus
+from dlpipe.domain.model import FileJob, JobStatus, listed_by
 from dlpipe.domain.rules import lease_expiry_ms, ttl_expired
 from dlpipe.domain.schema import BATCH_INDEX, STATUS_INDEX
 from dlpipe.log import get_logger
@@ -69,6 +70,7 @@ _NAMES = {
     "#batch": "BatchID",
     "#ttl": "TTL",
     "#listidx": "ListingIndex",
+    "#listedby": "ListedBy",
 }
 
 
@@ -312,7 +314,7 @@ class JobsTable:
         update: str,
         condition: str,
         values: dict[str, Any],
-        error: type[ClaimRefusedError | LeaseLostError | RequeueRefusedError],
+        error: type[ClaimRefusedError | LeaseLostError | ListedTwiceError | RequeueRefusedError],
         rule: str,
     ) -> FileJob:
         return dynamo.conditional_update(
@@ -519,6 +521,31 @@ class JobsTable:
             values=values,
             error=RequeueRefusedError,
             rule="adopt",
+        )
+
+    def mark_listed(self, file_id: str, batch_id: str, listing_index: int) -> FileJob:
+        """Mark another batch's job, which a rerun could not adopt, as named by entry
+        `listing_index` of `batch_id`'s listing (ListedBy); nothing else of it changes.
+
+        Refused (ListedTwiceError, with the job) when another entry of that listing marked it.
+        """
+        # Race: a later copy of an entity in the rerun's listing; no put or adopt of it can
+        # tell, since the job is another batch's. A replay of the entry writes the same value.
+        # Rule: may_mark_listed.
+        condition = (
+            "attribute_exists(#id) AND (attribute_not_exists(#listedby)"
+            " OR NOT begins_with(#listedby, :thislisting) OR #listedby = :listedby)"
+        )
+        return self._update(
+            file_id,
+            update="SET #listedby = :listedby",
+            condition=condition,
+            values={
+                ":thislisting": listed_by(batch_id, 0)[:-1],
+                ":listedby": listed_by(batch_id, listing_index),
+            },
+            error=ListedTwiceError,
+            rule="mark listed",
         )
 
     def complete_abandoned(

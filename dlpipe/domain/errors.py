@@ -58,6 +58,10 @@ class RequeueRefusedError(ConditionFailedError):
     """The job may not go back to available (live claim, completed, or changed meanwhile)."""
 
 
+class ListedTwiceError(ConditionFailedError):
+    """Another entry of the same listing named this job already (a duplicate entity)."""
+
+
 class BatchExistsError(ConditionFailedError):
     """A batch with this BatchID exists already."""
 

@@ -124,11 +124,28 @@ class FileJob:
     # Where in the day's listing the file was (0-based entry index): a later entry with the
     # same FileID is a duplicate, not a replay of this write (dlpipe/services/orchestrator/fanout.py).
     listing_index: int | None = None
+    # A rerun's mark on a job of an earlier batch that it could not adopt (completed, or under
+    # a live lease): `{BatchID}#{entry}` of the rerun's listing that named it (listed_by()), so
+    # a later entry naming it again is found as a duplicate, as ListingIndex finds one.
+    listed_by: str | None = None
 
     @property
     def is_terminal(self) -> bool:
         """True once the job is completed, failed or error."""
         return self.status in TERMINAL_JOB_STATUSES
+
+
+def listed_by(batch_id: str, listing_index: int) -> str:
+    """The ListedBy value for entry `listing_index` of `batch_id`'s listing."""
+    return f"{batch_id}#{listing_index}"
+
+
+def listed_index(value: str | None, batch_id: str) -> int | None:
+    """The entry of `batch_id`'s listing a ListedBy value names; None if another batch's."""
+    prefix = f"{batch_id}#"
+    if value is None or not value.startswith(prefix) or not value[len(prefix) :].isdigit():
+        return None
+    return int(value[len(prefix) :])
 
 
 # The String Sets (ExpectedFiles, CompletedFiles, FailedFiles) are kept only for a day of at

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from dlpipe.domain.model import Batch, BatchStatus, JobStatus
+from dlpipe.domain.model import Batch, BatchStatus, JobStatus, listed_by
 
 _J = JobStatus
 # DESIGN.md's job machine (available -> downloading -> completed | failed | error) plus the
@@ -128,6 +128,26 @@ def may_requeue(job: JobState | None, now_ms: int, *, force: bool = False) -> bo
 def may_adopt(job: JobState | None, batch_id: str, now_ms: int) -> bool:
     """A rerun's batch takes over a requeuable job of another batch."""
     return job is not None and job.batch_id != batch_id and may_requeue(job, now_ms)
+
+
+class ListedState(Protocol):
+    """What may_mark_listed reads of a job item."""
+
+    @property
+    def listed_by(self) -> str | None: ...  # pragma: no cover - a protocol
+
+
+def may_mark_listed(job: ListedState | None, batch_id: str, listing_index: int) -> bool:
+    """A rerun marks a job it could not adopt as named by entry `listing_index` of its listing,
+    unless another entry of the same listing named it first (then that one is a duplicate)."""
+    if job is None:
+        return False
+    marked = job.listed_by
+    return (
+        marked is None
+        or not marked.startswith(listed_by(batch_id, 0)[:-1])
+        or marked == listed_by(batch_id, listing_index)
+    )
 
 
 # ---- batch writes (batches_table.py) -------------------------------------------------------

@@ -20,10 +20,18 @@ from dlpipe.domain.errors import (
     ClaimRefusedError,
     JobExistsError,
     LeaseLostError,
+    ListedTwiceError,
     NotFoundError,
     RequeueRefusedError,
 )
-from dlpipe.domain.model import SETS_MAX_FILES, Batch, BatchStatus, FileJob, JobStatus
+from dlpipe.domain.model import (
+    SETS_MAX_FILES,
+    Batch,
+    BatchStatus,
+    FileJob,
+    JobStatus,
+    listed_by,
+)
 from dlpipe.domain.routing import DEFAULT_LARGE_FILE_THRESHOLD_BYTES, Route, route_for
 from dlpipe.domain.rules import lease_expiry_ms
 from dlpipe.domain.transitions import (
@@ -33,6 +41,7 @@ from dlpipe.domain.transitions import (
     may_complete_abandoned,
     may_create,
     may_finish,
+    may_mark_listed,
     may_mark_queued,
     may_requeue,
 )
@@ -179,6 +188,16 @@ class FakeJobsTable:
             if listing_index is not None:
                 moved = replace(moved, listing_index=listing_index)
             return self._back_to_available(moved)
+
+    def mark_listed(self, file_id: str, batch_id: str, listing_index: int) -> FileJob:
+        with self._lock:
+            job = self.items.get(file_id)
+            if not may_mark_listed(job, batch_id, listing_index):
+                raise ListedTwiceError("mark listed refused", condition="mark listed", current=job)
+            assert job is not None  # may_mark_listed refuses a missing job
+            marked = replace(job, listed_by=listed_by(batch_id, listing_index))
+            self.items[file_id] = marked
+            return marked
 
     def complete_abandoned(
         self, file_id: str, owner: str, *, byte_count: int, sha256: str, destination_key: str

@@ -13,6 +13,7 @@ from dlpipe.domain.errors import (
     ClaimRefusedError,
     JobExistsError,
     LeaseLostError,
+    ListedTwiceError,
     RequeueRefusedError,
 )
 from dlpipe.domain.model import JobStatus
@@ -313,6 +314,31 @@ def test_adopt_moves_an_unfinished_job_of_an_earlier_batch_but_never_a_completed
     with pytest.raises(RequeueRefusedError):
         jobs.adopt(done.file_id, new_batch)
     assert jobs.require(done.file_id).batch_id == old_batch
+
+
+def test_mark_listed_takes_one_entry_of_a_listing_and_refuses_another_naming_the_first(
+    jobs: JobsTable, entity: str
+) -> None:
+    """A rerun marks a completed job of an earlier batch as named by entry 4; the same entry
+    again (a replay) is accepted, entry 9 of that listing is refused with the mark it met, a
+    later rerun's listing marks it anew, and nothing else of the job changes."""
+    old_batch, rerun, later = new_batch_id(), new_batch_id(), new_batch_id()
+    done = jobs.create(make_job(entity, batch_id=old_batch))
+    jobs.claim(done.file_id, "w1", LEASE_S)
+    completed = jobs.complete(
+        done.file_id, "w1", byte_count=1, sha256="e" * 64, destination_key="k"
+    )
+
+    assert jobs.mark_listed(done.file_id, rerun, 4).listed_by == f"{rerun}#4"
+    assert jobs.mark_listed(done.file_id, rerun, 4).listed_by == f"{rerun}#4"
+    with pytest.raises(ListedTwiceError) as refused:
+        jobs.mark_listed(done.file_id, rerun, 9)
+    assert refused.value.current.listed_by == f"{rerun}#4"
+    assert jobs.mark_listed(done.file_id, later, 9).listed_by == f"{later}#9"
+    assert replace(jobs.require(done.file_id), listed_by=None) == completed
+    with pytest.raises(ListedTwiceError) as gone:
+        jobs.mark_listed(make_job(f"{entity}gone").file_id, rerun, 4)  # never written
+    assert gone.value.current is None
 
 
 def test_an_unreadable_item_is_skipped_and_reported_not_fatal(

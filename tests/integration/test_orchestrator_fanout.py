@@ -21,7 +21,7 @@ from dlpipe.adapters.batches_table import BatchesTable
 from dlpipe.adapters.jobs_table import JobsTable
 from dlpipe.adapters.queue import JobQueue
 from dlpipe.domain.listing import FileDescriptor, ListingResult, RejectedFile
-from dlpipe.domain.model import BatchStatus, FileJob
+from dlpipe.domain.model import BatchStatus, FileJob, JobStatus
 from dlpipe.local.durable_runner import enforce_checkpoint_size_limit
 from dlpipe.local.stub.faults import BROKEN_MALFORMED, Faults
 from dlpipe.local.stub.server import StubProvider
@@ -34,6 +34,7 @@ from tests.provider_support import StubFactory, fast_client
 from tests.support import ManualClock, descriptor, make_job, unique_day
 
 pytest_plugins = ["tests.provider_fixtures"]
+LEASE_S = 60
 pytestmark = pytest.mark.integration
 
 FILES, PAGE_SIZE, CHUNK = 250, 40, 60  # 5 chunks: 60, 60, 60, 60, 10 entries
@@ -305,6 +306,62 @@ def test_a_copy_of_an_entity_an_earlier_chunk_wrote_is_refused_through_the_job_t
         refused=1,
         refusals_shown=(line,),
     )
+
+
+def test_a_rerun_refuses_a_later_copy_of_a_file_an_earlier_batch_completed(
+    jobs: JobsTable,
+    batches: BatchesTable,
+    queue: JobQueue,
+    clock: ManualClock,
+    clients: AwsClients,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A rerun cannot adopt alpha (completed under the failed batch), so no put finds its
+    second copy: the ListedBy mark does. A crash and a replay from the first chunk take their
+    own mark for a replay, and past the set cap alpha counts once, so the day ends failed
+    naming both entries, not timed out short of a file."""
+    monkeypatch.setattr("dlpipe.services.orchestrator.fanout.SETS_MAX_FILES", 1)
+    monkeypatch.setattr("dlpipe.adapters.batches_table.SETS_MAX_FILES", 1)
+    day = unique_day()
+    alpha, beta, gamma = (f"{e}-{day}" for e in ("alpha", "beta", "gamma"))
+    first = flow_on(FixedListing([descriptor("alpha", day), descriptor("beta", day)]), jobs,
+                    batches, queue, clock, chunk=2)  # fmt: skip
+    failed_batch = first.create_batch(day)
+    first.fetch_and_queue(failed_batch, day)
+    for file_id, outcome in ((alpha, None), (beta, "http_5xx: gave up")):
+        jobs.claim(file_id, "w1", LEASE_S)
+        if outcome is None:
+            jobs.complete(file_id, "w1", byte_count=1, sha256="a" * 64, destination_key="k")
+        else:
+            jobs.finish_unsuccessfully(file_id, "w1", JobStatus.FAILED, outcome)
+    assert first.check_completion(failed_batch, 1, is_last_poll=False).status == "failed"
+    entries: list[FileDescriptor | RejectedFile] = [
+        descriptor(e, day) for e in ("alpha", "beta", "alpha", "gamma")
+    ]
+    rerun_flow = flow_on(FixedListing(entries), jobs, batches, queue, clock, chunk=2)
+    rerun = rerun_flow.create_batch(day)
+    chunk_one = rerun_flow.fetch_and_queue(rerun, day)
+    crashed = flow_on(FixedListing(entries), jobs, batches, queue_that_is_gone(clients, queue),
+                      clock, chunk=2)  # fmt: skip
+    with pytest.raises(RuntimeError, match="queueing failed for 1 file"):
+        crashed.fetch_and_queue(rerun, day, chunk_one)  # gamma written, its send refused
+
+    again = flow_on(FixedListing(entries), jobs, batches, queue, clock, chunk=2)
+    result = to_the_end(again, rerun, day, again.fetch_and_queue(rerun, day))
+
+    line = (
+        "provider entry alpha rejected: duplicate entity 'alpha' in the listing"
+        " (files[0], files[2])"
+    )
+    assert (result.expected, result.refused, result.refusals_shown) == (3, 1, (line,))
+    stored = jobs.require(alpha)
+    assert (stored.batch_id, stored.listed_by) == (failed_batch, f"{rerun}#0")
+    for file_id in (beta, gamma):
+        jobs.claim(file_id, "w2", LEASE_S)
+        jobs.complete(file_id, "w2", byte_count=1, sha256="b" * 64, destination_key="k")
+    check = again.check_completion(rerun, 1, is_last_poll=False)
+    assert (check.status, check.completed, check.failed, check.pending) == ("failed", 3, 0, 0)
+    assert batches.require(rerun).error_message == f"1 provider entries rejected: {line}"
 
 
 def test_a_large_day_replayed_from_a_checkpoint_counts_every_file_once(

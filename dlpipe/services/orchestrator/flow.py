@@ -22,9 +22,21 @@ from dlpipe import metrics
 from dlpipe.adapters.queue import SEND_BATCH_MAX, QueueSendError
 from dlpipe.config import DEFAULT_RESEND_AFTER_SECONDS, DEFAULT_SWEEP_REQUEUE
 from dlpipe.domain.clock import Clock, iso_from_ms
-from dlpipe.domain.errors import BatchTransitionRefusedError, JobExistsError, RequeueRefusedError
+from dlpipe.domain.errors import (
+    BatchTransitionRefusedError,
+    JobExistsError,
+    ListedTwiceError,
+    RequeueRefusedError,
+)
 from dlpipe.domain.listing import FileDescriptor, RejectedFile
-from dlpipe.domain.model import Batch, BatchStatus, FileJob, JobStatus, make_batch_id
+from dlpipe.domain.model import (
+    Batch,
+    BatchStatus,
+    FileJob,
+    JobStatus,
+    listed_index,
+    make_batch_id,
+)
 from dlpipe.domain.provider_errors import ProviderRefusedError, ProviderUnavailableError
 from dlpipe.domain.routing import Route
 from dlpipe.domain.rules import batch_ttl_epoch_s, decide_batch_outcome
@@ -324,8 +336,24 @@ class BatchFlowService:
                     return _Placed(send=False, duplicate_of=current.listing_index)
                 # Replay after a crash between the put and the send: send again (at-least-once).
                 return _Placed(send=current.status is JobStatus.AVAILABLE)
-            return _Placed(send=self._adopt(job, current))
+            if self._adopt(job, current):
+                return _Placed(send=True)
+            return self._listed_again(job)
         return _Placed(send=True)
+
+    def _listed_again(self, job: FileJob) -> _Placed:
+        """Another batch's job this rerun could not adopt (completed, or held) is marked as
+        named by this entry, so that a later copy of the entity is refused as on a fresh day."""
+        if job.listing_index is None:
+            return _Placed(send=False)
+        try:
+            self.jobs.mark_listed(job.file_id, job.batch_id, job.listing_index)
+        except ListedTwiceError as exc:
+            marked = exc.current.listed_by if isinstance(exc.current, FileJob) else None
+            earlier = listed_index(marked, job.batch_id)
+            if earlier is not None:
+                return _Placed(send=False, duplicate_of=earlier)
+        return _Placed(send=False)  # (a job gone meanwhile is nothing to send either)
 
     def _adopt(self, job: FileJob, current: FileJob | None) -> bool:
         """True if another batch's unfinished job moved into this batch (and must be sent)."""

@@ -211,6 +211,11 @@ class JobStore(Protocol):
         listing, when given); RequeueRefusedError."""
         ...
 
+    def mark_listed(self, file_id: str, batch_id: str, listing_index: int) -> FileJob:
+        """Mark another batch's job as named by entry `listing_index` of `batch_id`'s listing;
+        ListedTwiceError if another entry of it did."""
+        ...
+
     def requeue(self, file_id: str, *, force: bool = False) -> FileJob:
         """Back to available unless completed or held under a live lease; RequeueRefusedError."""
         ...

@@ -9,7 +9,7 @@ from structlog.testing import capture_logs
 
 from dlpipe.bootstrap.orchestrator import build_flow
 from dlpipe.config import Settings
-from dlpipe.domain.model import BatchStatus, FileJob, JobStatus, make_file_id
+from dlpipe.domain.model import SETS_MAX_FILES, BatchStatus, FileJob, JobStatus, make_file_id
 from dlpipe.domain.rules import batch_ttl_epoch_s
 from dlpipe.services.orchestrator.flow import BatchFlowService
 from dlpipe.services.orchestrator.ports import QueueResult
@@ -209,3 +209,30 @@ def test_a_rerun_after_a_failed_day_adopts_its_unfinished_jobs(rig: Rig) -> None
         new,
         JobStatus.AVAILABLE,
     )
+
+
+@pytest.mark.parametrize("sets_max", [SETS_MAX_FILES, 1])
+def test_a_rerun_refuses_a_later_copy_of_an_entity_an_earlier_batch_completed(
+    rig: Rig, monkeypatch: pytest.MonkeyPatch, sets_max: int
+) -> None:
+    """A rerun's listing names a1 (completed under the failed batch) in two chunks: the later
+    copy is refused naming both entries and a1 counts once, with or without the sets."""
+    monkeypatch.setattr("dlpipe.services.orchestrator.fanout.SETS_MAX_FILES", sets_max)
+    monkeypatch.setattr("tests.fakes.stores.SETS_MAX_FILES", sets_max)
+    a1, a2 = make_file_id("a1", DAY), make_file_id("a2", DAY)
+    rig.lister.entries = [descriptor("a1", DAY), descriptor("a2", DAY)]
+    failed = rig.flow.create_batch(DAY)
+    rig.run_fetch(failed)
+    rig.finish(a1)
+    rig.finish(a2, JobStatus.ERROR)
+    assert rig.flow.check_completion(failed, 1, is_last_poll=False).status == "failed"
+    rig.lister.entries = [descriptor("a1", DAY), descriptor("a2", DAY), descriptor("a1", DAY)]
+
+    rerun = rig.flow.create_batch(DAY)
+    result = rig.run_fetch(rerun)[-1]
+
+    line = "provider entry a1 rejected: duplicate entity 'a1' in the listing (files[0], files[2])"
+    assert (result.expected, result.refused, result.refusals_shown) == (2, 1, (line,))
+    rig.finish(a2)
+    check = rig.flow.check_completion(rerun, 1, is_last_poll=False)
+    assert (check.status, check.completed, check.failed, check.pending) == ("failed", 2, 0, 0)
