@@ -18,7 +18,8 @@ What is refused, and how:
   with the same reasons as `parse_listing`; "files[N]" counts entries across all pages;
 - a later copy of an entity already listed is handed on like any entry (see above);
 - whole-listing faults raise MalformedResponseError (permanent): not an object, `date`
-  missing or not the asked date (on any page), `files` not a list, `next` not a string, a
+  missing or not the asked date (on any page), `files` before `date` (an entry is handed on
+  as it is read, so each page proves its day first), `files` not a list, `next` not a string, a
   cursor seen before, too many pages or files, one entry larger than the per-entry cap, and
   JSON that breaks off or goes bad mid-stream ("malformed listing: ... at entry N").
 Entries handed on before a fault was found are not taken back: a consumer commits only
@@ -246,6 +247,12 @@ class _Page:
 
     def _files(self, event: str, value: Any) -> None:
         if event == "start_array":
+            # Entries are handed on as they are read: a page must have proved its day first,
+            # or files of another day would be queued before its `date` came (or did not).
+            if not self._seen_date:
+                raise MalformedResponseError(
+                    f"listing.date: must come before files ({self._where})"
+                )
             self._seen_files = True
         elif event != "end_array":
             raise MalformedResponseError(

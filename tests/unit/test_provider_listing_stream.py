@@ -106,12 +106,39 @@ def test_wrong_date_on_page_two_fails_the_listing() -> None:
         )
 
 
-def test_a_date_after_the_files_is_still_checked() -> None:
-    """Key order is free in JSON: a `date` that comes last is checked when it comes."""
-    ok = b'{"files": [' + body(good("a")) + b'], "date": "' + DAY.encode() + b'"}'
-    assert [f.entity for f in pages(ok).files] == ["a"]
-    with pytest.raises(MalformedResponseError, match=r"listing\.date: missing"):
-        pages(body({"files": [good("a")]}))
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b'{"files": [' + body(good("a")) + b'], "date": "' + DAY.encode() + b'"}',
+        b'{"files": [' + body(good("a")) + b"]}",
+        b'{"next": "n1", "files": [' + body(good("a")) + b"]}",
+    ],
+    ids=["date-after-files", "no-date", "next-but-no-date"],
+)
+def test_files_before_the_date_are_refused_before_any_entry_is_handed_on(
+    answer: bytes, backend: str
+) -> None:
+    """A page whose `files` starts before its `date` was read and checked yields no entry."""
+    seen: list[object] = []
+    with pytest.raises(MalformedResponseError) as caught:
+        seen.extend(ListingParser(DAY).page([answer]))
+    assert seen == []
+    assert str(caught.value) == "listing.date: must come before files (page 1)"
+
+
+def test_a_date_before_the_files_may_follow_other_keys() -> None:
+    """Only `date` must precede `files`: unknown keys and `next` may come anywhere."""
+    answer = b'{"junk": 1, "next": "n1", "date": "' + DAY.encode() + b'", "files": ['
+    answer += body(good("a")) + b"]}"
+    parser = ListingParser(DAY)
+    assert [e.entity for e in parser.page([answer])] == ["a"]
+    assert parser.next_cursor == "n1"
+
+
+def test_a_page_with_neither_date_nor_files_names_the_missing_date() -> None:
+    """An object without `date` (and without `files`) is refused as missing its date."""
+    with pytest.raises(MalformedResponseError, match=r"listing\.date: missing \(page 1\)"):
+        pages(b'{"next": "n1"}')
 
 
 def test_a_repeated_cursor_is_a_provider_fault() -> None:
