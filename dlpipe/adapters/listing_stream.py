@@ -19,7 +19,8 @@ What is refused, and how:
 - a later copy of an entity already listed is handed on like any entry (see above);
 - whole-listing faults raise MalformedResponseError (permanent): not an object, `date`
   missing or not the asked date (on any page), `files` before `date` (an entry is handed on
-  as it is read, so each page proves its day first), `files` not a list, `next` not a string, a
+  as it is read, so each page proves its day first), `date`, `files` or `next` given twice
+  in a page, `files` not a list, `next` not a string, a
   cursor seen before, too many pages or files, one entry larger than the per-entry cap, and
   JSON that breaks off or goes bad mid-stream ("malformed listing: ... at entry N").
 Entries handed on before a fault was found are not taken back: a consumer commits only
@@ -52,6 +53,7 @@ DEFAULT_MAX_FILES: int = Settings.provider_listing_max_files
 DEFAULT_MAX_PAGES: int = Settings.provider_listing_max_pages
 _FEED_BYTES = 8 * 1024  # the parser is fed slices this size: bounds how late a cap trips
 _BACKEND_ENV = "DLPIPE_IJSON_BACKEND"  # tests and benches may force "python"
+_PAGE_KEYS = frozenset({"date", "files", "next"})  # each at most once a page
 
 
 def _pick_backend() -> ModuleType:
@@ -149,6 +151,8 @@ class _Page:
         self._feed = max(1, min(_FEED_BYTES, self._cap))
         self._where = f"page {parser.pages}"
         self._key: str | None = None  # the top-level key whose value is being read
+        self._keys: set[str] = set()  # the page keys (_PAGE_KEYS) seen so far
+        self._level = 0  # nesting depth outside an entry: 1 in the page object
         self._seen_date = False
         self._seen_files = False
         self._started = False
@@ -213,6 +217,8 @@ class _Page:
             )
 
     def _event(self, prefix: str, event: str, value: Any, fed_before: int) -> Entry | None:
+        # Places are tracked by nesting level, not by ijson's dotted prefix: a key may itself
+        # hold a dot ("files.item") or be empty, and the prefix then names another place.
         if self._builder is not None:
             return self._inside_entry(event, value)
         if not self._started:
@@ -222,19 +228,37 @@ class _Page:
                     f"listing: expected a JSON object, got {_event_kind(event, value)}"
                     f" ({self._where})"
                 )
+            self._level = 1
             return None
-        if prefix == "" and event == "map_key":
-            self._key = value
+        if event in ("end_map", "end_array"):
+            self._level -= 1
             return None
-        if prefix == "files.item":
+        if self._level == 2 and self._key == "files":  # `files` was checked to be a list
             return self._entry_start(event, value, fed_before)
-        if prefix == "date" and self._key == "date":
-            self._date(event, value)
-        elif prefix == "files" and self._key == "files":
-            self._files(event, value)
-        elif prefix == "next" and self._key == "next":
-            self._next(event, value)
+        if self._level == 1:
+            if event == "map_key":
+                self._top_key(value)
+                return None
+            self._top_value(event, value)
+        if event in ("start_map", "start_array"):
+            self._level += 1
         return None  # unknown top-level fields are ignored, as `parse_listing` does
+
+    def _top_key(self, key: str) -> None:
+        if key in _PAGE_KEYS:
+            # A second copy would stream the files twice or replace a checked date or cursor.
+            if key in self._keys:
+                raise MalformedResponseError(f"listing.{key}: given twice ({self._where})")
+            self._keys.add(key)
+        self._key = key
+
+    def _top_value(self, event: str, value: Any) -> None:
+        if self._key == "date":
+            self._date(event, value)
+        elif self._key == "files":
+            self._files(event, value)
+        elif self._key == "next":
+            self._next(event, value)
 
     def _date(self, event: str, value: Any) -> None:
         self._seen_date = True
@@ -254,7 +278,7 @@ class _Page:
                     f"listing.date: must come before files ({self._where})"
                 )
             self._seen_files = True
-        elif event != "end_array":
+        else:
             raise MalformedResponseError(
                 f"listing.files: expected a list, got {_event_kind(event, value)} ({self._where})"
             )

@@ -141,6 +141,42 @@ def test_a_page_with_neither_date_nor_files_names_the_missing_date() -> None:
         pages(b'{"next": "n1"}')
 
 
+def test_a_top_level_key_named_files_item_is_not_an_entry(backend: str) -> None:
+    """Only entries of the top-level `files` array are entries: a key "files.item" is ignored."""
+    answer = b'{"date": "' + DAY.encode() + b'", "files": [], "files.item": ' + body(good("x"))
+    answer += b', "files.item.x": [' + body(good("y")) + b"]}"
+    assert list(ListingParser(DAY).page([answer])) == []
+
+
+@pytest.mark.parametrize(
+    ("answer", "key"),
+    [
+        (body(listing(good("a")))[:-1] + b', "files": [' + body(good("b")) + b"]}", "files"),
+        (
+            b'{"date": "' + DAY.encode() + b'", "date": "' + DAY.encode() + b'", "files": []}',
+            "date",
+        ),
+        (b'{"next": "c1", "date": "' + DAY.encode() + b'", "files": [], "next": "c2"}', "next"),
+    ],
+    ids=["files", "date", "next"],
+)
+def test_a_repeated_top_level_key_refuses_the_page(answer: bytes, key: str, backend: str) -> None:
+    """`date`, `files` or `next` given twice in one page is a malformed listing (the later
+    copy would otherwise stream a second time or replace the first)."""
+    with pytest.raises(MalformedResponseError) as caught:
+        pages(answer)
+    assert str(caught.value) == f"listing.{key}: given twice (page 1)"
+
+
+def test_keys_of_nested_objects_are_not_top_level_keys(backend: str) -> None:
+    """A `files` or `date` key inside another value (even under the key "") is no page key."""
+    nested = b'{"": {"date": "x", "files": 1}, "date": "' + DAY.encode() + b'", "files": ['
+    nested += body(good("a")) + b'], "meta": {"next": 5}}'
+    parser = ListingParser(DAY)
+    assert [e.entity for e in parser.page([nested])] == ["a"]
+    assert parser.next_cursor is None
+
+
 def test_a_repeated_cursor_is_a_provider_fault() -> None:
     """A cursor seen before would loop forever: the listing is refused."""
     with pytest.raises(MalformedResponseError, match="page 3 repeats an earlier cursor"):
