@@ -20,15 +20,16 @@ What is refused, and how:
 - whole-listing faults raise MalformedResponseError (permanent): not an object, `date`
   missing or not the asked date (on any page), `files` before `date` (an entry is handed on
   as it is read, so each page proves its day first), `date`, `files` or `next` given twice
-  in a page, `files` not a list, `next` not a string, a
-  cursor seen before, too many pages or files, one entry larger than the per-entry cap, and
-  JSON that breaks off or goes bad mid-stream ("malformed listing: ... at entry N").
+  in a page, `files` not a list, `next` not a string, a cursor seen before, too many pages
+  or files, one entry larger than the per-entry cap, and JSON that breaks off or goes bad
+  mid-stream ("malformed listing: invalid JSON (<fixed text>) at entry N (page P)": never
+  the parser's own words, which quote the input around the fault, a presigned URL's too).
 Entries handed on before a fault was found are not taken back: a consumer commits only
 what it may redo (the orchestrator writes jobs idempotently and fails the day on the error).
 
 Where this differs from `parse_listing(json.loads(...))`: NaN and Infinity (which json.loads
 accepts, and JSON does not) refuse the listing; so does an integer beyond 64 bits with the
-C backend (yajl: "integer overflow"), where json.loads let one file be rejected as "huge".
+C backend ("a number out of range"), where json.loads let one file be rejected as "huge".
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ DEFAULT_MAX_PAGES: int = Settings.provider_listing_max_pages
 _FEED_BYTES = 8 * 1024  # the parser is fed slices this size: bounds how late a cap trips
 _BACKEND_ENV = "DLPIPE_IJSON_BACKEND"  # tests and benches may force "python"
 _PAGE_KEYS = frozenset({"date", "files", "next"})  # each at most once a page
+_BROKE_OFF = "the answer breaks off or has trailing data"  # a parse error at end of input
 
 
 def _pick_backend() -> ModuleType:
@@ -196,7 +198,7 @@ class _Page:
         del events[:]
 
     def _malformed(self, detail: str) -> MalformedResponseError:
-        detail = detail.strip().splitlines()[0][:200] if detail.strip() else "no detail"
+        """`detail` is one of this module's fixed texts, never the parser's (see _send)."""
         return MalformedResponseError(
             f"malformed listing: invalid JSON ({detail}) at entry {self._parser.entries}"
             f" ({self._where})"
@@ -316,14 +318,22 @@ class _Page:
 
 
 def _send(coroutine: Any, piece: bytes | None) -> str | None:
-    """Feed the parser (None: end of input); the parse error's text, if any."""
+    """Feed the parser (None: end of input); a fixed description of its error, if any.
+
+    Never the parser's own words: yajl quotes ~30 bytes of input around the fault (as a
+    `bytes` repr for invalid UTF-8), the Python backend the offending token, and either may
+    be part of a presigned URL or a wrapped key; the message ends up in the batch item.
+    """
     try:
         if piece is None:
             coroutine.close()
         else:
             coroutine.send(piece)
     except ijson.JSONError as exc:
-        return str(exc) or type(exc).__name__
+        # Only yajl's fixed first words are read, to name an overflow; nothing is copied.
+        if str(exc).startswith("parse error:") and "overflow" in str(exc).split("\n", 1)[0]:
+            return "a number out of range"
+        return "a bad token or byte" if piece is not None else _BROKE_OFF
     return None
 
 

@@ -61,7 +61,7 @@ def test_a_bad_token_after_5000_good_entries_names_the_entry(backend: str) -> No
     with pytest.raises(MalformedResponseError) as caught:
         seen.extend(parser.page(chunks))  # extend keeps what came before the raise
     assert len(seen) == 5000
-    assert str(caught.value).startswith("malformed listing: invalid JSON (")
+    assert str(caught.value).startswith("malformed listing: invalid JSON (a bad token or byte)")
     assert str(caught.value).endswith("at entry 5000 (page 1)")
 
 
@@ -243,5 +243,32 @@ def test_numbers_json_loads_tolerates_refuse_the_listing(backend: str) -> None:
     if backend == "python":
         assert "huge declared size" in pages(huge).rejected[0].reason
     else:
-        with pytest.raises(MalformedResponseError, match="integer overflow"):
+        with pytest.raises(MalformedResponseError, match=r"\(a number out of range\) at entry 0"):
             pages(huge)
+
+
+SIGNATURE = "0123456789abcdefSIGNATURE"
+LEAKY_URL = f"https://b.s3.amazonaws.com/k?X-Amz-Credential=AKIAEXAMPLE&X-Amz-Signature={SIGNATURE}"
+
+
+BREAKS = {  # a listing broken in or right after its presigned URL, and the fixed detail
+    "invalid-utf8": (lambda d: d.replace(b"SIGNATURE", b"SIGNA\xffTURE"), "a bad token or byte"),
+    "stray-token": (lambda d: d.replace(b'TURE", ', b'TURE" @, '), "a bad token or byte"),
+    "unquoted": (lambda d: d.replace(b'"https:', b"https:"), "a bad token or byte"),
+    "truncated": (
+        lambda d: d[: d.index(b"TURE") + 4],
+        "the answer breaks off or has trailing data",
+    ),
+}
+
+
+@pytest.mark.parametrize("fault", sorted(BREAKS))
+def test_a_parse_error_never_quotes_the_input(fault: str, backend: str) -> None:
+    """The parser's own words (yajl quotes ~30 bytes around the fault) never reach the
+    message: a presigned URL's signature or credential would be in the batch's ErrorMessage."""
+    breaks, detail = BREAKS[fault]
+    with pytest.raises(MalformedResponseError) as caught:
+        list(ListingParser(DAY).page([breaks(body(listing(good("a", url=LEAKY_URL))))]))
+    message = str(caught.value)
+    assert message == f"malformed listing: invalid JSON ({detail}) at entry 0 (page 1)"
+    assert not any(part in message for part in ("AKIA", "0123456789", "amazonaws", "TURE"))

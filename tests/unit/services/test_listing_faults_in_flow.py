@@ -72,3 +72,14 @@ def test_files_without_a_date_queue_nothing(rig: Rig) -> None:
     status, error = run_day(rig, f'{{"files": [{five_files()}]}}'.encode())
     assert (status, rig.queue.sent_ids()) == ("failed", [])
     assert error.endswith("listing.date: must come before files (page 1)")
+
+
+def test_invalid_utf8_in_a_url_keeps_the_url_out_of_the_error_message(rig: Rig) -> None:
+    """A listing broken inside a presigned URL fails the day naming the place, not the URL."""
+    url = "https://b.s3.amazonaws.com/k?X-Amz-Signature=0123456789abcdefSECRETSIG"
+    page = json.dumps({"date": DAY, "files": [good("accounts", url=url)]}).encode()
+    status, error = run_day(rig, page.replace(b"SECRETSIG", b"SECRET\xff"))
+    assert status == "failed"
+    assert error == (
+        "provider_refused: malformed listing: invalid JSON (a bad token or byte) at entry 0 (page 1)"
+    )
