@@ -187,6 +187,15 @@ def test_a_repeated_cursor_is_a_provider_fault() -> None:
         )
 
 
+def test_cursors_are_remembered_by_digest_not_in_full() -> None:
+    """A provider's cursors may be long (72 KB x 10,000 pages): only a 32-byte digest of each is kept."""
+    parser = ListingParser(DAY)
+    for n in range(3):
+        list(parser.page([body({**listing(good(f"e{n}")), "next": f"{n}" + "c" * 72_000})]))
+    assert len(parser.next_cursor or "") == 72_001  # the last one is still asked for, whole
+    assert sorted(len(seen) for seen in parser._cursors) == [32, 32, 32]
+
+
 def test_page_and_file_caps() -> None:
     """More pages or files than the configured caps refuse the listing."""
     page = body({**listing(good("a")), "next": "n"})
