@@ -26,7 +26,13 @@ from tenacity.wait import wait_random_exponential
 
 from dlpipe.adapters.listing_stream import ListingLimits, ListingParser, collect_listing
 from dlpipe.adapters.retry_after import retry_after_seconds
-from dlpipe.config import ENV_PROVIDER_TOKEN, ENV_PROVIDER_TOKEN_SECRET, ConfigError, Settings
+from dlpipe.config import (
+    ENV_PROVIDER_TOKEN,
+    ENV_PROVIDER_TOKEN_SECRET,
+    ConfigError,
+    Settings,
+    check_provider_url,
+)
 from dlpipe.domain.listing import (
     MAX_FILES_PER_LISTING,
     FileDescriptor,
@@ -89,10 +95,12 @@ class ProviderClient:
         initial_wait_s: float = 0.5,
         sleep: Callable[[float], None] = time.sleep,
         listing_limits: ListingLimits | None = None,
+        allow_http: bool = False,
     ) -> None:
         if not token:
             raise ConfigError("the provider token is empty")
-        self._base_url = base_url.rstrip("/")
+        # The token is a bearer credential: plain http only where told (the local stub).
+        self._base_url = check_provider_url(base_url, allow_http=allow_http).rstrip("/")
         self._headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
         self._session = session or requests.Session()
         self._timeout = timeout

@@ -202,4 +202,4 @@ def test_token_from_settings_without_a_token_is_a_config_error(
 
 def test_client_repr_hides_the_token() -> None:
     """repr(client) shows where it points, not how it authenticates."""
-    assert "hidden-token" not in repr(ProviderClient("http://127.0.0.1:1", "hidden-token"))
+    assert "hidden-token" not in repr(ProviderClient("https://127.0.0.1:1", "hidden-token"))
