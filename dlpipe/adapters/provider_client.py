@@ -7,7 +7,8 @@ that page, not the listing; a connection that breaks mid-body is ProviderUnavail
 (the entries already yielded cannot be taken back, so the caller redoes the day).
 
 Retried: 5xx, 429 (Retry-After, seconds or HTTP-date, honoured up to `max_wait_s`), connection errors
-and timeouts; then ProviderUnavailableError. Other 4xx are permanent and never retried.
+and timeouts; then ProviderUnavailableError. Other 4xx are permanent and never retried, and so
+is a body that does not decode under its Content-Encoding (MalformedResponseError).
 Logs carry the API path, date, status and timing; never the token or a file's URL.
 """
 
@@ -62,6 +63,10 @@ _TRANSPORT_ERRORS = (
     requests.Timeout,
     requests.exceptions.ChunkedEncodingError,
 )
+# A body that arrived whole (a cut one is ChunkedEncodingError) but does not decode under its
+# Content-Encoding: the provider or a proxy on its side encoded it wrong, and a retry would
+# fetch the same bytes. A malformed response, permanent like invalid JSON; not retried.
+_UNDECODABLE = requests.exceptions.ContentDecodingError
 
 
 def _log() -> Any:
@@ -152,6 +157,11 @@ class ProviderClient:
             with self._open_listing_page(date, cursor, parser.pages + 1) as response:
                 try:
                     yield from parser.page(response.iter_content(_LISTING_CHUNK_BYTES))
+                except _UNDECODABLE as exc:
+                    raise MalformedResponseError(
+                        "the provider's listing does not decode (Content-Encoding)"
+                        f" at entry {parser.entries} (page {parser.pages})"
+                    ) from exc
                 except _TRANSPORT_ERRORS as exc:
                     raise ProviderUnavailableError(
                         f"the provider's listing broke off at entry {parser.entries}"
@@ -252,6 +262,10 @@ class ProviderClient:
                 allow_redirects=False,  # a bearer token is not sent wherever a redirect points
             ) as response:
                 body = _read_capped(response) if response.status_code == 200 else b""
+        except _UNDECODABLE as exc:
+            raise MalformedResponseError(
+                f"the provider's answer to {path} does not decode (Content-Encoding)"
+            ) from exc
         except _TRANSPORT_ERRORS as exc:
             _log().info("provider.request", path=path, date=date, error=type(exc).__name__)
             raise _Retryable(type(exc).__name__) from exc
