@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 # Tests only: seconds this process's wall clock runs ahead (named and read in dlpipe.domain.clock).
 from dlpipe.domain.clock import ENV_TEST_CLOCK_OFFSET_SECONDS  # noqa: F401 (re-exported: tests set it)
@@ -72,6 +73,21 @@ DEFAULT_RESEND_AFTER_SECONDS = 1800
 
 class ConfigError(ValueError):
     """A setting is missing or malformed; the message names the variable."""
+
+
+def check_provider_url(url: str, *, allow_http: bool) -> str:
+    """`url` if it may carry the bearer token: https, or http when allowed (the local stack's
+    stub); else ConfigError. The message never shows the URL: it may hold credentials."""
+    parts = urlsplit(url)
+    schemes = ("https", "http") if allow_http else ("https",)
+    if parts.scheme.lower() in schemes and parts.hostname:
+        return url
+    if allow_http:
+        raise ConfigError(f"{ENV_PROVIDER_URL} must be an https or http URL with a host")
+    raise ConfigError(
+        f"{ENV_PROVIDER_URL} must be an https URL with a host (the provider token is sent to"
+        f" it); set {ENV_ALLOW_HTTP_URLS}=true for a local http provider"
+    )
 
 
 def _int_setting(env: Mapping[str, str], name: str, default: int, minimum: int = 1) -> int:
@@ -194,6 +210,11 @@ class Settings:
     def endpoint_for(self, service: str) -> str | None:
         """The endpoint of `service`: its own override, else AWS_ENDPOINT_URL, else AWS's."""
         return self.service_endpoint_urls.get(service) or self.endpoint_url
+
+    def provider_url(self) -> str:
+        """The provider's base URL, checked by `check_provider_url`; ConfigError if unset."""
+        url = self.require("provider_base_url")
+        return check_provider_url(url, allow_http=self.allow_http_urls)
 
     def require(self, attribute: str) -> str:
         """Return a setting that this code path cannot run without, or raise ConfigError."""

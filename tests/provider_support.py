@@ -29,6 +29,7 @@ def fast_client(
     kwargs.setdefault("timeout", (2.0, 5.0))
     kwargs.setdefault("initial_wait_s", 0.01)
     kwargs.setdefault("max_wait_s", 0.05)
+    kwargs.setdefault("allow_http", True)  # the stub serves plain http on loopback
     return ProviderClient(stub.base_url, token, **kwargs)
 
 

@@ -18,19 +18,23 @@ What is refused, and how:
   with the same reasons as `parse_listing`; "files[N]" counts entries across all pages;
 - a later copy of an entity already listed is handed on like any entry (see above);
 - whole-listing faults raise MalformedResponseError (permanent): not an object, `date`
-  missing or not the asked date (on any page), `files` not a list, `next` not a string, a
-  cursor seen before, too many pages or files, one entry larger than the per-entry cap, and
-  JSON that breaks off or goes bad mid-stream ("malformed listing: ... at entry N").
+  missing or not the asked date (on any page), `files` before `date` (an entry is handed on
+  as it is read, so each page proves its day first), `date`, `files` or `next` given twice
+  in a page, `files` not a list, `next` not a string, a cursor seen before, too many pages
+  or files, one entry larger than the per-entry cap, and JSON that breaks off or goes bad
+  mid-stream ("malformed listing: invalid JSON (<fixed text>) at entry N (page P)": never
+  the parser's own words, which quote the input around the fault, a presigned URL's too).
 Entries handed on before a fault was found are not taken back: a consumer commits only
 what it may redo (the orchestrator writes jobs idempotently and fails the day on the error).
 
 Where this differs from `parse_listing(json.loads(...))`: NaN and Infinity (which json.loads
 accepts, and JSON does not) refuse the listing; so does an integer beyond 64 bits with the
-C backend (yajl: "integer overflow"), where json.loads let one file be rejected as "huge".
+C backend ("a number out of range"), where json.loads let one file be rejected as "huge".
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -51,6 +55,8 @@ DEFAULT_MAX_FILES: int = Settings.provider_listing_max_files
 DEFAULT_MAX_PAGES: int = Settings.provider_listing_max_pages
 _FEED_BYTES = 8 * 1024  # the parser is fed slices this size: bounds how late a cap trips
 _BACKEND_ENV = "DLPIPE_IJSON_BACKEND"  # tests and benches may force "python"
+_PAGE_KEYS = frozenset({"date", "files", "next"})  # each at most once a page
+_BROKE_OFF = "the answer breaks off or has trailing data"  # a parse error at end of input
 
 
 def _pick_backend() -> ModuleType:
@@ -101,7 +107,8 @@ class ListingParser:
         self.limits = limits or ListingLimits()
         self.entries = 0  # entries read so far, all pages
         self.pages = 0
-        self._cursors: set[str] = set()
+        # Digests, not cursors: a hostile provider's 10,000 pages x 72 KB cursors are 720 MB.
+        self._cursors: set[bytes] = set()
         self.next_cursor: str | None = None  # the last page's `next`
 
     def page(self, chunks: Iterable[bytes]) -> Iterator[Entry]:
@@ -116,12 +123,13 @@ class ListingParser:
         yield from page.run(chunks)
         cursor = page.next_cursor
         if cursor is not None:
-            if cursor in self._cursors:
+            digest = hashlib.sha256(cursor.encode("utf-8", "surrogatepass")).digest()
+            if digest in self._cursors:
                 raise MalformedResponseError(
                     f"listing.next: page {self.pages} repeats an earlier cursor"
                     " (the listing would never end)"
                 )
-            self._cursors.add(cursor)
+            self._cursors.add(digest)
         self.next_cursor = cursor
 
     def _entry(self, item: object) -> Entry:
@@ -148,6 +156,8 @@ class _Page:
         self._feed = max(1, min(_FEED_BYTES, self._cap))
         self._where = f"page {parser.pages}"
         self._key: str | None = None  # the top-level key whose value is being read
+        self._keys: set[str] = set()  # the page keys (_PAGE_KEYS) seen so far
+        self._level = 0  # nesting depth outside an entry: 1 in the page object
         self._seen_date = False
         self._seen_files = False
         self._started = False
@@ -191,7 +201,7 @@ class _Page:
         del events[:]
 
     def _malformed(self, detail: str) -> MalformedResponseError:
-        detail = detail.strip().splitlines()[0][:200] if detail.strip() else "no detail"
+        """`detail` is one of this module's fixed texts, never the parser's (see _send)."""
         return MalformedResponseError(
             f"malformed listing: invalid JSON ({detail}) at entry {self._parser.entries}"
             f" ({self._where})"
@@ -212,6 +222,8 @@ class _Page:
             )
 
     def _event(self, prefix: str, event: str, value: Any, fed_before: int) -> Entry | None:
+        # Places are tracked by nesting level, not by ijson's dotted prefix: a key may itself
+        # hold a dot ("files.item") or be empty, and the prefix then names another place.
         if self._builder is not None:
             return self._inside_entry(event, value)
         if not self._started:
@@ -221,19 +233,37 @@ class _Page:
                     f"listing: expected a JSON object, got {_event_kind(event, value)}"
                     f" ({self._where})"
                 )
+            self._level = 1
             return None
-        if prefix == "" and event == "map_key":
-            self._key = value
+        if event in ("end_map", "end_array"):
+            self._level -= 1
             return None
-        if prefix == "files.item":
+        if self._level == 2 and self._key == "files":  # `files` was checked to be a list
             return self._entry_start(event, value, fed_before)
-        if prefix == "date" and self._key == "date":
-            self._date(event, value)
-        elif prefix == "files" and self._key == "files":
-            self._files(event, value)
-        elif prefix == "next" and self._key == "next":
-            self._next(event, value)
+        if self._level == 1:
+            if event == "map_key":
+                self._top_key(value)
+                return None
+            self._top_value(event, value)
+        if event in ("start_map", "start_array"):
+            self._level += 1
         return None  # unknown top-level fields are ignored, as `parse_listing` does
+
+    def _top_key(self, key: str) -> None:
+        if key in _PAGE_KEYS:
+            # A second copy would stream the files twice or replace a checked date or cursor.
+            if key in self._keys:
+                raise MalformedResponseError(f"listing.{key}: given twice ({self._where})")
+            self._keys.add(key)
+        self._key = key
+
+    def _top_value(self, event: str, value: Any) -> None:
+        if self._key == "date":
+            self._date(event, value)
+        elif self._key == "files":
+            self._files(event, value)
+        elif self._key == "next":
+            self._next(event, value)
 
     def _date(self, event: str, value: Any) -> None:
         self._seen_date = True
@@ -246,8 +276,14 @@ class _Page:
 
     def _files(self, event: str, value: Any) -> None:
         if event == "start_array":
+            # Entries are handed on as they are read: a page must have proved its day first,
+            # or files of another day would be queued before its `date` came (or did not).
+            if not self._seen_date:
+                raise MalformedResponseError(
+                    f"listing.date: must come before files ({self._where})"
+                )
             self._seen_files = True
-        elif event != "end_array":
+        else:
             raise MalformedResponseError(
                 f"listing.files: expected a list, got {_event_kind(event, value)} ({self._where})"
             )
@@ -285,14 +321,22 @@ class _Page:
 
 
 def _send(coroutine: Any, piece: bytes | None) -> str | None:
-    """Feed the parser (None: end of input); the parse error's text, if any."""
+    """Feed the parser (None: end of input); a fixed description of its error, if any.
+
+    Never the parser's own words: yajl quotes ~30 bytes of input around the fault (as a
+    `bytes` repr for invalid UTF-8), the Python backend the offending token, and either may
+    be part of a presigned URL or a wrapped key; the message ends up in the batch item.
+    """
     try:
         if piece is None:
             coroutine.close()
         else:
             coroutine.send(piece)
     except ijson.JSONError as exc:
-        return str(exc) or type(exc).__name__
+        # Only yajl's fixed first words are read, to name an overflow; nothing is copied.
+        if str(exc).startswith("parse error:") and "overflow" in str(exc).split("\n", 1)[0]:
+            return "a number out of range"
+        return "a bad token or byte" if piece is not None else _BROKE_OFF
     return None
 
 

@@ -7,7 +7,8 @@ that page, not the listing; a connection that breaks mid-body is ProviderUnavail
 (the entries already yielded cannot be taken back, so the caller redoes the day).
 
 Retried: 5xx, 429 (Retry-After, seconds or HTTP-date, honoured up to `max_wait_s`), connection errors
-and timeouts; then ProviderUnavailableError. Other 4xx are permanent and never retried.
+and timeouts; then ProviderUnavailableError. Other 4xx are permanent and never retried, and so
+is a body that does not decode under its Content-Encoding (MalformedResponseError).
 Logs carry the API path, date, status and timing; never the token or a file's URL.
 """
 
@@ -26,7 +27,13 @@ from tenacity.wait import wait_random_exponential
 
 from dlpipe.adapters.listing_stream import ListingLimits, ListingParser, collect_listing
 from dlpipe.adapters.retry_after import retry_after_seconds
-from dlpipe.config import ENV_PROVIDER_TOKEN, ENV_PROVIDER_TOKEN_SECRET, ConfigError, Settings
+from dlpipe.config import (
+    ENV_PROVIDER_TOKEN,
+    ENV_PROVIDER_TOKEN_SECRET,
+    ConfigError,
+    Settings,
+    check_provider_url,
+)
 from dlpipe.domain.listing import (
     MAX_FILES_PER_LISTING,
     FileDescriptor,
@@ -56,6 +63,10 @@ _TRANSPORT_ERRORS = (
     requests.Timeout,
     requests.exceptions.ChunkedEncodingError,
 )
+# A body that arrived whole (a cut one is ChunkedEncodingError) but does not decode under its
+# Content-Encoding: the provider or a proxy on its side encoded it wrong, and a retry would
+# fetch the same bytes. A malformed response, permanent like invalid JSON; not retried.
+_UNDECODABLE = requests.exceptions.ContentDecodingError
 
 
 def _log() -> Any:
@@ -89,10 +100,12 @@ class ProviderClient:
         initial_wait_s: float = 0.5,
         sleep: Callable[[float], None] = time.sleep,
         listing_limits: ListingLimits | None = None,
+        allow_http: bool = False,
     ) -> None:
         if not token:
             raise ConfigError("the provider token is empty")
-        self._base_url = base_url.rstrip("/")
+        # The token is a bearer credential: plain http only where told (the local stub).
+        self._base_url = check_provider_url(base_url, allow_http=allow_http).rstrip("/")
         self._headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
         self._session = session or requests.Session()
         self._timeout = timeout
@@ -144,6 +157,11 @@ class ProviderClient:
             with self._open_listing_page(date, cursor, parser.pages + 1) as response:
                 try:
                     yield from parser.page(response.iter_content(_LISTING_CHUNK_BYTES))
+                except _UNDECODABLE as exc:
+                    raise MalformedResponseError(
+                        "the provider's listing does not decode (Content-Encoding)"
+                        f" at entry {parser.entries} (page {parser.pages})"
+                    ) from exc
                 except _TRANSPORT_ERRORS as exc:
                     raise ProviderUnavailableError(
                         f"the provider's listing broke off at entry {parser.entries}"
@@ -244,6 +262,10 @@ class ProviderClient:
                 allow_redirects=False,  # a bearer token is not sent wherever a redirect points
             ) as response:
                 body = _read_capped(response) if response.status_code == 200 else b""
+        except _UNDECODABLE as exc:
+            raise MalformedResponseError(
+                f"the provider's answer to {path} does not decode (Content-Encoding)"
+            ) from exc
         except _TRANSPORT_ERRORS as exc:
             _log().info("provider.request", path=path, date=date, error=type(exc).__name__)
             raise _Retryable(type(exc).__name__) from exc

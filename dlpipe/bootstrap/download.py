@@ -34,16 +34,18 @@ if TYPE_CHECKING:
 
 def provider_factory(settings: Settings, clients: AwsClients) -> Callable[[], UrlSigner] | None:
     """A lazily built provider client (its token is read on first use), or None if unset."""
-    base_url = settings.provider_base_url
-    if not base_url:
+    if not settings.provider_base_url:
         return None
+    base_url = settings.provider_url()  # refused now (http, no host), not at a file's first use
 
     @functools.cache
     def build() -> UrlSigner:
         # Imported on first use: most files never need a fresh URL.
         from dlpipe.adapters.provider_client import ProviderClient, token_from_settings  # noqa: PLC0415
 
-        return ProviderClient(base_url, token_from_settings(settings, clients))
+        return ProviderClient(
+            base_url, token_from_settings(settings, clients), allow_http=settings.allow_http_urls
+        )
 
     return build
 

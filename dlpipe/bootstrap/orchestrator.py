@@ -66,9 +66,10 @@ def build_flow(
     clock = clock or SystemClock()
     if provider is None:
         provider = ProviderClient(
-            settings.require("provider_base_url"),
+            settings.provider_url(),  # checked before the token is read
             token_from_settings(settings, aws()),
             listing_limits=ListingLimits.from_settings(settings),
+            allow_http=settings.allow_http_urls,
         )
     bucket = settings.destination_bucket
     if published is None and bucket:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from dlpipe.config import (
+    ENV_ALLOW_HTTP_URLS,
     ENV_BATCHES_TABLE,
     ENV_JOBS_TABLE,
     ENV_PROVIDER_TOKEN,
@@ -61,6 +62,7 @@ def _case_env(
         "AWS_ENDPOINT_URL": closed,
         ENV_QUEUE_URL: f"{closed}/000000000000/q",
         ENV_PROVIDER_URL: closed,
+        ENV_ALLOW_HTTP_URLS: "true",  # the closed port is a local http URL
         ENV_PROVIDER_TOKEN: "token",
     }
     keys = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
@@ -69,6 +71,11 @@ def _case_env(
             "configuration missing": reachable,  # everything but the provider's URL
             "endpoint unreachable": unreachable,
             "provider unreachable": {**reachable, ENV_PROVIDER_URL: _closed_url()},
+            "http provider": {
+                **reachable,
+                ENV_PROVIDER_URL: "http://provider.example",
+                ENV_ALLOW_HTTP_URLS: "false",
+            },
             "no credentials": {k: v for k, v in unreachable.items() if k not in keys},
         }.get(case, {})
     )
@@ -81,6 +88,11 @@ def _case_env(
         ("configuration missing", [], "DLPIPE_PROVIDER_URL is not set"),
         ("endpoint unreachable", [], "cannot reach dynamodb at http://127.0.0.1:"),
         ("provider unreachable", [], "cannot reach the provider at http://127.0.0.1:"),
+        (
+            "http provider",
+            [],
+            "configuration error: DLPIPE_PROVIDER_URL must be an https URL with a host",
+        ),
         ("no credentials", [], "no AWS credentials found"),
         ("not a date", ["--date", "2026-02-30"], "--date 2026-02-30 is not a calendar date"),
         ("local-only option", ["--workers", "2"], "--workers applies to --local runs only"),

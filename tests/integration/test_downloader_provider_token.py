@@ -25,7 +25,9 @@ def test_the_downloaders_provider_client_authenticates_with_the_secrets_token(
     stub = stub_factory([StubFileSpec(entity, 1024, CIPHER_GCM)])
     name = f"dlpipe-test/provider-token-{uuid.uuid4().hex[:8]}"
     clients.secretsmanager.create_secret(Name=name, SecretString=TEST_PROVIDER_TOKEN)
-    settings = Settings(provider_base_url=stub.base_url, provider_token_secret_id=name)
+    settings = Settings(
+        provider_base_url=stub.base_url, provider_token_secret_id=name, allow_http_urls=True
+    )
     build = provider_factory(settings, clients)
     assert build is not None
     assert build().get_file(entity, DAY).entity == entity

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import requests
@@ -202,4 +204,57 @@ def test_token_from_settings_without_a_token_is_a_config_error(
 
 def test_client_repr_hides_the_token() -> None:
     """repr(client) shows where it points, not how it authenticates."""
-    assert "hidden-token" not in repr(ProviderClient("http://127.0.0.1:1", "hidden-token"))
+    assert "hidden-token" not in repr(ProviderClient("https://127.0.0.1:1", "hidden-token"))
+
+
+class _CorruptGzipProvider:
+    """A provider answering every GET 200 with `Content-Encoding: gzip` and a body that is
+    not gzip (as a broken proxy or encoder would); counts the requests."""
+
+    def __init__(self) -> None:
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                owner.requests += 1
+                body = b"\x00not-gzip" * 64
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Encoding", "gzip")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.requests = 0
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base_url = f"http://127.0.0.1:{self._server.server_port}"
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def test_a_body_that_does_not_decode_is_malformed_and_not_retried() -> None:
+    """A 200 whose gzip body is corrupt is a MalformedResponseError (the same bytes would come
+    again), from the listing and from the single-file endpoint, after one request each."""
+    provider = _CorruptGzipProvider()
+    try:
+        client = ProviderClient(provider.base_url, "t", allow_http=True, initial_wait_s=0.01)
+        with pytest.raises(MalformedResponseError) as listing:
+            list(client.iter_listing(DAY))
+        assert provider.requests == 1
+        with pytest.raises(MalformedResponseError) as single:
+            client.get_file("accounts", DAY)
+        assert provider.requests == 2
+    finally:
+        provider.close()
+    assert str(listing.value) == (
+        "the provider's listing does not decode (Content-Encoding) at entry 0 (page 1)"
+    )
+    assert str(single.value) == (
+        "the provider's answer to /v1/files/accounts does not decode (Content-Encoding)"
+    )

@@ -75,7 +75,11 @@ def down_client(stub_factory: StubFactory, down: str) -> ProviderClient:
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
         return ProviderClient(
-            f"http://127.0.0.1:{port}", "any-token", max_attempts=2, initial_wait_s=0.01
+            f"http://127.0.0.1:{port}",
+            "any-token",
+            max_attempts=2,
+            initial_wait_s=0.01,
+            allow_http=True,
         )
     faults = Faults(error_rate=1.0) if down == "5xx" else Faults(throttle_rate=1.0)
     return fast_client(stub_factory([], faults=faults), max_attempts=2)

@@ -90,3 +90,63 @@ def test_the_local_stack_allows_exactly_the_emulator_over_http() -> None:
     assert settings.url_allowed_hosts == ("127.0.0.1:4566",)
     assert settings.allow_http_urls
     assert settings.allow_private_url_hosts
+
+
+HTTP_PROVIDER = "http://user:pw@provider.example.com/api"
+
+
+def test_an_http_provider_url_is_refused_unless_http_is_allowed() -> None:
+    """The bearer token goes to the provider's URL: plain http is a one-line ConfigError
+    naming both variables (not the URL, which may hold credentials) unless allowed."""
+    from dlpipe.config import check_provider_url
+
+    for url in (HTTP_PROVIDER, "ftp://provider.example.com", "provider.example.com", "https://"):
+        with pytest.raises(ConfigError) as caught:
+            check_provider_url(url, allow_http=False)
+        message = str(caught.value)
+        assert "\n" not in message
+        assert not any(part in message for part in ("pw", "user", "provider.example"))
+        assert "DLPIPE_PROVIDER_URL must be an https URL" in message
+    assert "DLPIPE_ALLOW_HTTP_URLS" in message
+    assert check_provider_url(HTTP_PROVIDER, allow_http=True) == HTTP_PROVIDER
+    assert check_provider_url("https://p.example/v1", allow_http=False) == "https://p.example/v1"
+    with pytest.raises(ConfigError, match="an https or http URL"):
+        check_provider_url("ftp://provider.example.com", allow_http=True)
+
+
+def test_the_provider_client_refuses_http_before_any_request() -> None:
+    """ProviderClient itself refuses an http base URL unless told it may (the local stack)."""
+    from dlpipe.adapters.provider_client import ProviderClient
+
+    with pytest.raises(ConfigError, match="DLPIPE_ALLOW_HTTP_URLS"):
+        ProviderClient(HTTP_PROVIDER, "s3cret")
+    assert "s3cret" not in repr(ProviderClient(HTTP_PROVIDER, "s3cret", allow_http=True))
+
+
+def test_the_orchestrator_and_the_downloader_refuse_an_http_provider_at_build() -> None:
+    """Both bootstraps refuse an http provider URL when they are built, before any token is
+    sent, and accept it with DLPIPE_ALLOW_HTTP_URLS (as the local stack sets it)."""
+    from unittest import mock
+
+    from dlpipe.bootstrap.download import provider_factory
+    from dlpipe.bootstrap.orchestrator import build_flow
+    from tests.fakes.stores import FakeBatchesTable, FakeJobsTable, FakeQueue
+    from tests.support import ManualClock
+
+    clock = ManualClock()
+    settings = Settings(provider_base_url=HTTP_PROVIDER, provider_token="s3cret")
+    jobs, batches, queue = FakeJobsTable(clock), FakeBatchesTable(clock), FakeQueue()
+    clients = mock.Mock()  # the token is read from the settings: no AWS call expected
+    with pytest.raises(ConfigError, match="DLPIPE_PROVIDER_URL must be an https URL"):
+        build_flow(settings, clients, jobs=jobs, batches=batches, queue=queue, clock=clock)
+    with pytest.raises(ConfigError, match="DLPIPE_PROVIDER_URL must be an https URL"):
+        provider_factory(settings, clients)
+    allowed = Settings(
+        provider_base_url=HTTP_PROVIDER, provider_token="s3cret", allow_http_urls=True
+    )
+    flow = build_flow(allowed, clients, jobs=jobs, batches=batches, queue=queue, clock=clock)
+    assert flow.provider is not None
+    factory = provider_factory(allowed, clients)
+    assert factory is not None
+    assert factory() is not None
+    assert clients.mock_calls == []

@@ -61,7 +61,7 @@ def test_a_bad_token_after_5000_good_entries_names_the_entry(backend: str) -> No
     with pytest.raises(MalformedResponseError) as caught:
         seen.extend(parser.page(chunks))  # extend keeps what came before the raise
     assert len(seen) == 5000
-    assert str(caught.value).startswith("malformed listing: invalid JSON (")
+    assert str(caught.value).startswith("malformed listing: invalid JSON (a bad token or byte)")
     assert str(caught.value).endswith("at entry 5000 (page 1)")
 
 
@@ -106,12 +106,75 @@ def test_wrong_date_on_page_two_fails_the_listing() -> None:
         )
 
 
-def test_a_date_after_the_files_is_still_checked() -> None:
-    """Key order is free in JSON: a `date` that comes last is checked when it comes."""
-    ok = b'{"files": [' + body(good("a")) + b'], "date": "' + DAY.encode() + b'"}'
-    assert [f.entity for f in pages(ok).files] == ["a"]
-    with pytest.raises(MalformedResponseError, match=r"listing\.date: missing"):
-        pages(body({"files": [good("a")]}))
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b'{"files": [' + body(good("a")) + b'], "date": "' + DAY.encode() + b'"}',
+        b'{"files": [' + body(good("a")) + b"]}",
+        b'{"next": "n1", "files": [' + body(good("a")) + b"]}",
+    ],
+    ids=["date-after-files", "no-date", "next-but-no-date"],
+)
+def test_files_before_the_date_are_refused_before_any_entry_is_handed_on(
+    answer: bytes, backend: str
+) -> None:
+    """A page whose `files` starts before its `date` was read and checked yields no entry."""
+    seen: list[object] = []
+    with pytest.raises(MalformedResponseError) as caught:
+        seen.extend(ListingParser(DAY).page([answer]))
+    assert seen == []
+    assert str(caught.value) == "listing.date: must come before files (page 1)"
+
+
+def test_a_date_before_the_files_may_follow_other_keys() -> None:
+    """Only `date` must precede `files`: unknown keys and `next` may come anywhere."""
+    answer = b'{"junk": 1, "next": "n1", "date": "' + DAY.encode() + b'", "files": ['
+    answer += body(good("a")) + b"]}"
+    parser = ListingParser(DAY)
+    assert [e.entity for e in parser.page([answer])] == ["a"]
+    assert parser.next_cursor == "n1"
+
+
+def test_a_page_with_neither_date_nor_files_names_the_missing_date() -> None:
+    """An object without `date` (and without `files`) is refused as missing its date."""
+    with pytest.raises(MalformedResponseError, match=r"listing\.date: missing \(page 1\)"):
+        pages(b'{"next": "n1"}')
+
+
+def test_a_top_level_key_named_files_item_is_not_an_entry(backend: str) -> None:
+    """Only entries of the top-level `files` array are entries: a key "files.item" is ignored."""
+    answer = b'{"date": "' + DAY.encode() + b'", "files": [], "files.item": ' + body(good("x"))
+    answer += b', "files.item.x": [' + body(good("y")) + b"]}"
+    assert list(ListingParser(DAY).page([answer])) == []
+
+
+@pytest.mark.parametrize(
+    ("answer", "key"),
+    [
+        (body(listing(good("a")))[:-1] + b', "files": [' + body(good("b")) + b"]}", "files"),
+        (
+            b'{"date": "' + DAY.encode() + b'", "date": "' + DAY.encode() + b'", "files": []}',
+            "date",
+        ),
+        (b'{"next": "c1", "date": "' + DAY.encode() + b'", "files": [], "next": "c2"}', "next"),
+    ],
+    ids=["files", "date", "next"],
+)
+def test_a_repeated_top_level_key_refuses_the_page(answer: bytes, key: str, backend: str) -> None:
+    """`date`, `files` or `next` given twice in one page is a malformed listing (the later
+    copy would otherwise stream a second time or replace the first)."""
+    with pytest.raises(MalformedResponseError) as caught:
+        pages(answer)
+    assert str(caught.value) == f"listing.{key}: given twice (page 1)"
+
+
+def test_keys_of_nested_objects_are_not_top_level_keys(backend: str) -> None:
+    """A `files` or `date` key inside another value (even under the key "") is no page key."""
+    nested = b'{"": {"date": "x", "files": 1}, "date": "' + DAY.encode() + b'", "files": ['
+    nested += body(good("a")) + b'], "meta": {"next": 5}}'
+    parser = ListingParser(DAY)
+    assert [e.entity for e in parser.page([nested])] == ["a"]
+    assert parser.next_cursor is None
 
 
 def test_a_repeated_cursor_is_a_provider_fault() -> None:
@@ -122,6 +185,15 @@ def test_a_repeated_cursor_is_a_provider_fault() -> None:
             body({**listing(good("b")), "next": "y"}),
             body({**listing(good("c")), "next": "x"}),
         )
+
+
+def test_cursors_are_remembered_by_digest_not_in_full() -> None:
+    """A provider's cursors may be long (72 KB x 10,000 pages): only a 32-byte digest of each is kept."""
+    parser = ListingParser(DAY)
+    for n in range(3):
+        list(parser.page([body({**listing(good(f"e{n}")), "next": f"{n}" + "c" * 72_000})]))
+    assert len(parser.next_cursor or "") == 72_001  # the last one is still asked for, whole
+    assert sorted(len(seen) for seen in parser._cursors) == [32, 32, 32]
 
 
 def test_page_and_file_caps() -> None:
@@ -180,5 +252,32 @@ def test_numbers_json_loads_tolerates_refuse_the_listing(backend: str) -> None:
     if backend == "python":
         assert "huge declared size" in pages(huge).rejected[0].reason
     else:
-        with pytest.raises(MalformedResponseError, match="integer overflow"):
+        with pytest.raises(MalformedResponseError, match=r"\(a number out of range\) at entry 0"):
             pages(huge)
+
+
+SIGNATURE = "0123456789abcdefSIGNATURE"
+LEAKY_URL = f"https://b.s3.amazonaws.com/k?X-Amz-Credential=AKIAEXAMPLE&X-Amz-Signature={SIGNATURE}"
+
+
+BREAKS = {  # a listing broken in or right after its presigned URL, and the fixed detail
+    "invalid-utf8": (lambda d: d.replace(b"SIGNATURE", b"SIGNA\xffTURE"), "a bad token or byte"),
+    "stray-token": (lambda d: d.replace(b'TURE", ', b'TURE" @, '), "a bad token or byte"),
+    "unquoted": (lambda d: d.replace(b'"https:', b"https:"), "a bad token or byte"),
+    "truncated": (
+        lambda d: d[: d.index(b"TURE") + 4],
+        "the answer breaks off or has trailing data",
+    ),
+}
+
+
+@pytest.mark.parametrize("fault", sorted(BREAKS))
+def test_a_parse_error_never_quotes_the_input(fault: str, backend: str) -> None:
+    """The parser's own words (yajl quotes ~30 bytes around the fault) never reach the
+    message: a presigned URL's signature or credential would be in the batch's ErrorMessage."""
+    breaks, detail = BREAKS[fault]
+    with pytest.raises(MalformedResponseError) as caught:
+        list(ListingParser(DAY).page([breaks(body(listing(good("a", url=LEAKY_URL))))]))
+    message = str(caught.value)
+    assert message == f"malformed listing: invalid JSON ({detail}) at entry 0 (page 1)"
+    assert not any(part in message for part in ("AKIA", "0123456789", "amazonaws", "TURE"))

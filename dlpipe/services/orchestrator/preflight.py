@@ -23,6 +23,7 @@ from dlpipe.config import (
     ENV_QUEUE_URL,
     ConfigError,
     Settings,
+    check_provider_url,
 )
 from dlpipe.domain.provider_errors import (
     ProviderAuthError,
@@ -43,6 +44,7 @@ def check_ready(settings: Settings, date: str) -> None:
     """Raise ConfigError or NotReadyError unless the tables, the queue and the provider answer
     for `date`; botocore's NoCredentialsError propagates as it is."""
     provider_url = _required(settings.provider_base_url, ENV_PROVIDER_URL, "the provider's URL")
+    check_provider_url(provider_url, allow_http=settings.allow_http_urls)
     queue_url = _required(settings.queue_url, ENV_QUEUE_URL, "the download queue's URL")
     clients = AwsClients(settings, config=PROBE_CONFIG)
     for table, key in ((settings.batches_table, "BatchID"), (settings.jobs_table, "FileID")):
@@ -66,7 +68,7 @@ def check_ready(settings: Settings, date: str) -> None:
         "the provider token",
         lambda: token_from_settings(settings, clients),
     )
-    _check_provider(provider_url, token, date)
+    _check_provider(provider_url, token, date, allow_http=settings.allow_http_urls)
 
 
 def _required(value: str | None, variable: str, what: str) -> str:
@@ -98,8 +100,10 @@ def _aws(service: str, settings: Settings, what: str, call: Callable[[], _T]) ->
         ) from exc
 
 
-def _check_provider(base_url: str, token: str, date: str) -> None:
-    client = ProviderClient(base_url, token, timeout=_PROVIDER_TIMEOUT_S, max_attempts=1)
+def _check_provider(base_url: str, token: str, date: str, *, allow_http: bool) -> None:
+    client = ProviderClient(
+        base_url, token, timeout=_PROVIDER_TIMEOUT_S, max_attempts=1, allow_http=allow_http
+    )
     try:
         client.check_listing(date)
     except ProviderUnavailableError as exc:
