@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit
 
 import requests
+import urllib3
 
 from dlpipe.adapters.retry_after import retry_after_seconds
 from dlpipe.adapters.url_policy import MAX_REDIRECTS, UrlPolicy, UrlRefused
@@ -41,7 +42,10 @@ def _status_error(response: requests.Response, host: str) -> Exception:
     if status == 404:
         return SourceNotFoundError(f"HTTP 404 from {host}: the source object does not exist")
     if status == 403:
-        body = response.raw.read(_ERROR_BODY_LIMIT, decode_content=True) or b""
+        try:
+            body = response.raw.read(_ERROR_BODY_LIMIT, decode_content=True) or b""
+        except (urllib3.exceptions.HTTPError, OSError):
+            body = b""  # an error body that does not decode or breaks off: still a refusal
         if _EXPIRED_MARKER in body:
             return UrlExpiredError(f"HTTP 403 from {host}: the presigned URL has expired")
         return UrlRefusedError(f"HTTP 403 from {host}: access denied")

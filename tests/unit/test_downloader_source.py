@@ -35,6 +35,9 @@ ROUTES: dict[str, tuple[int, dict[str, str], bytes]] = {
     "/missing": (404, {}, b"<Error><Code>NoSuchKey</Code></Error>"),
     "/expired": (403, {}, EXPIRED_BODY),
     "/denied": (403, {}, b"<Error><Code>AccessDenied</Code></Error>"),
+    # A 403 whose error body cannot be read: it does not decode, or it breaks off.
+    "/denied-garbled": (403, {"Content-Encoding": "gzip"}, b"<Error>not gzip</Error>"),
+    "/denied-short": (403, {"Content-Length": "5000"}, b"<Error><Code>AccessDenied"),
     "/busy": (503, {"Retry-After": "7"}, b""),
     "/throttled": (429, {}, b""),
     "/bad": (400, {}, b""),
@@ -104,6 +107,8 @@ def test_a_200_is_streamed_in_chunks_of_the_asked_size(base_url: str) -> None:
         ("/missing", SourceNotFoundError, PermanentError),
         ("/expired", UrlExpiredError, TransientError),
         ("/denied", UrlRefusedError, TransientError),
+        ("/denied-garbled", UrlRefusedError, TransientError),
+        ("/denied-short", UrlRefusedError, TransientError),
         ("/busy", SourceUnavailableError, TransientError),
         ("/throttled", SourceUnavailableError, TransientError),
         ("/bad", SourceRejectedError, PermanentError),
