@@ -126,6 +126,23 @@ def test_show_of_a_malformed_file_id_is_a_usage_error(dlpipe_cli: CliRunner) -> 
     assert "FileID must be" in run.err
 
 
+def test_list_of_a_large_batch_shows_the_first_limit_jobs_and_says_it_cut_the_list(
+    world: World, dlpipe_cli: CliRunner, entity: str
+) -> None:
+    """jobs list reads at most --limit jobs (plus one, to know) of a batch of any size, and
+    says when there are more, in the JSON and in the table's title."""
+    batch = world.batch()
+    for n in range(3):
+        world.job(f"{entity}{n}", batch_id=batch.batch_id)
+    cut = dlpipe_cli("jobs", "list", "--batch", batch.batch_id, "--limit", "2", "--json").json()
+    assert (len(cut["jobs"]), cut["truncated"]) == (2, True)
+    whole = dlpipe_cli("jobs", "list", "--batch", batch.batch_id, "--limit", "3", "--json").json()
+    assert (len(whole["jobs"]), whole["truncated"]) == (3, False)
+    table = dlpipe_cli("jobs", "list", "--batch", batch.batch_id, "--limit", "2")
+    assert table.code == 0
+    assert "first 2; more with --limit" in table.out
+
+
 def test_list_returns_the_batch_jobs_in_one_status(
     world: World, dlpipe_cli: CliRunner, entity: str
 ) -> None:

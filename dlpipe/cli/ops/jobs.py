@@ -10,9 +10,9 @@ from dlpipe.cli.ops.durations import BATCH_ID, FILE_ID
 from dlpipe.cli.ops.errors import IncompleteRecoveryError
 from dlpipe.cli.ops.options import dry_run_option, json_option, older_than_option
 from dlpipe.cli.ops.render import emit, iso, job_dict, job_view, jobs_view, stuck_views, table
-from dlpipe.domain.model import JobStatus
+from dlpipe.domain.model import SETS_MAX_FILES, JobStatus
 from dlpipe.services.ops.context import OpsContext
-from dlpipe.services.ops.queries import stuck_jobs
+from dlpipe.services.ops.queries import batch_jobs, stuck_jobs
 from dlpipe.services.ops.recovery import Outcome, RequeueResult, requeue_files, stuck_file_ids
 
 _STUCK_STATUSES = click.Choice([str(JobStatus.DOWNLOADING), str(JobStatus.AVAILABLE)])
@@ -59,14 +59,24 @@ def show_command(ops: OpsContext, file_id: str, as_json: bool) -> None:
 @jobs_group.command("list")
 @click.option("--batch", "batch_id", type=BATCH_ID, required=True, help="BatchID.")
 @click.option("--status", type=click.Choice([str(s) for s in JobStatus]), default=None)
+# A day within the batch item's set cap (SETS_MAX_FILES) lists whole, as it always did.
+@click.option("--limit", type=click.IntRange(1), default=SETS_MAX_FILES, show_default=True)
 @json_option
 @pass_ops
-def list_command(ops: OpsContext, batch_id: str, status: str | None, as_json: bool) -> None:
-    """The jobs of a batch (BatchIndex), optionally in one status."""
-    found = list(ops.jobs().query_by_batch(batch_id, JobStatus(status) if status else None))
+def list_command(
+    ops: OpsContext, batch_id: str, status: str | None, limit: int, as_json: bool
+) -> None:
+    """The jobs of a batch (BatchIndex), optionally in one status, at most --limit of them."""
+    found = batch_jobs(ops, batch_id, JobStatus(status) if status else None, limit)
     now_ms = ops.now_ms()
-    payload = {"batch_id": batch_id, "status": status, "jobs": [job_dict(j, now_ms) for j in found]}
-    emit(payload, [jobs_view(f"jobs of {batch_id}", found, now_ms)], as_json)
+    payload = {
+        "batch_id": batch_id,
+        "status": status,
+        "truncated": found.truncated,
+        "jobs": [job_dict(j, now_ms) for j in found.jobs],
+    }
+    more = f" (first {limit}; more with --limit or --status)" if found.truncated else ""
+    emit(payload, [jobs_view(f"jobs of {batch_id}{more}", found.jobs, now_ms)], as_json)
 
 
 @jobs_group.command("requeue")

@@ -38,6 +38,17 @@ class StuckJobs:
 
 
 @dataclass(frozen=True)
+class BatchJobs:
+    """The first jobs of a batch (BatchIndex order), of one status if given; `truncated`
+    when there are more."""
+
+    batch_id: str
+    status: JobStatus | None
+    jobs: list[FileJob]
+    truncated: bool
+
+
+@dataclass(frozen=True)
 class DayStatus:
     """One screen about a polling date: its batches, stuck jobs and the DLQ depth."""
 
@@ -63,6 +74,12 @@ def stuck_jobs(
     )
     truncated = limit is not None and len(found) > limit
     return StuckJobs(status, cutoff_ms, found[:limit], truncated, unreadable)
+
+
+def batch_jobs(ops: OpsContext, batch_id: str, status: JobStatus | None, limit: int) -> BatchJobs:
+    """At most `limit` jobs of `batch_id` (BatchIndex): a 100,000-file batch is not read whole."""
+    found = list(ops.jobs().query_by_batch(batch_id, status, limit=limit + 1))
+    return BatchJobs(batch_id, status, found[:limit], truncated=len(found) > limit)
 
 
 def summarize(jobs: JobsTable, batch: Batch) -> BatchSummary:
