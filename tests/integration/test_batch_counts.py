@@ -259,3 +259,26 @@ def test_a_count_follows_every_page_when_the_page_limit_binds(
     pending = list(jobs.query_by_batch(batch_id, JobStatus.AVAILABLE))
     assert sorted(j.file_id for j in pending) == sorted(j.file_id for j in written[23:])
     assert len(jobs.batch_file_ids(batch_id)) == 40
+
+
+@pytest.mark.parametrize("n", [3, SETS_MAX_FILES + 1])
+def test_a_rerun_that_times_out_still_counts_files_completed_under_the_earlier_batch(
+    flow: BatchFlowService,
+    jobs: JobsTable,
+    batches: BatchesTable,
+    entity: str,
+    n: int,
+) -> None:
+    """A rerun whose one adopted file is still pending at the last poll times out with the
+    earlier batch's completed files counted completed (not missing), small day or large."""
+    old_id, written = write_day(jobs, batches, entity, n, done=n - 1)
+    batches.finish(old_id, BatchStatus.TIMEOUT, timeout_at="x")
+    new = batches.create(make_batch(batches.require(old_id).polling_date))
+    jobs.adopt(written[-1].file_id, new.batch_id)
+    batches.mark_queued(new.batch_id, {j.file_id for j in written})
+    progress = flow.check_completion(new.batch_id, 1, False)
+    assert (progress.status, progress.completed, progress.pending) == (None, n - 1, 1)
+    last = flow.check_completion(new.batch_id, 2, True)
+    assert (last.status, last.completed, last.failed, last.pending) == ("timeout", n - 1, 0, 1)
+    stored = batches.require(new.batch_id)
+    assert (stored.completed, stored.unsuccessful, stored.pending) == (n - 1, 0, 1)

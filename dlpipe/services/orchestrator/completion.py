@@ -133,9 +133,12 @@ def _resolve_by_name(jobs: JobStore, batch: Batch, pending: int, unreadable: set
 
 def _carried(jobs: JobStore, batches: BatchStore, batch: Batch, counts: BatchCounts) -> int:
     """A large day's rerun: files completed under an earlier batch of the date stay there
-    (they are not adopted), so they are counted from those batches' BatchIndex partitions."""
+    (they are not adopted), so they are counted from those batches' BatchIndex partitions.
+
+    Also on a last poll with files still pending (a timeout): the carry is capped by the gap
+    (files this batch's partition does not hold), so no file is counted twice."""
     gap = counts.expected - counts.accounted
-    if gap <= 0 or counts.pending:
+    if gap <= 0:
         return 0
     earlier = [b for b in batches.query_by_date(batch.polling_date) if b.batch_id != batch.batch_id]
     carried = sum(jobs.count_by_batch(b.batch_id, JobStatus.COMPLETED) for b in earlier)
