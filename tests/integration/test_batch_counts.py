@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -17,6 +17,7 @@ from dlpipe.adapters.batches_table import BatchesTable
 from dlpipe.adapters.jobs_table import JobsTable
 from dlpipe.adapters.queue import JobQueue
 from dlpipe.domain.model import SETS_MAX_FILES, BatchStatus, FileJob, JobStatus
+from dlpipe.services.ops.queries import audit_days
 from dlpipe.services.orchestrator.flow import BatchFlowService
 from tests.support import ManualClock, make_batch, make_job, unique_day
 
@@ -282,3 +283,30 @@ def test_a_rerun_that_times_out_still_counts_files_completed_under_the_earlier_b
     assert (last.status, last.completed, last.failed, last.pending) == ("timeout", n - 1, 0, 1)
     stored = batches.require(new.batch_id)
     assert (stored.completed, stored.unsuccessful, stored.pending) == (n - 1, 0, 1)
+
+
+def test_a_second_poller_does_not_rewrite_the_counts_of_a_batch_the_first_one_finished(
+    flow: BatchFlowService,
+    jobs: JobsTable,
+    batches: BatchesTable,
+    entity: str,
+) -> None:
+    """Two runs of a date poll one batch: the slower poller's stale counts are refused once
+    the other completed it, it reports what the batch holds, and the audit calls the day done."""
+    batch_id, written = write_day(jobs, batches, entity, 3, done=2)
+    last = written[-1]
+
+    def sweep_then_race(batch_id_: str, pending: Iterable[FileJob]) -> int:
+        assert len(list(pending)) == 1  # this poller has counted the last file pending
+        jobs.claim(last.file_id, "w", 60)
+        jobs.complete(last.file_id, "w", byte_count=1, sha256="0" * 64, destination_key="k")
+        assert flow.check_completion(batch_id_, 5, False).status == "completed"  # the other
+        return 0
+
+    slow = replace(flow)
+    slow._sweep = sweep_then_race  # type: ignore[method-assign]
+    seen = slow.check_completion(batch_id, 4, False)
+    stored = batches.require(batch_id)
+    assert (stored.status, stored.completed, stored.unsuccessful) == (BatchStatus.COMPLETED, 3, 0)
+    assert (seen.status, seen.completed, seen.pending) == ("completed", 3, 0)
+    assert audit_days(batches, [stored.polling_date])[0].complete
