@@ -310,3 +310,33 @@ def test_a_second_poller_does_not_rewrite_the_counts_of_a_batch_the_first_one_fi
     assert (stored.status, stored.completed, stored.unsuccessful) == (BatchStatus.COMPLETED, 3, 0)
     assert (seen.status, seen.completed, seen.pending) == ("completed", 3, 0)
     assert audit_days(batches, [stored.polling_date])[0].complete
+
+
+@pytest.mark.parametrize("n", [3, SETS_MAX_FILES + 1])
+def test_a_rerun_whose_unadopted_file_fails_in_the_earlier_batch_ends_failed_and_polls_cheaply(
+    flow: BatchFlowService,
+    jobs: JobsTable,
+    batches: BatchesTable,
+    entity: str,
+    n: int,
+) -> None:
+    """A rerun cannot adopt a file still held under a live lease in the earlier batch: its polls
+    read that batch's pending and failed partitions, not every completed job, and the rerun
+    ends failed once the file fails there."""
+    old_id, written = write_day(jobs, batches, entity, n, done=n - 1)
+    jobs.claim(written[-1].file_id, "w1", 3600)
+    batches.finish(old_id, BatchStatus.TIMEOUT, timeout_at="x")
+    new = batches.create(make_batch(batches.require(old_id).polling_date))
+    batches.mark_queued(new.batch_id, {j.file_id for j in written})
+    jobs.meter = type(jobs.meter)()
+    first = flow.check_completion(new.batch_id, 1, False)
+    assert (first.status, first.completed, first.pending) == (None, n - 1, 1)
+    assert jobs.meter.read_capacity_units <= 2  # the 1,000 completed jobs weigh ~59 RCU
+    jobs.finish_unsuccessfully(written[-1].file_id, "w1", JobStatus.FAILED, "gave up")
+    second = flow.check_completion(new.batch_id, 2, False)
+    assert (second.status, second.completed, second.failed, second.pending) == (
+        "failed",
+        n - 1,
+        1,
+        0,
+    )
