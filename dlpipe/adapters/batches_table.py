@@ -19,7 +19,7 @@ from dlpipe.domain.errors import (
 from dlpipe.domain.model import SETS_MAX_FILES, Batch, BatchStatus
 from dlpipe.domain.rules import ttl_expired
 from dlpipe.domain.schema import POLLING_DATE_INDEX
-from dlpipe.domain.transitions import batch_sources
+from dlpipe.domain.transitions import BATCH_OPEN, batch_sources
 from dlpipe.log import get_logger
 
 if TYPE_CHECKING:
@@ -242,9 +242,14 @@ class BatchesTable:
                 removed.append(name)
         if removed:
             update += " REMOVE " + ", ".join(removed)
-        # Race: none between writers (one poller per batch); the condition only refuses to
-        # create an item for a batch that was deleted meanwhile. Rule: may_record.
-        return self._update(batch_id, update, "attribute_exists(#id)", values, "record counts")
+        # Race: two pollers of one batch (a repeated run attaches to a running batch and
+        # polls it too): the slower one's counts, read before the other finished the batch,
+        # must not overwrite the final counts; a refusal carries the stored batch (ALL_OLD).
+        # Also never creates an item for a batch deleted meanwhile. Rule: may_record_counts.
+        placeholders = {f":open{i}": str(s) for i, s in enumerate(sorted(BATCH_OPEN))}
+        values.update(placeholders)
+        condition = f"attribute_exists(#id) AND #status IN ({', '.join(placeholders)})"
+        return self._update(batch_id, update, condition, values, "record counts")
 
     def record_outcomes(
         self, batch_id: str, *, completed: Iterable[str] = (), failed: Iterable[str] = ()

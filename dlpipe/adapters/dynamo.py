@@ -12,6 +12,7 @@ from botocore.exceptions import (
     PartialCredentialsError,
 )
 
+from dlpipe.adapters.aws_errors import raise_request_error
 from dlpipe.domain.errors import StoreUnavailableError, TableMissingError
 
 if TYPE_CHECKING:
@@ -42,7 +43,9 @@ def old_item(exc: ClientError) -> dict[str, Any] | None:
 
 
 def raise_store_error(exc: Exception, table: str) -> NoReturn:
-    """Re-raise a boto error as TableMissingError, StoreUnavailableError or as it is."""
+    """Re-raise a boto error as TableMissingError, StoreUnavailableError or AwsRequestError
+    (access denied, a malformed request: one line naming DynamoDB, the operation and the code);
+    credentials errors stay as botocore raised them (the CLI names them in one line)."""
     if isinstance(exc, ClientError):
         code = exc.response.get("Error", {}).get("Code", "")
         if code == "ResourceNotFoundException":
@@ -51,7 +54,7 @@ def raise_store_error(exc: Exception, table: str) -> NoReturn:
             ) from exc
         if code in _TRANSIENT_CODES:
             raise StoreUnavailableError(f"DynamoDB kept refusing ({code}) on {table!r}") from exc
-        raise exc
+        raise_request_error(exc, "DynamoDB", exc.operation_name, table)
     if isinstance(exc, NoCredentialsError | PartialCredentialsError):
         raise exc  # a configuration problem, not an outage: the CLI says so in one line
     if isinstance(exc, BotoCoreError):

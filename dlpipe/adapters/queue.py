@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
+from dlpipe.adapters.aws_errors import queue_name, raise_request_error
 from dlpipe.domain.messages import JobMessage, encode_message
 from dlpipe.domain.routing import DEFAULT_LARGE_FILE_THRESHOLD_BYTES, Route, route_for
 
@@ -133,8 +134,11 @@ class JobQueue:
             ) from exc
 
     def depth(self) -> int:
-        """Approximate number of visible messages."""
-        attributes = self._sqs.get_queue_attributes(
-            QueueUrl=self.queue_url, AttributeNames=["ApproximateNumberOfMessages"]
-        )["Attributes"]
+        """Approximate number of visible messages; AwsRequestError (one line) if SQS refuses."""
+        try:
+            attributes = self._sqs.get_queue_attributes(
+                QueueUrl=self.queue_url, AttributeNames=["ApproximateNumberOfMessages"]
+            )["Attributes"]
+        except (ClientError, BotoCoreError) as exc:
+            raise_request_error(exc, "SQS", "GetQueueAttributes", queue_name(self.queue_url))
         return int(attributes.get("ApproximateNumberOfMessages", 0))

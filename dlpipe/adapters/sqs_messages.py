@@ -1,4 +1,6 @@
-"""Look at SQS messages without consuming them: receive, then give them back or delete them."""
+"""Look at SQS messages without consuming them: receive, then give them back or delete them.
+
+A call SQS refuses (a queue that does not exist, access denied) raises AwsRequestError."""
 
 from __future__ import annotations
 
@@ -6,6 +8,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from botocore.exceptions import BotoCoreError, ClientError
+
+from dlpipe.adapters.aws_errors import queue_name, raise_request_error
 from dlpipe.domain.messages import JobMessage, MalformedMessageError, decode_message
 
 if TYPE_CHECKING:
@@ -50,13 +55,16 @@ def receive(
     """Receive up to `limit` messages, each hidden for `visibility_s` until given back."""
     seen: dict[str, QueuedMessage] = {}
     while len(seen) < limit:
-        response = sqs.receive_message(
-            QueueUrl=url,
-            MaxNumberOfMessages=min(_BATCH_MAX, limit - len(seen)),
-            VisibilityTimeout=visibility_s,
-            WaitTimeSeconds=wait_s,
-            MessageSystemAttributeNames=["ApproximateReceiveCount", "SentTimestamp"],
-        )
+        try:
+            response = sqs.receive_message(
+                QueueUrl=url,
+                MaxNumberOfMessages=min(_BATCH_MAX, limit - len(seen)),
+                VisibilityTimeout=visibility_s,
+                WaitTimeSeconds=wait_s,
+                MessageSystemAttributeNames=["ApproximateReceiveCount", "SentTimestamp"],
+            )
+        except (ClientError, BotoCoreError) as exc:
+            raise_request_error(exc, "SQS", "ReceiveMessage", queue_name(url))
         new = [_parse(m) for m in response.get("Messages", []) if m["MessageId"] not in seen]
         if not new:
             break
@@ -71,24 +79,30 @@ def _chunks(messages: Sequence[QueuedMessage]) -> list[Sequence[QueuedMessage]]:
 def give_back(sqs: SQSClient, url: str, messages: Sequence[QueuedMessage]) -> None:
     """Make `messages` visible again at once (visibility timeout 0)."""
     for chunk in _chunks(messages):
-        sqs.change_message_visibility_batch(
-            QueueUrl=url,
-            Entries=[
-                {"Id": str(i), "ReceiptHandle": m.receipt_handle, "VisibilityTimeout": 0}
-                for i, m in enumerate(chunk)
-            ],
-        )
+        try:
+            sqs.change_message_visibility_batch(
+                QueueUrl=url,
+                Entries=[
+                    {"Id": str(i), "ReceiptHandle": m.receipt_handle, "VisibilityTimeout": 0}
+                    for i, m in enumerate(chunk)
+                ],
+            )
+        except (ClientError, BotoCoreError) as exc:
+            raise_request_error(exc, "SQS", "ChangeMessageVisibilityBatch", queue_name(url))
 
 
 def delete(sqs: SQSClient, url: str, messages: Sequence[QueuedMessage]) -> list[str]:
     """Delete `messages` from the queue; return the MessageIds SQS did not delete."""
     failed: list[str] = []
     for chunk in _chunks(messages):
-        response = sqs.delete_message_batch(
-            QueueUrl=url,
-            Entries=[
-                {"Id": str(i), "ReceiptHandle": m.receipt_handle} for i, m in enumerate(chunk)
-            ],
-        )
+        try:
+            response = sqs.delete_message_batch(
+                QueueUrl=url,
+                Entries=[
+                    {"Id": str(i), "ReceiptHandle": m.receipt_handle} for i, m in enumerate(chunk)
+                ],
+            )
+        except (ClientError, BotoCoreError) as exc:
+            raise_request_error(exc, "SQS", "DeleteMessageBatch", queue_name(url))
         failed.extend(chunk[int(f["Id"])].message_id for f in response.get("Failed", []))
     return failed

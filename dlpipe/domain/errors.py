@@ -68,3 +68,18 @@ class BatchExistsError(ConditionFailedError):
 
 class BatchTransitionRefusedError(ConditionFailedError):
     """The batch was not in a status from which this change is legal."""
+
+
+class AwsRequestError(RecordsError):
+    """AWS refused a call for a reason that is neither a lost condition nor an outage (access
+    denied, a queue or table that does not exist, a malformed request). The message names the
+    service, the operation, what it was called on and AWS's error code, in one line."""
+
+    def __init__(
+        self, service: str, operation: str, code: str, detail: str, *, resource: str | None = None
+    ) -> None:
+        on = f" on {resource!r}" if resource else ""
+        super().__init__(f"{service} {operation}{on} refused: {code}: {detail}")
+        self.service = service
+        self.operation = operation
+        self.code = code

@@ -166,8 +166,19 @@ def may_finish(batch: BatchState | None, new: BatchStatus) -> bool:
 
 
 def may_record(batch: BatchState | None) -> bool:
-    """Counts and outcome sets are recorded on an existing batch only (never create one)."""
+    """Outcome sets are recorded on an existing batch only (never create one)."""
     return batch is not None
+
+
+# Statuses the batch machine may still leave: initiated, queued and timeout (a timed-out
+# batch with files pending is re-checked and may still finish). Completed / failed are final.
+BATCH_OPEN = frozenset(old for old, targets in BATCH_TRANSITIONS.items() if targets)
+
+
+def may_record_counts(batch: BatchState | None) -> bool:
+    """A poll's counts land only on a batch that is not final: a second poller attached to
+    the same batch never overwrites what the poller that completed or failed it recorded."""
+    return batch is not None and batch.status in BATCH_OPEN
 
 
 def batch_to_attach(batches: Sequence[Batch], *, rerun: bool) -> Batch | None:

@@ -43,6 +43,7 @@ from dlpipe.domain.transitions import (
     may_finish,
     may_mark_listed,
     may_mark_queued,
+    may_record_counts,
     may_requeue,
 )
 
@@ -326,6 +327,10 @@ class FakeBatchesTable:
         failed_files: Iterable[str] | None = None,
     ) -> Batch:
         batch = self.require(batch_id)
+        if not may_record_counts(batch):
+            raise BatchTransitionRefusedError(
+                "record counts refused", condition="record counts", current=batch
+            )
         changes: dict[str, Any] = {
             "completed_count": completed,
             "failed_count": failed,

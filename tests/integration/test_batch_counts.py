@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -17,6 +17,7 @@ from dlpipe.adapters.batches_table import BatchesTable
 from dlpipe.adapters.jobs_table import JobsTable
 from dlpipe.adapters.queue import JobQueue
 from dlpipe.domain.model import SETS_MAX_FILES, BatchStatus, FileJob, JobStatus
+from dlpipe.services.ops.queries import audit_days
 from dlpipe.services.orchestrator.flow import BatchFlowService
 from tests.support import ManualClock, make_batch, make_job, unique_day
 
@@ -259,3 +260,83 @@ def test_a_count_follows_every_page_when_the_page_limit_binds(
     pending = list(jobs.query_by_batch(batch_id, JobStatus.AVAILABLE))
     assert sorted(j.file_id for j in pending) == sorted(j.file_id for j in written[23:])
     assert len(jobs.batch_file_ids(batch_id)) == 40
+
+
+@pytest.mark.parametrize("n", [3, SETS_MAX_FILES + 1])
+def test_a_rerun_that_times_out_still_counts_files_completed_under_the_earlier_batch(
+    flow: BatchFlowService,
+    jobs: JobsTable,
+    batches: BatchesTable,
+    entity: str,
+    n: int,
+) -> None:
+    """A rerun whose one adopted file is still pending at the last poll times out with the
+    earlier batch's completed files counted completed (not missing), small day or large."""
+    old_id, written = write_day(jobs, batches, entity, n, done=n - 1)
+    batches.finish(old_id, BatchStatus.TIMEOUT, timeout_at="x")
+    new = batches.create(make_batch(batches.require(old_id).polling_date))
+    jobs.adopt(written[-1].file_id, new.batch_id)
+    batches.mark_queued(new.batch_id, {j.file_id for j in written})
+    progress = flow.check_completion(new.batch_id, 1, False)
+    assert (progress.status, progress.completed, progress.pending) == (None, n - 1, 1)
+    last = flow.check_completion(new.batch_id, 2, True)
+    assert (last.status, last.completed, last.failed, last.pending) == ("timeout", n - 1, 0, 1)
+    stored = batches.require(new.batch_id)
+    assert (stored.completed, stored.unsuccessful, stored.pending) == (n - 1, 0, 1)
+
+
+def test_a_second_poller_does_not_rewrite_the_counts_of_a_batch_the_first_one_finished(
+    flow: BatchFlowService,
+    jobs: JobsTable,
+    batches: BatchesTable,
+    entity: str,
+) -> None:
+    """Two runs of a date poll one batch: the slower poller's stale counts are refused once
+    the other completed it, it reports what the batch holds, and the audit calls the day done."""
+    batch_id, written = write_day(jobs, batches, entity, 3, done=2)
+    last = written[-1]
+
+    def sweep_then_race(batch_id_: str, pending: Iterable[FileJob]) -> int:
+        assert len(list(pending)) == 1  # this poller has counted the last file pending
+        jobs.claim(last.file_id, "w", 60)
+        jobs.complete(last.file_id, "w", byte_count=1, sha256="0" * 64, destination_key="k")
+        assert flow.check_completion(batch_id_, 5, False).status == "completed"  # the other
+        return 0
+
+    slow = replace(flow)
+    slow._sweep = sweep_then_race  # type: ignore[method-assign]
+    seen = slow.check_completion(batch_id, 4, False)
+    stored = batches.require(batch_id)
+    assert (stored.status, stored.completed, stored.unsuccessful) == (BatchStatus.COMPLETED, 3, 0)
+    assert (seen.status, seen.completed, seen.pending) == ("completed", 3, 0)
+    assert audit_days(batches, [stored.polling_date])[0].complete
+
+
+@pytest.mark.parametrize("n", [3, SETS_MAX_FILES + 1])
+def test_a_rerun_whose_unadopted_file_fails_in_the_earlier_batch_ends_failed_and_polls_cheaply(
+    flow: BatchFlowService,
+    jobs: JobsTable,
+    batches: BatchesTable,
+    entity: str,
+    n: int,
+) -> None:
+    """A rerun cannot adopt a file still held under a live lease in the earlier batch: its polls
+    read that batch's pending and failed partitions, not every completed job, and the rerun
+    ends failed once the file fails there."""
+    old_id, written = write_day(jobs, batches, entity, n, done=n - 1)
+    jobs.claim(written[-1].file_id, "w1", 3600)
+    batches.finish(old_id, BatchStatus.TIMEOUT, timeout_at="x")
+    new = batches.create(make_batch(batches.require(old_id).polling_date))
+    batches.mark_queued(new.batch_id, {j.file_id for j in written})
+    jobs.meter = type(jobs.meter)()
+    first = flow.check_completion(new.batch_id, 1, False)
+    assert (first.status, first.completed, first.pending) == (None, n - 1, 1)
+    assert jobs.meter.read_capacity_units <= 2  # the 1,000 completed jobs weigh ~59 RCU
+    jobs.finish_unsuccessfully(written[-1].file_id, "w1", JobStatus.FAILED, "gave up")
+    second = flow.check_completion(new.batch_id, 2, False)
+    assert (second.status, second.completed, second.failed, second.pending) == (
+        "failed",
+        n - 1,
+        1,
+        0,
+    )

@@ -137,3 +137,25 @@ def test_a_day_over_the_cap_keeps_counts_and_drops_its_sets(batches: BatchesTabl
         True,
         frozenset(),
     )
+
+
+def test_counts_are_recorded_until_the_batch_is_final_then_refused_with_what_it_holds(
+    batches: BatchesTable,
+) -> None:
+    """record_counts lands on a queued or timed-out batch and is refused, with the stored
+    batch, once it completed or failed (a second poller's stale counts never overwrite it)."""
+    queued = batches.create(make_batch())
+    batches.mark_queued(queued.batch_id, {"a-2026-02-28", "b-2026-02-28"})
+    assert batches.record_counts(queued.batch_id, completed=1, failed=0, error=0).completed == 1
+    batches.finish(queued.batch_id, BatchStatus.TIMEOUT, timeout_at="x")
+    assert batches.record_counts(queued.batch_id, completed=2, failed=0, error=0).completed == 2
+    for final in (BatchStatus.COMPLETED, BatchStatus.FAILED):
+        batch = batches.create(make_batch())
+        batches.mark_queued(batch.batch_id, {"a-2026-02-28"})
+        batches.record_counts(batch.batch_id, completed=1, failed=0, error=0)
+        batches.finish(batch.batch_id, final)
+        with pytest.raises(BatchTransitionRefusedError) as refused:
+            batches.record_counts(batch.batch_id, completed=0, failed=0, error=0)
+        assert refused.value.current is not None
+        assert (refused.value.current.status, refused.value.current.completed) == (final, 1)
+        assert batches.require(batch.batch_id).completed == 1

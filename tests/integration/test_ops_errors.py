@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import socket
 from dataclasses import replace
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from botocore.config import Config
@@ -84,3 +86,67 @@ def test_a_malformed_duration_is_a_usage_error(dlpipe_cli: CliRunner) -> None:
     run = dlpipe_cli("jobs", "stuck", "--older-than", "5minutes")
     assert run.code == 2
     assert "not a duration like 90s, 30m, 2h or 1d" in run.err
+
+
+def _no_url(err: str) -> bool:
+    return "http://" not in err and "https://" not in err and "Signature" not in err
+
+
+@pytest.mark.parametrize(
+    ("args", "operation"),
+    [(("status", "--date", "{day}"), "GetQueueAttributes"), (("dlq", "show"), "ReceiveMessage")],
+)
+def test_a_dlq_that_does_not_exist_is_one_line_naming_the_call(
+    world: World, dlpipe_cli: CliRunner, args: tuple[str, ...], operation: str
+) -> None:
+    """DLPIPE_DLQ_URL naming a queue the emulator does not have: one line naming SQS, the
+    operation, the queue and AWS's error code (no URL), exit 1."""
+    url = world.ops.settings.dlq_url.rsplit("/", 1)[0] + "/ops-test-no-such-dlq"  # type: ignore[union-attr]
+    ops = replace(world.ops, settings=replace(world.ops.settings, dlq_url=url))
+    run = dlpipe_cli(*(a.format(day=world.day) for a in args), obj=ops)
+    assert (run.code, _one_line(run.err), _no_url(run.err)) == (1, True, True), run.err
+    assert f"SQS {operation} on 'ops-test-no-such-dlq'" in run.err
+    assert "NonExistentQueue" in run.err or "QueueDoesNotExist" in run.err
+
+
+def _deny(service: str, code: str) -> Any:
+    """A before-call hook answering every call of `service` the way AWS refuses an IAM gap."""
+
+    def answer(model: Any, **_: Any) -> tuple[Any, dict[str, Any]]:
+        message = f"User: arn:aws:iam::123456789012:user/ops is not authorized to perform: {service}:{model.name}"
+        error = {"Code": code, "Message": message}
+        return SimpleNamespace(status_code=400), {"Error": error, "ResponseMetadata": {}}
+
+    return answer
+
+
+@pytest.mark.parametrize(
+    ("args", "service", "code", "expected"),
+    [
+        (("jobs", "show", "e-{day}"), "dynamodb", "AccessDeniedException", "DynamoDB GetItem"),
+        (("status", "--date", "{day}"), "dynamodb", "AccessDeniedException", "DynamoDB Query"),
+        (("status", "--date", "{day}"), "sqs", "AccessDenied", "SQS GetQueueAttributes"),
+        (("dlq", "show"), "sqs", "AccessDenied", "SQS ReceiveMessage"),
+    ],
+)
+def test_access_denied_is_one_line_naming_the_service_the_call_and_the_code(
+    world: World,
+    dlpipe_cli: CliRunner,
+    args: tuple[str, ...],
+    service: str,
+    code: str,
+    expected: str,
+) -> None:
+    """AWS refusing a call (an IAM gap): one line naming the service, the operation and
+    AWS's error code, exit 1, never a traceback."""
+    clients = AwsClients(world.ops.settings)
+    client = clients.dynamodb if service == "dynamodb" else clients.sqs
+    client.meta.events.register(
+        f"before-call.{client.meta.service_model.service_id.hyphenize()}.*", _deny(service, code)
+    )
+    run = dlpipe_cli(
+        *(a.format(day=world.day) for a in args), obj=replace(world.ops, clients=clients)
+    )
+    assert (run.code, _one_line(run.err), _no_url(run.err)) == (1, True, True), run.err
+    assert expected in run.err
+    assert code in run.err

@@ -38,6 +38,7 @@ from dlpipe.domain.transitions import (
     may_mark_listed,
     may_mark_queued,
     may_record,
+    may_record_counts,
     may_requeue,
 )
 from dlpipe.local.provision import table_definitions
@@ -192,12 +193,13 @@ BATCH_CONDITIONS: dict[str, Condition] = {
     "mark_queued": Condition(
         may_mark_queued, {"mark_queued": lambda t, b: t.mark_queued(b, [f"e-{DAY}"])}
     ),
-    "record": Condition(
+    "record_counts": Condition(
+        may_record_counts,
+        {"record_counts": lambda t, b: t.record_counts(b, completed=1, failed=0, error=0)},
+    ),
+    "record_outcomes": Condition(
         may_record,
-        {
-            "record_counts": lambda t, b: t.record_counts(b, completed=1, failed=0, error=0),
-            "record_outcomes": lambda t, b: t.record_outcomes(b, completed=[f"e-{DAY}"]),
-        },
+        {"record_outcomes": lambda t, b: t.record_outcomes(b, completed=[f"e-{DAY}"])},
     ),
     **{
         f"finish_{new}": Condition(

@@ -15,6 +15,7 @@ from dlpipe.domain.transitions import (
     lease_expired,
     lease_live,
     may_adopt,
+    may_record_counts,
     may_requeue,
 )
 from tests.support import BASE_MS, make_batch, make_job
@@ -95,3 +96,11 @@ def test_a_run_attaches_to_the_latest_running_batch_else_to_the_completed_one(
     batches = [make_batch(status=s) for s in statuses]
     expected = None if attached is None else batches[attached]
     assert batch_to_attach(batches, rerun=rerun) is expected
+
+
+def test_counts_are_recorded_on_a_batch_that_may_still_change_never_on_a_final_one() -> None:
+    """A poll's counts land on an initiated, queued or timed-out batch, not a completed or failed one."""
+    assert may_record_counts(None) is False
+    for status in BatchStatus:
+        expected = status not in (B.COMPLETED, B.FAILED)
+        assert may_record_counts(make_batch(status=status)) is expected, status

@@ -7,12 +7,16 @@ Per poll (BatchIndex, eventually consistent, 0.5 RCU per 4 KB of index items a p
 - `failed` and `error` are counted (Select=COUNT): they are few;
 - `completed` is counted only once nothing is pending (or on the last poll): until then
   completed = expected - pending - failed - error is progress, never a decision.
-So a poll costs 0.5 x (ceil(P x s / 4 KB) + ceil(F x s / 4 KB)) RCU for P pending and F
-failed/error jobs of s bytes (each page, 1 MB or QUERY_PAGE_ITEMS items, rounds up on its
-own), plus whatever AWS bills a
-query that reads nothing (DynamoDB Local reports 0; not verified on AWS); the end of the day
-adds 0.5 x ceil(C x s / 4 KB) once for C completed. Nothing per poll grows with the files
-already done. tests/integration/test_batch_counts.py checks this against ConsumedCapacity.
+So a poll costs 0.5 x (ceil(A x s / 4 KB) + ceil(D x s / 4 KB) + ceil(F x s / 4 KB)
++ ceil(E x s / 4 KB)) RCU for A available, D downloading, F failed and E error jobs of s bytes:
+four queries, and each page of each (1 MB or QUERY_PAGE_ITEMS items) rounds up on its own;
+plus whatever AWS bills a query that reads nothing (DynamoDB Local reports 0; not verified on
+AWS). The end of the day adds 0.5 x ceil(C x s / 4 KB) once for C completed (per page too).
+A large day's rerun whose own batch has nothing pending also counts the earlier batches of
+the date's available, downloading, failed and error partitions (the files they still hold:
+few), and counts the completed ones, there and here, only when nothing is pending anywhere.
+Nothing per poll grows with the files already done. tests/integration/test_batch_counts.py
+checks this against ConsumedCapacity.
 
 Eventual consistency: a job may show an older status for a moment. A stale `downloading`
 only adds a poll. A job written but not yet in the index is seen nowhere: the day is done
@@ -87,11 +91,8 @@ def tally(
     elif batch.has_sets:
         result = _resolve_by_name(jobs, batch, pending, unreadable)
     else:
-        completed = jobs.count_by_batch(batch.batch_id, JobStatus.COMPLETED)
-        counts = BatchCounts(batch.expected, completed, failed + error, pending)
-        completed += _carried(jobs, batches, batch, counts)
-        result = Tally(
-            BatchCounts(batch.expected, completed, failed + error, pending), failed, error
+        result = _resolve_by_counts(
+            jobs, batches, batch, pending, failed=failed, error=error, is_last_poll=is_last_poll
         )
     result.read_capacity_units = jobs.meter.read_capacity_units - rcu_before
     result.unreadable = unreadable
@@ -131,14 +132,52 @@ def _resolve_by_name(jobs: JobStore, batch: Batch, pending: int, unreadable: set
     return Tally(counts, len(failed), len(errors), done, failed | errors)
 
 
-def _carried(jobs: JobStore, batches: BatchStore, batch: Batch, counts: BatchCounts) -> int:
-    """A large day's rerun: files completed under an earlier batch of the date stay there
-    (they are not adopted), so they are counted from those batches' BatchIndex partitions."""
-    gap = counts.expected - counts.accounted
-    if gap <= 0 or counts.pending:
+def _resolve_by_counts(
+    jobs: JobStore,
+    batches: BatchStore,
+    batch: Batch,
+    pending: int,
+    *,
+    failed: int,
+    error: int,
+    is_last_poll: bool,
+) -> Tally:
+    """A large day with nothing pending in this batch (or its last poll): decide by counts.
+
+    A rerun's files may still sit in an earlier batch of the date: completed ones are never
+    adopted, and one held under a live lease cannot be. Those batches' pending, failed and
+    error partitions are counted first (cheap: few jobs); only when nothing is pending
+    anywhere (or on the last poll) are the completed jobs counted, here and there. The
+    earlier batches' counts are capped by the files this batch does not hold, so no file
+    counts twice.
+    """
+    earlier = _earlier(batches, batch)
+    gap = batch.expected - pending - failed - error  # files not pending/unsuccessful here
+    held = _count(jobs, earlier, JobStatus.AVAILABLE, JobStatus.DOWNLOADING, cap=gap)
+    other_failed = _count(jobs, earlier, JobStatus.FAILED, cap=gap - held)
+    other_error = _count(jobs, earlier, JobStatus.ERROR, cap=gap - held - other_failed)
+    failed, error, pending = failed + other_failed, error + other_error, pending + held
+    if pending and not is_last_poll:
+        # Another batch of the date still holds a file: progress only, no completed count.
+        completed = max(0, batch.expected - pending - failed - error)
+        return Tally(BatchCounts(batch.expected, completed, failed + error, pending), failed, error)
+    completed = jobs.count_by_batch(batch.batch_id, JobStatus.COMPLETED)
+    missing = batch.expected - completed - failed - error - pending
+    carried = _count(jobs, earlier, JobStatus.COMPLETED, cap=missing)
+    if carried < missing:
+        log.warning("batch.unaccounted", batch_id=batch.batch_id, missing=missing - carried)
+    counts = BatchCounts(batch.expected, completed + carried, failed + error, pending)
+    return Tally(counts, failed, error)
+
+
+def _earlier(batches: BatchStore, batch: Batch) -> list[Batch]:
+    """The date's other batches (a rerun's predecessors), whose partitions may hold its files."""
+    return [b for b in batches.query_by_date(batch.polling_date) if b.batch_id != batch.batch_id]
+
+
+def _count(jobs: JobStore, earlier: list[Batch], *statuses: JobStatus, cap: int) -> int:
+    """The jobs of the `earlier` batches in `statuses`, at most `cap` (none read if cap <= 0)."""
+    if cap <= 0 or not earlier:
         return 0
-    earlier = [b for b in batches.query_by_date(batch.polling_date) if b.batch_id != batch.batch_id]
-    carried = sum(jobs.count_by_batch(b.batch_id, JobStatus.COMPLETED) for b in earlier)
-    if carried < gap:
-        log.warning("batch.unaccounted", batch_id=batch.batch_id, missing=gap - carried)
-    return min(carried, gap)
+    found = sum(jobs.count_by_batch(b.batch_id, s) for b in earlier for s in statuses)
+    return min(found, cap)

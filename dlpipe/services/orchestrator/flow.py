@@ -387,14 +387,22 @@ class BatchFlowService:
         )
         # One UpdateItem per poll, by the poller alone: workers never write the batch item,
         # so it is no hot key however many files finish at once.
-        batch = self.batches.record_counts(
-            batch_id,
-            completed=found.counts.completed,
-            failed=found.failed,
-            error=found.error,
-            completed_files=found.completed_files,
-            failed_files=found.failed_files,
-        )
+        try:
+            batch = self.batches.record_counts(
+                batch_id,
+                completed=found.counts.completed,
+                failed=found.failed,
+                error=found.error,
+                completed_files=found.completed_files,
+                failed_files=found.failed_files,
+            )
+        except BatchTransitionRefusedError as refused:
+            if refused.current is None:
+                raise
+            # Another poller of this batch (a repeated run attached to it) finished it while
+            # this one counted: its counts stand, and this poll reports them.
+            log.info("batch.record_refused", batch_id=batch_id, status=str(refused.current.status))
+            return _check(refused.current, str(refused.current.status))
         status = decide_batch_outcome(found.counts, is_last_poll=is_last_poll)
         if status is BatchStatus.COMPLETED and batch.error_message:
             status = BatchStatus.FAILED  # the provider listed entries we could not accept

@@ -23,7 +23,7 @@ from dlpipe import metrics
 from dlpipe.adapters.destination import already_published, destination_key
 from dlpipe.domain.clock import Clock
 from dlpipe.domain.download_errors import InvalidJobError
-from dlpipe.domain.errors import LeaseLostError, RequeueRefusedError
+from dlpipe.domain.errors import AwsRequestError, LeaseLostError, RequeueRefusedError
 from dlpipe.domain.model import FileJob, JobStatus, Verified
 from dlpipe.domain.rules import SweepAction, sweep_action
 from dlpipe.log import get_logger
@@ -177,7 +177,7 @@ class Sweeper:
     def _backlog(self) -> int:
         try:
             return self.queue.depth()
-        except (ClientError, BotoCoreError) as exc:
+        except (AwsRequestError, ClientError, BotoCoreError) as exc:
             log.warning("queue.depth_failed", error_type=type(exc).__name__)
             return 0  # not knowing costs only duplicate messages
 
