@@ -166,8 +166,11 @@ class BatchesTable:
         *,
         error_message: str | None = None,
         expected_count: int | None = None,
+        queued_count: int | None = None,
     ) -> Batch:
-        """initiated -> queued: the listing's total becomes ExpectedCount (and QueuedCount).
+        """initiated -> queued: the listing's total becomes ExpectedCount, and QueuedCount the
+        jobs put on the queue (`queued_count`; the total when not given): fewer on a rerun,
+        whose files completed earlier are carried, and where entries became error jobs.
 
         `expected_files` is the whole listing; the count is SET, not ADDed, so a replay writes
         the same value. ExpectedFiles is SET too while the day has at most SETS_MAX_FILES
@@ -184,9 +187,11 @@ class BatchesTable:
             ":queued": str(BatchStatus.QUEUED),
             ":now": self._now_iso(),
             ":count": count,
+            ":queued_count": count if queued_count is None else queued_count,
         }
         update = (
-            "SET #status = :queued, #updated = :now, #cnt_expected = :count, #cnt_queued = :count"
+            "SET #status = :queued, #updated = :now, #cnt_expected = :count,"
+            " #cnt_queued = :queued_count"
         )
         if error_message:
             # Entries the provider listed that could not become jobs: the batch cannot

@@ -296,6 +296,7 @@ class FakeBatchesTable:
         *,
         error_message: str | None = None,
         expected_count: int | None = None,
+        queued_count: int | None = None,
     ) -> Batch:
         batch = self.require(batch_id)
         # A replay of the last chunk finds it queued already: the same write again.
@@ -310,7 +311,7 @@ class FakeBatchesTable:
             batch,
             status=BatchStatus.QUEUED,
             expected_count=count,
-            queued_count=count,
+            queued_count=count if queued_count is None else queued_count,
             error_message=error_message[:1000] if error_message else batch.error_message,
             expected_files=files if small else frozenset(),
             sets_truncated=not small,

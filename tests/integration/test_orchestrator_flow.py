@@ -167,6 +167,8 @@ def test_second_run_for_a_date_attaches_and_rerun_adopts_only_unfinished_files(
     rerun_id = flow.create_batch(day, rerun=True)
     result = flow.fetch_and_queue(rerun_id, day)
     assert (result.sent, result.already_present) == (1, 1)
+    rerun_batch = batches.require(rerun_id)
+    assert (rerun_batch.expected, rerun_batch.queued_count) == (2, 1)  # good was carried
     assert drain(clients, queue) == [bad]
     assert (jobs.require(bad).batch_id, jobs.require(bad).status) == (rerun_id, JobStatus.AVAILABLE)
     assert jobs.require(good).batch_id == batch_id

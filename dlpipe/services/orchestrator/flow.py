@@ -156,7 +156,7 @@ class BatchFlowService:
         )
         if position.ended:
             self._listing = None
-            self._record_queued(batch_id, position)
+            self._record_queued(batch_id, position, result)
             self._report_queued(batch_id, polling_date, position, result)
         return result
 
@@ -194,14 +194,17 @@ class BatchFlowService:
             # 401/403/404, a malformed listing: asking again would get the same answer.
             raise FetchFailed(f"provider_refused: {exc}") from exc
 
-    def _record_queued(self, batch_id: str, position: ListingPosition) -> None:
+    def _record_queued(self, batch_id: str, position: ListingPosition, result: QueueResult) -> None:
         """The one place that hands the day's files to the batch item (its cap is the batch
-        table's business); a count-only mark_queued would change this line alone."""
+        table's business); a count-only mark_queued would change this line alone. QueuedCount
+        is what this batch sent: a replayed chunk's sends count once (its checkpoint is the
+        previous chunk's), files carried from an earlier batch and error jobs not at all."""
         self.batches.mark_queued(
             batch_id,
             position.expected.ids or (),
             error_message=position.refusals.summary(),
             expected_count=position.expected.count,
+            queued_count=result.sent,
         )
 
     def _report_queued(

@@ -279,8 +279,9 @@ class BatchStore(Protocol):
         *,
         error_message: str | None = None,
         expected_count: int | None = None,
+        queued_count: int | None = None,
     ) -> Batch:
-        """initiated -> queued with the listing's FileIDs."""
+        """initiated -> queued with the listing's FileIDs (and how many jobs were queued)."""
         ...
 
     def record_counts(

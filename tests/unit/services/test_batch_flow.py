@@ -236,3 +236,20 @@ def test_a_rerun_refuses_a_later_copy_of_an_entity_an_earlier_batch_completed(
     rig.finish(a2)
     check = rig.flow.check_completion(rerun, 1, is_last_poll=False)
     assert (check.status, check.completed, check.failed, check.pending) == ("failed", 2, 0, 0)
+
+
+def test_queued_count_is_what_the_batch_put_on_the_queue_not_what_it_expects(rig: Rig) -> None:
+    """A rerun expects a1 (completed earlier: carried, not sent) and a2 (adopted and sent):
+    ExpectedCount 2, QueuedCount 1."""
+    a1, a2 = make_file_id("a1", DAY), make_file_id("a2", DAY)
+    rig.lister.entries = [descriptor("a1", DAY), descriptor("a2", DAY)]
+    failed = rig.flow.create_batch(DAY)
+    rig.run_fetch(failed)
+    assert rig.batches.require(failed).queued_count == 2
+    rig.finish(a1)
+    rig.finish(a2, JobStatus.FAILED)
+    assert rig.flow.check_completion(failed, 1, is_last_poll=False).status == "failed"
+    rerun = rig.flow.create_batch(DAY)
+    rig.run_fetch(rerun)
+    batch = rig.batches.require(rerun)
+    assert (batch.expected, batch.queued_count) == (2, 1)
