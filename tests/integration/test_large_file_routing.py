@@ -17,6 +17,7 @@ from dlpipe.services.ops.dlq import redrive
 from dlpipe.services.ops.recovery import requeue_files
 from dlpipe.services.orchestrator.flow import BatchFlowService
 from tests.integration.test_ops_fixtures import World, no_scan, world
+from tests.integration.test_orchestrator_flow import queue_that_is_gone
 from tests.provider_support import StubFactory, fast_client
 
 pytestmark = pytest.mark.integration
@@ -80,9 +81,10 @@ def test_dlq_redrive_sends_a_large_job_back_to_the_large_queue(routed: World, en
 
 
 def test_replay_and_sweeper_resends_are_routed_like_the_first_send(
-    routed: World, entity: str, stub_factory: StubFactory
+    routed: World, entity: str, stub_factory: StubFactory, clients: AwsClients
 ) -> None:
-    """fetch-and-queue, its replay, and the sweeper's re-send all put the large file on the large queue."""
+    """fetch-and-queue's replay after a crash before its sends, and the sweeper's re-send, put
+    the large file on the large queue."""
     stub = stub_factory(
         [StubFileSpec(f"{entity}s", 100, CIPHER_CBC), StubFileSpec(f"{entity}l", 5_000, CIPHER_GCM)]
     )
@@ -100,9 +102,11 @@ def test_replay_and_sweeper_resends_are_routed_like_the_first_send(
     routed.created_batches.append(batch_id)
     small, large = make_file_id(f"{entity}s", routed.day), make_file_id(f"{entity}l", routed.day)
     routed.created_jobs.extend([small, large])
-    flow.fetch_and_queue(batch_id, routed.day)
-    assert queued(routed) == ([small], [large])
-    flow.fetch_and_queue(batch_id, routed.day)  # a replay: both still available, sent again
+    crashed = replace(flow, queue=queue_that_is_gone(clients, routed.ops.queue()))
+    with pytest.raises(RuntimeError, match="queueing failed for 2 file"):
+        crashed.fetch_and_queue(batch_id, routed.day)  # both jobs written, neither sent
+    assert queued(routed) == ([], [])
+    flow.fetch_and_queue(batch_id, routed.day)  # the replay: both still available, sent now
     assert queued(routed) == ([small], [large])
     routed.clock.advance(120)
     flow.check_completion(batch_id, 1, is_last_poll=False)  # both idle past 60 s: re-sent

@@ -56,9 +56,16 @@ def drain(clients: AwsClients, queue: JobQueue) -> list[str]:
 
 
 def queue_that_is_gone(clients: AwsClients, queue: JobQueue) -> JobQueue:
-    """`queue` as a sender whose queue no longer exists: the emulator refuses every send, as a
+    """`queue` as a sender whose queues no longer exist: the emulator refuses every send, as a
     crash between the puts and the sends would leave them unsent (one attempt, no retries)."""
-    return JobQueue(clients.sqs, f"{queue.queue_url}-gone", max_attempts=1)
+    large = queue.large_queue_url
+    return JobQueue(
+        clients.sqs,
+        f"{queue.queue_url}-gone",
+        max_attempts=1,
+        large_queue_url=f"{large}-gone" if large else None,
+        large_file_threshold_bytes=queue.large_file_threshold_bytes,
+    )
 
 
 def work_done(jobs: JobsTable, file_id: str, failed: str | None = None) -> None:
