@@ -262,6 +262,14 @@ def test_a_count_follows_every_page_when_the_page_limit_binds(
     assert len(jobs.batch_file_ids(batch_id)) == 40
 
 
+def rerun_of(batches: BatchesTable, old_id: str, written: list[FileJob]) -> str:
+    """A rerun's batch after `old_id` timed out: same date, queued with every file of the day."""
+    batches.finish(old_id, BatchStatus.TIMEOUT, timeout_at="x")
+    new = batches.create(make_batch(batches.require(old_id).polling_date))
+    batches.mark_queued(new.batch_id, {j.file_id for j in written})
+    return new.batch_id
+
+
 @pytest.mark.parametrize("n", [3, SETS_MAX_FILES + 1])
 def test_a_rerun_that_times_out_still_counts_files_completed_under_the_earlier_batch(
     flow: BatchFlowService,
@@ -273,15 +281,13 @@ def test_a_rerun_that_times_out_still_counts_files_completed_under_the_earlier_b
     """A rerun whose one adopted file is still pending at the last poll times out with the
     earlier batch's completed files counted completed (not missing), small day or large."""
     old_id, written = write_day(jobs, batches, entity, n, done=n - 1)
-    batches.finish(old_id, BatchStatus.TIMEOUT, timeout_at="x")
-    new = batches.create(make_batch(batches.require(old_id).polling_date))
-    jobs.adopt(written[-1].file_id, new.batch_id)
-    batches.mark_queued(new.batch_id, {j.file_id for j in written})
-    progress = flow.check_completion(new.batch_id, 1, False)
+    new_id = rerun_of(batches, old_id, written)
+    jobs.adopt(written[-1].file_id, new_id)
+    progress = flow.check_completion(new_id, 1, False)
     assert (progress.status, progress.completed, progress.pending) == (None, n - 1, 1)
-    last = flow.check_completion(new.batch_id, 2, True)
+    last = flow.check_completion(new_id, 2, True)
     assert (last.status, last.completed, last.failed, last.pending) == ("timeout", n - 1, 0, 1)
-    stored = batches.require(new.batch_id)
+    stored = batches.require(new_id)
     assert (stored.completed, stored.unsuccessful, stored.pending) == (n - 1, 0, 1)
 
 
@@ -325,15 +331,13 @@ def test_a_rerun_whose_unadopted_file_fails_in_the_earlier_batch_ends_failed_and
     ends failed once the file fails there."""
     old_id, written = write_day(jobs, batches, entity, n, done=n - 1)
     jobs.claim(written[-1].file_id, "w1", 3600)
-    batches.finish(old_id, BatchStatus.TIMEOUT, timeout_at="x")
-    new = batches.create(make_batch(batches.require(old_id).polling_date))
-    batches.mark_queued(new.batch_id, {j.file_id for j in written})
+    new_id = rerun_of(batches, old_id, written)
     jobs.meter = type(jobs.meter)()
-    first = flow.check_completion(new.batch_id, 1, False)
+    first = flow.check_completion(new_id, 1, False)
     assert (first.status, first.completed, first.pending) == (None, n - 1, 1)
     assert jobs.meter.read_capacity_units <= 2  # the 1,000 completed jobs weigh ~59 RCU
     jobs.finish_unsuccessfully(written[-1].file_id, "w1", JobStatus.FAILED, "gave up")
-    second = flow.check_completion(new.batch_id, 2, False)
+    second = flow.check_completion(new_id, 2, False)
     assert (second.status, second.completed, second.failed, second.pending) == (
         "failed",
         n - 1,
