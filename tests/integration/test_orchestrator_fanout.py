@@ -305,6 +305,7 @@ def test_a_copy_of_an_entity_an_earlier_chunk_wrote_is_refused_through_the_job_t
         done=True,
         refused=1,
         refusals_shown=(line,),
+        ended_at_ms=clock.now_ms(),
     )
 
 

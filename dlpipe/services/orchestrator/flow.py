@@ -144,6 +144,7 @@ class BatchFlowService:
             done=position.ended,
             refused=position.refusals.count,
             refusals_shown=tuple(position.refusals.shown),
+            ended_at_ms=self.clock.now_ms(),
         )
         log.info(
             "batch.chunk_queued",
@@ -186,7 +187,9 @@ class BatchFlowService:
             return position, offset, position.take(self.chunk_entries)
         except ProviderUnavailableError as exc:
             # Down, slow or throttling: the durable shell tries again later, within a budget.
-            waited_s = max(0.0, (self.clock.now_ms() - _epoch_ms(batch.start_time)) / 1000)
+            # The outage began after the previous chunk ended (the batch's start for the first).
+            since_ms = max(_epoch_ms(batch.start_time), before.ended_at_ms)
+            waited_s = max(0.0, (self.clock.now_ms() - since_ms) / 1000)
             raise ProviderOutage(
                 exc.reason, batch_id=batch.batch_id, elapsed_seconds=waited_s
             ) from exc

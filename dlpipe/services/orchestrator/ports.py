@@ -64,6 +64,9 @@ class QueueResult:
     done: bool = True  # the listing ended in this chunk: the batch is queued
     refused: int = 0
     refusals_shown: tuple[str, ...] = ()  # at most fanout.SHOWN_REFUSALS lines, each cut short
+    # When this chunk ended (the flow's clock): the next chunk's provider outage is timed from
+    # here, not from the batch's start, so a long fan-out does not eat the outage budget.
+    ended_at_ms: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON form, as checkpointed (a few numbers and at most ~1 KB of refusal lines,
@@ -83,6 +86,7 @@ class QueueResult:
             done=bool(data.get("done", True)),
             refused=int(data.get("refused", 0)),
             refusals_shown=tuple(str(line) for line in data.get("refusals_shown", ())),
+            ended_at_ms=int(data.get("ended_at_ms", 0)),
         )
 
 

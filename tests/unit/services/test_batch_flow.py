@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
@@ -9,10 +10,12 @@ from structlog.testing import capture_logs
 
 from dlpipe.bootstrap.orchestrator import build_flow
 from dlpipe.config import Settings
+from dlpipe.domain.listing import FileDescriptor
 from dlpipe.domain.model import SETS_MAX_FILES, BatchStatus, FileJob, JobStatus, make_file_id
+from dlpipe.domain.provider_errors import ProviderUnavailableError
 from dlpipe.domain.rules import batch_ttl_epoch_s
 from dlpipe.services.orchestrator.flow import BatchFlowService
-from dlpipe.services.orchestrator.ports import QueueResult
+from dlpipe.services.orchestrator.ports import ProviderOutage, QueueResult
 from tests.fakes.provider import FakeLister, descriptor
 from tests.fakes.stores import FakeBatchesTable, FakeJobsTable, FakeQueue
 from tests.support import ManualClock
@@ -253,3 +256,26 @@ def test_queued_count_is_what_the_batch_put_on_the_queue_not_what_it_expects(rig
     rig.run_fetch(rerun)
     batch = rig.batches.require(rerun)
     assert (batch.expected, batch.queued_count) == (2, 1)
+
+
+def test_an_outage_mid_listing_is_timed_from_the_last_chunk_not_from_the_batch_start(
+    rig: Rig,
+) -> None:
+    """A chunk that took three hours (a slow day) does not use up the provider-outage budget:
+    the outage that stops chunk 2 counts from the end of chunk 1."""
+
+    def stream(date: str) -> Iterator[FileDescriptor]:
+        yield descriptor("a1", DAY)
+        rig.clock.advance(3 * 3600)  # chunk 1's writes and sends, slowly
+        yield descriptor("a2", DAY)
+        yield descriptor("a3", DAY)
+        raise ProviderUnavailableError("HTTP 503", attempts=3, status_code=503)
+
+    rig.flow.provider = FakeLister()
+    rig.flow.provider.iter_listing = stream  # type: ignore[method-assign]
+    batch_id = rig.flow.create_batch(DAY)
+    first = rig.flow.fetch_and_queue(batch_id, DAY)
+    rig.clock.advance(60)
+    with pytest.raises(ProviderOutage) as outage:
+        rig.flow.fetch_and_queue(batch_id, DAY, QueueResult.from_dict(first.to_dict()))
+    assert outage.value.elapsed_seconds == 60
