@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import NamedTuple
 
 from dlpipe import metrics
+from dlpipe.adapters.aws_errors import one_line
 from dlpipe.adapters.queue import SEND_BATCH_MAX, QueueSendError
 from dlpipe.config import DEFAULT_RESEND_AFTER_SECONDS, DEFAULT_SWEEP_REQUEUE
 from dlpipe.domain.clock import Clock, iso_from_ms
@@ -317,7 +318,7 @@ class BatchFlowService:
         if refused:
             # The jobs exist and stay available: a replay of this chunk sends them again.
             failed = sum(len(exc.failed) for exc in refused)
-            reason = _first_line(str(refused[0]))  # SQS's codes: what an operator must fix
+            reason = one_line(str(refused[0]))  # SQS's codes: what an operator must fix
             log.error("batch.queueing_failed", files=failed, groups=len(refused), reason=reason)
             raise RuntimeError(f"queueing failed for {failed} file(s): {reason}")
         return len(to_send)
@@ -485,12 +486,6 @@ def _all_copies_refused(entity: str, found: list[int]) -> RejectedFile:
 def _later_copy(entity: str, found: list[int]) -> str:
     """The batch's line for a copy of an entity whose job an earlier entry wrote."""
     return refusal(RejectedFile(entity, _duplicate(entity, found), entity))
-
-
-def _first_line(text: str, limit: int = 300) -> str:
-    """An error's first line, cut short: one line on the batch, however long the cause."""
-    lines = text.strip().splitlines()
-    return lines[0][:limit] if lines else "no reason given"
 
 
 def _epoch_ms(iso_time: str) -> int:
