@@ -152,3 +152,25 @@ def test_an_unresolvable_host_is_refused(monkeypatch: pytest.MonkeyPatch) -> Non
     policy = UrlPolicy.from_patterns(["nonexistent.invalid"])
     with pytest.raises(UrlRefused, match="does not resolve"):
         policy.check("https://nonexistent.invalid/x")
+
+
+def test_approve_returns_the_addresses_it_checked_resolving_once() -> None:
+    """The download connects to these: one resolution, in the resolver's order, every time."""
+    calls: list[str] = []
+
+    def resolver(host: str, _port: int) -> list[str]:
+        calls.append(host)
+        return ["52.216.1.2", "52.216.1.1"]
+
+    policy = UrlPolicy(("bucket.s3.amazonaws.com",), resolver=resolver)
+    approved = policy.approve("https://bucket.s3.amazonaws.com/k" + SIGNED)
+    assert (approved.host, approved.port, approved.addresses, calls) == (
+        "bucket.s3.amazonaws.com", 443, ("52.216.1.2", "52.216.1.1"), ["bucket.s3.amazonaws.com"],
+    )  # fmt: skip
+    local_stack = aws(resolves_to=["127.0.0.1"], allow_private=True)
+    assert local_stack.approve(ALLOWED["path-style"]).addresses == ("127.0.0.1",)
+    assert local(allow_http=True, allow_private=True).approve(
+        "http://127.0.0.1:4566/b/k"
+    ).addresses == ("127.0.0.1",)
+    with pytest.raises(UrlRefused, match="does not resolve"):
+        aws(resolves_to=[], allow_private=True).approve(ALLOWED["path-style"])
