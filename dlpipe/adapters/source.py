@@ -19,7 +19,7 @@ import urllib3
 
 from dlpipe.adapters.pinned_http import pinning
 from dlpipe.adapters.retry_after import retry_after_seconds
-from dlpipe.adapters.url_policy import MAX_REDIRECTS, Approved, UrlPolicy, UrlRefused
+from dlpipe.adapters.url_policy import MAX_REDIRECTS, Approved, UrlPolicy, UrlRefused, printable
 from dlpipe.domain.download_errors import (
     SourceNotFoundError,
     SourceRejectedError,
@@ -35,8 +35,9 @@ _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 
 
 def url_host(url: str) -> str:
-    """The host of a URL: the only part of a presigned URL that may be logged."""
-    return urlsplit(url).hostname or "?"
+    """The host of a URL, control characters escaped: the only part of a presigned URL that
+    may be logged or shown."""
+    return printable(urlsplit(url).hostname or "?")
 
 
 def _status_error(response: requests.Response, host: str) -> Exception:

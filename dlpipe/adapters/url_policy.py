@@ -22,13 +22,15 @@ from urllib.parse import SplitResult, urlsplit
 Resolver = Callable[[str, int], Sequence[str]]
 _DEFAULT_PORTS = {"https": 443, "http": 80}
 MAX_REDIRECTS = 3
+_SHOWN_LIMIT = 100  # characters of a host in a message (a DNS name may have 253)
 
 
 class UrlRefused(ValueError):
-    """A URL the policy refuses; `reason` is short, `host` is the only part of the URL kept."""
+    """A URL the policy refuses; `reason` is short, `host` is the only part of the URL kept.
+    The message shows the host through `printable`: it is provider text, bound for a terminal."""
 
     def __init__(self, reason: str, host: str) -> None:
-        super().__init__(f"{reason} (host {host})")
+        super().__init__(f"{reason} (host {printable(host)})")
         self.reason, self.host = reason, host
 
 
@@ -39,6 +41,13 @@ class Approved:
     host: str
     port: int
     addresses: tuple[str, ...]
+
+
+def printable(text: str, limit: int = _SHOWN_LIMIT) -> str:
+    """`text` with each non-printable character written as its escape (ESC as `\\x1b`), cut
+    to `limit` characters: what a message may show of a provider's value."""
+    shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    return shown if len(shown) <= limit else f"{shown[: limit - 3]}..."
 
 
 def resolve_addresses(host: str, port: int) -> list[str]:

@@ -174,3 +174,19 @@ def test_approve_returns_the_addresses_it_checked_resolving_once() -> None:
     ).addresses == ("127.0.0.1",)
     with pytest.raises(UrlRefused, match="does not resolve"):
         aws(resolves_to=[], allow_private=True).approve(ALLOWED["path-style"])
+
+
+def test_a_refusal_shows_the_host_escaped_and_bounded() -> None:
+    """Control characters in a provider's host become `\\x..` text; a long host is cut."""
+    with pytest.raises(UrlRefused) as refused:
+        aws().check("https://evil\x1bc\x9b\u202e.example/k")
+    assert str(refused.value) == (
+        "the host is not in the allowlist (host evil\\x1bc\\x9b\\u202e.example)"
+    )
+    with pytest.raises(UrlRefused, match="does not resolve") as unresolvable:
+        UrlPolicy(("*.s3.amazonaws.com",)).check("https://b\x07.s3.amazonaws.com/k")
+    assert "\x07" not in str(unresolvable.value)
+    with pytest.raises(UrlRefused) as long:
+        aws().check(f"https://{'a' * 5000}.example/k")
+    assert len(str(long.value)) < 200
+    assert str(long.value).endswith("...)")
