@@ -3,7 +3,8 @@
 HTTP faults become typed errors here. No error message carries the URL: requests puts the
 signed query string into its own messages, so those are never passed on (only the host).
 Every URL, the first and each redirect target, passes the URL policy before it is requested;
-requests' own redirect following is off, so no hop escapes the check.
+requests' own redirect following is off, so no hop escapes the check. Each request connects
+to the addresses its check approved (pinned_http.py): the host is resolved once, by the check.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from urllib.parse import urljoin, urlsplit
 import requests
 import urllib3
 
+from dlpipe.adapters.pinned_http import pinning
 from dlpipe.adapters.retry_after import retry_after_seconds
-from dlpipe.adapters.url_policy import MAX_REDIRECTS, UrlPolicy, UrlRefused
+from dlpipe.adapters.url_policy import MAX_REDIRECTS, Approved, UrlPolicy, UrlRefused, printable
 from dlpipe.domain.download_errors import (
     SourceNotFoundError,
     SourceRejectedError,
@@ -33,8 +35,9 @@ _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 
 
 def url_host(url: str) -> str:
-    """The host of a URL: the only part of a presigned URL that may be logged."""
-    return urlsplit(url).hostname or "?"
+    """The host of a URL, control characters escaped: the only part of a presigned URL that
+    may be logged or shown."""
+    return printable(urlsplit(url).hostname or "?")
 
 
 def _status_error(response: requests.Response, host: str) -> Exception:
@@ -55,10 +58,10 @@ def _status_error(response: requests.Response, host: str) -> Exception:
     return SourceRejectedError(f"HTTP {status} from {host}")
 
 
-def check_url(policy: UrlPolicy, url: str) -> None:
-    """UrlNotAllowedError (permanent) unless `policy` lets `url` be requested."""
+def check_url(policy: UrlPolicy, url: str) -> Approved:
+    """The addresses `url` may be requested at; UrlNotAllowedError (permanent) if none."""
     try:
-        policy.check(url)
+        return policy.approve(url)
     except UrlRefused as exc:
         raise UrlNotAllowedError(str(exc)) from None
 
@@ -84,8 +87,9 @@ def open_source(
 def _get_following_allowed_redirects(
     session: requests.Session, url: str, timeout_s: tuple[float, float], policy: UrlPolicy
 ) -> requests.Response:
+    adapter = pinning(session)
     for _ in range(MAX_REDIRECTS + 1):
-        check_url(policy, url)
+        adapter.pin(check_url(policy, url))
         host = url_host(url)
         try:
             response = session.get(url, stream=True, timeout=timeout_s, allow_redirects=False)

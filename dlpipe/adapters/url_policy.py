@@ -6,6 +6,9 @@ it is `https` (plain `http` only where the local stack allows it), carries no us
 an allowed host (and port), is not an IP literal and does not resolve to a loopback,
 link-local or private address (both only where allowed). Refusals name the host, never the
 path or query string: those carry the presigned signature.
+
+The name is resolved once: `approve` returns the addresses it checked, and the download
+connects to those (pinned_http.py), so a second DNS answer (rebinding to 127.0.0.1) is never used.
 """
 
 from __future__ import annotations
@@ -19,23 +22,41 @@ from urllib.parse import SplitResult, urlsplit
 Resolver = Callable[[str, int], Sequence[str]]
 _DEFAULT_PORTS = {"https": 443, "http": 80}
 MAX_REDIRECTS = 3
+_SHOWN_LIMIT = 100  # characters of a host in a message (a DNS name may have 253)
 
 
 class UrlRefused(ValueError):
-    """A URL the policy refuses; `reason` is short, `host` is the only part of the URL kept."""
+    """A URL the policy refuses; `reason` is short, `host` is the only part of the URL kept.
+    The message shows the host through `printable`: it is provider text, bound for a terminal."""
 
     def __init__(self, reason: str, host: str) -> None:
-        super().__init__(f"{reason} (host {host})")
+        super().__init__(f"{reason} (host {printable(host)})")
         self.reason, self.host = reason, host
 
 
+@dataclass(frozen=True)
+class Approved:
+    """A URL the policy let through: its host, port and the addresses it was checked at."""
+
+    host: str
+    port: int
+    addresses: tuple[str, ...]
+
+
+def printable(text: str, limit: int = _SHOWN_LIMIT) -> str:
+    """`text` with each non-printable character written as its escape (ESC as `\\x1b`), cut
+    to `limit` characters: what a message may show of a provider's value."""
+    shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    return shown if len(shown) <= limit else f"{shown[: limit - 3]}..."
+
+
 def resolve_addresses(host: str, port: int) -> list[str]:
-    """Every address `host` resolves to (the system resolver, as requests will use it)."""
+    """Every address `host` resolves to, in the system resolver's order of preference."""
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError) as exc:
         raise UrlRefused("the host does not resolve", host) from exc
-    return sorted({str(info[4][0]) for info in infos})
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
 
 
 def default_allowed_hosts(region: str, provider_base_url: str | None) -> tuple[str, ...]:
@@ -117,6 +138,10 @@ class UrlPolicy:
 
     def check(self, url: str) -> None:
         """Return if `url` may be requested; raise UrlRefused naming the reason and host."""
+        self.approve(url)
+
+    def approve(self, url: str) -> Approved:
+        """The addresses `url` may be requested at (resolved once); else raise UrlRefused."""
         try:
             parts = urlsplit(url)
             host = (parts.hostname or "").lower()
@@ -131,11 +156,15 @@ class UrlPolicy:
         if _is_ip_literal(host):
             if not self.allow_private:
                 raise UrlRefused("IP literal hosts are not allowed", host)
-            return
+            return Approved(host, port, (host,))
+        addresses = tuple(self.resolver(host, port))
+        if not addresses:
+            raise UrlRefused("the host does not resolve", host)
         if not self.allow_private:
-            internal = [a for a in self.resolver(host, port) if _is_internal(a)]
+            internal = [a for a in addresses if _is_internal(a)]
             if internal:
                 raise UrlRefused(f"the host resolves to internal address {internal[0]}", host)
+        return Approved(host, port, addresses)
 
     def _check_form(self, parts: SplitResult, host: str) -> None:
         shown = host or "?"

@@ -22,6 +22,16 @@ _HEADERS = {
     "Cache-Control": "no-store",
     "Referrer-Policy": "no-referrer",
 }
+# The Host headers answered (answer_only_at): a page whose DNS name rebinds to 127.0.0.1 sends
+# its own name, so the operator's view is never served to it. Unset, every request is refused.
+_OWN_HOSTS = "DLPIPE_UI_OWN_HOSTS"
+
+
+def answer_only_at(app: Flask, host: str, port: int) -> None:
+    """Answer requests addressed to `host`:`port` or localhost:`port` (no port for 80) only."""
+    names = (host, "localhost")
+    own = [f"{name}:{port}" for name in names] + (list(names) if port == 80 else [])
+    app.config[_OWN_HOSTS] = tuple(own)
 
 
 def _days_arg(options: UiOptions) -> int:
@@ -70,6 +80,14 @@ def create_app(ops: OpsContext, options: UiOptions | None = None) -> Flask:
     )
     present.register(app)
     _register_errors(app)
+
+    @app.before_request
+    def own_host_only() -> tuple[str, int] | None:
+        own: tuple[str, ...] = app.config.get(_OWN_HOSTS, ())
+        if request.headers.get("Host", "").lower() in own:
+            return None
+        where = f"http://{own[0]}/" if own else "the address it is served on"
+        return _error_page(400, f"this view answers only at {where}, not at this Host")
 
     @app.after_request
     def headers(response: Response) -> Response:

@@ -10,6 +10,8 @@ from typing import Any
 from flask import Flask
 from waitress.server import BaseWSGIServer, create_server
 
+from dlpipe.ui.app import answer_only_at
+
 HOST = "127.0.0.1"  # an operator's view of production tables: never on another interface
 THREADS = 4
 
@@ -19,6 +21,7 @@ def _server(app: Flask, port: int, socket_map: dict[int, Any] | None = None) -> 
         app, map=socket_map, host=HOST, port=port, threads=THREADS, ident="dlpipe-ui"
     )
     assert isinstance(server, BaseWSGIServer)  # one host, one port: never a multi-socket server
+    answer_only_at(app, HOST, int(server.getsockname()[1]))  # the bound port, also for port 0
     return server
 
 

@@ -264,3 +264,22 @@ def test_a_refreshed_url_is_checked_before_it_is_stored_or_fetched(
     message = f"url_refused: the host is not in the allowlist (host 127.0.0.1:{recorder.port})"
     assert_refused(job, outcome, message, recorder)
     assert job.presigned_url == f"{expired.origin}/listed{SECRET_QUERY}"
+
+
+def test_a_refusal_stores_the_hosts_control_characters_escaped(
+    clients: AwsClients,
+    provisioned: Provisioned,
+    private_key: RSAPrivateKey,
+    stub_factory: StubFactory,
+    entity: str,
+    recorder: Recorder,
+) -> None:
+    """An ESC in the listed host reaches `dlpipe jobs show` as the text `\\x1b`, never raw."""
+    job, outcome = run_with_url(
+        clients, provisioned, private_key, stub_factory([StubFileSpec(entity, 1000, CIPHER_GCM)]),
+        f"http://evil\x1bc.example:{recorder.port}/k{SECRET_QUERY}", policy("127.0.0.1:*"),
+    )  # fmt: skip
+    message = (
+        f"url_refused: the host is not in the allowlist (host evil\\x1bc.example:{recorder.port})"
+    )
+    assert_refused(job, outcome, message, recorder)

@@ -7,7 +7,8 @@ import pytest
 from flask.testing import FlaskClient
 
 from dlpipe.domain.model import JobStatus
-from dlpipe.ui.app import create_app
+from dlpipe.ui.app import answer_only_at, create_app
+from dlpipe.ui.server import HOST
 from tests.integration.test_ops_fixtures import World
 from tests.ui.seed import SeededDay
 
@@ -16,8 +17,11 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 def client(world: World, seeded: SeededDay) -> FlaskClient:
-    """A test client of `dlpipe ui`'s app over the seeded world."""
-    return create_app(world.ops).test_client()
+    """A test client of `dlpipe ui`'s app over the seeded world, answering as if served on
+    port 80 (the test client's Host header is `localhost`)."""
+    app = create_app(world.ops)
+    answer_only_at(app, HOST, 80)
+    return app.test_client()
 
 
 def test_the_grid_has_a_cell_per_batch_and_links_each_to_its_day(

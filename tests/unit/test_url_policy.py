@@ -152,3 +152,41 @@ def test_an_unresolvable_host_is_refused(monkeypatch: pytest.MonkeyPatch) -> Non
     policy = UrlPolicy.from_patterns(["nonexistent.invalid"])
     with pytest.raises(UrlRefused, match="does not resolve"):
         policy.check("https://nonexistent.invalid/x")
+
+
+def test_approve_returns_the_addresses_it_checked_resolving_once() -> None:
+    """The download connects to these: one resolution, in the resolver's order, every time."""
+    calls: list[str] = []
+
+    def resolver(host: str, _port: int) -> list[str]:
+        calls.append(host)
+        return ["52.216.1.2", "52.216.1.1"]
+
+    policy = UrlPolicy(("bucket.s3.amazonaws.com",), resolver=resolver)
+    approved = policy.approve("https://bucket.s3.amazonaws.com/k" + SIGNED)
+    assert (approved.host, approved.port, approved.addresses, calls) == (
+        "bucket.s3.amazonaws.com", 443, ("52.216.1.2", "52.216.1.1"), ["bucket.s3.amazonaws.com"],
+    )  # fmt: skip
+    local_stack = aws(resolves_to=["127.0.0.1"], allow_private=True)
+    assert local_stack.approve(ALLOWED["path-style"]).addresses == ("127.0.0.1",)
+    assert local(allow_http=True, allow_private=True).approve(
+        "http://127.0.0.1:4566/b/k"
+    ).addresses == ("127.0.0.1",)
+    with pytest.raises(UrlRefused, match="does not resolve"):
+        aws(resolves_to=[], allow_private=True).approve(ALLOWED["path-style"])
+
+
+def test_a_refusal_shows_the_host_escaped_and_bounded() -> None:
+    """Control characters in a provider's host become `\\x..` text; a long host is cut."""
+    with pytest.raises(UrlRefused) as refused:
+        aws().check("https://evil\x1bc\x9b\u202e.example/k")
+    assert str(refused.value) == (
+        "the host is not in the allowlist (host evil\\x1bc\\x9b\\u202e.example)"
+    )
+    with pytest.raises(UrlRefused, match="does not resolve") as unresolvable:
+        UrlPolicy(("*.s3.amazonaws.com",)).check("https://b\x07.s3.amazonaws.com/k")
+    assert "\x07" not in str(unresolvable.value)
+    with pytest.raises(UrlRefused) as long:
+        aws().check(f"https://{'a' * 5000}.example/k")
+    assert len(str(long.value)) < 200
+    assert str(long.value).endswith("...)")
