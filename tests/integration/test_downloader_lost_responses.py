@@ -40,12 +40,12 @@ CLAIM, COMPLETE, END = (
 
 
 class LostOnce:
-    """Retries the first successful UpdateItem whose expression starts with `marker`: its
-    response counts as lost, so botocore re-sends the request (after 0 s)."""
+    """Retries the first successful `operation` (an UpdateItem: whose expression starts with
+    `marker`): its response counts as lost, so botocore re-sends the request (after 0 s)."""
 
-    def __init__(self, client: Any, marker: str) -> None:
+    def __init__(self, client: Any, marker: str, operation: str = "UpdateItem") -> None:
         self._marker, self.fired = marker, 0
-        client.meta.events.register("needs-retry.dynamodb.UpdateItem", self._retry)
+        client.meta.events.register(f"needs-retry.dynamodb.{operation}", self._retry)
 
     def _retry(
         self, response: tuple[Any, Any] | None, request_dict: dict[str, Any], **_: Any
