@@ -19,7 +19,12 @@ from dlpipe.domain.errors import (
 from dlpipe.domain.model import SETS_MAX_FILES, Batch, BatchStatus
 from dlpipe.domain.rules import ttl_expired
 from dlpipe.domain.schema import POLLING_DATE_INDEX
-from dlpipe.domain.transitions import BATCH_OPEN, batch_sources
+from dlpipe.domain.transitions import (
+    BATCH_OPEN,
+    batch_sources,
+    is_own_batch_create,
+    is_own_batch_write,
+)
 from dlpipe.log import get_logger
 
 if TYPE_CHECKING:
@@ -92,10 +97,16 @@ class BatchesTable:
             if not dynamo.is_condition_failure(exc):
                 raise
             old = dynamo.old_item(exc)
+            current = batch_from_item(old) if old else None
+            # A retry after a lost response finds the batch its first send wrote.
+            # Rule: is_own_batch_create.
+            if is_own_batch_create(current, batch):
+                log.info("record.write_landed_before", table=self.table_name, rule="create")
+                return batch
             raise BatchExistsError(
                 f"batch {batch.batch_id} exists already",
                 condition="attribute_not_exists(BatchID)",
-                current=batch_from_item(old) if old else None,
+                current=current,
             ) from exc
         return batch
 
@@ -305,4 +316,13 @@ class BatchesTable:
         if error_message:
             update += ", #error = :error"
             values[":error"] = error_message[:1000]
-        return self._update(batch_id, update, condition, values, f"finish {status}")
+        try:
+            return self._update(batch_id, update, condition, values, f"finish {status}")
+        except BatchTransitionRefusedError as refused:
+            # A retry after a lost response is refused by its own first send (a final status
+            # is left by no transition). Rule: is_own_batch_write.
+            if not is_own_batch_write(refused.current, status, values[":now"]):
+                raise
+            log.info("record.write_landed_before", table=self.table_name, rule=f"finish {status}")
+            current: Batch = refused.current
+            return current

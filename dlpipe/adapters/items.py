@@ -39,6 +39,7 @@ JOB_ATTRIBUTES: dict[str, str] = {
     "destination_key": "DestinationKey",
     "listing_index": "ListingIndex",
     "listed_by": "ListedBy",
+    "finished_by": "FinishedBy",
 }
 
 BATCH_ATTRIBUTES: dict[str, str] = {

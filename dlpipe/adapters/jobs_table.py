@@ -25,6 +25,7 @@ from dlpipe.domain.errors import (
 from dlpipe.domain.model import FileJob, JobStatus, listed_by
 from dlpipe.domain.rules import lease_expiry_ms, ttl_expired
 from dlpipe.domain.schema import BATCH_INDEX, STATUS_INDEX
+from dlpipe.domain.transitions import is_own_job_write
 from dlpipe.log import get_logger
 
 if TYPE_CHECKING:
@@ -71,6 +72,7 @@ _NAMES = {
     "#ttl": "TTL",
     "#listidx": "ListingIndex",
     "#listedby": "ListedBy",
+    "#finishedby": "FinishedBy",
 }
 
 
@@ -316,20 +318,33 @@ class JobsTable:
         values: dict[str, Any],
         error: type[ClaimRefusedError | LeaseLostError | ListedTwiceError | RequeueRefusedError],
         rule: str,
+        own: Callable[[FileJob | None], bool] | None = None,
     ) -> FileJob:
-        return dynamo.conditional_update(
-            self._client,
-            self.table_name,
-            {"FileID": {"S": file_id}},
-            update=update,
-            condition=condition,
-            names=_names(update + condition),
-            values={k: serialize(v) for k, v in values.items()},
-            parse=job_from_item,
-            refused=lambda state, current: error(
-                f"{rule} refused for {file_id}: {state}", condition=rule, current=current
-            ),
-        )
+        """The conditional write; a refusal whose stored job is this very write, applied by
+        an earlier send of it (`own`: a domain rule), is its success, not an error."""
+        try:
+            return dynamo.conditional_update(
+                self._client,
+                self.table_name,
+                {"FileID": {"S": file_id}},
+                update=update,
+                condition=condition,
+                names=_names(update + condition),
+                values={k: serialize(v) for k, v in values.items()},
+                parse=job_from_item,
+                refused=lambda state, current: error(
+                    f"{rule} refused for {file_id}: {state}", condition=rule, current=current
+                ),
+            )
+        except error as refused:
+            current: FileJob | None = refused.current
+            if own is None or current is None or not own(current):
+                raise
+            # botocore re-sent it after a lost response; the first send is what refused it.
+            log.info(
+                "record.write_landed_before", table=self.table_name, file_id=file_id, rule=rule
+            )
+            return current
 
     def create(self, job: FileJob) -> FileJob:
         """Write a new job; JobExistsError (with the stored job) if the FileID exists."""
@@ -369,7 +384,7 @@ class JobsTable:
         )
         update = (
             "SET #status = :downloading, #owner = :owner, #lease = :expiry, #updated = :now,"
-            " #attempts = if_not_exists(#attempts, :zero) + :one"
+            " #attempts = if_not_exists(#attempts, :zero) + :one REMOVE #finishedby"
         )
         values = {
             ":available": str(JobStatus.AVAILABLE),
@@ -387,6 +402,9 @@ class JobsTable:
             values=values,
             error=ClaimRefusedError,
             rule="claim",
+            # A retried claim is refused by its own first send (the lease is live now).
+            # Rule: is_own_job_write.
+            own=lambda current: is_own_job_write(current, owner, JobStatus.DOWNLOADING),
         )
 
     # Race for every owner-conditioned write: a worker whose lease expired and was taken
@@ -399,10 +417,30 @@ class JobsTable:
         " #sha = :sha, #dest = :dest REMOVE #owner, #lease, #error"
     )
 
+    # What a write that ends the claim adds: whose it was (a retry of it finds it there).
+    _FINISHED_BY = "#finishedby = :owner"
+
     def _owned_update(
-        self, file_id: str, owner: str, update: str, values: dict[str, Any], rule: str
+        self,
+        file_id: str,
+        owner: str,
+        update: str,
+        values: dict[str, Any],
+        rule: str,
+        *,
+        ends_in: JobStatus | None = None,
     ) -> FileJob:
+        """An owner-conditioned write; one that ends the claim in `ends_in` marks FinishedBy,
+        and its retry, refused because the first send ended the claim, is its success."""
         values = {":downloading": str(JobStatus.DOWNLOADING), ":owner": owner, **values}
+        own = None
+        if ends_in is not None:
+            set_part, _, remove_part = update.partition(" REMOVE ")
+            update = f"{set_part}, {self._FINISHED_BY} REMOVE {remove_part}"
+
+            def own(current: FileJob | None) -> bool:  # Rule: is_own_job_write.
+                return is_own_job_write(current, owner, ends_in)
+
         return self._update(
             file_id,
             update=update,
@@ -410,6 +448,7 @@ class JobsTable:
             values=values,
             error=LeaseLostError,
             rule=rule,
+            own=own,
         )
 
     def extend_lease(self, file_id: str, owner: str, lease_seconds: int) -> FileJob:
@@ -433,7 +472,9 @@ class JobsTable:
     ) -> FileJob:
         """downloading -> completed with the verified object's facts, if we still own it."""
         values = self._completion_values(byte_count, sha256, destination_key)
-        return self._owned_update(file_id, owner, self._COMPLETE, values, "complete")
+        return self._owned_update(
+            file_id, owner, self._COMPLETE, values, "complete", ends_in=JobStatus.COMPLETED
+        )
 
     def _completion_values(
         self, byte_count: int, sha256: str, destination_key: str
@@ -460,7 +501,7 @@ class JobsTable:
             ":now": self._clock.now_ms(),
             ":message": error_message[:1000],
         }
-        return self._owned_update(file_id, owner, update, values, str(status))
+        return self._owned_update(file_id, owner, update, values, str(status), ends_in=status)
 
     def release(self, file_id: str, owner: str) -> FileJob:
         """downloading -> available: give a claim back (clean shutdown), if owned."""
@@ -469,7 +510,9 @@ class JobsTable:
             ":available": str(JobStatus.AVAILABLE),
             ":now": self._clock.now_ms(),
         }
-        return self._owned_update(file_id, owner, update, values, "release")
+        return self._owned_update(
+            file_id, owner, update, values, "release", ends_in=JobStatus.AVAILABLE
+        )
 
     def requeue(self, file_id: str, *, force: bool = False) -> FileJob:
         """Operator recovery: failed, error, available or an expired claim -> available.

@@ -11,6 +11,7 @@ lease check, it can never add a second version or overwrite: it gets ObjectExist
 
 from __future__ import annotations
 
+import hashlib
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
@@ -34,10 +35,23 @@ _TRANSIENT_CODES = frozenset(
     | {"ConditionalRequestConflict"}
 )
 _EXISTS_CODES = frozenset({"PreconditionFailed", "412"})
+_MISSING_CODES = frozenset({"404", "NoSuchKey", "NotFound"})
 
 
 class ObjectExists(Exception):
     """The conditional publish was refused: an object already exists at the key."""
+
+
+def _code(exc: BaseException | None) -> str:
+    return (
+        str(exc.response.get("Error", {}).get("Code", "")) if isinstance(exc, ClientError) else ""
+    )
+
+
+def multipart_etag(part_etags: list[str]) -> str:
+    """The ETag S3 gives the object a multipart upload of these parts completes into."""
+    joined = b"".join(bytes.fromhex(tag.strip('"')) for tag in part_etags)
+    return f'"{hashlib.md5(joined, usedforsecurity=False).hexdigest()}-{len(part_etags)}"'
 
 
 def _refused_because_exists(exc: ClientError) -> bool:
@@ -85,6 +99,7 @@ class MultipartSink:
         self._pool = ThreadPoolExecutor(max_in_flight) if max_in_flight else None
         self._in_flight: deque[tuple[Future[str], bytearray]] = deque()
         self._etags: list[str] = []
+        self._size = 0  # plaintext bytes written
         self.upload_id: str | None = None
         self.published = False
 
@@ -96,6 +111,7 @@ class MultipartSink:
     def write(self, data: bytes) -> None:
         """Append plaintext; every full buffer becomes one part."""
         view, size = memoryview(data), len(self._buffer)
+        self._size += len(data)
         while view:
             take = min(len(view), size - self._filled)
             self._buffer[self._filled : self._filled + take] = view[:take]
@@ -165,15 +181,45 @@ class MultipartSink:
                 self._flush_part()
             while self._in_flight:
                 self._collect_oldest()
-            parts: Any = [{"PartNumber": n, "ETag": tag} for n, tag in enumerate(self._etags, 1)]
+            self._complete(sha256_hex)
+        self.published = True
+        self._shutdown_pool()
+
+    def _complete(self, sha256_hex: str) -> None:
+        parts: Any = [{"PartNumber": n, "ETag": tag} for n, tag in enumerate(self._etags, 1)]
+        try:
             self._conditional(
                 "CompleteMultipartUpload",
                 self._s3.complete_multipart_upload,
                 UploadId=str(self.upload_id),
                 MultipartUpload={"Parts": parts},
             )
-        self.published = True
-        self._shutdown_pool()
+        except DestinationUnavailableError as exc:
+            # botocore re-sends a completion whose response was lost; S3 may answer the
+            # re-send NoSuchUpload, since the upload is gone because it completed. Only the
+            # object tells that apart from an upload a successor aborted: look before anything
+            # else is tried (an abort, a second upload).
+            if _code(exc.__cause__) != "NoSuchUpload" or not self._completed_already(sha256_hex):
+                raise
+
+    def _completed_already(self, sha256_hex: str) -> bool:
+        """True when the object at the key is this upload, completed; ObjectExists when it is
+        another object; False when there is none (the upload was aborted: a transient fault)."""
+        try:
+            head = s3_call("HeadObject", self._s3.head_object, Bucket=self.bucket, Key=self.key)
+        except ClientError as exc:
+            if _code(exc) in _MISSING_CODES:
+                return False
+            raise
+        stored_sha256 = head.get("Metadata", {}).get(SHA256_METADATA)
+        ours = (
+            head.get("ETag") == multipart_etag(self._etags)
+            and head.get("ContentLength") == self._size
+            and stored_sha256 in (None, sha256_hex.lower())
+        )
+        if not ours:
+            raise ObjectExists(f"CompleteMultipartUpload: {self.key} holds another object")
+        return True
 
     def _conditional(self, operation: str, call: Callable[..., Any], **request: Any) -> None:
         # If-None-Match: * makes the write create-only: the one race that must never produce a

@@ -128,6 +128,9 @@ class FileJob:
     # a live lease): `{BatchID}#{entry}` of the rerun's listing that named it (listed_by()), so
     # a later entry naming it again is found as a duplicate, as ListingIndex finds one.
     listed_by: str | None = None
+    # The owner id of the claim whose write ended it (completed, failed, error, released):
+    # how a retried write of that claim, refused by its own first send, knows it landed.
+    finished_by: str | None = None
 
     @property
     def is_terminal(self) -> bool:

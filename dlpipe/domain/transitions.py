@@ -150,6 +150,47 @@ def may_mark_listed(job: ListedState | None, batch_id: str, listing_index: int) 
     )
 
 
+# ---- a refusal that is our own write, retried -----------------------------------------------
+# botocore re-sends a write whose response was lost (a dropped connection, a timeout). When
+# the first send landed, the retry is refused by the change it made itself; the refused
+# write's stored item (ALL_OLD) then shows that change, and the write has succeeded.
+
+
+class FinishedState(JobState, Protocol):
+    """What is_own_job_write reads of a job item."""
+
+    @property
+    def finished_by(self) -> str | None: ...  # pragma: no cover - a protocol
+
+
+def is_own_job_write(job: FinishedState | None, owner: str, target: JobStatus) -> bool:
+    """A refused claim, completion, failure or release by `owner` that already landed: the job
+    is in `target`, held by `owner` (a claim) or ended by `owner` (FinishedBy). An owner id
+    is made afresh for every claim, so no other claim, of this process or another, matches."""
+    if job is None or job.status is not target:
+        return False
+    mark = job.lease_owner if target is JobStatus.DOWNLOADING else job.finished_by
+    return mark == owner
+
+
+class BatchWriteState(BatchState, Protocol):
+    """What is_own_batch_write reads of a batch item."""
+
+    @property
+    def updated_at(self) -> str: ...  # pragma: no cover - a protocol
+
+
+def is_own_batch_write(batch: BatchWriteState | None, target: BatchStatus, updated_at: str) -> bool:
+    """A refused status write of a batch that already landed: the batch is in `target` with
+    the UpdatedAt this write sets (a retry re-sends the same values, to the millisecond)."""
+    return batch is not None and batch.status is target and batch.updated_at == updated_at
+
+
+def is_own_batch_create(stored: Batch | None, ours: Batch) -> bool:
+    """A refused create-batch that already landed: the stored batch is ours, field for field."""
+    return stored == ours
+
+
 # ---- batch writes (batches_table.py) -------------------------------------------------------
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from dlpipe.adapters.aws import AwsClients
@@ -15,11 +17,12 @@ pytestmark = pytest.mark.integration
 
 
 def test_created_batch_reads_back_and_a_second_create_is_refused(batches: BatchesTable) -> None:
-    """create is idempotent-safe: the same BatchID cannot be written twice."""
+    """create is idempotent-safe: the same BatchID cannot be written twice (a retry of the
+    same create is its success: tests/integration/test_retried_writes.py)."""
     batch = batches.create(make_batch())
     assert batches.get(batch.batch_id) == batch
     with pytest.raises(BatchExistsError) as refused:
-        batches.create(batch)
+        batches.create(replace(batch, start_time="2026-02-28T01:00:00.000+00:00"))
     assert refused.value.current == batch
 
 

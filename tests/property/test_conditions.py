@@ -1,7 +1,9 @@
 """Each ConditionExpression of the table modules accepts exactly the states its Python rule
 (dlpipe/domain/transitions.py) accepts: generated job and batch states are written to DynamoDB
 Local, every conditional write of JobsTable / BatchesTable runs against its own copy, and
-ConditionalCheckFailed must come back exactly when the rule says no."""
+ConditionalCheckFailed must come back exactly when the rule says no, unless the refused state
+is that very write already applied (a retry after a lost response: the is_own_* rules), which
+the repository returns as the write's success."""
 
 from __future__ import annotations
 
@@ -22,14 +24,24 @@ from hypothesis import strategies as st
 from dlpipe.adapters.aws import AwsClients
 from dlpipe.adapters.batches_table import BatchesTable
 from dlpipe.adapters.dynamo import CONDITION_FAILED
-from dlpipe.adapters.items import batch_to_item, job_to_item, serialize
+from dlpipe.adapters.items import (
+    batch_from_item,
+    batch_to_item,
+    job_from_item,
+    job_to_item,
+    serialize,
+)
 from dlpipe.adapters.jobs_table import JobsTable
+from dlpipe.domain.clock import iso_from_ms
 from dlpipe.domain.errors import CorruptRecordError
-from dlpipe.domain.model import BatchStatus, JobStatus, listed_by, make_batch_id
+from dlpipe.domain.model import Batch, BatchStatus, JobStatus, listed_by, make_batch_id
 from dlpipe.domain.transitions import (
     BATCH_TRANSITIONS,
     JOB_TRANSITIONS,
     holds_claim,
+    is_own_batch_create,
+    is_own_batch_write,
+    is_own_job_write,
     may_adopt,
     may_claim,
     may_complete_abandoned,
@@ -78,6 +90,7 @@ class JobDraw:
     attempts: int | None
     batch_id: str | None
     listed_by: str | None
+    finished_by: str | None
 
     @property
     def status(self) -> JobStatus | None:
@@ -96,6 +109,7 @@ class BatchDraw:
     completed_count: int | None
     sets_truncated: bool
     error_message: str | None
+    updated_at: str
 
     @property
     def status(self) -> BatchStatus | None:
@@ -126,6 +140,8 @@ JOB_STATES = st.builds(
     listed_by=st.sampled_from(
         [None, listed_by(THIS_BATCH, 3), listed_by(THIS_BATCH, 7), listed_by(OTHER_BATCH, 3)]
     ),
+    # the claim that ended the job: ours (a retried write of ours finds it), another's, none
+    finished_by=st.sampled_from([None, OWNER, OTHER_OWNER]),
 )
 BATCH_STATES = st.builds(
     BatchDraw,
@@ -135,7 +151,13 @@ BATCH_STATES = st.builds(
     completed_count=st.one_of(st.none(), st.integers(0, 200_000)),
     sets_truncated=st.booleans(),
     error_message=st.one_of(st.none(), st.text("abc ;:", min_size=1, max_size=20)),
+    # now: the UpdatedAt a retried write of ours finds (it re-sends the same values); earlier
+    updated_at=st.sampled_from([iso_from_ms(NOW_MS), iso_from_ms(NOW_MS - 1000)]),
 )
+
+
+def _never(_state: Any, _op: str) -> bool:
+    return False
 
 
 @dataclass(frozen=True)
@@ -146,6 +168,47 @@ class Condition:
     rule: Callable[[Any], bool]
     writes: dict[str, Callable[[Any, str], Any]]
     moves_status: bool = True  # False: a mark beside the status, no edge of the machine
+    # A state the condition refuses that is the write (op) itself, already applied: what a
+    # retry after a lost response finds. The repository returns it as the write's success.
+    replayed: Callable[[Any, str], bool] = _never
+
+
+_ENDS_IN = {
+    "complete": JobStatus.COMPLETED,
+    "fail": JobStatus.FAILED,
+    "error": JobStatus.ERROR,
+    "release": JobStatus.AVAILABLE,
+}
+
+
+def _readable(draw: JobDraw | None) -> bool:
+    """Whether the repository can read the generated job (no stored job proves a write ours)."""
+    if draw is None:
+        return False
+    try:
+        job_from_item(_job_item(draw, f"x-{DAY}"))
+    except CorruptRecordError:
+        return False
+    return True
+
+
+def _own_write(state: Any, target: JobStatus | None) -> bool:
+    return target is not None and _readable(state) and is_own_job_write(state, OWNER, target)
+
+
+def _own_ending(state: Any, op: str) -> bool:
+    return _own_write(state, _ENDS_IN.get(op))
+
+
+def _as_batch(draw: BatchDraw | None) -> Batch | None:
+    """The generated batch as the repository reads it (None: absent or not a valid batch)."""
+    if draw is None or draw.status is None:
+        return None
+    return batch_from_item(_batch_item(draw, THIS_BATCH))
+
+
+def _own_create(state: Any, _op: str) -> bool:
+    return is_own_batch_create(_as_batch(state), replace(make_batch(DAY), batch_id=THIS_BATCH))
 
 
 _FACTS: dict[str, Any] = {"byte_count": 1, "sha256": "0" * 64, "destination_key": "k"}
@@ -155,7 +218,9 @@ JOB_CONDITIONS: dict[str, Condition] = {
         {"create": lambda t, f: t.create(make_job(f[: -len(DAY) - 1], DAY, batch_id=THIS_BATCH))},
     ),
     "claim": Condition(
-        lambda s: may_claim(s, NOW_MS), {"claim": lambda t, f: t.claim(f, OWNER, LEASE_S)}
+        lambda s: may_claim(s, NOW_MS),
+        {"claim": lambda t, f: t.claim(f, OWNER, LEASE_S)},
+        replayed=lambda s, _op: _own_write(s, JobStatus.DOWNLOADING),
     ),
     "owned": Condition(
         lambda s: holds_claim(s, OWNER),
@@ -167,6 +232,7 @@ JOB_CONDITIONS: dict[str, Condition] = {
             "error": lambda t, f: t.finish_unsuccessfully(f, OWNER, JobStatus.ERROR, "x"),
             "release": lambda t, f: t.release(f, OWNER),
         },
+        replayed=_own_ending,
     ),
     "requeue": Condition(lambda s: may_requeue(s, NOW_MS), {"requeue": lambda t, f: t.requeue(f)}),
     "requeue_force": Condition(
@@ -188,7 +254,9 @@ JOB_CONDITIONS: dict[str, Condition] = {
 }
 BATCH_CONDITIONS: dict[str, Condition] = {
     "create": Condition(
-        may_create, {"create": lambda t, b: t.create(replace(make_batch(DAY), batch_id=b))}
+        may_create,
+        {"create": lambda t, b: t.create(replace(make_batch(DAY), batch_id=b))},
+        replayed=_own_create,
     ),
     "mark_queued": Condition(
         may_mark_queued, {"mark_queued": lambda t, b: t.mark_queued(b, [f"e-{DAY}"])}
@@ -205,6 +273,7 @@ BATCH_CONDITIONS: dict[str, Condition] = {
         f"finish_{new}": Condition(
             lambda s, new=new: may_finish(s, new),
             {f"finish_{new}": lambda t, b, new=new: t.finish(b, new)},
+            replayed=lambda s, _op, new=new: is_own_batch_write(s, new, iso_from_ms(NOW_MS)),
         )
         for new in BatchStatus
         if new is not BatchStatus.INITIATED  # nothing leads there: finish refuses to try
@@ -221,6 +290,7 @@ def _job_item(draw: JobDraw, file_id: str) -> dict[str, Any]:
         ("Attempts", draw.attempts),
         ("BatchID", draw.batch_id),
         ("ListedBy", draw.listed_by),
+        ("FinishedBy", draw.finished_by),
     ):
         item.pop(name, None)
         if value is not None:
@@ -236,6 +306,7 @@ def _batch_item(draw: BatchDraw, batch_id: str) -> dict[str, Any]:
         completed_count=draw.completed_count,
         sets_truncated=draw.sets_truncated,
         error_message=draw.error_message,
+        updated_at=draw.updated_at,
     )
     item: dict[str, Any] = dict(batch_to_item(batch))
     item.pop("Status")
@@ -315,6 +386,7 @@ def _check_conditions(
     """Run every condition on >= EXAMPLES generated states, each on its own copy of the state
     (one BatchWriteItem, then the writes in parallel); the status moves the writes made."""
     outcomes: Counter[tuple[str, bool]] = Counter()
+    replays: Counter[str] = Counter()  # applied because the write was its own, retried
     moves: set[tuple[Any, Any]] = set()
     started, serial = time.monotonic(), itertools.count()
 
@@ -336,9 +408,13 @@ def _check_conditions(
             for name, future in runs.items():
                 op, applied, after = future.result()
                 outcomes[(name, applied)] += 1
-                expected = conditions[name].rule(state)
+                allowed = conditions[name].rule(state)
+                replay = not allowed and conditions[name].replayed(state, op)
+                replays[name] += replay
+                expected = allowed or replay
                 assert applied == expected, _mismatch(f"{name} ({op})", state, expected, applied)
-                known = applied and state is not None and state.status and after is not None
+                known = applied and not replay and state is not None and state.status
+                known = known and after is not None
                 known = known and conditions[name].moves_status
                 if known and (self_loops or after.status is not state.status):
                     moves.add((state.status, after.status))
@@ -352,6 +428,7 @@ def _check_conditions(
     print(  # the figures for the report
         f"\n{len(conditions)} conditions, applied/refused: "
         + ", ".join(f"{c} {outcomes[(c, True)]}/{outcomes[(c, False)]}" for c in conditions)
+        + f"; own writes retried: {dict(replays)}"
         + f"; {time.monotonic() - started:.1f}s"
     )
     return moves
