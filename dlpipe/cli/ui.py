@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+
 import click
 
 from dlpipe.cli.ops.context import pass_ops
@@ -48,7 +50,15 @@ def ui_command(ops: OpsContext, port: int, days: int, refresh_s: float, older_th
             f"dlpipe ui needs the `ui` extra ({exc.name} is missing): pip install 'dlpipe[ui]'"
         ) from exc
     options = UiOptions(days=days, refresh_seconds=refresh_s, stuck_older_than_s=older_than_s)
-    serve(create_app(ops, options), port, on_ready=_announce)
+    try:
+        serve(create_app(ops, options), port, on_ready=_announce)
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            raise
+        raise click.ClickException(
+            f"port {port} of 127.0.0.1 is in use: choose another with --port, or --port 0 for"
+            " a free one"
+        ) from exc
 
 
 def _announce(url: str) -> None:
