@@ -162,7 +162,10 @@ def _print_exports(running: LocalUp, options: StubOptions | None) -> None:
             f"{options.date}; private key {running.environment[ENV_PRIVATE_KEY_FILE]} (0600)",
             highlight=False,
         )
-        click.echo(f"# then: dlpipe worker --exit-when-idle 30 &  dlpipe run --date {options.date}")
+        click.echo(
+            "# then: dlpipe worker --exit-when-idle 30 > .dlpipe/worker.log 2>&1 &"
+            f"  dlpipe run --date {options.date}"
+        )
     click.echo("# Ctrl-C here stops everything", nl=True)
     sys.stdout.flush()
 
