@@ -66,8 +66,7 @@ def main() -> None:
     try:
         code = cli(standalone_mode=False)
     except click.exceptions.Abort:
-        click.echo("aborted", err=True)
-        sys.exit(130)
+        fail("aborted", 130)
     except click.UsageError as exc:
         # One line, like every expected failure (click's own rendering adds a usage block).
         command = exc.ctx.command_path if exc.ctx else "dlpipe"

@@ -11,6 +11,8 @@ from dlpipe.cli.ops.options import older_than_option
 from dlpipe.services.ops.context import OpsContext
 
 _DEFAULT_PORT = 8765
+# A port taken by another process, or one below 1024 without the privilege to bind it.
+_CANNOT_LISTEN = (errno.EADDRINUSE, errno.EACCES)
 
 
 @click.command("ui")
@@ -53,10 +55,13 @@ def ui_command(ops: OpsContext, port: int, days: int, refresh_s: float, older_th
     try:
         serve(create_app(ops, options), port, on_ready=_announce)
     except OSError as exc:
-        if exc.errno != errno.EADDRINUSE:
+        if exc.errno not in _CANNOT_LISTEN:
             raise
+        reason = (
+            "is in use" if exc.errno == errno.EADDRINUSE else f"cannot be used ({exc.strerror})"
+        )
         raise click.ClickException(
-            f"port {port} of 127.0.0.1 is in use: choose another with --port, or --port 0 for"
+            f"port {port} of 127.0.0.1 {reason}: choose another with --port, or --port 0 for"
             " a free one"
         ) from exc
 
