@@ -34,7 +34,8 @@ def emit(payload: Any, views: Sequence[RenderableType], as_json: bool) -> None:
     console = Console(soft_wrap=False)
     for view in views:
         # A plain string is a line of ours that may quote a record: never markup.
-        console.print(plain(view) if isinstance(view, str) else view)
+        # crop=False: a table wider than a very narrow terminal keeps its IDs whole (layout).
+        console.print(plain(view) if isinstance(view, str) else view, crop=False)
 
 
 def table(title: str, columns: Sequence[Column | str], rows: Iterable[Sequence[Any]]) -> FitTable:
@@ -92,7 +93,7 @@ _JOB_COLUMNS = (
     Column("since", "time", drop=1),
     Column("error", drop=2),
     Column("attempts", drop=3),
-    Column("lease", drop=4),
+    Column("lease", "time", drop=4),  # `until <time>`: kept on one line
     Column("batch", "id", drop=5),
     Column("owner", "id", drop=6),
 )
