@@ -217,10 +217,25 @@ class Settings:
         return check_provider_url(url, allow_http=self.allow_http_urls)
 
     def require(self, attribute: str) -> str:
-        """Return a setting that this code path cannot run without, or raise ConfigError."""
+        """Return a setting that this code path cannot run without, or raise ConfigError
+        naming the environment variable to set."""
         value = getattr(self, attribute)
         if not value:
-            raise ConfigError(
-                f"setting {attribute!r} is not configured (see README: configuration)"
-            )
+            name = _REQUIRABLE_ENV.get(attribute, f"the setting {attribute!r}")
+            raise ConfigError(f"{name} is not set (see README: configuration)")
         return str(value)
+
+
+# The variable that sets each attribute a code path may `require`.
+_REQUIRABLE_ENV = {
+    "queue_url": ENV_QUEUE_URL,
+    "dlq_url": ENV_DLQ_URL,
+    "large_queue_url": ENV_LARGE_QUEUE_URL,
+    "destination_bucket": ENV_DEST_BUCKET,
+    "provider_base_url": ENV_PROVIDER_URL,
+    "orchestrator_arn": ENV_ORCHESTRATOR_ARN,
+    "provider_token": ENV_PROVIDER_TOKEN,
+    "provider_token_secret_id": ENV_PROVIDER_TOKEN_SECRET,
+    "private_key_file": ENV_PRIVATE_KEY_FILE,
+    "private_key_secret_id": ENV_PRIVATE_KEY_SECRET,
+}

@@ -104,10 +104,11 @@ def run_table_svg(files: int, day: str) -> str:
         sys.exit(f"dlpipe run --local failed ({done.returncode}):\n{done.stderr[-2000:]}")
     console = Console(record=True, width=118, file=io.StringIO(), force_terminal=True)
     console.print(
-        Text.from_ansi(f"$ make run   # dlpipe run --local --files {files} --date {day}\n")
+        # The command as run: `make run` itself takes no --files or --date.
+        Text.from_ansi(f"$ dlpipe run --local --files {files} --date {day}\n")
     )
     console.print(Text.from_ansi(done.stdout.rstrip()))
-    return console.export_svg(title="make run")
+    return console.export_svg(title="dlpipe run --local")
 
 
 def svg_to_png(driver: Any, svg: str, path: Path) -> None:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import shlex
 import signal
+import socket
 import sys
 import threading
 
@@ -13,9 +13,8 @@ from rich.console import Console
 from rich.table import Table
 
 from dlpipe.adapters.aws import AwsClients
+from dlpipe.cli.ops.durations import DAY, resolve_day, wall_clock_ms
 from dlpipe.config import ENV_PRIVATE_KEY_FILE, Settings
-from dlpipe.domain.errors import InvalidIdentifierError
-from dlpipe.domain.model import validate_date
 from dlpipe.local.dynamodb_local import DynamoDBLocalError
 from dlpipe.local.emulator import EmulatorError
 from dlpipe.local.provision import Provisioned, provision
@@ -52,26 +51,44 @@ def local_group() -> None:
     """Run dlpipe's embedded AWS emulator (moto, no Docker) and provision it."""
 
 
-def _yesterday() -> str:
-    return (dt.datetime.now(dt.UTC).date() - dt.timedelta(days=1)).isoformat()
-
-
 def _date(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str:
-    if value is None:
-        return _yesterday()
-    try:
-        return validate_date(value)
-    except InvalidIdentifierError:
-        raise click.UsageError(f"--date {value} is not a calendar date (YYYY-MM-DD)") from None
+    """The calendar date of --date (YYYY-MM-DD, today, yesterday; default yesterday, UTC)."""
+    return resolve_day(value or "yesterday", wall_clock_ms())
+
+
+def _refuse_taken_ports(ports: dict[str, int]) -> None:
+    """One line naming the flag of a port that something else already listens on, before
+    anything starts (a child's own failure to bind says less)."""
+    for flag, port in ports.items():
+        if port and not _port_free(port):
+            raise click.ClickException(
+                f"port {port} of 127.0.0.1 is in use: choose another with {flag}, or {flag} 0"
+                " for a free one"
+            )
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as probe:
+        # As a server binds: a port left in TIME_WAIT is free, one with a listener is not.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 @local_group.command("up")
 @click.option(
-    "--port", type=int, default=4566, show_default=True, help="moto's port; 0 picks a free port."
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=4566,
+    show_default=True,
+    help="moto's port; 0 picks a free port.",
 )
 @click.option(
     "--dynamodb-port",
-    type=int,
+    type=click.IntRange(0, 65535),
     default=8000,
     show_default=True,
     help="DynamoDB Local's port; 0 picks a free port.",
@@ -92,9 +109,11 @@ def _date(_ctx: click.Context, _param: click.Parameter, value: str | None) -> st
 @click.option(
     "--date",
     "day",
+    type=DAY,
     default=None,
     callback=_date,
-    help="The day the stub publishes at start (default: yesterday, UTC); others on request.",
+    help="The day the stub publishes at start: YYYY-MM-DD, today or yesterday (default:"
+    " yesterday, UTC); others on request.",
 )
 @click.option(
     "--files",
@@ -108,6 +127,8 @@ def up(  # noqa: PLR0917 - click passes one argument per option
 ) -> None:
     """Start the local AWS (moto + DynamoDB Local) and a stub provider in the foreground,
     provision it, and print the `export` lines another shell pastes to use it."""
+    ports = {"--port": port, "--dynamodb-port": dynamodb_port}
+    _refuse_taken_ports({**ports, "--stub-port": stub_port} if stub else ports)
     options = StubOptions(date=day, files=files, port=stub_port) if stub else None
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -120,7 +141,8 @@ def up(  # noqa: PLR0917 - click passes one argument per option
                 pass
             console.print("stopping: the stub provider, moto and DynamoDB Local")
     except (EmulatorError, DynamoDBLocalError) as exc:
-        raise click.ClickException(str(exc)) from exc
+        hint = "; --port 0 --dynamodb-port 0 --stub-port 0 pick free ports"
+        raise click.ClickException(f"{exc}{hint if 'in use' in str(exc) else ''}") from exc
 
 
 def _print_exports(running: LocalUp, options: StubOptions | None) -> None:
@@ -140,7 +162,10 @@ def _print_exports(running: LocalUp, options: StubOptions | None) -> None:
             f"{options.date}; private key {running.environment[ENV_PRIVATE_KEY_FILE]} (0600)",
             highlight=False,
         )
-        click.echo(f"# then: dlpipe worker --exit-when-idle 30 &  dlpipe run --date {options.date}")
+        click.echo(
+            "# then: dlpipe worker --exit-when-idle 30 > .dlpipe/worker.log 2>&1 &"
+            f"  dlpipe run --date {options.date}"
+        )
     click.echo("# Ctrl-C here stops everything", nl=True)
     sys.stdout.flush()
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import NoReturn
 
 import click
 from botocore.exceptions import (
@@ -16,6 +17,7 @@ from dlpipe.cli.local import local_group
 from dlpipe.cli.ops.commands import COMMANDS as OPS_COMMANDS
 from dlpipe.cli.provider_stub import provider_stub
 from dlpipe.cli.run import run_command
+from dlpipe.cli.safe_text import error_line
 from dlpipe.cli.ui import ui_command
 from dlpipe.cli.worker import worker_command
 from dlpipe.config import ConfigError
@@ -26,7 +28,9 @@ from dlpipe.local.emulator import EmulatorError
 from dlpipe.services.ops.errors import NoBatchForDateError
 from dlpipe.services.orchestrator.preflight import NotReadyError
 
-# Expected failures become one line and exit code 1, never a traceback.
+# Expected failures become one line and exit code 1, never a traceback. Every error line of the
+# CLI starts `dlpipe: ` (ERROR_PREFIX), usage errors included, and shows control characters
+# as escapes: messages may quote a provider's or a record's value.
 _EXPECTED: dict[type[Exception], str] = {
     EndpointConnectionError: "cannot reach AWS at {exc.kwargs[endpoint_url]} (is the emulator running? `dlpipe local up`)",
     NoCredentialsError: "no AWS credentials found (set AWS_PROFILE or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY)",
@@ -62,19 +66,21 @@ def main() -> None:
     try:
         code = cli(standalone_mode=False)
     except click.exceptions.Abort:
-        click.echo("aborted", err=True)
-        sys.exit(130)
+        fail("aborted", 130)
     except click.UsageError as exc:
         # One line, like every expected failure (click's own rendering adds a usage block).
         command = exc.ctx.command_path if exc.ctx else "dlpipe"
-        click.echo(f"{command}: {exc.format_message()}; see `{command} --help`", err=True)
-        sys.exit(exc.exit_code)
+        fail(f"{exc.format_message()} (see `{command} --help`)", exc.exit_code)
     except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
+        fail(exc.format_message(), exc.exit_code)
     except tuple(_EXPECTED) as exc:
         template = next(t for cls, t in _EXPECTED.items() if isinstance(exc, cls))
-        click.echo(f"dlpipe: {template.format(exc=exc)}", err=True)
-        sys.exit(1)
+        fail(template.format(exc=exc), 1)
     # Without standalone mode, click returns ctx.exit(n)'s code instead of exiting with it.
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def fail(message: str, code: int) -> NoReturn:
+    """Print `dlpipe: <message>` as one line on stderr and exit with `code`."""
+    click.echo(error_line(message), err=True)
+    sys.exit(code)

@@ -16,10 +16,10 @@ from rich.console import Console
 
 from dlpipe import metrics
 from dlpipe.bootstrap.orchestrator import build_flow
+from dlpipe.cli.ops.durations import DAY, resolve_day, wall_clock_ms
 from dlpipe.cli.run_local import render_report, run_local
 from dlpipe.cli.run_progress import PollReporter, ReportingFlow
 from dlpipe.config import Settings
-from dlpipe.domain.events import parse_polling_date
 from dlpipe.local.durable_runner import run_durable_locally
 from dlpipe.log import configure_logging
 from dlpipe.services.orchestrator.durable import build_durable_handler
@@ -32,10 +32,6 @@ LOCAL_POLL_INTERVAL_S = 2
 _LOCAL_ONLY = ("files", "workers")  # the stub's day and the in-process downloaders
 
 
-def _yesterday() -> str:
-    return (dt.datetime.now(dt.UTC).date() - dt.timedelta(days=1)).isoformat()
-
-
 def _log_file(day: str) -> Path:
     folder = Path(".dlpipe") / "logs"
     folder.mkdir(parents=True, exist_ok=True)
@@ -43,12 +39,8 @@ def _log_file(day: str) -> Path:
 
 
 def _polling_date(day: str | None) -> str:
-    if day is None:
-        return _yesterday()
-    try:
-        return parse_polling_date(day)
-    except ValueError:
-        raise click.UsageError(f"--date {day} is not a calendar date (YYYY-MM-DD)") from None
+    """The calendar date of --date (parsed by DAY, as every command's), default yesterday."""
+    return resolve_day(day or "yesterday", wall_clock_ms())
 
 
 def _refuse_local_only_options(ctx: click.Context, local: bool) -> None:
@@ -66,7 +58,11 @@ def _refuse_local_only_options(ctx: click.Context, local: bool) -> None:
     "--local", "local", is_flag=True, help="Run on the embedded emulator + stub provider."
 )
 @click.option(
-    "--date", "day", default=None, help="Polling date YYYY-MM-DD (default: yesterday, UTC)."
+    "--date",
+    "day",
+    type=DAY,
+    default=None,
+    help="Polling date: YYYY-MM-DD, today or yesterday (default: yesterday, UTC).",
 )
 @click.option(
     "--files",

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from dlpipe.cli.safe_text import plain
 from dlpipe.config import (
     ENV_LARGE_FILE_THRESHOLD_BYTES,
     ENV_LOG_LEVEL,
@@ -106,7 +107,8 @@ def _progress(err: Console) -> Progress:
 
 def render_report(out: Console, report: DayReport) -> None:
     """The table of files and the verdict line."""
-    table = Table(title=f"batch {report.batch_id}: {report.status}")
+    # A job's ErrorMessage may quote a provider's value: plain text, never markup (safe_text).
+    table = Table(title=plain(f"batch {report.batch_id}: {report.status}"))
     for column in ("FileID", "status", "bytes", "verified", "error"):
         table.add_column(column)
     for f in report.files:
@@ -115,7 +117,7 @@ def render_report(out: Console, report: DayReport) -> None:
             f.status,
             "" if f.byte_count is None else f"{f.byte_count:,}",
             "yes" if f.verified else "NO",
-            f.error_message or "",
+            plain(f.error_message or ""),
         )
     out.print(table)
     verified = sum(1 for f in report.files if f.verified)

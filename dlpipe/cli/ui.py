@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+
 import click
 
 from dlpipe.cli.ops.context import pass_ops
@@ -9,6 +11,8 @@ from dlpipe.cli.ops.options import older_than_option
 from dlpipe.services.ops.context import OpsContext
 
 _DEFAULT_PORT = 8765
+# A port taken by another process, or one below 1024 without the privilege to bind it.
+_CANNOT_LISTEN = (errno.EADDRINUSE, errno.EACCES)
 
 
 @click.command("ui")
@@ -48,7 +52,18 @@ def ui_command(ops: OpsContext, port: int, days: int, refresh_s: float, older_th
             f"dlpipe ui needs the `ui` extra ({exc.name} is missing): pip install 'dlpipe[ui]'"
         ) from exc
     options = UiOptions(days=days, refresh_seconds=refresh_s, stuck_older_than_s=older_than_s)
-    serve(create_app(ops, options), port, on_ready=_announce)
+    try:
+        serve(create_app(ops, options), port, on_ready=_announce)
+    except OSError as exc:
+        if exc.errno not in _CANNOT_LISTEN:
+            raise
+        reason = (
+            "is in use" if exc.errno == errno.EADDRINUSE else f"cannot be used ({exc.strerror})"
+        )
+        raise click.ClickException(
+            f"port {port} of 127.0.0.1 {reason}: choose another with --port, or --port 0 for"
+            " a free one"
+        ) from exc
 
 
 def _announce(url: str) -> None:

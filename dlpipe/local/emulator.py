@@ -279,8 +279,11 @@ class LocalAws:
         starter.start()
         try:
             self.moto.start()
-        finally:
+        except BaseException:
             starter.join()
+            self.stop()  # DynamoDB Local may have started beside it: no orphan JVM
+            raise
+        starter.join()
         if self._dynamodb_error is not None:
             self.stop()
             raise self._dynamodb_error

@@ -94,7 +94,7 @@ def _case_env(
             "configuration error: DLPIPE_PROVIDER_URL must be an https URL with a host",
         ),
         ("no credentials", [], "no AWS credentials found"),
-        ("not a date", ["--date", "2026-02-30"], "--date 2026-02-30 is not a calendar date"),
+        ("not a date", ["--date", "2026-02-30"], "'2026-02-30' is not a date (YYYY-MM-DD, today"),
         ("local-only option", ["--workers", "2"], "--workers applies to --local runs only"),
     ],
 )

@@ -230,3 +230,12 @@ def test_a_batch_item_over_400_kb_is_refused_as_dynamodb_refuses_it(
         assert "ExpectedFiles" not in item
     finally:
         clients.dynamodb.delete_item(TableName=provisioned.batches_table, Key=key)
+
+
+def test_local_aws_whose_moto_cannot_start_stops_its_dynamodb_local(emulator: LocalAws) -> None:
+    """moto on a taken port: LocalAws raises EmulatorError and stops the DynamoDB Local it had
+    started beside it (`dlpipe local up --port <taken>` left an orphan JVM behind)."""
+    second = LocalAws(port=emulator.moto.port or 0, dynamodb_port=0)
+    with pytest.raises(EmulatorError, match="failed to start"):
+        second.start()
+    assert second.pids == {"moto": None, "dynamodb-local": None}

@@ -132,5 +132,5 @@ def test_backfill_without_an_orchestrator_arn_is_a_one_line_config_error(
     run = dlpipe_cli("backfill", "--from", world.day, "--to", world.day)
     assert run.code == 1
     assert run.err.strip() == (
-        "dlpipe: configuration error: setting 'orchestrator_arn' is not configured (see README: configuration)"
+        "dlpipe: configuration error: DLPIPE_ORCHESTRATOR_ARN is not set (see README: configuration)"
     )

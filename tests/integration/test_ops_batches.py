@@ -107,11 +107,13 @@ def test_status_shows_batches_stuck_jobs_and_dlq_depth_on_one_screen(
 
 
 def test_status_table_says_when_the_date_has_no_batch(dlpipe_cli: CliRunner) -> None:
-    """status for an empty date still prints its screen, saying there is no batch."""
+    """status for an empty date still prints its screen, saying there is no batch, and
+    exits 1 with batch show's line."""
     run = dlpipe_cli("status", "--date", "1912-04-15")
-    assert run.code == 0, run.err
-    assert "no batch for 1912-04-15" in run.out
+    assert run.code == 1, run.err
+    assert "batches of 1912-04-15: none" in run.out
     assert "DLQ depth: 0" in run.out
+    assert run.err.strip() == "dlpipe: no batch for 1912-04-15 (has the poller run for it?)"
 
 
 def test_batch_audit_answers_from_the_completed_batch_counts(

@@ -151,7 +151,7 @@ def dlpipe_cli(
     world: World, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> CliRunner:
     """Run `dlpipe ARGS` through dlpipe.cli.main.main's real error rendering, with our commands."""
-    monkeypatch.setenv("COLUMNS", "250")  # rich would fold long FileIDs at 80 columns
+    monkeypatch.setenv("COLUMNS", "250")  # every column shown (at 80 some are left out)
 
     def run(*args: str, obj: OpsContext | None = None, from_env: bool = False) -> Run:
         """`from_env`: no injected context, the commands build theirs from the environment."""

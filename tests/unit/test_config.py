@@ -34,8 +34,8 @@ def test_malformed_numbers_name_the_variable(value: str, match: str) -> None:
 
 
 def test_require_names_a_missing_setting() -> None:
-    """require() refuses an unset setting with its name."""
-    with pytest.raises(ConfigError, match="queue_url"):
+    """require() refuses an unset setting with the environment variable that sets it."""
+    with pytest.raises(ConfigError, match=r"^DLPIPE_QUEUE_URL is not set"):
         Settings.from_env({}).require("queue_url")
 
 

@@ -62,3 +62,16 @@ def test_date_range_is_inclusive_and_bounded() -> None:
         date_range("2026-03-01", "2026-02-27", 92)
     with pytest.raises(ValueError, match="at most 2"):
         date_range("2026-02-27", "2026-03-01", 2)
+
+
+@pytest.mark.parametrize("text", ["3651d", "999999999d", "99999999999999999999d", "87601h"])
+def test_durations_beyond_ten_years_are_refused_naming_the_range(text: str) -> None:
+    """A cutoff further back than 3650 days would leave the calendar (OverflowError, year out
+    of range): a ValueError naming the allowed range instead."""
+    with pytest.raises(ValueError, match="from 0s to 3650d"):
+        parse_duration(text)
+
+
+def test_ten_years_is_the_longest_duration() -> None:
+    """3650d itself is accepted."""
+    assert parse_duration("3650d") == 3650 * 86_400

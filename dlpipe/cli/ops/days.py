@@ -12,6 +12,7 @@ from rich.progress import Progress
 from dlpipe.cli.ops.context import pass_ops
 from dlpipe.cli.ops.durations import DAY, date_range, resolve_day
 from dlpipe.cli.ops.errors import IncompleteDaysError
+from dlpipe.cli.ops.layout import Column
 from dlpipe.cli.ops.options import (
     date_option,
     dry_run_option,
@@ -23,6 +24,7 @@ from dlpipe.cli.ops.render import batch_dict, batches_view, emit, job_dict, stuc
 from dlpipe.domain.model import BatchStatus
 from dlpipe.services.ops.backfill import MAX_BACKFILL_DAYS, DayPlan, backfill, lambda_starter
 from dlpipe.services.ops.context import OpsContext
+from dlpipe.services.ops.errors import NoBatchForDateError
 from dlpipe.services.ops.queries import (
     DayAudit,
     DayStatus,
@@ -81,14 +83,26 @@ def batch_audit_command(ops: OpsContext, *, first: str, last: str, as_json: bool
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--from/--to") from exc
     days = [_audit_dict(a) for a in audit_days(ops.batches(), dates)]
-    columns = ("date", "batch", "status", "expected", "completed", "unsuccessful", "missing")
-    rows = [tuple(d[c] for c in columns) for d in days]
+    rows = [tuple(d[c.name] for c in _AUDIT_COLUMNS) for d in days]
     emit(
-        {"from": dates[0], "to": dates[-1], "dates": days}, [table("audit", columns, rows)], as_json
+        {"from": dates[0], "to": dates[-1], "dates": days},
+        [table("audit", _AUDIT_COLUMNS, rows)],
+        as_json,
     )
     incomplete = [str(d["date"]) for d in days if not d["complete"]]
     if incomplete:
         raise IncompleteDaysError(f"{len(incomplete)} date(s) incomplete: {', '.join(incomplete)}")
+
+
+_AUDIT_COLUMNS = (
+    Column("date", "time"),
+    Column("batch", "id", drop=1),
+    Column("status"),
+    Column("expected", drop=2),
+    Column("completed", drop=3),
+    Column("unsuccessful", drop=4),
+    Column("missing"),
+)
 
 
 def _audit_dict(audit: DayAudit) -> dict[str, object]:
@@ -111,9 +125,13 @@ def _audit_dict(audit: DayAudit) -> dict[str, object]:
 @json_option
 @pass_ops
 def status_command(ops: OpsContext, day: str | None, older_than_s: int, as_json: bool) -> None:
-    """One screen: the day's batches and counts, stuck jobs, DLQ depth."""
+    """One screen: the day's batches and counts, stuck jobs, DLQ depth (exit 1, after the
+    screen, if the date has no batch)."""
     found = day_status(ops, polling_date(ops, day), older_than_s)
     emit(_status_payload(found, ops.now_ms()), _status_views(found, ops.now_ms()), as_json)
+    if not found.batches:
+        # The same line and exit code as `batch show`.
+        raise NoBatchForDateError(f"no batch for {found.polling_date} (has the poller run for it?)")
 
 
 def _status_payload(found: DayStatus, now_ms: int) -> dict[str, object]:
@@ -130,9 +148,7 @@ def _status_payload(found: DayStatus, now_ms: int) -> dict[str, object]:
 def _status_views(found: DayStatus, now_ms: int) -> list[RenderableType]:
     rows = [batch_dict(s.batch, s.counts) for s in found.batches]
     title = f"batches of {found.polling_date}"
-    views: list[RenderableType] = [
-        batches_view(title, rows) if rows else f"no batch for {found.polling_date}"
-    ]
+    views: list[RenderableType] = [batches_view(title, rows)]
     for stuck in found.stuck:
         views += stuck_views(stuck, now_ms)
     depth = "not configured" if found.dlq_depth is None else found.dlq_depth
@@ -157,7 +173,8 @@ def backfill_command(
     days = [_plan_dict(p, dry_run) for p in plans]
     payload = {"from": dates[0], "to": dates[-1], "rerun": rerun, "dry_run": dry_run, "dates": days}
     rows = [(d["date"], d["action"], d["reason"], d["result"]) for d in days]
-    emit(payload, [table("backfill", ("date", "action", "reason", "result"), rows)], as_json)
+    columns = (Column("date", "time"), Column("action"), Column("reason"), Column("result"))
+    emit(payload, [table("backfill", columns, rows)], as_json)
 
 
 def _dates(ops: OpsContext, first: str, last: str) -> list[str]:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import click
-from rich.table import Table
 
 from dlpipe.cli.ops.context import pass_ops
 from dlpipe.cli.ops.errors import IncompleteRecoveryError
+from dlpipe.cli.ops.layout import Column, FitTable
 from dlpipe.cli.ops.options import dry_run_option, json_option
-from dlpipe.cli.ops.render import emit, iso, table
+from dlpipe.cli.ops.render import emit, iso, stamp, table
+from dlpipe.cli.safe_text import error_line
 from dlpipe.services.ops.context import OpsContext
 from dlpipe.services.ops.dlq import DlqEntry, peek, redrive
 
@@ -40,7 +41,7 @@ def dlq_redrive_command(ops: OpsContext, limit: int, dry_run: bool, as_json: boo
     left = [e for e in entries if e.outcome == "left"]
     if left:
         click.echo(
-            f"dlpipe: {len(left)} message(s) left in the DLQ for a person to look at", err=True
+            error_line(f"{len(left)} message(s) left in the DLQ for a person to look at"), err=True
         )
     unsent = [e.message.message_id for e in entries if e.outcome == "not-sent"]
     if unsent:
@@ -67,15 +68,28 @@ def _payload(entries: list[DlqEntry], dry_run: bool | None) -> dict[str, object]
     return {"messages": rows} if dry_run is None else {"dry_run": dry_run, "messages": rows}
 
 
-def _view(title: str, entries: list[DlqEntry]) -> Table:
-    columns = ("message id", "file id", "batch", "receives", "sent", "job", "action", "result")
+# Kept longest first: the message and its file, what was done and why, then the rest.
+_COLUMNS = (
+    Column("message id", "id"),
+    Column("file id", "id", drop=2),
+    Column("batch", "id", drop=6),
+    Column("receives", drop=4),
+    Column("sent", "time", drop=5),
+    Column("job", drop=3),
+    Column("action"),
+    Column("result", drop=1),
+)
+
+
+def _view(title: str, entries: list[DlqEntry]) -> FitTable:
+    columns = _COLUMNS
     rows = [
         (
             e.message.message_id,
             e.file_id,
             e.message.job.batch_id if e.message.job else None,
             e.message.receive_count,
-            iso(e.message.sent_at_ms),
+            stamp(e.message.sent_at_ms),
             e.job.status if e.job else None,
             e.action,
             f"{e.outcome}: {e.reason}" if e.outcome else e.reason,

@@ -1,4 +1,5 @@
-"""Operator input: ages like `0s`, `30m`, `2h`, `1d`, `90s`; dates `YYYY-MM-DD`, `today`, `yesterday`."""
+"""Operator input: ages like `0s`, `30m`, `2h`, `1d`, `90s` (at most 3650d); dates `YYYY-MM-DD`,
+`today`, `yesterday` (DAY: the one date parser of every command's --date)."""
 
 from __future__ import annotations
 
@@ -13,16 +14,23 @@ from dlpipe.domain.model import parse_file_id, validate_batch_id, validate_date
 
 _DURATION = re.compile(r"^(\d+)([smhd])$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
+# Ten years back is further than any record lives (TTL); beyond it a cutoff leaves the calendar.
+MAX_DURATION_DAYS = 3650
 RELATIVE_DAYS = {"today": 0, "yesterday": 1}
 
 
 def parse_duration(text: str) -> int:
     """Seconds in `text` (`90s`, `30m`, `2h`, `1d`; `0s` is now); ValueError if it is not one
-    of those."""
+    of those or longer than MAX_DURATION_DAYS."""
     match = _DURATION.match(text.strip().lower())
     if match is None:
         raise ValueError(f"{text!r} is not a duration like 90s, 30m, 2h or 1d")
-    return int(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+    seconds = int(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+    if seconds > MAX_DURATION_DAYS * 86_400:
+        raise ValueError(
+            f"{text.strip()} is out of range: durations go from 0s to {MAX_DURATION_DAYS}d (10 years)"
+        )
+    return seconds
 
 
 def parse_day(text: str) -> str:
@@ -34,6 +42,11 @@ def parse_day(text: str) -> str:
         return validate_date(text.strip())
     except InvalidIdentifierError as exc:
         raise ValueError(f"{text!r} is not a date (YYYY-MM-DD, today or yesterday)") from exc
+
+
+def wall_clock_ms() -> int:
+    """Now, for the commands that have no OpsContext clock (`run`, `local up`)."""
+    return int(datetime.now(UTC).timestamp() * 1000)
 
 
 def resolve_day(day: str, now_ms: int) -> str:

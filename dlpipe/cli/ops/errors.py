@@ -6,6 +6,8 @@ from typing import IO, Any
 
 import click
 
+from dlpipe.cli.safe_text import error_line
+
 
 class OpsError(click.ClickException):
     """An expected failure of an operator command; shown as `dlpipe: <message>`."""
@@ -14,7 +16,7 @@ class OpsError(click.ClickException):
 
     def show(self, file: IO[Any] | None = None) -> None:
         """Print the one-line message to stderr."""
-        click.echo(f"dlpipe: {self.format_message()}", err=True, file=file)
+        click.echo(error_line(self.format_message()), err=True, file=file)
 
 
 class IncompleteRecoveryError(OpsError):

@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import click
-from rich.table import Table
 
 from dlpipe.cli.ops.context import pass_ops
 from dlpipe.cli.ops.durations import BATCH_ID, FILE_ID
 from dlpipe.cli.ops.errors import IncompleteRecoveryError
+from dlpipe.cli.ops.layout import Column, FitTable
 from dlpipe.cli.ops.options import dry_run_option, json_option, older_than_option
-from dlpipe.cli.ops.render import emit, iso, job_dict, job_view, jobs_view, stuck_views, table
+from dlpipe.cli.ops.render import (
+    emit,
+    iso,
+    job_dict,
+    job_view,
+    jobs_view,
+    stuck_views,
+    table,
+)
 from dlpipe.domain.model import SETS_MAX_FILES, JobStatus
 from dlpipe.services.ops.context import OpsContext
 from dlpipe.services.ops.queries import batch_jobs, stuck_jobs
@@ -76,7 +84,8 @@ def list_command(
         "jobs": [job_dict(j, now_ms) for j in found.jobs],
     }
     more = f" (first {limit}; more with --limit or --status)" if found.truncated else ""
-    emit(payload, [jobs_view(f"jobs of {batch_id}{more}", found.jobs, now_ms)], as_json)
+    view = jobs_view(f"jobs of {batch_id}{more}", found.jobs, now_ms, with_batch=False)
+    emit(payload, [view], as_json)
 
 
 @jobs_group.command("requeue")
@@ -126,8 +135,8 @@ def _requeue_payload(results: list[RequeueResult], dry_run: bool) -> dict[str, o
     return {"dry_run": dry_run, "results": rows}
 
 
-def _requeue_view(results: list[RequeueResult]) -> Table:
-    columns = ("file id", "was", "outcome", "detail")
+def _requeue_view(results: list[RequeueResult]) -> FitTable:
+    columns = (Column("file id", "id"), Column("was", drop=1), Column("outcome"), Column("detail"))
     rows = [(r.file_id, r.previous_status, r.outcome, r.detail) for r in results]
     return table(f"requeue ({len(results)} file(s))", columns, rows)
 

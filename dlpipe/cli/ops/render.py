@@ -1,16 +1,23 @@
-"""Output: rich tables for people, one JSON document (stable keys) for scripts; both on stdout."""
+"""Output: tables for people, one JSON document (stable keys) for scripts; both on stdout.
+
+Tables fit the terminal (dlpipe.cli.ops.layout: IDs and timestamps never wrap, the least
+useful columns are dropped first) and show every time as `2026-02-28T04:00:00Z`; JSON keeps
+the stored and millisecond ISO 8601 values. Every value is printed as plain text, never markup.
+"""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console, RenderableType
-from rich.table import Table
 
+from dlpipe.cli.ops.layout import Column, FitTable
+from dlpipe.cli.safe_text import plain, visible
 from dlpipe.domain.clock import iso_from_ms
 from dlpipe.domain.model import Batch, FileJob
 from dlpipe.log import redact_processor
@@ -26,22 +33,37 @@ def emit(payload: Any, views: Sequence[RenderableType], as_json: bool) -> None:
         return
     console = Console(soft_wrap=False)
     for view in views:
-        console.print(view)
+        # A plain string is a line of ours that may quote a record: never markup.
+        # crop=False: a table wider than a very narrow terminal keeps its IDs whole (layout).
+        console.print(plain(view) if isinstance(view, str) else view, crop=False)
 
 
-def table(title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> Table:
-    """A rich table; None cells show as '-'."""
-    view = Table(title=title, title_justify="left")
-    for column in columns:
-        view.add_column(column, overflow="fold")
-    for row in rows:
-        view.add_row(*("-" if cell is None else str(cell) for cell in row))
-    return view
+def table(title: str, columns: Sequence[Column | str], rows: Iterable[Sequence[Any]]) -> FitTable:
+    """A table that fits the terminal (a bare name is a text column); None cells show as '-'."""
+    specs = [c if isinstance(c, Column) else Column(c) for c in columns]
+    return FitTable(title, specs, rows)
 
 
 def iso(epoch_ms: int | None) -> str | None:
-    """ISO 8601 text for epoch ms, or None."""
+    """ISO 8601 text (milliseconds, UTC) for epoch ms, or None: the JSON form."""
     return None if epoch_ms is None else iso_from_ms(epoch_ms)
+
+
+def stamp(value: int | str | None) -> str | None:
+    """The tables' one time format, `2026-02-28T04:00:00Z`, for epoch ms or stored ISO 8601
+    text (a stored text that is not ISO 8601 is shown as it is, escaped)."""
+    if value is None:
+        return None
+    if isinstance(value, int):
+        moment = datetime.fromtimestamp(value / 1000, tz=UTC)
+    else:
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            return visible(value)
+    if moment.tzinfo is not None:  # stored times are UTC; one without a zone is taken as UTC
+        moment = moment.astimezone(UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def job_dict(job: FileJob, now_ms: int) -> dict[str, Any]:
@@ -61,32 +83,49 @@ def lease_text(job: FileJob, now_ms: int) -> str | None:
     if job.lease_expires_at_ms is None:
         return None
     word = "until" if job.lease_expires_at_ms > now_ms else "EXPIRED"
-    return f"{word} {iso(job.lease_expires_at_ms)}"
+    return f"{word} {stamp(job.lease_expires_at_ms)}"
 
 
-def jobs_view(title: str, jobs: Sequence[FileJob], now_ms: int) -> Table:
-    """One row per job: status, age, owner, lease, attempts, error."""
-    columns = ("file id", "batch", "status", "since", "owner", "lease", "attempts", "error")
-    rows = [
-        (
-            j.file_id,
-            j.batch_id,
-            j.status,
-            iso(j.status_updated_at_ms),
-            j.lease_owner,
-            lease_text(j, now_ms),
-            j.attempts,
-            j.error_message,
-        )
-        for j in jobs
-    ]
-    return table(f"{title} ({len(jobs)})", columns, rows)
+# Kept longest first: what names the job and its state, then when, then the rest.
+_JOB_COLUMNS = (
+    Column("file id", "id"),
+    Column("status"),
+    Column("since", "time", drop=1),
+    Column("error", drop=2),
+    Column("attempts", drop=3),
+    Column("lease", "time", drop=4),  # `until <time>`: kept on one line
+    Column("batch", "id", drop=5),
+    Column("owner", "id", drop=6),
+)
+
+
+def jobs_view(
+    title: str, jobs: Sequence[FileJob], now_ms: int, *, with_batch: bool = True
+) -> FitTable:
+    """One row per job: status, since, error, attempts, lease, batch, owner (the batch
+    column only `with_batch`: a batch's own listing names it in its title)."""
+    columns = [c for c in _JOB_COLUMNS if with_batch or c.name != "batch"]
+    rows = [[cells[c.name] for c in columns] for cells in (_job_cells(j, now_ms) for j in jobs)]
+    return table(f"{title} ({len(jobs)})" if jobs else title, columns, rows)
+
+
+def _job_cells(job: FileJob, now_ms: int) -> dict[str, object]:
+    return {
+        "file id": job.file_id,
+        "status": job.status,
+        "since": stamp(job.status_updated_at_ms),
+        "error": job.error_message,
+        "attempts": job.attempts,
+        "lease": lease_text(job, now_ms),
+        "batch": job.batch_id,
+        "owner": job.lease_owner,
+    }
 
 
 def stuck_views(found: StuckJobs, now_ms: int) -> list[RenderableType]:
     """The stuck jobs' table, and a line naming index items that are not valid jobs."""
     more = " (first only)" if found.truncated else ""
-    title = f"{found.status} unchanged since {iso(found.cutoff_ms)}{more}"
+    title = f"{found.status} unchanged since {stamp(found.cutoff_ms)}{more}"
     views: list[RenderableType] = [jobs_view(title, found.jobs, now_ms)]
     if found.unreadable:
         views.append(
@@ -95,9 +134,19 @@ def stuck_views(found: StuckJobs, now_ms: int) -> list[RenderableType]:
     return views
 
 
-def job_view(job: FileJob, now_ms: int) -> Table:
+# job_dict's fields that hold a time: shown in the tables' one format.
+_TIME_FIELDS = frozenset(
+    {"created_at", "completed_at", "url_expires_at", "status_updated_at", "lease_expires_at"}
+)
+
+
+def job_view(job: FileJob, now_ms: int) -> FitTable:
     """The whole record of one job, one field a row, secrets masked."""
-    return table(job.file_id, ("field", "value"), sorted(job_dict(job, now_ms).items()))
+    rows = [
+        (name, stamp(value) if name in _TIME_FIELDS else value)
+        for name, value in sorted(job_dict(job, now_ms).items())
+    ]
+    return table(job.file_id, (Column("field", "id"), Column("value")), rows)
 
 
 def batch_dict(batch: Batch, counts: dict[str, int] | None = None) -> dict[str, Any]:
@@ -122,21 +171,32 @@ def batch_dict(batch: Batch, counts: dict[str, int] | None = None) -> dict[str, 
     return data
 
 
-def batches_view(title: str, rows: Sequence[dict[str, Any]]) -> Table:
+# Kept longest first: the batch and its status, its job counts, then its times and error.
+_BATCH_COLUMNS = (
+    Column("batch", "id"),
+    Column("status"),
+    Column("jobs by status", drop=1),
+    Column("start", "time", drop=2),
+    Column("expected", drop=3),
+    Column("error", drop=4),
+    Column("timeout", "time", drop=5),
+)
+
+
+def batches_view(title: str, rows: Sequence[dict[str, Any]]) -> FitTable:
     """One row per batch (rows from batch_dict), with job counts when present."""
-    columns = ["batch", "status", "start", "timeout", "expected", "jobs by status", "error"]
     return table(
         title,
-        columns,
+        _BATCH_COLUMNS,
         (
             (
                 r["batch_id"],
                 r["status"],
-                r["start_time"],
-                r["timeout_at"],
-                r["expected_files"],
                 _counts_text(r.get("job_counts")),
+                stamp(r["start_time"]),
+                r["expected_files"],
                 r["error_message"],
+                stamp(r["timeout_at"]),
             )
             for r in rows
         ),

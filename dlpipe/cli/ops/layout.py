@@ -1,0 +1,119 @@
+"""Tables that fit the terminal and never break an identifier.
+
+Each column has a kind and a drop priority:
+
+- `id` and `time` columns (BatchIDs, FileIDs, timestamps) never wrap and are never cut: each
+  value is one unbroken word on one line, whole for copying;
+- `text` columns (error messages, counts) wrap inside their column, which keeps at least 12
+  characters, or its longest word up to 24 (less if no value is longer);
+- when the columns do not fit the terminal's width, they are dropped one at a time, the
+  highest `drop` number first (the least useful, e.g. owner or timeout), until the rest fit;
+  a column with `drop` 0 (what names the row, and its status) is never dropped. A line under
+  the table names the columns left out: a wider terminal or `--json` shows every field. In a
+  terminal too narrow even for those, lines run past its edge: an ID is never cut.
+
+A table with no rows prints one line, `<title>: none`, instead of an empty frame. Every cell
+is printed as plain text (dlpipe.cli.safe_text): never rich markup, control characters escaped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from rich import box
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.table import Table
+
+from dlpipe.cli.safe_text import plain, visible
+
+TEXT_MIN_WIDTH = 12
+TEXT_WORD_WIDTH = 24  # a text column keeps a word up to this long whole when it can
+_GAP = 2  # a column's right padding and the (blank) divider
+
+
+@dataclass(frozen=True)
+class Column:
+    """A table column: its heading, kind (`id`, `time`, `text`) and drop priority."""
+
+    name: str
+    kind: Literal["id", "time", "text"] = "text"
+    drop: int = 0  # 0: never dropped; otherwise the highest goes first
+
+
+class FitTable:
+    """A titled table laid out at render time for the console's width (see the module)."""
+
+    def __init__(
+        self, title: str, columns: Sequence[Column], rows: Iterable[Sequence[object]]
+    ) -> None:
+        self.title = title
+        self.columns = list(columns)
+        self.rows = [["-" if cell is None else visible(cell) for cell in row] for row in rows]
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        """The title, the table of the columns that fit, and a line naming those left out."""
+        if not self.rows:
+            yield plain(f"{self.title}: none")
+            return
+        kept = self._fitting(options.max_width)
+        yield plain(self.title, style="bold")
+        view = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1, 0, 0))
+        widths = self._widths(kept, options.max_width)
+        for index in kept:
+            name, text = visible(self.columns[index].name), self.columns[index].kind == "text"
+            # Fixed widths: rich's own shrinking would cut IDs and split short words.
+            view.add_column(name, width=widths[index], no_wrap=not text, overflow="fold")
+        for row in self.rows:
+            view.add_row(*(plain(row[i]) for i in kept))
+        total = sum(widths.values()) + _GAP * (len(kept) - 1)
+        # Narrower than the columns that are never dropped: lines longer than the terminal
+        # (which shows them wrapped, and copies them whole) rather than a cut ID.
+        yield from console.render(view, options.update_width(max(total, options.max_width)))
+        left_out = [self.columns[i].name for i in range(len(self.columns)) if i not in kept]
+        if left_out:
+            yield plain(
+                f"(left out at {options.max_width} columns: {', '.join(left_out)}; see --json)",
+                style="dim",
+            )
+
+    def _width(self, index: int) -> int:
+        """The width column `index` needs: its longest value (and heading)."""
+        heading = cell_len(self.columns[index].name)
+        return max([heading, *(cell_len(row[index]) for row in self.rows)])
+
+    def _min_width(self, index: int) -> int:
+        """An ID's or time's whole width; for text, its longest word (up to a code such as
+        `provider_unavailable:`), at least TEXT_MIN_WIDTH, never more than the text needs."""
+        full = self._width(index)
+        if self.columns[index].kind != "text":
+            return full
+        longest = max(cell_len(word) for row in self.rows for word in [*row[index].split(), ""])
+        return min(full, max(TEXT_MIN_WIDTH, min(longest, TEXT_WORD_WIDTH)))
+
+    def _widths(self, kept: list[int], max_width: int) -> dict[int, int]:
+        """Each kept column's width: its minimum, then what is left of the line shared out
+        to the text columns, left to right, up to their longest value."""
+        widths = {i: self._min_width(i) for i in kept}
+        spare = max_width - sum(widths.values()) - _GAP * (len(kept) - 1)
+        for index in kept:
+            extra = max(0, min(spare, self._width(index) - widths[index]))
+            widths[index] += extra
+            spare -= extra
+        return widths
+
+    def _fitting(self, max_width: int) -> list[int]:
+        """The indexes of the columns kept: droppable ones go, highest `drop` first, until
+        the minimum widths (and the gaps between columns) fit in `max_width`."""
+        kept = list(range(len(self.columns)))
+        order = sorted(
+            (i for i in kept if self.columns[i].drop), key=lambda i: (-self.columns[i].drop, -i)
+        )
+        for index in order:
+            needed = sum(self._min_width(i) for i in kept) + _GAP * (len(kept) - 1)
+            if needed <= max_width:
+                break
+            kept.remove(index)
+        return kept

@@ -1,0 +1,40 @@
+"""Text from a provider or a job record, made safe to print on an operator's terminal.
+
+Values such as an ErrorMessage, a cipher or an entity come from outside: rich must never read
+them as markup (`[/]` would raise, `[link=...]` would become a live link), and a control
+character in them (ESC, BEL, an 8-bit CSI, a bidi override) must never reach the terminal,
+where it could retitle the window, clear the screen or hide text. `visible` writes each such
+character as a Python-style escape (`\\x1b`); `plain` wraps the result in a rich Text, which
+rich prints as it is.
+"""
+
+from __future__ import annotations
+
+import re
+
+from rich.text import Text
+
+# C0 controls, DEL, C1 controls, and the invisible direction marks and overrides.
+ERROR_PREFIX = "dlpipe: "
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def visible(value: object) -> str:
+    """`value` as text whose control characters are written as escapes (`\\x1b`)."""
+    return _CONTROL.sub(_escape, str(value))
+
+
+def error_line(message: str) -> str:
+    """The CLI's one error format, `dlpipe: <message>`, on one line with its control
+    characters (a newline too) escaped: a message may quote a provider's value."""
+    return f"{ERROR_PREFIX}{visible(message)}"
+
+
+def plain(value: object, style: str = "") -> Text:
+    """`value` as rich Text: never read as markup, control characters escaped."""
+    return Text(visible(value), style=style)
