@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from dlpipe.cli.outcome_text import result_line
 from dlpipe.config import (
     ENV_LARGE_FILE_THRESHOLD_BYTES,
     ENV_LOG_LEVEL,
@@ -122,3 +123,4 @@ def render_report(out: Console, report: DayReport) -> None:
     out.print(
         f"batch status: {report.status}; {verified}/{len(report.files)} files verified by SHA-256"
     )
+    out.print(result_line(report.result), highlight=False, soft_wrap=True)

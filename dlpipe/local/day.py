@@ -6,7 +6,7 @@ import hashlib
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dlpipe.adapters.batches_table import BatchesTable
@@ -59,6 +59,7 @@ class DayReport:
     batch_id: str
     status: str
     files: list[FileReport]
+    result: dict[str, Any] = field(default_factory=dict)  # the run's own result (counts, outcome)
 
     @property
     def ok(self) -> bool:
@@ -192,7 +193,10 @@ def _report(stack: LocalStack, result: dict[str, Any], expected: dict[str, str])
             )
         )
     return DayReport(
-        batch_id=str(result.get("batch_id")), status=str(result.get("status")), files=reports
+        batch_id=str(result.get("batch_id")),
+        status=str(result.get("status")),
+        files=reports,
+        result=dict(result),
     )
 
 

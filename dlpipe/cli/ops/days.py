@@ -19,6 +19,7 @@ from dlpipe.cli.ops.options import (
     older_than_option,
     polling_date,
 )
+from dlpipe.cli.ops.outcome_view import outcome_views
 from dlpipe.cli.ops.render import batch_dict, batches_view, emit, job_dict, stuck_views, table
 from dlpipe.domain.model import BatchStatus
 from dlpipe.services.ops.backfill import MAX_BACKFILL_DAYS, DayPlan, backfill, lambda_starter
@@ -48,7 +49,9 @@ def batch_show_command(ops: OpsContext, day: str | None, as_json: bool) -> None:
     """The date's batches with live job counts by status (exit 1 if it has none)."""
     polling = polling_date(ops, day)
     rows = [batch_dict(s.batch, s.counts) for s in day_summaries(ops, polling, required=True)]
-    emit({"date": polling, "batches": rows}, [batches_view(f"batches of {polling}", rows)], as_json)
+    views: list[RenderableType] = [batches_view(f"batches of {polling}", rows)]
+    views += outcome_views(rows)
+    emit({"date": polling, "batches": rows}, views, as_json)
 
 
 @batch_group.command("list")
@@ -131,7 +134,8 @@ def _status_views(found: DayStatus, now_ms: int) -> list[RenderableType]:
     rows = [batch_dict(s.batch, s.counts) for s in found.batches]
     title = f"batches of {found.polling_date}"
     views: list[RenderableType] = [
-        batches_view(title, rows) if rows else f"no batch for {found.polling_date}"
+        batches_view(title, rows) if rows else f"no batch for {found.polling_date}",
+        *outcome_views(rows),
     ]
     for stuck in found.stuck:
         views += stuck_views(stuck, now_ms)
