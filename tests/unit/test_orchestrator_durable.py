@@ -155,6 +155,8 @@ def test_happy_path_completes_after_n_polls_with_the_step_sequence() -> None:
         "pending": 0,
         "polls": 2,
         "rerun": False,
+        "error": 0,
+        "outcome": None,
     }
     assert names(outcome) == [
         "create-batch",
