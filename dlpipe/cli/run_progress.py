@@ -51,7 +51,9 @@ class PollReporter:
             self._next_check_at = None
             why = outcome_text(check.outcome)
             tail = f"; {why}" if why else ""
-            self._console.print(f"{head}; batch {check.status}{tail}", highlight=False)
+            self._console.print(
+                f"{head}; batch {check.status}{tail}", highlight=False, soft_wrap=True
+            )
             return
         self._next_check_at = self._clock() + self._interval_s
         self._say(head, "next check")
