@@ -74,7 +74,9 @@ def run_local(err: Console, day: str, files: int, workers: int, poll_interval: i
         task = progress.add_task("files completed", total=None)
 
         def show(now: DayProgress) -> None:
-            failed = f", {now.unsuccessful} failed" if now.unsuccessful else ""
+            # The jobs table's words: `failed` (transient) and `error` (permanent) apart.
+            counted = ((now.failed, "failed"), (now.error, "error"))
+            failed = "".join(f", {n} {word}" for n, word in counted if n)
             progress.update(
                 task,
                 completed=now.completed,
@@ -84,7 +86,8 @@ def run_local(err: Console, day: str, files: int, workers: int, poll_interval: i
 
         report, _ = run_day(stack, default_day(files), options, on_progress=show)
         verified = sum(1 for f in report.files if f.verified)
-        show(DayProgress(verified, len(report.files) - verified, len(report.files)))
+        error = sum(1 for f in report.files if f.status == "error")
+        show(DayProgress(verified, len(report.files) - verified, len(report.files), error))
     return report
 
 

@@ -124,6 +124,12 @@ class DayProgress:
     completed: int
     unsuccessful: int
     total: int
+    error: int = 0  # of the unsuccessful, those in `error` (permanent); the rest are `failed`
+
+    @property
+    def failed(self) -> int:
+        """Unsuccessful files in `failed` (transient, retries used up)."""
+        return self.unsuccessful - self.error
 
 
 def day_progress(jobs: Iterable[FileJob]) -> DayProgress:
@@ -131,7 +137,8 @@ def day_progress(jobs: Iterable[FileJob]) -> DayProgress:
     statuses = [job.status for job in jobs]
     completed = statuses.count(JobStatus.COMPLETED)
     ended = sum(1 for status in statuses if status in TERMINAL_JOB_STATUSES)
-    return DayProgress(completed, ended - completed, len(statuses))
+    error = statuses.count(JobStatus.ERROR)
+    return DayProgress(completed, ended - completed, len(statuses), error)
 
 
 class _ProgressWatcher:

@@ -21,21 +21,21 @@ class ErrorsByCode:
 
     summary: OutcomeSummary | None
     source: str
-    unsuccessful: int
+    failed: int
+    error: int
 
 
 def errors_by_code(jobs: JobsTable, selected: BatchSummary) -> ErrorsByCode:
     """The selected batch's cause and errors by code."""
     batch = selected.batch
-    unsuccessful = selected.counts.get(str(JobStatus.FAILED), 0) + selected.counts.get(
-        str(JobStatus.ERROR), 0
-    )
+    failed = selected.counts.get(str(JobStatus.FAILED), 0)
+    error = selected.counts.get(str(JobStatus.ERROR), 0)
     if batch.is_terminal and batch.outcome is not None:
-        return ErrorsByCode(batch.outcome, "summary", unsuccessful)
-    if unsuccessful > LIVE_ERRORS_LIMIT:
-        return ErrorsByCode(None, "n/a", unsuccessful)
+        return ErrorsByCode(batch.outcome, "summary", failed, error)
+    if failed + error > LIVE_ERRORS_LIMIT:
+        return ErrorsByCode(None, "n/a", failed, error)
     tally = OutcomeTally()
     for status in (JobStatus.FAILED, JobStatus.ERROR):
         found = jobs.query_by_batch(batch.batch_id, status, limit=LIVE_ERRORS_LIMIT)
         tally.add_jobs((job.error_message, job.file_id) for job in found)
-    return ErrorsByCode(tally.summary(batch.error_message), "live", unsuccessful)
+    return ErrorsByCode(tally.summary(batch.error_message), "live", failed, error)

@@ -95,7 +95,7 @@ def test_a_running_batch_with_too_many_errors_to_read_says_n_a(
         world.jobs.claim(job.file_id, "w", 60)
         world.jobs.finish_unsuccessfully(job.file_id, "w", JobStatus.ERROR, "bad_padding: x")
     page = _page(client, f"/day/{world.day}")
-    assert "errors by code: n/a while the batch runs (2 failed or error files" in page
+    assert "errors by code: n/a while the batch runs (0 failed, 2 error:" in page
 
 
 @pytest.mark.parametrize(
@@ -109,3 +109,12 @@ def test_a_cursor_this_page_did_not_give_is_a_one_line_400(
     response = client.get(f"/day/{world.day}?batch={batch.batch_id}&after={cursor}")
     assert response.status_code == 400
     assert "the page cursor is not one this page gave" in response.get_data(as_text=True)
+
+
+def test_the_grid_tooltip_counts_failed_and_error_apart(
+    client: FlaskClient, world: World, stub_factory: StubFactory, entity: str
+) -> None:
+    """The wrong-key day's cell says '0 failed, 20 error', the jobs table's words."""
+    batch_id = wrong_key_day(world, day_flow(world, stub_factory, entity), entity)
+    page = _page(client, f"/?end={world.day}&days=1")
+    assert f"{batch_id}&#10;failed: 0/20 completed, 0 failed, 20 error" in page
