@@ -64,11 +64,9 @@ def batch_list_command(ops: OpsContext, day: str, status: str | None, as_json: b
     polling = polling_date(ops, day)
     found = day_batches(ops.batches(), polling, BatchStatus(status) if status else None)
     rows = [batch_dict(b) for b in found]
-    emit(
-        {"date": polling, "status": status, "batches": rows},
-        [batches_view(f"batches of {polling}", rows)],
-        as_json,
-    )
+    views: list[RenderableType] = [batches_view(f"batches of {polling}", rows)]
+    views += outcome_views(rows)
+    emit({"date": polling, "status": status, "batches": rows}, views, as_json)
 
 
 @batch_group.command("audit")

@@ -5,6 +5,8 @@ Computed once per batch end, by the step that writes the final status, from the 
 failed and E error jobs of s bytes (each 1 MB page rounding up on its own); nothing for a
 clean day, and ~12,500 RCU once for a day whose 100,000 files of ~1 KB all failed. The pages
 are streamed: memory holds a page and at most MAX_CODES x FILES_PER_CODE FileIDs.
+The reads are BatchIndex's (eventually consistent), like the counts the decision rests on: a
+job that changed in the last moment may be missing from the codes while counted in ErrorCount.
 Idempotent: the summary lands in the same conditional UpdateItem as the final status, and the
 smallest FileIDs of each code are kept, so any replay computes and writes the same summary.
 """
