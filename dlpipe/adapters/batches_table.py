@@ -17,6 +17,7 @@ from dlpipe.domain.errors import (
     NotFoundError,
 )
 from dlpipe.domain.model import SETS_MAX_FILES, Batch, BatchStatus
+from dlpipe.domain.outcome import OutcomeSummary
 from dlpipe.domain.rules import ttl_expired
 from dlpipe.domain.schema import POLLING_DATE_INDEX
 from dlpipe.domain.transitions import (
@@ -50,6 +51,8 @@ _NAMES = {
     "#cnt_failed": "FailedCount",
     "#cnt_error": "ErrorCount",
     "#truncated": "SetsTruncated",
+    "#outcome": "OutcomeSummary",
+    "#adopted_by": "AdoptedBy",
 }
 
 
@@ -299,8 +302,11 @@ class BatchesTable:
         *,
         timeout_at: str | None = None,
         error_message: str | None = None,
+        outcome: OutcomeSummary | None = None,
     ) -> Batch:
-        """Move the batch to a final status, if the status machine allows it from where it is."""
+        """Move the batch to a final status, if the status machine allows it from where it is;
+        `outcome` (bounded, dlpipe/domain/outcome.py) lands in the same write, so a replay
+        that finds the batch finished finds its summary too."""
         # Race: two pollers (or a replay) deciding the end; only a legal transition lands.
         # Rule: may_finish.
         sources = sorted(batch_sources(status))
@@ -316,6 +322,9 @@ class BatchesTable:
         if error_message:
             update += ", #error = :error"
             values[":error"] = error_message[:1000]
+        if outcome is not None:
+            update += ", #outcome = :outcome"
+            values[":outcome"] = outcome.to_json()
         try:
             return self._update(batch_id, update, condition, values, f"finish {status}")
         except BatchTransitionRefusedError as refused:
@@ -326,3 +335,16 @@ class BatchesTable:
             log.info("record.write_landed_before", table=self.table_name, rule=f"finish {status}")
             current: Batch = refused.current
             return current
+
+    def mark_adopted(self, batch_id: str, adopted_by: str) -> Batch:
+        """Record on a finished batch that rerun `adopted_by` took over its unfinished files
+        (AdoptedBy), so its page can say where they went. SET: a replay writes the same."""
+        # Race: none that matters (the latest adopter wins); the condition only refuses to
+        # create an item for a batch gone meanwhile. Rule: may_record.
+        return self._update(
+            batch_id,
+            "SET #adopted_by = :adopter",
+            "attribute_exists(#id)",
+            {":adopter": adopted_by},
+            "mark adopted",
+        )

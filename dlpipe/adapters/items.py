@@ -9,6 +9,7 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
 from dlpipe.domain.errors import CorruptRecordError
 from dlpipe.domain.model import Batch, BatchStatus, FileJob, JobStatus
+from dlpipe.domain.outcome import OutcomeSummary
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
@@ -61,6 +62,8 @@ BATCH_ATTRIBUTES: dict[str, str] = {
     "failed_count": "FailedCount",
     "error_count": "ErrorCount",
     "sets_truncated": "SetsTruncated",
+    "outcome": "OutcomeSummary",
+    "adopted_by": "AdoptedBy",
 }
 
 _INT_FIELDS = frozenset(
@@ -99,6 +102,8 @@ def _to_item(record: FileJob | Batch, names: dict[str, str]) -> dict[str, Attrib
         # SetsTruncated is written only when true: an item without it names its files.
         if value is None or value is False or (f.name in _SET_FIELDS and not value):
             continue
+        if isinstance(value, OutcomeSummary):
+            value = value.to_json()  # a JSON string: its size is bounded and easy to measure
         item[names[f.name]] = serialize(str(value) if f.name == "status" else value)
     return item
 
@@ -113,8 +118,18 @@ def _from_item(item: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
             value = int(value)
         elif field_name in _SET_FIELDS:
             value = frozenset(value)
+        elif field_name == "outcome":
+            value = _outcome(value)
         values[field_name] = value
     return values
+
+
+def _outcome(value: object) -> OutcomeSummary:
+    # A damaged summary must not make the batch itself unreadable: it says so instead.
+    try:
+        return OutcomeSummary.from_json(str(value))
+    except ValueError:
+        return OutcomeSummary(cause="unreadable_summary: the stored OutcomeSummary is not valid")
 
 
 def job_to_item(job: FileJob) -> dict[str, AttributeValueTypeDef]:

@@ -226,6 +226,38 @@ class JobsTable:
             values[":status"] = {"S": str(status)}
         yield from self._query(BATCH_INDEX, key, values, limit, on_unreadable)
 
+    def page_by_batch(
+        self,
+        batch_id: str,
+        status: JobStatus | None = None,
+        *,
+        limit: int,
+        start: dict[str, str] | None = None,
+    ) -> tuple[list[FileJob], dict[str, str] | None]:
+        """One page of `batch_id`'s jobs (BatchIndex order), at most `limit`, after `start`
+        (the key a previous page returned); the jobs, and the key to go on from (None: the
+        end). Limit bounds each Query's read, so no page reads past what it returns."""
+        key = "#batch = :batch"
+        values: dict[str, Any] = {":batch": {"S": batch_id}}
+        if status is not None:
+            key += " AND #status = :status"
+            values[":status"] = {"S": str(status)}
+        request = self._request(BATCH_INDEX, key, values)
+        found: list[FileJob] = []
+        start_key = {k: {"S": v} for k, v in start.items()} if start else None
+        while len(found) < limit:
+            asked = dict(request, Limit=min(QUERY_PAGE_ITEMS, limit - len(found)))
+            if start_key:
+                asked["ExclusiveStartKey"] = start_key
+            page = dynamo.call(self.table_name, self._client.query, **asked)
+            self.meter.add(dict(page))
+            found += [j for i in page.get("Items", []) if (j := self._readable(i, None))]
+            start_key = page.get("LastEvaluatedKey")
+            if not start_key:
+                break
+        after = {k: str(v.get("S", "")) for k, v in start_key.items()} if start_key else None
+        return found, after
+
     def count_by_batch(self, batch_id: str, status: JobStatus) -> int:
         """How many jobs of `batch_id` are in `status`: BatchIndex, Select=COUNT, paged.
 

@@ -17,8 +17,10 @@ from rich.console import Console
 from dlpipe import metrics
 from dlpipe.bootstrap.orchestrator import build_flow
 from dlpipe.cli.ops.durations import DAY, resolve_day, wall_clock_ms
+from dlpipe.cli.outcome_text import result_line
 from dlpipe.cli.run_local import render_report, run_local
 from dlpipe.cli.run_progress import PollReporter, ReportingFlow
+from dlpipe.cli.safe_text import plain
 from dlpipe.config import Settings
 from dlpipe.local.durable_runner import run_durable_locally
 from dlpipe.log import configure_logging
@@ -141,4 +143,5 @@ def _run_remote(day: str, poll_interval: int | None, log_path: Path) -> int:
             handler, {"date": day}, skip_time=False, timeout_seconds=budget_s
         )
     out.print_json(json.dumps(result))
+    err.print(plain(result_line(result)), highlight=False, soft_wrap=True)
     return 0 if result.get("status") == "completed" else 1

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from dlpipe.cli.outcome_text import result_line
 from dlpipe.cli.safe_text import plain
 from dlpipe.config import (
     ENV_LARGE_FILE_THRESHOLD_BYTES,
@@ -74,7 +75,9 @@ def run_local(err: Console, day: str, files: int, workers: int, poll_interval: i
         task = progress.add_task("files completed", total=None)
 
         def show(now: DayProgress) -> None:
-            failed = f", {now.unsuccessful} failed" if now.unsuccessful else ""
+            # The jobs table's words: `failed` (transient) and `error` (permanent) apart.
+            counted = ((now.failed, "failed"), (now.error, "error"))
+            failed = "".join(f", {n} {word}" for n, word in counted if n)
             progress.update(
                 task,
                 completed=now.completed,
@@ -84,7 +87,8 @@ def run_local(err: Console, day: str, files: int, workers: int, poll_interval: i
 
         report, _ = run_day(stack, default_day(files), options, on_progress=show)
         verified = sum(1 for f in report.files if f.verified)
-        show(DayProgress(verified, len(report.files) - verified, len(report.files)))
+        error = sum(1 for f in report.files if f.status == "error")
+        show(DayProgress(verified, len(report.files) - verified, len(report.files), error))
     return report
 
 
@@ -124,3 +128,4 @@ def render_report(out: Console, report: DayReport) -> None:
     out.print(
         f"batch status: {report.status}; {verified}/{len(report.files)} files verified by SHA-256"
     )
+    out.print(plain(result_line(report.result)), highlight=False, soft_wrap=True)

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
+from dlpipe.cli.outcome_text import counts_text, outcome_text
 from dlpipe.services.orchestrator.ports import BatchFlow, CompletionCheck, QueueResult
 
 
@@ -44,11 +45,15 @@ class PollReporter:
 
     def checked(self, poll_number: int, check: CompletionCheck) -> None:
         """A completion check ran: its counts, and the next check or the end."""
-        counts = f"{check.completed} completed, {check.failed} failed, {check.pending} pending"
+        counts = counts_text(check.completed, check.failed, check.error, check.pending)
         head = f"check {poll_number}/{self._max_polls}: {counts}"
         if check.status is not None:
             self._next_check_at = None
-            self._console.print(f"{head}; batch {check.status}", highlight=False)
+            why = outcome_text(check.outcome)
+            tail = f"; {why}" if why else ""
+            self._console.print(
+                f"{head}; batch {check.status}{tail}", highlight=False, soft_wrap=True
+            )
             return
         self._next_check_at = self._clock() + self._interval_s
         self._say(head, "next check")

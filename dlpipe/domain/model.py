@@ -8,6 +8,7 @@ from datetime import date
 from enum import StrEnum
 
 from dlpipe.domain.errors import InvalidIdentifierError
+from dlpipe.domain.outcome import OutcomeSummary
 
 
 class JobStatus(StrEnum):
@@ -184,6 +185,10 @@ class Batch:
     failed_count: int | None = None
     error_count: int | None = None
     sets_truncated: bool = False
+    # Why it ended so (dlpipe/domain/outcome.py), written with its final status.
+    outcome: OutcomeSummary | None = None
+    # The rerun batch that adopted this batch's unfinished files (they left its partition).
+    adopted_by: str | None = None
 
     @property
     def is_terminal(self) -> bool:

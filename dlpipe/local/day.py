@@ -6,7 +6,7 @@ import hashlib
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dlpipe.adapters.batches_table import BatchesTable
@@ -59,6 +59,7 @@ class DayReport:
     batch_id: str
     status: str
     files: list[FileReport]
+    result: dict[str, Any] = field(default_factory=dict)  # the run's own result (counts, outcome)
 
     @property
     def ok(self) -> bool:
@@ -123,6 +124,12 @@ class DayProgress:
     completed: int
     unsuccessful: int
     total: int
+    error: int = 0  # of the unsuccessful, those in `error` (permanent); the rest are `failed`
+
+    @property
+    def failed(self) -> int:
+        """Unsuccessful files in `failed` (transient, retries used up)."""
+        return self.unsuccessful - self.error
 
 
 def day_progress(jobs: Iterable[FileJob]) -> DayProgress:
@@ -130,7 +137,8 @@ def day_progress(jobs: Iterable[FileJob]) -> DayProgress:
     statuses = [job.status for job in jobs]
     completed = statuses.count(JobStatus.COMPLETED)
     ended = sum(1 for status in statuses if status in TERMINAL_JOB_STATUSES)
-    return DayProgress(completed, ended - completed, len(statuses))
+    error = statuses.count(JobStatus.ERROR)
+    return DayProgress(completed, ended - completed, len(statuses), error)
 
 
 class _ProgressWatcher:
@@ -192,7 +200,10 @@ def _report(stack: LocalStack, result: dict[str, Any], expected: dict[str, str])
             )
         )
     return DayReport(
-        batch_id=str(result.get("batch_id")), status=str(result.get("status")), files=reports
+        batch_id=str(result.get("batch_id")),
+        status=str(result.get("status")),
+        files=reports,
+        result=dict(result),
     )
 
 

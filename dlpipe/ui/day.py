@@ -9,6 +9,8 @@ from dlpipe.domain.errors import InvalidIdentifierError
 from dlpipe.domain.model import FileJob, JobStatus, validate_batch_id, validate_date
 from dlpipe.services.ops.context import OpsContext
 from dlpipe.services.ops.queries import BatchSummary, DayStatus, day_status
+from dlpipe.ui.cursor import decode_cursor, encode_cursor
+from dlpipe.ui.errors_by_code import ErrorsByCode, errors_by_code
 from dlpipe.ui.options import BadRequestError, NotFoundPageError, UiOptions
 from dlpipe.ui.timeline import Timeline, timeline
 
@@ -32,6 +34,7 @@ class FilesQuery:
     status: JobStatus | None = None
     sort: str = "file"
     descending: bool = False
+    after: str | None = None  # the page cursor (dlpipe/ui/cursor.py); None: the first page
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,8 @@ class DayView:
     files: list[FileJob]
     truncated: bool
     timeline: Timeline | None
+    next_cursor: str | None = None  # the next page of files, if there may be one
+    errors: ErrorsByCode | None = None
 
     @property
     def live(self) -> bool:
@@ -72,7 +77,8 @@ def parse_files_query(args: dict[str, str]) -> FilesQuery:
         raise BadRequestError(f"status must be one of {', '.join(JobStatus)}, got {status!r}")
     if sort not in SORT_KEYS or order not in ("asc", "desc"):
         raise BadRequestError(f"sort must be one of {', '.join(SORT_KEYS)} with order asc|desc")
-    return FilesQuery(batch_id, JobStatus(status) if status else None, sort, order == "desc")
+    after = args.get("after") or None
+    return FilesQuery(batch_id, JobStatus(status) if status else None, sort, order == "desc", after)
 
 
 def _select(batches: list[BatchSummary], batch_id: str | None, day: str) -> BatchSummary | None:
@@ -93,15 +99,27 @@ def day_view(ops: OpsContext, day: str, query: FilesQuery, options: UiOptions) -
         return DayView(found, None, query, [], False, None)
     jobs = ops.jobs()
     batch_id = selected.batch.batch_id
-    probe = options.files_limit + 1  # one more tells us whether the table is cut
-    every = list(jobs.query_by_batch(batch_id, limit=probe))
-    shown = every
-    if query.status is not None:
-        shown = list(jobs.query_by_batch(batch_id, query.status, limit=probe))
-    truncated = len(shown) > options.files_limit
-    shown = sorted(shown[: options.files_limit], key=lambda j: j.file_id)
+    start = None if query.after is None else decode_cursor(query.after, batch_id, query.status)
+    # One page of files (BatchIndex order), sorted on the page; the cursor goes on from it.
+    page, after = jobs.page_by_batch(batch_id, query.status, limit=options.files_limit, start=start)
+    shown = sorted(page, key=lambda j: j.file_id)
     shown.sort(key=SORT_KEYS[query.sort], reverse=query.descending)
-    chart = (
-        None if len(every) > options.files_limit else timeline(selected.batch, every, ops.now_ms())
+    chart = None
+    if start is None and query.status is None and after is None:
+        chart = timeline(selected.batch, page, ops.now_ms())  # the whole batch is this page
+    elif start is None and query.status is not None:
+        probe = options.files_limit + 1  # one more tells us whether the day is too large
+        every = list(jobs.query_by_batch(batch_id, limit=probe))
+        if len(every) <= options.files_limit:
+            chart = timeline(selected.batch, every, ops.now_ms())
+    cursor = None if after is None else encode_cursor(after)
+    return DayView(
+        found,
+        selected,
+        query,
+        shown,
+        after is not None,
+        chart,
+        next_cursor=cursor,
+        errors=errors_by_code(jobs, selected),
     )
-    return DayView(found, selected, query, shown, truncated, chart)

@@ -32,6 +32,7 @@ from dlpipe.domain.model import (
     JobStatus,
     listed_by,
 )
+from dlpipe.domain.outcome import OutcomeSummary
 from dlpipe.domain.routing import DEFAULT_LARGE_FILE_THRESHOLD_BYTES, Route, route_for
 from dlpipe.domain.rules import lease_expiry_ms
 from dlpipe.domain.transitions import (
@@ -43,6 +44,7 @@ from dlpipe.domain.transitions import (
     may_finish,
     may_mark_listed,
     may_mark_queued,
+    may_record,
     may_record_counts,
     may_requeue,
 )
@@ -350,6 +352,7 @@ class FakeBatchesTable:
         *,
         timeout_at: str | None = None,
         error_message: str | None = None,
+        outcome: OutcomeSummary | None = None,
     ) -> Batch:
         batch = self.require(batch_id)
         if not may_finish(batch, status):
@@ -361,7 +364,17 @@ class FakeBatchesTable:
             changes["timeout_at"] = timeout_at
         if error_message:
             changes["error_message"] = error_message[:1000]
+        if outcome is not None:
+            changes["outcome"] = outcome
         return self._put(batch, **changes)
+
+    def mark_adopted(self, batch_id: str, adopted_by: str) -> Batch:
+        batch = self.require(batch_id)
+        if not may_record(batch):
+            raise BatchTransitionRefusedError(
+                "mark adopted refused", condition="mark adopted", current=batch
+            )
+        return self._put(batch, adopted_by=adopted_by)
 
     def _put(self, batch: Batch, **changes: Any) -> Batch:
         updated = replace(batch, updated_at=iso_from_ms(self.clock.now_ms()), **changes)

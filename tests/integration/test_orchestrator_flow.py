@@ -267,7 +267,7 @@ def test_one_bad_file_ends_the_batch_failed_with_it_in_failed_files(
     jobs.finish_unsuccessfully(bad, "w1", JobStatus.ERROR, "tag_mismatch: GCM tag did not verify")
     check = flow.check_completion(batch_id, 1, False)
     batch = batches.require(batch_id)
-    assert (check.status, check.completed, check.failed) == ("failed", 1, 1)
+    assert (check.status, check.completed, check.failed, check.error) == ("failed", 1, 0, 1)
     assert (batch.status, batch.failed_files, batch.completed_files) == (
         BatchStatus.FAILED,
         {bad},

@@ -269,6 +269,9 @@ BATCH_CONDITIONS: dict[str, Condition] = {
         may_record,
         {"record_outcomes": lambda t, b: t.record_outcomes(b, completed=[f"e-{DAY}"])},
     ),
+    "mark_adopted": Condition(
+        may_record, {"mark_adopted": lambda t, b: t.mark_adopted(b, b)}, moves_status=False
+    ),
     **{
         f"finish_{new}": Condition(
             lambda s, new=new: may_finish(s, new),

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from rich.console import Console
+
+from dlpipe.cli.run_local import render_report
 from dlpipe.domain.model import JobStatus
-from dlpipe.local.day import DayProgress, day_progress
+from dlpipe.local.day import DayProgress, DayReport, FileReport, day_progress
 from tests.support import make_job
 
 
@@ -11,4 +14,37 @@ def test_only_completed_files_count_as_done_failed_ones_are_counted_apart() -> N
     """One completed, one failed, one in error, one downloading: 1 done and 2 unsuccessful of 4."""
     statuses = [JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.ERROR, JobStatus.DOWNLOADING]
     jobs = [make_job(f"e{n}", status=status) for n, status in enumerate(statuses)]
-    assert day_progress(jobs) == DayProgress(completed=1, unsuccessful=2, total=4)
+    assert day_progress(jobs) == DayProgress(completed=1, unsuccessful=2, total=4, error=1)
+
+
+def test_the_progress_counts_failed_and_error_apart() -> None:
+    """Two failed and one error: the bar says '2 failed, 1 error', the jobs table's words."""
+    statuses = [JobStatus.FAILED, JobStatus.FAILED, JobStatus.ERROR, JobStatus.COMPLETED]
+    progress = day_progress(make_job(f"e{n}", status=s) for n, s in enumerate(statuses))
+    assert (progress.failed, progress.error) == (2, 1)
+
+
+def test_the_local_report_ends_with_the_cause_and_errors_by_code() -> None:
+    """`dlpipe run --local`'s report ends with the run's line: counts and 'wrong_key: 2 (...)'."""
+    result = {
+        "batch_id": "batch-2026-02-28-1",
+        "status": "failed",
+        "completed": 0,
+        "failed": 0,
+        "error": 2,
+        "pending": 0,
+        "outcome": {
+            "cause": None,
+            "codes": [{"code": "wrong_key", "count": 2, "files": ["a-2026-02-28", "b-2026-02-28"]}],
+        },
+    }
+    files = [
+        FileReport(f, "error", None, verified=False, error_message="wrong_key: x")
+        for f in ("a-2026-02-28", "b-2026-02-28")
+    ]
+    console = Console(record=True, width=300)
+    render_report(console, DayReport("batch-2026-02-28-1", "failed", files, result))
+    assert console.export_text().splitlines()[-1] == (
+        "batch batch-2026-02-28-1 failed: 0 completed, 0 failed, 2 error, 0 pending;"
+        " wrong_key: 2 (a-2026-02-28, b-2026-02-28)"
+    )

@@ -155,6 +155,8 @@ def test_happy_path_completes_after_n_polls_with_the_step_sequence() -> None:
         "pending": 0,
         "polls": 2,
         "rerun": False,
+        "error": 0,
+        "outcome": None,
     }
     assert names(outcome) == [
         "create-batch",
@@ -186,6 +188,8 @@ def test_fetch_failed_fails_the_batch_once_without_retry() -> None:
     outcome = run(durable_handler(flow))
     result = result_of(outcome)
     assert (result["status"], result["polls"]) == ("failed", 0)
+    # The run's result says why (dlpipe run prints it on its final line).
+    assert result["outcome"] == {"cause": "provider returned 503 after 5 tries", "codes": []}
     assert len(flow.named("fetch_and_queue")) == 1
     assert flow.named("fail_batch") == [
         ("fail_batch", "batch-2026-02-28-1", "provider returned 503 after 5 tries")

@@ -20,6 +20,7 @@ from dlpipe.cli.ops.options import (
     older_than_option,
     polling_date,
 )
+from dlpipe.cli.ops.outcome_view import outcome_views
 from dlpipe.cli.ops.render import batch_dict, batches_view, emit, job_dict, stuck_views, table
 from dlpipe.domain.model import BatchStatus
 from dlpipe.services.ops.backfill import MAX_BACKFILL_DAYS, DayPlan, backfill, lambda_starter
@@ -50,7 +51,9 @@ def batch_show_command(ops: OpsContext, day: str | None, as_json: bool) -> None:
     """The date's batches with live job counts by status (exit 1 if it has none)."""
     polling = polling_date(ops, day)
     rows = [batch_dict(s.batch, s.counts) for s in day_summaries(ops, polling, required=True)]
-    emit({"date": polling, "batches": rows}, [batches_view(f"batches of {polling}", rows)], as_json)
+    views: list[RenderableType] = [batches_view(f"batches of {polling}", rows)]
+    views += outcome_views(rows)
+    emit({"date": polling, "batches": rows}, views, as_json)
 
 
 @batch_group.command("list")
@@ -63,11 +66,9 @@ def batch_list_command(ops: OpsContext, day: str, status: str | None, as_json: b
     polling = polling_date(ops, day)
     found = day_batches(ops.batches(), polling, BatchStatus(status) if status else None)
     rows = [batch_dict(b) for b in found]
-    emit(
-        {"date": polling, "status": status, "batches": rows},
-        [batches_view(f"batches of {polling}", rows)],
-        as_json,
-    )
+    views: list[RenderableType] = [batches_view(f"batches of {polling}", rows)]
+    views += outcome_views(rows)
+    emit({"date": polling, "status": status, "batches": rows}, views, as_json)
 
 
 @batch_group.command("audit")
@@ -148,7 +149,7 @@ def _status_payload(found: DayStatus, now_ms: int) -> dict[str, object]:
 def _status_views(found: DayStatus, now_ms: int) -> list[RenderableType]:
     rows = [batch_dict(s.batch, s.counts) for s in found.batches]
     title = f"batches of {found.polling_date}"
-    views: list[RenderableType] = [batches_view(title, rows)]
+    views: list[RenderableType] = [batches_view(title, rows), *outcome_views(rows)]
     for stuck in found.stuck:
         views += stuck_views(stuck, now_ms)
     depth = "not configured" if found.dlq_depth is None else found.dlq_depth

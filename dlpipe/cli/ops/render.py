@@ -165,6 +165,11 @@ def batch_dict(batch: Batch, counts: dict[str, int] | None = None) -> dict[str, 
         "failed_files": batch.unsuccessful,
         "queued_files": batch.queued_count,
         "sets_truncated": batch.sets_truncated,
+        # The jobs table's words: `failed` (transient, retries used up), `error` (permanent).
+        "failed_count": batch.failed_count,
+        "error_count": batch.error_count,
+        "outcome": None if batch.outcome is None else batch.outcome.to_dict(),
+        "adopted_by": batch.adopted_by,
     }
     if counts is not None:
         data["job_counts"] = counts

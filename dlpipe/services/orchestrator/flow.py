@@ -13,6 +13,7 @@ backfill) never downloads a file twice, because jobs are keyed by FileID:
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -27,6 +28,7 @@ from dlpipe.domain.errors import (
     BatchTransitionRefusedError,
     JobExistsError,
     ListedTwiceError,
+    NotFoundError,
     RequeueRefusedError,
 )
 from dlpipe.domain.listing import FileDescriptor, RejectedFile
@@ -56,6 +58,7 @@ from dlpipe.services.orchestrator.fanout import (
     refusal,
 )
 from dlpipe.services.orchestrator.jobs_from_listing import error_job, job_from_descriptor
+from dlpipe.services.orchestrator.outcome import final_cause, summarize_outcome
 from dlpipe.services.orchestrator.ports import (
     BatchStore,
     CompletionCheck,
@@ -87,6 +90,9 @@ class BatchFlowService:
     chunk_entries: int = CHUNK_ENTRIES  # listing entries per fetch-and-queue step
     # This invocation's open listing stream, continued by the next chunk (dlpipe/services/orchestrator/fanout.py).
     _listing: ListingPosition | None = field(default=None, init=False, repr=False)
+    # Earlier batches this invocation already marked AdoptedBy (_mark_adopted).
+    _adopted_from: set[str] = field(default_factory=set, init=False, repr=False)
+    _adopted_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     # ---- create-batch -----------------------------------------------------------------
 
@@ -373,7 +379,20 @@ class BatchFlowService:
         log.info(
             "job.adopted", file_id=job.file_id, batch_id=job.batch_id, from_batch=current.batch_id
         )
+        self._mark_adopted(current.batch_id, job.batch_id)
         return True
+
+    def _mark_adopted(self, earlier: str, rerun: str) -> None:
+        """Tell the earlier batch where its files went: one write per earlier batch and
+        invocation (a replay writes the same value again), not one per file."""
+        with self._adopted_lock:  # jobs are placed on several threads
+            if earlier in self._adopted_from:
+                return
+            self._adopted_from.add(earlier)
+        try:
+            self.batches.mark_adopted(earlier, rerun)
+        except (BatchTransitionRefusedError, NotFoundError):
+            log.warning("batch.adopted_mark_refused", batch_id=earlier, adopted_by=rerun)
 
     # ---- check-completion -------------------------------------------------------------
 
@@ -425,7 +444,7 @@ class BatchFlowService:
                 read_capacity_units=found.read_capacity_units,
             )
             return _check(batch, None if status is None else str(status), found.counts.pending)
-        return _check(self._finish(batch, status), None)
+        return _check(self._finish(batch, status, found.counts.pending), None)
 
     def _sweep(self, batch_id: str, pending_jobs: Iterable[FileJob]) -> int:
         """Finish or requeue jobs whose worker died, re-send idle ones; how many it completed."""
@@ -438,10 +457,14 @@ class BatchFlowService:
             published=self.published,
         ).sweep(batch_id, pending_jobs)
 
-    def _finish(self, batch: Batch, status: BatchStatus) -> Batch:
+    def _finish(self, batch: Batch, status: BatchStatus, pending: int) -> Batch:
         timeout_at = iso_from_ms(self.clock.now_ms()) if status is BatchStatus.TIMEOUT else None
+        cause = final_cause(batch, status, pending)
+        outcome = summarize_outcome(self.jobs, batch.batch_id, cause)
         try:
-            finished = self.batches.finish(batch.batch_id, status, timeout_at=timeout_at)
+            finished = self.batches.finish(
+                batch.batch_id, status, timeout_at=timeout_at, outcome=outcome
+            )
         except BatchTransitionRefusedError as refused:
             # Another poller (or a replay) ended it first: report what it decided.
             return refused.current or batch
@@ -456,8 +479,9 @@ class BatchFlowService:
 
     def fail_batch(self, batch_id: str, reason: str) -> None:
         """End the batch failed with `reason` (e.g. the provider stayed down)."""
+        outcome = summarize_outcome(self.jobs, batch_id, reason)
         try:
-            self.batches.finish(batch_id, BatchStatus.FAILED, error_message=reason)
+            self.batches.finish(batch_id, BatchStatus.FAILED, error_message=reason, outcome=outcome)
         except BatchTransitionRefusedError:
             log.warning("batch.fail_refused", batch_id=batch_id)
             return
@@ -515,9 +539,15 @@ _METRIC_SUFFIX = {
 
 def _check(batch: Batch, status: str | None, pending: int | None = None) -> CompletionCheck:
     final = status if status is not None else (str(batch.status) if batch.is_terminal else None)
+    # `failed` and `error` as the jobs table says them (an item from before the counts has
+    # only FailedFiles, which held both).
+    legacy = batch.failed_count is None and batch.error_count is None
+    outcome = batch.outcome if final is not None and batch.is_terminal else None
     return CompletionCheck(
         status=final,
         completed=batch.completed,
-        failed=batch.unsuccessful,
+        failed=batch.unsuccessful if legacy else batch.failed_count or 0,
         pending=max(batch.pending, pending or 0),
+        error=0 if legacy else batch.error_count or 0,
+        outcome=None if outcome is None else outcome.to_dict(),
     )

@@ -9,6 +9,7 @@ from typing import Any, TypeVar, cast
 
 from dlpipe.domain.events import PollingRequest, parse_event
 from dlpipe.domain.outage import exhausted_message
+from dlpipe.domain.outcome import MAX_CAUSE_CHARS, OutcomeSummary
 from dlpipe.services.orchestrator.ports import (
     BatchFlow,
     BatchRunResult,
@@ -91,7 +92,16 @@ def run_batch(
         check = CompletionCheck.from_dict(checked)
         if check.status is not None:
             counts = (check.completed, check.failed, check.pending)
-            return BatchRunResult(batch_id, date, check.status, *counts, poll_number, request.rerun)
+            return BatchRunResult(
+                batch_id,
+                date,
+                check.status,
+                *counts,
+                poll_number,
+                request.rerun,
+                error=check.error,
+                outcome=check.outcome,
+            )
     raise FlowContractError(f"batch {batch_id}: no final status after the last poll")
 
 
@@ -135,8 +145,16 @@ def _fail(
     """End the batch failed with `reason`; the counts are the last check's, if any."""
     steps.step(STEP_FAIL_BATCH, lambda: flow().fail_batch(batch_id, reason))
     counts = (last.completed, last.failed, last.pending) if last else (0, 0, 0)
+    # The cause the batch item now carries (its codes are on the item: `dlpipe batch show`).
     return BatchRunResult(
-        batch_id, request.polling_date, "failed", *counts, polls=polls, rerun=request.rerun
+        batch_id,
+        request.polling_date,
+        "failed",
+        *counts,
+        polls=polls,
+        rerun=request.rerun,
+        error=last.error if last else 0,
+        outcome=OutcomeSummary(cause=reason[:MAX_CAUSE_CHARS]).to_dict(),
     )
 
 

@@ -9,6 +9,7 @@ from typing import Any, Protocol, TypeVar
 
 from dlpipe.domain.errors import CorruptRecordError
 from dlpipe.domain.model import Batch, BatchStatus, FileJob, JobStatus
+from dlpipe.domain.outcome import OutcomeSummary
 from dlpipe.domain.routing import Route
 
 _T = TypeVar("_T")
@@ -96,8 +97,11 @@ class CompletionCheck:
 
     status: str | None
     completed: int
-    failed: int
+    failed: int  # jobs `failed` (transient, retries used up): the jobs table's word
     pending: int
+    error: int = 0  # jobs `error` (permanent)
+    # The final batch's outcome summary (dlpipe/domain/outcome.py, at most 4 KB), once final.
+    outcome: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.status is not None and self.status not in FINAL_STATUSES:
@@ -121,6 +125,8 @@ class CompletionCheck:
             completed=int(data["completed"]),
             failed=int(data["failed"]),
             pending=int(data["pending"]),
+            error=int(data.get("error", 0)),
+            outcome=data.get("outcome"),
         )
 
 
@@ -136,6 +142,9 @@ class BatchRunResult:
     pending: int
     polls: int
     rerun: bool = False
+    error: int = 0
+    # Why it ended so: {"cause": ..., "codes": [{"code", "count", "files"}]} (bounded).
+    outcome: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON form, the handler's return value."""
@@ -308,8 +317,14 @@ class BatchStore(Protocol):
         *,
         timeout_at: str | None = None,
         error_message: str | None = None,
+        outcome: OutcomeSummary | None = None,
     ) -> Batch:
-        """Move the batch to a final status, if the status machine allows it."""
+        """Move the batch to a final status (with its outcome summary), if the status machine
+        allows it."""
+        ...
+
+    def mark_adopted(self, batch_id: str, adopted_by: str) -> Batch:
+        """Record that rerun `adopted_by` took over the batch's unfinished files."""
         ...
 
 

@@ -1,0 +1,40 @@
+"""The outcome summary a batch carries once final (dlpipe/domain/outcome.py holds its budget).
+
+Computed once per batch end, by the step that writes the final status, from the batch's
+`failed` and `error` BatchIndex partitions only: 0.5 x ceil((F + E) x s / 4 KB) RCU for F
+failed and E error jobs of s bytes (each 1 MB page rounding up on its own); nothing for a
+clean day, and ~12,500 RCU once for a day whose 100,000 files of ~1 KB all failed. The pages
+are streamed: memory holds a page and at most MAX_CODES x FILES_PER_CODE FileIDs.
+The reads are BatchIndex's (eventually consistent), like the counts the decision rests on: a
+job that changed in the last moment may be missing from the codes while counted in ErrorCount.
+Idempotent: the summary lands in the same conditional UpdateItem as the final status, and the
+smallest FileIDs of each code are kept, so any replay computes and writes the same summary.
+"""
+
+from __future__ import annotations
+
+from dlpipe.domain.model import Batch, BatchStatus, JobStatus
+from dlpipe.domain.outcome import OutcomeSummary, OutcomeTally
+from dlpipe.services.orchestrator.ports import JobStore
+
+UNREADABLE = "unreadable_job"  # an index item that is not a valid job: named, never hidden
+
+
+def summarize_outcome(jobs: JobStore, batch_id: str, cause: str | None) -> OutcomeSummary:
+    """Counts by error code over the batch's failed and error jobs, with `cause`."""
+    tally = OutcomeTally()
+    for status in (JobStatus.FAILED, JobStatus.ERROR):
+        found = jobs.query_by_batch(
+            batch_id, status, on_unreadable=lambda exc: tally.add(UNREADABLE, exc.key)
+        )
+        tally.add_jobs((job.error_message, job.file_id) for job in found)
+    return tally.summary(cause)
+
+
+def final_cause(batch: Batch, status: BatchStatus, pending: int) -> str | None:
+    """Why the batch as a whole ends `status`: the refusals on its item, or the timeout."""
+    if status is BatchStatus.TIMEOUT:
+        return f"timeout: {pending} file(s) still pending at the last check"
+    if status is BatchStatus.FAILED:
+        return batch.error_message
+    return None
