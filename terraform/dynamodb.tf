@@ -1,5 +1,5 @@
 # The two tracking tables. Names, keys, GSIs and attribute types are a contract
-# (shared/DESIGN.md): the code, the operators' CLI and local provisioning read them from here.
+# (docs/ARCHITECTURE.md, "Tables"): the code, the operators' CLI and local provisioning read them from here.
 #
 # GSI keys are hash_key/range_key, which every 6.x provider accepts. The key_schema blocks
 # that replace them exist only from 6.29, and its first releases mishandle GSIs of tables in

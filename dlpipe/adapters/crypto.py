@@ -43,7 +43,7 @@ from dlpipe.domain.download_errors import (
     WrongKeyError,
 )
 
-# The key wrap (DESIGN.md): RSA-OAEP with SHA-256 and MGF1-SHA256, no label.
+# The key wrap (docs/ARCHITECTURE.md): RSA-OAEP with SHA-256 and MGF1-SHA256, no label.
 _OAEP_SHA256 = OAEP(mgf=MGF1(algorithm=hashes.SHA256()), algorithm=hashes.SHA256(), label=None)
 
 _SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")

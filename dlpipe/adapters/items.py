@@ -1,4 +1,4 @@
-"""Map records to DynamoDB items and back; the attribute names of DESIGN.md live here."""
+"""Map records to DynamoDB items and back; the tables' attribute names live here."""
 
 from __future__ import annotations
 

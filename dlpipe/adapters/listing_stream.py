@@ -1,8 +1,8 @@
 """A day's listing parsed as a stream: one validated entry at a time, any number of pages.
 
 The provider may split a large day into pages: each answer is `{"date", "files", "next"?}`
-and `next` is an opaque cursor for `GET /v1/files?date=...&cursor=...` (DESIGN.md, "Data
-provider contract"). `ListingParser` turns the bytes of all pages into FileDescriptors and
+and `next` is an opaque cursor for `GET /v1/files?date=...&cursor=...` (docs/ARCHITECTURE.md, "The
+provider's contract"). `ListingParser` turns the bytes of all pages into FileDescriptors and
 RejectedFiles without ever holding a whole answer: an incremental JSON parser (ijson, its
 C backend yajl2_c when installed) emits events, and only the entry being read is built.
 

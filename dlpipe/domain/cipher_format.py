@@ -1,4 +1,4 @@
-"""The provider's encryption format (DESIGN.md): ciphers, IV and key sizes, ciphertext length.
+"""The provider's encryption format (docs/ARCHITECTURE.md): ciphers, IV and key sizes, ciphertext length.
 
 A file is AES-256-CBC (PKCS7) or AES-256-GCM (16-byte tag after the ciphertext); its AES key
 is wrapped with our RSA public key (OAEP, SHA-256, MGF1-SHA256) and sent base64, as is the IV.

@@ -1,4 +1,4 @@
-"""The provider's JSON contract (DESIGN.md, "Data provider contract"), parsed strictly.
+"""The provider's JSON contract (docs/ARCHITECTURE.md, "The provider's contract"), parsed strictly.
 
 A listing with one bad file must neither skip it silently nor lose the good ones. So
 `parse_listing` raises MalformedResponseError only when the listing as a whole is unusable

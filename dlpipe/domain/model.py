@@ -12,7 +12,7 @@ from dlpipe.domain.outcome import OutcomeSummary
 
 
 class JobStatus(StrEnum):
-    """Status of one file's job (DESIGN.md: job status machine)."""
+    """Status of one file's job (docs/ARCHITECTURE.md, "Status machines")."""
 
     AVAILABLE = "available"
     DOWNLOADING = "downloading"
@@ -25,7 +25,7 @@ TERMINAL_JOB_STATUSES = frozenset({JobStatus.COMPLETED, JobStatus.FAILED, JobSta
 
 
 class BatchStatus(StrEnum):
-    """Status of one daily batch (DESIGN.md: batch status machine)."""
+    """Status of one daily batch (docs/ARCHITECTURE.md, "Status machines")."""
 
     INITIATED = "initiated"
     QUEUED = "queued"

@@ -15,7 +15,7 @@ from typing import Protocol
 from dlpipe.domain.model import Batch, BatchStatus, JobStatus, listed_by
 
 _J = JobStatus
-# DESIGN.md's job machine (available -> downloading -> completed | failed | error) plus the
+# The job machine (docs/ARCHITECTURE.md) (available -> downloading -> completed | failed | error) plus the
 # recovery edges its "known gaps" ask for.
 JOB_TRANSITIONS: dict[JobStatus, frozenset[JobStatus]] = {
     # -> available: an operator's requeue or a rerun's adoption of a job nobody picked up.
