@@ -20,6 +20,7 @@ from dlpipe.cli.ops.options import (
     polling_date,
 )
 from dlpipe.cli.ops.render import batch_dict, batches_view, emit, job_dict, stuck_views, table
+from dlpipe.cli.ops.waiting import waiting_lines, waiting_payload
 from dlpipe.domain.model import BatchStatus
 from dlpipe.services.ops.backfill import MAX_BACKFILL_DAYS, DayPlan, backfill, lambda_starter
 from dlpipe.services.ops.context import OpsContext
@@ -124,6 +125,7 @@ def _status_payload(found: DayStatus, now_ms: int) -> dict[str, object]:
         "stuck_truncated": {str(s.status): s.truncated for s in found.stuck},
         "unreadable": {str(s.status): s.unreadable for s in found.stuck},
         "dlq_depth": found.dlq_depth,
+        **waiting_payload(found),
     }
 
 
@@ -136,7 +138,7 @@ def _status_views(found: DayStatus, now_ms: int) -> list[RenderableType]:
     for stuck in found.stuck:
         views += stuck_views(stuck, now_ms)
     depth = "not configured" if found.dlq_depth is None else found.dlq_depth
-    return [*views, f"DLQ depth: {depth}"]
+    return [*views, f"DLQ depth: {depth}", *waiting_lines(found)]
 
 
 @click.command("backfill")
