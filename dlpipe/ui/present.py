@@ -45,6 +45,13 @@ def duration_text(seconds: int) -> str:
     return f"{seconds}s"
 
 
+def span_text(seconds: int) -> str:
+    """A wait as '45s', '12m 05s' or '3h 07m'."""
+    if seconds >= 3600:
+        return f"{seconds // 3600}h {seconds % 3600 // 60:02d}m"
+    return f"{seconds // 60}m {seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
+
+
 def lease_text(job: FileJob, now_ms: int) -> str:
     """'until T' for a live lease, 'EXPIRED T' for a lapsed one, '-' without one."""
     if job.lease_expires_at_ms is None:
