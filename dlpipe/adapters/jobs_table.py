@@ -11,7 +11,7 @@ from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_ra
 
 from dlpipe.adapters import dynamo
 from dlpipe.adapters.items import job_from_item, job_to_item, serialize
-from dlpipe.domain.clock import Clock, SystemClock, iso_from_ms
+from dlpipe.domain.clock import Clock, SystemClock, iso_from_ms, normalized_iso
 from dlpipe.domain.errors import (
     ClaimRefusedError,
     CorruptRecordError,
@@ -440,7 +440,7 @@ class JobsTable:
         update = "SET #url = :url" + (", #urlexp = :urlexp" if url_expires_at else "")
         values: dict[str, Any] = {":url": url}
         if url_expires_at:
-            values[":urlexp"] = url_expires_at
+            values[":urlexp"] = normalized_iso(url_expires_at)
         return self._owned_update(file_id, owner, update, values, "update url")
 
     def complete(
