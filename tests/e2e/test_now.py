@@ -6,6 +6,7 @@ started (`dlpipe local up`'s exports only, every command a real subprocess)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -37,7 +38,7 @@ def shell(local_up: tuple[subprocess.Popen[str], str]) -> dict[str, str]:
     """The second shell: local up's exports, PATH and HOME, a 3-second idle threshold."""
     up, _ = local_up
     exports = _exports(_lines(up.stdout), timeout_s=90)
-    base = {k: v for k, v in __import__("os").environ.items() if k in ("PATH", "HOME")}
+    base = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME")}
     return {**base, **exports, "DLPIPE_IDLE_WARNING_SECONDS": str(IDLE_WARNING_S)}
 
 

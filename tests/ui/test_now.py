@@ -4,7 +4,9 @@ opens on dates with batches, and times with their zone (Flask's test client, emu
 
 from __future__ import annotations
 
+import html
 import re
+import shlex
 from dataclasses import replace
 from datetime import date, timedelta
 
@@ -13,10 +15,11 @@ from flask.testing import FlaskClient
 
 from dlpipe.domain.messages import JobMessage, encode_message
 from dlpipe.ui.app import create_app
-from tests.integration.test_ops_fixtures import World
+from tests.integration.test_ops_fixtures import CliRunner, World, dlpipe_cli
 from tests.ui.seed import SeededDay
 
 pytestmark = pytest.mark.integration
+__all__ = ["dlpipe_cli"]  # the ops tests' CLI runner, shared as is
 THRESHOLD_S = 60
 ARN = "arn:aws:lambda:eu-west-1:123456789012:function:dlpipe-orchestrator:live"
 
@@ -106,3 +109,28 @@ def test_every_time_on_the_day_and_file_pages_carries_its_zone(
         times = re.findall(r"\d{2}:\d{2}:\d{2}(?:\.\d+)?(\S?)", page)
         assert times, path
         assert set(times) == {"Z"}, (path, times)
+
+
+def test_every_ops_command_the_pages_suggest_runs_as_printed(
+    client: FlaskClient, world: World, seeded: SeededDay, dlpipe_cli: CliRunner
+) -> None:
+    """Each `dlpipe ...` the day page and its files' pages show (requeues, the stuck sweep, the
+    DLQ's) runs as printed against the emulator and succeeds. (`dlpipe run`, the start command,
+    runs a whole day: tests/e2e/test_now.py runs it.)"""
+    world.clients.sqs.send_message(QueueUrl=world.ops.settings.dlq_url or "", MessageBody="x")
+    day_page = client.get(f"/day/{seeded.day}").get_data(as_text=True)
+    pages = [day_page]
+    for file_id in sorted(set(re.findall(r'href="/file/([^"]+)"', day_page))):
+        pages.append(client.get(f"/file/{file_id}").get_data(as_text=True))
+    suggested = sorted(
+        {c for page in pages for c in re.findall(r"<code[^>]*>(dlpipe [^<]+)</code>", page)}
+    )
+    ops_commands = [c for c in suggested if not c.startswith("dlpipe run ")]
+    assert any("requeue --stuck" in c for c in ops_commands), suggested
+    assert any("dlq redrive" in c for c in ops_commands), suggested
+    for command in ops_commands:
+        argv = shlex.split(html.unescape(command))
+        assert argv[0] == "dlpipe", command
+        assert "..." not in argv, command  # a cut list is no command to run
+        run = dlpipe_cli(*argv[1:])
+        assert run.code == 0, (command, run.out, run.err)
