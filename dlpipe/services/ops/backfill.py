@@ -57,7 +57,14 @@ class LambdaStarter:
 
 def lambda_starter(settings: Settings, clients: AwsClients) -> LambdaStarter:
     """The starter for AWS, from DLPIPE_ORCHESTRATOR_ARN (ConfigError if unset)."""
-    arn = settings.require("orchestrator_arn")  # a config error before any client is built
+    # A config error before any client is built, naming what works without an orchestrator.
+    if not settings.orchestrator_arn:
+        raise ConfigError(
+            "setting 'orchestrator_arn' is not configured: backfill starts the deployed"
+            " orchestrator (DLPIPE_ORCHESTRATOR_ARN); without one, `dlpipe run --date D`"
+            " runs a date's poller in this shell"
+        )
+    arn = settings.orchestrator_arn
     return LambdaStarter(clients.lambda_, arn)
 
 
