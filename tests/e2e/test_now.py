@@ -67,11 +67,16 @@ def _code(page: str, element_id: str) -> str:
 def test_no_worker_is_warned_about_and_the_suggested_start_command_completes_the_day(
     local_up: tuple[subprocess.Popen[str], str], shell: dict[str, str], ui: str, tmp_path: Path
 ) -> None:
-    """No batch: the day page suggests `dlpipe run --date D`; run as printed without a worker,
+    """No batch: the day page and status suggest `dlpipe run --date D`; run as printed without a worker,
     it warns within the threshold, so do status and the day page; a worker then finishes it."""
     _, day = local_up
     suggested = _code(requests.get(f"{ui}/day/{day}", timeout=10).text, "no-batch")
     assert suggested == f"dlpipe run --date {day}"  # no orchestrator here: not backfill
+    status = subprocess.run(
+        [str(DLPIPE), "status", "--date", day], env=shell, cwd=tmp_path,
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert f"start one: {suggested}\n" in status.stdout, status.stdout + status.stderr
     run = subprocess.Popen(  # waited for below; killed by PID if it outlives the test
         _dlpipe(suggested), env=shell, cwd=tmp_path, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True,

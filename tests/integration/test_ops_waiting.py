@@ -8,6 +8,7 @@ from dataclasses import replace
 import pytest
 
 from dlpipe.domain.messages import JobMessage, encode_message
+from dlpipe.domain.model import BatchStatus
 from tests.integration.test_ops_fixtures import CliRunner, World, dlpipe_cli, no_scan, world
 
 pytestmark = pytest.mark.integration
@@ -91,3 +92,33 @@ def test_the_large_file_queue_counts_with_the_main_one(
         assert status.json()["idle_warning"] is None
     finally:
         sqs.delete_queue(QueueUrl=large)
+
+
+def test_status_of_a_date_without_a_batch_names_the_command_that_starts_it_here(
+    world: World, dlpipe_cli: CliRunner
+) -> None:
+    """No orchestrator ARN (the local stack): `dlpipe run --date D`, in text and --json."""
+    text = dlpipe_cli("status", "--date", "1912-04-15")
+    assert text.code == 0, text.err
+    assert "start one: dlpipe run --date 1912-04-15" in text.out
+    as_json = dlpipe_cli("status", "--date", "1912-04-15", "--json")
+    assert as_json.json()["start_command"] == "dlpipe run --date 1912-04-15"
+
+
+def test_status_names_backfill_where_an_orchestrator_is_deployed(
+    world: World, dlpipe_cli: CliRunner
+) -> None:
+    """With DLPIPE_ORCHESTRATOR_ARN set, backfill starts the date."""
+    arn = "arn:aws:lambda:eu-west-1:123456789012:function:dlpipe-orchestrator:live"
+    world.ops.settings = replace(world.ops.settings, orchestrator_arn=arn)
+    run = dlpipe_cli("status", "--date", "1912-04-15", "--json")
+    assert run.json()["start_command"] == "dlpipe backfill --from 1912-04-15 --to 1912-04-15"
+
+
+def test_status_of_a_completed_date_suggests_no_start(world: World, dlpipe_cli: CliRunner) -> None:
+    """A date whose batch completed needs no new run."""
+    batch = world.batch()
+    world.batches.mark_queued(batch.batch_id, set())
+    world.batches.finish(batch.batch_id, BatchStatus.COMPLETED)
+    run = dlpipe_cli("status", "--date", world.day, "--json")
+    assert run.json()["start_command"] is None

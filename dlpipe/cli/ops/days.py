@@ -9,6 +9,7 @@ import click
 from rich.console import Console, RenderableType
 from rich.progress import Progress
 
+from dlpipe.cli.ops.advice import advice_lines, advice_payload
 from dlpipe.cli.ops.context import pass_ops
 from dlpipe.cli.ops.durations import DAY, date_range, resolve_day
 from dlpipe.cli.ops.errors import IncompleteDaysError
@@ -114,7 +115,8 @@ def _audit_dict(audit: DayAudit) -> dict[str, object]:
 def status_command(ops: OpsContext, day: str | None, older_than_s: int, as_json: bool) -> None:
     """One screen: the day's batches and counts, stuck jobs, DLQ depth."""
     found = day_status(ops, polling_date(ops, day), older_than_s)
-    emit(_status_payload(found, ops.now_ms()), _status_views(found, ops.now_ms()), as_json)
+    payload = {**_status_payload(found, ops.now_ms()), **advice_payload(ops, found)}
+    emit(payload, [*_status_views(found, ops.now_ms()), *advice_lines(ops, found)], as_json)
 
 
 def _status_payload(found: DayStatus, now_ms: int) -> dict[str, object]:
