@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 # Tests only: seconds this process's wall clock runs ahead (named and read in dlpipe.domain.clock).
 from dlpipe.domain.clock import ENV_TEST_CLOCK_OFFSET_SECONDS  # noqa: F401 (re-exported: tests set it)
 from dlpipe.domain.routing import DEFAULT_LARGE_FILE_THRESHOLD_BYTES
+from dlpipe.domain.waiting import DEFAULT_IDLE_WARNING_SECONDS
 
 # Environment variable names: the only place they are spelled.
 ENV_ENDPOINT_URL = "AWS_ENDPOINT_URL"
@@ -49,6 +50,7 @@ ENV_ORCHESTRATOR_ARN = "DLPIPE_ORCHESTRATOR_ARN"  # qualified (alias) ARN, for b
 ENV_SWEEP_REQUEUE = "DLPIPE_SWEEP_REQUEUE"
 ENV_RESEND_AFTER_SECONDS = "DLPIPE_RESEND_AFTER_SECONDS"
 ENV_PROVIDER_OUTAGE_BUDGET_SECONDS = "DLPIPE_PROVIDER_OUTAGE_BUDGET_SECONDS"
+ENV_IDLE_WARNING_SECONDS = "DLPIPE_IDLE_WARNING_SECONDS"  # dlpipe.domain.waiting
 # Which provider URLs may be requested (dlpipe/adapters/url_policy.py); the exemptions are local only.
 ENV_URL_ALLOWED_HOSTS = "DLPIPE_URL_ALLOWED_HOSTS"
 ENV_ALLOW_HTTP_URLS = "DLPIPE_ALLOW_HTTP_URLS"
@@ -143,6 +145,8 @@ class Settings:
     resend_after_seconds: int = DEFAULT_RESEND_AFTER_SECONDS
     # How long a day keeps retrying (suspended, no compute) while the provider is unavailable.
     provider_outage_budget_seconds: int = 7200
+    # How long queued work may wait untouched before run, status and the web view warn.
+    idle_warning_seconds: int = DEFAULT_IDLE_WARNING_SECONDS
     # Host patterns a provider URL may name; empty: the provider's S3 hosts and API host.
     url_allowed_hosts: tuple[str, ...] = ()
     allow_http_urls: bool = False
@@ -190,6 +194,9 @@ class Settings:
             ),
             provider_outage_budget_seconds=_int_setting(
                 env, ENV_PROVIDER_OUTAGE_BUDGET_SECONDS, 7200, minimum=0
+            ),
+            idle_warning_seconds=_int_setting(
+                env, ENV_IDLE_WARNING_SECONDS, DEFAULT_IDLE_WARNING_SECONDS
             ),
             url_allowed_hosts=tuple(
                 h.strip() for h in (env.get(ENV_URL_ALLOWED_HOSTS) or "").split(",") if h.strip()

@@ -11,7 +11,7 @@ from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_ra
 
 from dlpipe.adapters import dynamo
 from dlpipe.adapters.items import job_from_item, job_to_item, serialize
-from dlpipe.domain.clock import Clock, SystemClock, iso_from_ms
+from dlpipe.domain.clock import Clock, SystemClock, iso_from_ms, normalized_iso
 from dlpipe.domain.errors import (
     ClaimRefusedError,
     CorruptRecordError,
@@ -41,6 +41,8 @@ _BATCH_GET_MAX = 100
 # (a page costs O(rows left), so a count is quadratic in the partition: 100,000 jobs counted
 # in 108 s; measured by bench/dynamodb_local_paging.py, figures in BENCHMARKS.md).
 QUERY_PAGE_ITEMS = 1000
+# One end of the StatusIndex: a few items a page, so expired (TTL) items first cost little.
+EDGE_PAGE_ITEMS = 10
 # A claim's lease ran out strictly before now, or it never had one (rule: lease_expired).
 _EXPIRED = "(attribute_not_exists(#lease) OR #lease < :now)"
 # Every ConditionExpression below mirrors one rule of dlpipe/domain/transitions.py, named
@@ -209,6 +211,19 @@ class JobsTable:
             key += " AND #updated < :cut"
             values[":cut"] = {"N": str(older_than_ms)}
         yield from self._query(STATUS_INDEX, key, values, limit, on_unreadable)
+
+    def edge_by_status(self, status: JobStatus, *, newest: bool = False) -> FileJob | None:
+        """The job in `status` changed longest ago (or, `newest`, most recently): StatusIndex
+        in key order, EDGE_PAGE_ITEMS a page, stopping at the first live, readable job."""
+        request = self._request(STATUS_INDEX, "#status = :status", {":status": {"S": str(status)}})
+        request.update(ScanIndexForward=not newest, Limit=EDGE_PAGE_ITEMS)
+        for item in dynamo.paginate_query(
+            self._client, self.table_name, request, on_page=self.meter.add
+        ):
+            job = self._readable(item, None)
+            if job is not None:
+                return job
+        return None
 
     def query_by_batch(
         self,
@@ -496,7 +511,7 @@ class JobsTable:
         update = "SET #url = :url" + (", #urlexp = :urlexp" if url_expires_at else "")
         values: dict[str, Any] = {":url": url}
         if url_expires_at:
-            values[":urlexp"] = url_expires_at
+            values[":urlexp"] = normalized_iso(url_expires_at)
         return self._owned_update(file_id, owner, update, values, "update url")
 
     def complete(

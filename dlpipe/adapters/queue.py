@@ -133,6 +133,23 @@ class JobQueue:
                 f"could not queue {len(pending)} message(s): {exc}", [m.file_id for m in pending]
             ) from exc
 
+    def depth_and_in_flight(self) -> tuple[int, int]:
+        """Approximate visible and in-flight (received, not yet deleted) messages."""
+        try:
+            attributes = self._sqs.get_queue_attributes(
+                QueueUrl=self.queue_url,
+                AttributeNames=[
+                    "ApproximateNumberOfMessages",
+                    "ApproximateNumberOfMessagesNotVisible",
+                ],
+            )["Attributes"]
+        except (ClientError, BotoCoreError) as exc:
+            raise_request_error(exc, "SQS", "GetQueueAttributes", queue_name(self.queue_url))
+        return (
+            int(attributes.get("ApproximateNumberOfMessages", 0)),
+            int(attributes.get("ApproximateNumberOfMessagesNotVisible", 0)),
+        )
+
     def depth(self) -> int:
         """Approximate number of visible messages; AwsRequestError (one line) if SQS refuses."""
         try:

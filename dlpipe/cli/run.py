@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
@@ -15,6 +16,7 @@ from click.core import ParameterSource
 from rich.console import Console
 
 from dlpipe import metrics
+from dlpipe.bootstrap.ops import build_ops_context
 from dlpipe.bootstrap.orchestrator import build_flow
 from dlpipe.cli.ops.durations import DAY, resolve_day, wall_clock_ms
 from dlpipe.cli.outcome_text import result_line
@@ -24,6 +26,7 @@ from dlpipe.cli.safe_text import plain
 from dlpipe.config import Settings
 from dlpipe.local.durable_runner import run_durable_locally
 from dlpipe.log import configure_logging
+from dlpipe.services.ops.waiting import idle_seconds, waiting_work
 from dlpipe.services.orchestrator.durable import build_durable_handler
 from dlpipe.services.orchestrator.preflight import check_ready
 
@@ -121,6 +124,12 @@ def _log_to(stream: TextIO) -> None:
     logging.basicConfig(stream=stream, level=logging.WARNING, force=True)
 
 
+def _idle_probe(settings: Settings) -> Callable[[], int | None]:
+    """Seconds no worker has taken the queued work (dlpipe.domain.waiting), for the progress."""
+    ops = build_ops_context(settings)
+    return lambda: idle_seconds(ops, waiting_work(ops))
+
+
 def _run_remote(day: str, poll_interval: int | None, log_path: Path) -> int:
     """Run the poller here against the configured endpoint; deployed downloaders do the files.
     A run that cannot start says why in one line (check_ready) before anything else."""
@@ -130,7 +139,9 @@ def _run_remote(day: str, poll_interval: int | None, log_path: Path) -> int:
     check_ready(settings, day)
     build_flow(settings)  # the settings' own checks (recovery bound), before any step
     err.print(f"logs and metrics: {log_path}", highlight=False)
-    reporter = PollReporter(err, settings.poll_interval_seconds, settings.max_polls)
+    reporter = PollReporter(
+        err, settings.poll_interval_seconds, settings.max_polls, idle_probe=_idle_probe(settings)
+    )
     handler = build_durable_handler(
         lambda: ReportingFlow(build_flow(settings), reporter),
         settings.poll_interval_seconds,

@@ -8,12 +8,18 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from botocore.exceptions import BotoCoreError, ClientError
 from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
 from dlpipe.cli.outcome_text import counts_text, outcome_text
+from dlpipe.domain.errors import RecordsError
+from dlpipe.domain.waiting import idle_warning
+from dlpipe.log import get_logger
 from dlpipe.services.orchestrator.ports import BatchFlow, CompletionCheck, QueueResult
+
+log = get_logger(component="run")
 
 
 def _clock_text(seconds: float) -> str:
@@ -30,9 +36,11 @@ class PollReporter:
         poll_interval_s: int,
         max_polls: int,
         clock: Callable[[], float] = time.monotonic,
+        idle_probe: Callable[[], int | None] | None = None,
     ) -> None:
         self._console, self._interval_s, self._max_polls = console, poll_interval_s, max_polls
         self._clock = clock
+        self._idle_probe = idle_probe  # seconds no worker took the queued work, or None
         self._state = "starting"
         self._next_check_at: float | None = None
 
@@ -57,6 +65,21 @@ class PollReporter:
             return
         self._next_check_at = self._clock() + self._interval_s
         self._say(head, "next check")
+        if check.pending:
+            self._warn_if_idle()
+
+    def _warn_if_idle(self) -> None:
+        """Under the check's line, the idle-worker warning when the probe finds one; a probe
+        that cannot read the queue or the index this time says nothing (the run goes on)."""
+        if self._idle_probe is None:
+            return
+        try:
+            idle_s = self._idle_probe()
+        except (RecordsError, BotoCoreError, ClientError) as exc:
+            log.warning("run.idle_probe_failed", error=str(exc))
+            return
+        if idle_s is not None:
+            self._console.print(f"WARNING: {idle_warning(idle_s)}", highlight=False)
 
     def _say(self, head: str, upcoming: str) -> None:
         self._state = f"{head}; {upcoming} in"

@@ -31,5 +31,23 @@ class SystemClock:
 
 
 def iso_from_ms(epoch_ms: int) -> str:
-    """ISO 8601 UTC text (millisecond precision) for an epoch-ms instant."""
-    return datetime.fromtimestamp(epoch_ms / 1000, tz=UTC).isoformat(timespec="milliseconds")
+    """ISO 8601 UTC text, millisecond precision, zone `Z` (2026-02-28T06:00:00.000Z): the one
+    form every ISO time attribute (CreatedAt, UpdatedAt, StartTime, TimeoutAt, ...) is
+    written in."""
+    instant = datetime.fromtimestamp(epoch_ms / 1000, tz=UTC)
+    return instant.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def ms_from_iso(text: str) -> int:
+    """Epoch ms of an ISO 8601 time in any form records hold (items written before the `Z`
+    form carry `+00:00`; a provider may send another offset); a time without a zone is UTC.
+    ValueError if `text` is not ISO 8601."""
+    instant = datetime.fromisoformat(text)
+    if instant.tzinfo is None:
+        instant = instant.replace(tzinfo=UTC)
+    return int(instant.timestamp() * 1000)
+
+
+def normalized_iso(text: str | None) -> str | None:
+    """`text` rewritten in iso_from_ms's form (None stays None)."""
+    return None if text is None else iso_from_ms(ms_from_iso(text))

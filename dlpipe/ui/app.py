@@ -6,7 +6,9 @@ from flask import Flask, Response, render_template, request
 from werkzeug.exceptions import HTTPException
 
 from dlpipe.domain.errors import StoreUnavailableError
+from dlpipe.domain.waiting import idle_warning
 from dlpipe.log import get_logger
+from dlpipe.services.ops.advice import start_day_command
 from dlpipe.services.ops.context import OpsContext
 from dlpipe.ui import present
 from dlpipe.ui.day import day_view, parse_date, parse_files_query
@@ -79,6 +81,12 @@ def create_app(ops: OpsContext, options: UiOptions | None = None) -> Flask:
         older_than=present.duration_text(options.stuck_older_than_s),
     )
     present.register(app)
+    app.jinja_env.globals.update(
+        start_day_command=lambda day: start_day_command(ops.settings, day),
+        idle_warning=idle_warning,
+        idle_threshold_s=lambda: ops.settings.idle_warning_seconds,
+        duration_span=present.span_text,
+    )
     _register_errors(app)
 
     @app.before_request

@@ -5,9 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
+from dlpipe.adapters.batches_table import BatchesTable
 from dlpipe.domain.model import Batch
 from dlpipe.services.ops.context import OpsContext
 from dlpipe.services.ops.queries import day_batches
+
+# How far back the grid looks for a batch when the default window has none: a year of
+# PollingDateIndex queries at most, made only when the latest dates are empty.
+LOOKBACK_DAYS = 366
 
 
 @dataclass(frozen=True)
@@ -35,6 +40,18 @@ class Grid:
     end: str
     previous_end: str
     next_end: str | None
+    latest: str = ""  # the date today's scheduled run polls: where the grid opens by default
+    moved: bool = False  # the default window had no batch: it opened on older dates that do
+
+    @property
+    def first(self) -> str:
+        """The oldest date shown."""
+        return self.days[0].polling_date if self.days else self.end
+
+    @property
+    def empty(self) -> bool:
+        """True when no date in view has a batch."""
+        return not any(d.batches for d in self.days)
 
     @property
     def runs(self) -> int:
@@ -54,16 +71,40 @@ def latest_scheduled_date(now_ms: int, date_offset_days: int) -> str:
 
 
 def grid(ops: OpsContext, days: int, end: str | None = None) -> Grid:
-    """The `days` dates up to `end` (default: the latest scheduled date), one
-    PollingDateIndex query each."""
+    """The `days` dates up to `end`; without `end`, up to the latest scheduled date, or, when
+    those dates have no batch at all, up to the latest date that has one (LOOKBACK_DAYS)."""
     latest = latest_scheduled_date(ops.now_ms(), ops.settings.date_offset_days)
-    last = date.fromisoformat(end or latest)
-    dates = [(last - timedelta(days=n)).isoformat() for n in range(days - 1, -1, -1)]
     table = ops.batches()
+    last = date.fromisoformat(end or latest)
+    shown = _window(table, last, days)
+    moved = False
+    if end is None and not any(d.batches for d in shown):
+        found = latest_date_with_batches(table, last - timedelta(days=days), LOOKBACK_DAYS)
+        if found is not None:
+            last, shown, moved = found, _window(table, found, days), True
     later = (last + timedelta(days=days)).isoformat()
     return Grid(
-        days=[GridDay(d, day_batches(table, d)) for d in dates],
+        days=shown,
         end=last.isoformat(),
         previous_end=(last - timedelta(days=days)).isoformat(),
         next_end=None if last.isoformat() >= latest else min(later, latest),
+        latest=latest,
+        moved=moved,
     )
+
+
+def _window(table: BatchesTable, last: date, days: int) -> list[GridDay]:
+    """The `days` dates up to `last`, oldest first: one PollingDateIndex query each."""
+    dates = [(last - timedelta(days=n)).isoformat() for n in range(days - 1, -1, -1)]
+    return [GridDay(d, day_batches(table, d)) for d in dates]
+
+
+def latest_date_with_batches(table: BatchesTable, start: date, lookback_days: int) -> date | None:
+    """The latest date on or before `start` with a batch, probing PollingDateIndex one date at a
+    time over at most `lookback_days` (the table is keyed by batch, so there is no "latest
+    batch" query without a Scan; each probe of an empty date reads nothing)."""
+    for n in range(lookback_days):
+        day = start - timedelta(days=n)
+        if day_batches(table, day.isoformat()):
+            return day
+    return None

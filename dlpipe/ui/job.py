@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from dlpipe.domain.clock import iso_from_ms
+from dlpipe.domain.clock import iso_from_ms, ms_from_iso
 from dlpipe.domain.errors import InvalidIdentifierError
 from dlpipe.domain.model import FileJob, JobStatus, parse_file_id
 from dlpipe.domain.transitions import lease_live
@@ -50,7 +50,21 @@ def _fields(job: FileJob) -> list[tuple[str, str]]:
     ):
         if epoch_ms is not None:
             shown[name] = f"{epoch_ms} ({_iso(epoch_ms)})"
+    shown["ttl_epoch_s"] = f"{job.ttl_epoch_s} ({_iso(job.ttl_epoch_s * 1000)})"
+    for name in _ISO_FIELDS:
+        shown[name] = _with_zone(shown[name])
     return sorted(shown.items())
+
+
+# Stored ISO times, shown in the one form (older items carry `+00:00`, a provider's `Z`).
+_ISO_FIELDS = ("created_at", "completed_at", "url_expires_at")
+
+
+def _with_zone(text: str) -> str:
+    try:
+        return iso_from_ms(ms_from_iso(text))
+    except ValueError:
+        return text  # '-' (absent) or a value that is no time: shown as stored
 
 
 def _iso(epoch_ms: int | None) -> str | None:

@@ -7,7 +7,7 @@ from typing import Any
 
 from flask import Flask, request, url_for
 
-from dlpipe.domain.clock import iso_from_ms
+from dlpipe.domain.clock import iso_from_ms, ms_from_iso
 from dlpipe.domain.model import BatchStatus, FileJob, JobStatus
 from dlpipe.domain.transitions import lease_live
 
@@ -16,13 +16,19 @@ _ERROR_CODE = re.compile(r"^([a-z][a-z0-9_]*):\s")
 
 
 def iso(epoch_ms: int | None) -> str:
-    """Seconds-precision UTC time for epoch ms, or '-'."""
-    return "-" if epoch_ms is None else iso_from_ms(epoch_ms)[:19].replace("T", " ")
+    """Seconds-precision UTC time for epoch ms with its zone ('2026-02-28 06:00:00Z'), or '-'."""
+    return "-" if epoch_ms is None else iso_from_ms(epoch_ms)[:19].replace("T", " ") + "Z"
 
 
 def short_time(text: str | None) -> str:
-    """An ISO 8601 string as 'YYYY-MM-DD HH:MM:SS', or '-'."""
-    return "-" if not text else text[:19].replace("T", " ")
+    """A stored ISO 8601 time (`Z`, `+00:00` or another offset; none: UTC) as
+    'YYYY-MM-DD HH:MM:SSZ', or '-'; text that is no time is shown as it is."""
+    if not text:
+        return "-"
+    try:
+        return iso(ms_from_iso(text))
+    except ValueError:
+        return text
 
 
 def error_code(message: str | None) -> str | None:
@@ -43,6 +49,13 @@ def duration_text(seconds: int) -> str:
         if seconds % size == 0:
             return f"{seconds // size}{unit}"
     return f"{seconds}s"
+
+
+def span_text(seconds: int) -> str:
+    """A wait as '45s', '12m 05s' or '3h 07m'."""
+    if seconds >= 3600:
+        return f"{seconds // 3600}h {seconds % 3600 // 60:02d}m"
+    return f"{seconds // 60}m {seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
 
 
 def lease_text(job: FileJob, now_ms: int) -> str:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 
+from dlpipe.domain.clock import ms_from_iso
 from dlpipe.domain.model import Batch, FileJob, JobStatus
 
 BUCKETS = 30
@@ -34,7 +34,7 @@ class Timeline:
 
 
 def _epoch_ms(iso: str) -> int:
-    return int(datetime.fromisoformat(iso).timestamp() * 1000)
+    return ms_from_iso(iso)
 
 
 def timeline(batch: Batch, jobs: list[FileJob], now_ms: int) -> Timeline:

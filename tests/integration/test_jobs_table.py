@@ -176,13 +176,16 @@ def test_release_returns_a_claim_to_available(jobs: JobsTable, entity: str) -> N
 
 
 def test_update_url_stores_a_fresh_url_for_the_owner_only(jobs: JobsTable, entity: str) -> None:
-    """The owner replaces an expired URL; a non-owner cannot."""
+    """The owner replaces an expired URL (its expiry stored in the records' one ISO form);
+    a non-owner cannot."""
     job = jobs.create(make_job(entity))
     jobs.claim(job.file_id, "w1", LEASE_S)
-    fresh = jobs.update_url(job.file_id, "w1", "http://127.0.0.1:1/fresh", "2026-03-01T00:00:00Z")
+    fresh = jobs.update_url(
+        job.file_id, "w1", "http://127.0.0.1:1/fresh", "2026-03-01T01:00:00+01:00"
+    )
     assert (fresh.presigned_url, fresh.url_expires_at) == (
         "http://127.0.0.1:1/fresh",
-        "2026-03-01T00:00:00Z",
+        "2026-03-01T00:00:00.000Z",
     )
     with pytest.raises(LeaseLostError):
         jobs.update_url(job.file_id, "w2", "http://127.0.0.1:1/other", None)

@@ -38,7 +38,7 @@ def test_dlpipe_ui_serves_the_grid_on_loopback_until_stopped(
     try:
         url = _announced_url(stderr, child)
         assert url.startswith("http://127.0.0.1:")
-        assert "Batches of the last 14 days" in requests.get(url, timeout=10).text
+        assert "(14 days)</h1>" in requests.get(url, timeout=10).text
         assert requests.get(url + "day/2026-13-01", timeout=10).status_code == 400
     finally:
         os.kill(child.pid, signal.SIGINT)

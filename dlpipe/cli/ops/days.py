@@ -9,6 +9,7 @@ import click
 from rich.console import Console, RenderableType
 from rich.progress import Progress
 
+from dlpipe.cli.ops.advice import advice_lines, advice_payload
 from dlpipe.cli.ops.context import pass_ops
 from dlpipe.cli.ops.durations import DAY, date_range, resolve_day
 from dlpipe.cli.ops.errors import IncompleteDaysError
@@ -22,6 +23,7 @@ from dlpipe.cli.ops.options import (
 )
 from dlpipe.cli.ops.outcome_view import outcome_views
 from dlpipe.cli.ops.render import batch_dict, batches_view, emit, job_dict, stuck_views, table
+from dlpipe.cli.ops.waiting import waiting_lines, waiting_payload
 from dlpipe.domain.model import BatchStatus
 from dlpipe.services.ops.backfill import MAX_BACKFILL_DAYS, DayPlan, backfill, lambda_starter
 from dlpipe.services.ops.context import OpsContext
@@ -129,7 +131,8 @@ def status_command(ops: OpsContext, day: str | None, older_than_s: int, as_json:
     """One screen: the day's batches and counts, stuck jobs, DLQ depth (exit 1, after the
     screen, if the date has no batch)."""
     found = day_status(ops, polling_date(ops, day), older_than_s)
-    emit(_status_payload(found, ops.now_ms()), _status_views(found, ops.now_ms()), as_json)
+    payload = {**_status_payload(found, ops.now_ms()), **advice_payload(ops, found)}
+    emit(payload, [*_status_views(found, ops.now_ms()), *advice_lines(ops, found)], as_json)
     if not found.batches:
         # The same line and exit code as `batch show`.
         raise NoBatchForDateError(f"no batch for {found.polling_date} (has the poller run for it?)")
@@ -143,6 +146,7 @@ def _status_payload(found: DayStatus, now_ms: int) -> dict[str, object]:
         "stuck_truncated": {str(s.status): s.truncated for s in found.stuck},
         "unreadable": {str(s.status): s.unreadable for s in found.stuck},
         "dlq_depth": found.dlq_depth,
+        **waiting_payload(found),
     }
 
 
@@ -153,7 +157,7 @@ def _status_views(found: DayStatus, now_ms: int) -> list[RenderableType]:
     for stuck in found.stuck:
         views += stuck_views(stuck, now_ms)
     depth = "not configured" if found.dlq_depth is None else found.dlq_depth
-    return [*views, f"DLQ depth: {depth}"]
+    return [*views, f"DLQ depth: {depth}", *waiting_lines(found)]
 
 
 @click.command("backfill")

@@ -57,7 +57,13 @@ class LambdaStarter:
 
 def lambda_starter(settings: Settings, clients: AwsClients) -> LambdaStarter:
     """The starter for AWS, from DLPIPE_ORCHESTRATOR_ARN (ConfigError if unset)."""
-    arn = settings.require("orchestrator_arn")  # a config error before any client is built
+    # A config error before any client is built, naming what works without an orchestrator.
+    if not settings.orchestrator_arn:
+        raise ConfigError(
+            "DLPIPE_ORCHESTRATOR_ARN is not set: backfill starts the deployed orchestrator;"
+            " without one, `dlpipe run --date D` runs a date's poller in this shell"
+        )
+    arn = settings.orchestrator_arn
     return LambdaStarter(clients.lambda_, arn)
 
 

@@ -6,14 +6,17 @@ Every read is a GetItem or an indexed Query (StatusIndex, BatchIndex, PollingDat
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 from dlpipe.adapters.batches_table import BatchesTable
 from dlpipe.adapters.jobs_table import JobsTable
 from dlpipe.adapters.queue import JobQueue
 from dlpipe.domain.model import Batch, BatchStatus, FileJob, JobStatus
 from dlpipe.domain.transitions import is_stuck
+from dlpipe.domain.waiting import WaitingWork
 from dlpipe.services.ops.context import OpsContext
 from dlpipe.services.ops.errors import NoBatchForDateError
+from dlpipe.services.ops.waiting import idle_seconds, waiting_work
 
 STUCK_LIMIT = 100
 
@@ -56,6 +59,8 @@ class DayStatus:
     batches: list[BatchSummary]
     stuck: list[StuckJobs]
     dlq_depth: int | None
+    waiting: WaitingWork | None = None  # the download queue's depth and oldest waiting job
+    idle_s: int | None = None  # set when no worker takes the waiting work (domain.waiting)
 
 
 def stuck_jobs(
@@ -158,4 +163,10 @@ def day_status(ops: OpsContext, polling_date: str, older_than_s: int) -> DayStat
         batches=day_summaries(ops, polling_date, required=False),
         stuck=stuck,
         dlq_depth=dlq_depth(ops),
+        **_waiting_fields(ops),
     )
+
+
+def _waiting_fields(ops: OpsContext) -> dict[str, Any]:
+    work = waiting_work(ops)
+    return {"waiting": work, "idle_s": idle_seconds(ops, work)}

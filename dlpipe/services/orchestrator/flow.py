@@ -16,14 +16,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import NamedTuple
 
 from dlpipe import metrics
 from dlpipe.adapters.aws_errors import one_line
 from dlpipe.adapters.queue import SEND_BATCH_MAX, QueueSendError
 from dlpipe.config import DEFAULT_RESEND_AFTER_SECONDS, DEFAULT_SWEEP_REQUEUE
-from dlpipe.domain.clock import Clock, iso_from_ms
+from dlpipe.domain.clock import Clock, iso_from_ms, ms_from_iso
 from dlpipe.domain.errors import (
     BatchTransitionRefusedError,
     JobExistsError,
@@ -513,7 +512,7 @@ def _later_copy(entity: str, found: list[int]) -> str:
 
 
 def _epoch_ms(iso_time: str) -> int:
-    return int(datetime.fromisoformat(iso_time).timestamp() * 1000)
+    return ms_from_iso(iso_time)
 
 
 def _emit_finished(batch: Batch, status: BatchStatus, now_ms: int) -> None:

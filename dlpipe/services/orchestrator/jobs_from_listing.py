@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dlpipe.domain.clock import iso_from_ms
+from dlpipe.domain.clock import iso_from_ms, normalized_iso
 from dlpipe.domain.errors import InvalidIdentifierError
 from dlpipe.domain.listing import FileDescriptor, RejectedFile
 from dlpipe.domain.model import FileJob, JobStatus, make_file_id
@@ -28,7 +28,7 @@ def job_from_descriptor(
         ttl_epoch_s=job_ttl_epoch_s(now_ms // 1000),
         expected_size=descriptor.size,
         expected_sha256=descriptor.sha256,
-        url_expires_at=descriptor.expires_at,
+        url_expires_at=normalized_iso(descriptor.expires_at),
         listing_index=listing_index,
     )
 

@@ -1,0 +1,50 @@
+"""`dlpipe run`'s progress lines warn when no worker takes the queued work."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from dlpipe.cli.run_progress import PollReporter
+from dlpipe.domain.errors import StoreUnavailableError
+from dlpipe.services.orchestrator.ports import CompletionCheck
+
+
+def _reporter(probe: object) -> tuple[PollReporter, io.StringIO]:
+    text = io.StringIO()
+    console = Console(file=text, width=200)
+    return PollReporter(console, 5, 120, clock=lambda: 0.0, idle_probe=probe), text  # type: ignore[arg-type]
+
+
+def _pending() -> CompletionCheck:
+    return CompletionCheck(status=None, completed=0, failed=0, pending=20)
+
+
+def test_a_check_with_pending_files_and_an_idle_queue_prints_the_warning() -> None:
+    """The probe says 10 min idle: the check's line is followed by the warning."""
+    reporter, text = _reporter(lambda: 600)
+    reporter.checked(1, _pending())
+    lines = text.getvalue().splitlines()
+    assert lines[0].startswith("check 1/120: 0 completed, 0 failed, 0 error, 20 pending")
+    assert lines[1] == (
+        "WARNING: no worker has received a message for 10 min while jobs are available"
+    )
+
+
+def test_no_warning_when_the_probe_finds_the_queue_consumed() -> None:
+    """The probe answers None: only the check's line."""
+    reporter, text = _reporter(lambda: None)
+    reporter.checked(1, _pending())
+    assert len(text.getvalue().splitlines()) == 1
+
+
+def test_a_probe_that_cannot_read_the_queue_never_stops_the_run() -> None:
+    """The tables or queue unreadable for a moment: the check's line only, no traceback."""
+
+    def broken() -> int | None:
+        raise StoreUnavailableError("throttled")
+
+    reporter, text = _reporter(broken)
+    reporter.checked(1, _pending())
+    assert len(text.getvalue().splitlines()) == 1
