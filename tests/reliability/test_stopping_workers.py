@@ -1,4 +1,4 @@
-"""Scenario 13: many idle workers are stopped at once (a deploy, a scale-in, `--exit-when-idle`)
+"""Stopping workers: many idle workers are stopped at once (a deploy, a scale-in, `--exit-when-idle`)
 while messages arrive. Their open long polls still receive; a message received after the stop
 must be processed, not handed from one stopping worker to the next until SQS dead-letters it."""
 
