@@ -4,6 +4,8 @@ must be processed, not handed from one stopping worker to the next until SQS dea
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 import time
 from collections import Counter
@@ -22,7 +24,14 @@ from dlpipe.services.download.worker import Worker, WorkerOptions
 from tests.e2e.test_worker_kit import send, wait_until
 from tests.integration.test_downloader_kit import queue_files
 from tests.provider_support import StubFactory
-from tests.reliability.rig import Rig, Stopwatch, unique_day, unique_entity
+from tests.reliability.rig import (
+    Rig,
+    Stopwatch,
+    events_of,
+    stopping_all,
+    unique_day,
+    unique_entity,
+)
 
 pytest_plugins = ["tests.provider_fixtures"]
 pytestmark = pytest.mark.e2e
@@ -30,6 +39,8 @@ WORKERS, ROUNDS, PER_ROUND = 8, 20, 4
 WAIT_S = 1  # each worker's long poll: short, so a round lasts about a second
 ARRIVAL_GAP_S = 0.1  # messages arrive one by one while the stopping workers' polls are open
 MAX_RECEIVE = 5
+# The soak version: `dlpipe worker` processes with the default 20 s long poll, SIGTERM to all.
+SOAK_WORKERS, SOAK_ROUNDS, SOAK_WAIT_S, SOAK_GAP_S = 8, 3, 20, 0.5
 
 
 class Receives:
@@ -149,3 +160,54 @@ def test_idle_workers_stopped_together_process_what_their_last_polls_receive(
     assert dead == []
     assert {f: n for f, n in receives.counts.items() if n > 1} == {}
     assert {f: j.status for f, j in jobs.items() if j.status is not JobStatus.COMPLETED} == {}
+
+
+@pytest.mark.soak
+@pytest.mark.timeout(1800)
+def test_soak_worker_processes_with_20_s_polls_stopped_together_dead_letter_nothing(
+    make_rig: Any, stub_factory: StubFactory, figures: Any
+) -> None:
+    """8 `dlpipe worker` processes (20 s long polls) get SIGTERM at once while 4 messages arrive,
+    3 rounds: each exits 0, every job completes, nothing reaches the DLQ (maxReceiveCount 5)."""
+    rig = make_rig(visibility_s=30, max_receive=MAX_RECEIVE)
+    entity, day = unique_entity(), unique_day()
+    specs = [StubFileSpec(f"{entity}{n}", 100, CIPHER_CBC) for n in range(SOAK_ROUNDS * PER_ROUND)]
+    stub = stub_factory(specs)
+    file_ids = sorted(queue_files(stub, rig.jobs(), day))
+    clock, processes = Stopwatch(), []
+    for n in range(SOAK_ROUNDS):
+        started = [
+            rig.worker_process(
+                stub, f"r{n}w{k}", "--wait-seconds", str(SOAK_WAIT_S), lease_seconds=30
+            )
+            for k in range(SOAK_WORKERS)
+        ]
+        processes += started
+        with stopping_all(started):
+            wait_until(
+                lambda: all("worker.started" in p.event_names() for p in started),  # noqa: B023
+                90,
+                "every worker process to start",
+            )
+            time.sleep(1)  # their first long polls are open: 19 s of them are left
+            for process in started:
+                os.kill(process.pid, signal.SIGTERM)
+            for file_id in file_ids[n * PER_ROUND : (n + 1) * PER_ROUND]:
+                send(rig.clients, rig.queues.url, file_id)
+                time.sleep(SOAK_GAP_S)
+            codes = [p.wait(SOAK_WAIT_S + 30) for p in started]
+        assert codes == [0] * SOAK_WORKERS
+    completed_by_stopping = [e for e in events_of(processes) if e["event"] == "job.completed"]
+    drain(rig, rig.clients, rig.service(stub, lease_seconds=30))
+    statuses = {f: rig.jobs().require(f).status for f in file_ids}
+    dead = dead_letters(rig)
+    figures(
+        processes=SOAK_WORKERS,
+        rounds=SOAK_ROUNDS,
+        messages=len(file_ids),
+        completed_by_stopping_processes=len(completed_by_stopping),
+        dead_letters=len(dead),
+        seconds=clock.seconds,
+    )
+    assert dead == []
+    assert {f: s for f, s in statuses.items() if s is not JobStatus.COMPLETED} == {}
