@@ -99,7 +99,7 @@ def stop_round(
     options = WorkerOptions(wait_seconds=WAIT_S, grace_s=10.0)
     workers = [Worker(s, clients.sqs, rig.queues.url, options) for s in services]
     threads = run_workers(workers)
-    wait_until(lambda: receives.all_open(len(workers)), 10, "every worker to be in a long poll")
+    wait_until(lambda: receives.all_open(len(workers)), 30, "every worker to be in a long poll")
     for worker in workers:
         worker.request_stop("deploy")
     for file_id in file_ids:
@@ -156,7 +156,7 @@ def test_idle_workers_stopped_together_process_what_their_last_polls_receive(
         dead_letters=len(dead),
         seconds=clock.seconds,
     )
-    assert after_stop > len(file_ids) // 2  # the scenario happened: stopped workers received
+    assert after_stop >= ROUNDS  # the scenario happened: stopped workers did receive
     assert dead == []
     assert {f: n for f, n in receives.counts.items() if n > 1} == {}
     assert {f: j.status for f, j in jobs.items() if j.status is not JobStatus.COMPLETED} == {}
