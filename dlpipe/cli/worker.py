@@ -48,7 +48,7 @@ from dlpipe.services.download.worker import WorkerOptions
     type=click.FloatRange(min=0),
     default=20.0,
     show_default=True,
-    help="On SIGTERM/SIGINT: time for files in progress to finish before they are released.",
+    help="On SIGTERM/SIGINT: time for each file in progress, or received by a long poll still open, to finish before it is released.",
 )
 @click.option(
     "--time-budget-seconds",

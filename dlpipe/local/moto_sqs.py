@@ -23,6 +23,13 @@ with only the cost fix below lost 68-158 of the 1,000 in each of 17 runs. The pa
   (deletes then failing with ReceiptHandleIsInvalid, receives with "Set changed size during
   iteration": 37-95 such errors per race run). A long poll still waits without the lock: `Queue.wait_for_messages` waits
   on the lock's condition, and a `threading.Condition` over an RLock releases every level.
+- `SQSBackend.send_message` and `SQSBackend.send_message_batch` hold it too: the batch sets each
+  message's `user_id` after `Queue.add_message` has made it visible, while a receive deep-copies
+  the message (iterating its `__dict__`), so a receive failed with "RuntimeError: dictionary
+  changed size during iteration" (once in a fresh-clone `make test`; in tests/unit/test_moto_sqs.py's
+  long-poll race, 16 long polls woken by each send, after 1, 2, 3 and 44 runs). With the lock,
+  a message is whole before any receive sees it. (A queue with a Lambda event-source mapping
+  would run the Lambda under the lock; the local stack has none.)
 
 Quadratic cost. `SQSBackend.send_message` reads `queue.attributes.get("ContentBasedDeduplication")`
 for every message (as do `SQSBackend._validate_message` and `Queue.add_message` on FIFO queues),
@@ -74,6 +81,14 @@ _COUNT_PROPERTIES = (
     "approximate_number_of_messages_delayed",
 )
 _MARKER = "_dlpipe_fixes"
+# SQSBackend methods run holding the queue's lock (the race fix); see the module docstring.
+_LOCKED = (
+    "send_message",
+    "send_message_batch",
+    "receive_message",
+    "change_message_visibility",
+    "purge_queue",
+)
 
 _apply_lock = threading.Lock()
 _counts = threading.local()
@@ -144,7 +159,7 @@ def _patch_races(models: Any) -> None:
 
     models.Message.mark_received = indexed_mark_received
     queue_cls.delete_message = delete_message
-    for name in ("receive_message", "change_message_visibility", "purge_queue"):
+    for name in _LOCKED:
         setattr(backend_cls, name, _holding_queue_lock(getattr(backend_cls, name)))
 
 

@@ -31,12 +31,20 @@ class Race:
 
 
 def race(
-    senders: int = 4, per_sender: int = 250, receivers: int = 4, timeout_s: float = 30.0
+    senders: int = 4,
+    per_sender: int = 250,
+    receivers: int = 4,
+    timeout_s: float = 30.0,
+    *,
+    wait_s: int = 0,
+    attributes: int = 0,
 ) -> Race:
     """Threads send batches of 10 while others receive and delete, on a queue of a fresh account,
     with the interpreter switching threads every 10 us to widen moto's race windows. Receivers
     stop once the senders are done and the queue is empty (or at `timeout_s`). The visibility
-    timeout is 1 s, so a message whose delete failed comes back and is deleted again."""
+    timeout is 1 s, so a message whose delete failed comes back and is deleted again.
+    `wait_s` > 0: receivers long-poll, woken by each send; each message carries `attributes`
+    message attributes (a longer copy of each received message)."""
     # Imported here: moto is heavy, and only the tests that race need it.
     from moto.sqs.models import sqs_backends
 
@@ -46,13 +54,15 @@ def race(
     senders_done = threading.Event()
     deadline = time.monotonic() + timeout_s
 
+    carried = {f"a{n}": {"DataType": "String", "StringValue": "x"} for n in range(attributes)}
+
     def send(s: int) -> None:
         for first in range(0, per_sender, 10):
             entries = {
                 str(k): {
                     "Id": str(k),
                     "MessageBody": f"s{s}-m{first + k}",
-                    "MessageAttributes": {},
+                    "MessageAttributes": carried,
                     "DelaySeconds": None,
                 }
                 for k in range(min(10, per_sender - first))
@@ -62,7 +72,7 @@ def race(
     def receive() -> None:
         while time.monotonic() < deadline:
             try:
-                messages = backend.receive_message("race", 10, 0, 1)
+                messages = backend.receive_message("race", 10, wait_s, 1, ["All"])
                 for message in messages:
                     run.received.add(message.body)
                     backend.delete_message("race", message.receipt_handle)
@@ -99,6 +109,18 @@ def test_no_sent_message_is_lost_while_others_are_received_and_deleted() -> None
     assert run.received == run.sent
     assert run.left == set()
     assert run.errors == []
+
+
+def test_a_long_poll_woken_by_a_batch_send_never_copies_a_message_still_being_written() -> None:
+    """16 long polls woken by every message of 4 threads' batches of 10 (1,200 messages with 10
+    attributes each): no receive fails and none is lost. moto's send_message_batch sets each
+    message's `user_id` after queueing it, while a receive deep-copies it: unlocked, a receive
+    raised "dictionary changed size during iteration" (RuntimeError)."""
+    apply_fixes()
+    run = race(per_sender=300, receivers=16, wait_s=1, attributes=10)
+    assert run.errors == []
+    assert run.received == run.sent
+    assert run.left == set()
 
 
 def test_apply_fixes_twice_patches_once() -> None:

@@ -1,7 +1,12 @@
 """The long-poll worker (ECS, EventBridge Pipes targets): N threads receiving from SQS.
 
-On stop (SIGTERM/SIGINT) no new message is taken; files in progress get `grace_s` to
-finish, then their claims are released and their messages made visible again.
+On stop (SIGTERM/SIGINT) no new receive starts. A long poll already open can still return
+a message: it is processed like any other, not handed back, because a hand-back is one more
+receive and workers stopping together (a deploy, a scale-in) would pass it from one open poll
+to the next until SQS dead-letters it. Each file gets `grace_s` from the stop, or from its
+receive if that came later, to finish; then its claim is released and its message made
+visible again (one receive, no more). A stop therefore takes at most `wait_seconds` +
+`grace_s` (+ the release), 40 s with the defaults.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ if TYPE_CHECKING:
 log = get_logger()
 _RELEASE_TIMEOUT_S = 30.0  # after the grace period: time to abort uploads and release claims
 _RECEIVE_BACKOFF_S = 2.0
+_RECEIVE_SLACK_S = 5.0  # a long poll's answer may come this much after its wait time
 
 
 @dataclass(frozen=True)
@@ -65,12 +71,17 @@ class Worker:
         self._stopping = threading.Event()
         self._stop_reason = ""
         self._lock = threading.Lock()
-        self._busy = 0
+        self._busy = 0  # files in progress
+        self._polling = 0  # threads between the start of a receive and the end of its files
+        self._receiving = 0  # of those, the ones still waiting on ReceiveMessage
+        self._grace_end = 0.0  # monotonic; set at the stop, pushed back by later receives
+        self._releasing = False  # the grace has run out: nothing more is started
         self._last_message_at = time.monotonic()
         self._visibility_s = receive_visibility_s(service)
 
     def request_stop(self, reason: str = "signal") -> None:
-        """Stop receiving; in-progress files finish within the grace period or are released."""
+        """Start no new receive; files in progress, and what open long polls still return,
+        finish within the grace period or are released."""
         # Safe in a signal handler: no logging here, `run` reports the reason.
         if not self._stopping.is_set():
             self._stop_reason = reason
@@ -84,12 +95,11 @@ class Worker:
             if self._idle_too_long():
                 self.request_stop("idle")
         log.info("worker.stopping", reason=self._stop_reason)
-        # A receiver in a long poll hands back what it gets once the poll ends; waiting for
-        # that keeps such a message from staying hidden for the queue's visibility timeout.
-        deadline = time.monotonic() + self._options.wait_seconds + 2
-        self._drain()
+        receives_end = time.monotonic() + self._options.wait_seconds + _RECEIVE_SLACK_S
+        self._extend_grace()
+        self._drain(receives_end)
         for thread in threads:
-            thread.join(timeout=max(0.0, deadline - time.monotonic()))
+            thread.join(timeout=max(0.0, receives_end - time.monotonic()))
         log.info("worker.stopped")
         return 0
 
@@ -107,29 +117,59 @@ class Worker:
             quiet_s = time.monotonic() - self._last_message_at
             return idle_s is not None and self._busy == 0 and quiet_s >= idle_s
 
-    def _drain(self) -> None:
-        deadline = time.monotonic() + self._options.grace_s
-        while self._busy_count() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if self._busy_count():
-            log.info("worker.grace_expired", busy=self._busy_count())
-            self._service.deps.stop.set()  # in-progress files release their claims now
-            deadline = time.monotonic() + _RELEASE_TIMEOUT_S
-            while self._busy_count() and time.monotonic() < deadline:
-                time.sleep(0.05)
-
-    def _busy_count(self) -> int:
+    def _extend_grace(self) -> None:
         with self._lock:
-            return self._busy
+            self._grace_end = max(self._grace_end, time.monotonic() + self._options.grace_s)
+
+    def _drain(self, receives_end: float) -> None:
+        """Wait for open long polls and the files they return; release files past their grace.
+
+        A poll that outlives its wait time (plus slack) is not waited for: the process exits,
+        and what it may still receive returns after the visibility timeout.
+        """
+        release_end: float | None = None
+        while True:
+            with self._lock:
+                polling, processing, grace_end = self._polling, self._busy, self._grace_end
+            now = time.monotonic()
+            if polling == 0 or (processing == 0 and now >= receives_end):
+                return
+            if release_end is not None and now >= max(release_end, receives_end):
+                return
+            if processing and release_end is None and now >= grace_end:
+                log.info("worker.grace_expired", busy=processing)
+                self._release()
+                release_end = now + _RELEASE_TIMEOUT_S
+            time.sleep(0.05)
+
+    def _release(self) -> None:
+        with self._lock:
+            self._releasing = True
+        self._service.deps.stop.set()  # in-progress files release their claims now
 
     def _poll_loop(self) -> None:
-        while not self._stopping.is_set():
+        while self._begin_poll():
             try:
                 self._poll_once()
             except Exception:
                 # A thread that died silently would leave the worker running at less capacity.
                 log.exception("worker.poll_failed")
                 self._stopping.wait(_RECEIVE_BACKOFF_S)
+            finally:
+                self._end_poll()
+
+    def _begin_poll(self) -> bool:
+        # Checked and counted under one lock, so `_drain` never misses a receive just started.
+        with self._lock:
+            if self._stopping.is_set():
+                return False
+            self._polling += 1
+            self._receiving += 1
+            return True
+
+    def _end_poll(self) -> None:
+        with self._lock:
+            self._polling -= 1
 
     def _poll_once(self) -> None:
         messages = self._receive()
@@ -139,7 +179,7 @@ class Worker:
                 handles = [m["ReceiptHandle"] for m in messages[index:]]
                 hide_messages(self._sqs, self._queue_url, handles, self._visibility_s)
             if not self._enter():
-                self._visibility(message)(0)  # taken too late: hand it straight back
+                self._visibility(message)(0)  # past the grace period: hand it straight back
                 continue
             try:
                 self._handle(message)
@@ -147,9 +187,8 @@ class Worker:
                 self._leave()
 
     def _enter(self) -> bool:
-        # Checked and counted under one lock, so `_drain` never misses a file just started.
         with self._lock:
-            if self._stopping.is_set():
+            if self._releasing:
                 return False
             self._busy += 1
             return True
@@ -160,6 +199,7 @@ class Worker:
             self._last_message_at = time.monotonic()
 
     def _receive(self) -> list[Any]:
+        messages: list[Any] = []
         try:
             response = self._sqs.receive_message(
                 QueueUrl=self._queue_url,
@@ -169,15 +209,23 @@ class Worker:
                 # the heartbeat takes over, the message is back after lease + margin.
                 VisibilityTimeout=self._visibility_s,
             )
+            messages = list(response.get("Messages", []))
         except (ClientError, BotoCoreError) as exc:
             log.warning("worker.receive_failed", error_type=type(exc).__name__)
             self._stopping.wait(_RECEIVE_BACKOFF_S)
-            return []
-        messages = list(response.get("Messages", []))
-        if messages:
-            with self._lock:
-                self._last_message_at = time.monotonic()
+        finally:
+            self._received(messages)
         return messages
+
+    def _received(self, messages: list[Any]) -> None:
+        with self._lock:
+            self._receiving -= 1
+            if not messages:
+                return
+            self._last_message_at = now = time.monotonic()
+            if self._stopping.is_set():
+                # Received after the stop: it gets a whole grace period from now.
+                self._grace_end = max(self._grace_end, now + self._options.grace_s)
 
     def _wait_seconds(self) -> int:
         """The long-poll wait, cut short when an idle exit is due sooner: otherwise the worker
