@@ -205,6 +205,11 @@ class FaultProxy:
         with self._server._lock:
             return dict(self._server.requests)
 
+    def use(self, plan: FaultPlan) -> None:
+        """Apply `plan` from the next request on (its clock starts now if it has not yet)."""
+        plan.start()
+        self.plan = self._server.plan = plan
+
     def start(self) -> FaultProxy:
         """Serve on a thread; the plan's clock starts now if it has not yet."""
         self.plan.start()

@@ -36,6 +36,12 @@ class FaultyAws:
             ENV_ENDPOINT_URL_SQS: self.moto.url,
         }
 
+    def use(self, plan: FaultPlan) -> None:
+        """Both proxies apply `plan` from now on (one clock: its windows start now)."""
+        self.plan = plan
+        self.dynamodb.use(plan)
+        self.moto.use(plan)
+
     def requests(self) -> dict[str, int]:
         """Requests both proxies saw, by `service.Operation`."""
         return {**self.dynamodb.requests, **self.moto.requests}
