@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, BinaryIO
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from tests.faults.rules import FaultPlan, Rule
 from tests.faults.shapes import THROTTLE, classify, error_response
@@ -46,6 +46,10 @@ class _Handler(BaseHTTPRequestHandler):
         plan = self.server.plan
         rule = plan.decide(service, operation, body or b"", plan.elapsed_s())
         self.server.count(service, operation)
+        upload_id = _upload_id(self.path) if service == "s3" else None
+        if rule is None and upload_id and plan.upload_gone(upload_id):
+            rule = _NO_SUCH_UPLOAD
+            plan.note(service, operation, "gone")
         if rule is not None and rule.fault == "reset":
             self._reset()
             return
@@ -114,6 +118,9 @@ class _Handler(BaseHTTPRequestHandler):
             for piece in [body] if body is not None else self._body_pieces(headers):
                 upstream.send(piece)
             response = upstream.getresponse()
+            upload_id = _upload_id(self.path)
+            if upload_id and self.command == "POST" and 200 <= response.status < 300:
+                self.server.plan.upload_completed(upload_id)
             if drop:
                 response.read()  # the write took effect upstream; its answer goes nowhere
                 self.connection.shutdown(socket.SHUT_RDWR)
@@ -140,6 +147,13 @@ class _Handler(BaseHTTPRequestHandler):
         if (response.getheader("Connection") or "").lower() == "close":
             self.close_connection = True
         self.wfile.flush()
+
+
+_NO_SUCH_UPLOAD = Rule(service="s3", fault="error", status=404, code="NoSuchUpload")
+
+
+def _upload_id(path: str) -> str | None:
+    return parse_qs(urlsplit(path).query).get("uploadId", [None])[0]
 
 
 def _raw_chunks(rfile: BinaryIO) -> Iterator[bytes]:

@@ -3,7 +3,7 @@ often, in which time window and how many times; read from a JSON or TOML rule fi
 
 A rule file:
 
-    {"seed": 7, "rules": [
+    {"seed": 7, "s3_completed_uploads_gone": true, "rules": [
       {"service": "dynamodb", "operations": ["UpdateItem"], "fault": "drop",
        "probability": 0.1, "start_s": 0, "end_s": 60, "count": 5,
        "body_contains": "if_not_exists(#attempts"}]}
@@ -11,7 +11,8 @@ A rule file:
 Faults: `throttle` (the service's own throttling answer), `error` (`status` and `code`, an
 AWS-shaped body), `reset` (TCP RST before anything is forwarded), `delay` (`delay_s`, then
 forwarded), `drop` (forwarded, the upstream's answer read, then the client's connection closed
-without a byte of it). Times are seconds since the proxy started. Whether a rule fires on its
+without a byte of it). `s3_completed_uploads_gone` makes an upload ID completed through
+the proxy answer NoSuchUpload afterwards, as S3 does (moto completes it again). Times are seconds since the proxy started. Whether a rule fires on its
 n-th matching request is decided by a generator seeded with (seed, rule, n), so a run makes the
 same choices whatever threads interleave in front of it.
 """
@@ -97,6 +98,10 @@ class FaultPlan:
     fired: list[int] = field(init=False)
     log: list[tuple[float, str, str, str]] = field(default_factory=list)  # at, service, op, fault
     started: float | None = None  # monotonic time of the first proxy's start
+    # As S3 does and moto does not: an upload ID once completed answers NoSuchUpload (404) to
+    # a later CompleteMultipartUpload or UploadPart (e.g. the retry of a dropped completion).
+    s3_completed_uploads_gone: bool = False
+    completed_uploads: set[str] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
@@ -129,6 +134,21 @@ class FaultPlan:
                     return rule
         return None
 
+    def note(self, service: str, operation: str, what: str) -> None:
+        """Log something the proxy answered on its own (not a rule's firing)."""
+        with self._lock:
+            self.log.append((round(self.elapsed_s(), 3), service, operation, what))
+
+    def upload_gone(self, upload_id: str | None) -> bool:
+        """True when S3 would no longer know `upload_id` (completed through this proxy)."""
+        with self._lock:
+            return self.s3_completed_uploads_gone and upload_id in self.completed_uploads
+
+    def upload_completed(self, upload_id: str) -> None:
+        """Remember an upload S3 completed."""
+        with self._lock:
+            self.completed_uploads.add(upload_id)
+
     def fired_count(self, fault: str | None = None, operation: str | None = None) -> int:
         """Firings so far, optionally of one fault and/or one operation."""
         with self._lock:
@@ -147,7 +167,11 @@ def plan_from_data(data: Mapping[str, Any]) -> FaultPlan:
     seed = data.get("seed", 0)
     if not isinstance(seed, int):
         raise RuleFileError(f"seed must be an integer, not {seed!r}")
-    return FaultPlan([_rule(n, raw) for n, raw in enumerate(rules)], seed=seed)
+    gone = data.get("s3_completed_uploads_gone", False)
+    if not isinstance(gone, bool):
+        raise RuleFileError(f"s3_completed_uploads_gone must be true or false, not {gone!r}")
+    rules_read = [_rule(n, raw) for n, raw in enumerate(rules)]
+    return FaultPlan(rules_read, seed=seed, s3_completed_uploads_gone=gone)
 
 
 def load_plan(path: Path) -> FaultPlan:

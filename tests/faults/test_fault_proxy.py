@@ -272,3 +272,31 @@ def test_requests_are_named_as_aws_names_them() -> None:
     }
     for (method, path), operation in cases.items():
         assert classify(method, path, {}, b"") == ("s3", operation)
+
+
+def test_a_completed_upload_is_gone_afterwards_when_the_plan_says_so(upstream: Upstream) -> None:
+    """s3_completed_uploads_gone: the first CompleteMultipartUpload is forwarded (its answer
+    dropped here), its retry answers 404 NoSuchUpload as S3 does; other uploads pass."""
+    plan = FaultPlan(
+        [
+            Rule(
+                service="s3",
+                fault="drop",
+                operations=frozenset({"CompleteMultipartUpload"}),
+                count=1,
+            )
+        ],
+        s3_completed_uploads_gone=True,
+    )
+    with FaultProxy(upstream.url, plan).running() as proxy:
+        with pytest.raises(requests.ConnectionError):
+            requests.post(f"{proxy.url}/b/k?uploadId=u1", data=b"<x/>", timeout=5)
+        retry = requests.post(f"{proxy.url}/b/k?uploadId=u1", data=b"<x/>", timeout=5)
+        other = requests.post(f"{proxy.url}/b/k?uploadId=u2", data=b"<x/>", timeout=5)
+    assert retry.status_code == 404
+    assert b"<Code>NoSuchUpload</Code>" in retry.content
+    assert other.status_code == 200
+    assert [(m, p) for m, p, _, _ in upstream.seen] == [
+        ("POST", "/b/k?uploadId=u1"),
+        ("POST", "/b/k?uploadId=u2"),
+    ]

@@ -217,7 +217,8 @@ def test_soak_s3_slowdown_with_dropped_multipart_completions(
     make_rig: Callable[..., Rig], stub_factory: StubFactory, figures: Any
 ) -> None:
     """30% of S3 calls answered 503 SlowDown for 120 s; half the CompleteMultipartUpload
-    answers (up to 3) dropped after S3 completed the upload."""
+    answers (up to 3) dropped after S3 completed the upload, whose ID S3 then no longer knows
+    (NoSuchUpload to the retry: the proxy plays S3 here, moto would complete it again)."""
     plan = FaultPlan(
         [
             Rule(
@@ -230,6 +231,7 @@ def test_soak_s3_slowdown_with_dropped_multipart_completions(
             Rule(service="s3", fault="throttle", probability=0.3, end_s=120),
         ],
         seed=SEED,
+        s3_completed_uploads_gone=True,  # as S3: the retry of a completion meets NoSuchUpload
     )
     run = outage_day(make_rig, stub_factory, figures, plan, big_and_small, polls=60, interval_s=2)
     assert run.plan.fired_count("drop", "CompleteMultipartUpload") >= 1
