@@ -235,6 +235,7 @@ def test_soak_s3_slowdown_with_dropped_multipart_completions(
     )
     run = outage_day(make_rig, stub_factory, figures, plan, big_and_small, polls=60, interval_s=2)
     assert run.plan.fired_count("drop", "CompleteMultipartUpload") >= 1
+    assert run.plan.fired_count("gone", "CompleteMultipartUpload") >= 1  # a retry met it
     assert run.plan.fired_count("throttle") >= 5
 
 
