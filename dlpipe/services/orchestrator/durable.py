@@ -38,19 +38,29 @@ cause). Once the next delay would pass the budget (DLPIPE_PROVIDER_OUTAGE_BUDGET
 replay of a retried fetch never runs create-batch again (its result is checkpointed), and
 fetch-and-queue is idempotent (conditional puts, re-sends this batch's available jobs).
 
+Our own AWS dependencies. A step (the fan-out's chunks and the completion checks above all)
+that finds SQS or DynamoDB unavailable (DependencyUnavailableError: throttling, 5xx, timeouts,
+connection errors, classified at the adapter edge after the clients' own retries) is retried
+the same way on its own, shorter schedule (domain/outage.py DEPENDENCY_BACKOFF: 15 s doubling
+to 2 min, jittered, within DLPIPE_AWS_OUTAGE_BUDGET_SECONDS, 15 min by default). Each retry
+logs `batch.dependency_unavailable` at warning level; once the budget is spent the step raises
+DependencyBudgetSpent and the batch ends failed with `dependency_unavailable: SQS unavailable
+(<cause>) after N attempts over M min` (`check_failed: ...` before it for a check).
+
 Failed checks. A check-completion step (its sweeper included) whose retries are used up ends
 the batch failed with `check_failed: <step> failed: <error type>: <message>`, the BatchFailed
 metric, and a normal result, instead of failing the execution with the batch left queued.
 
-The execution timeout must hold the polling, the outage budget and the setup margin:
+The execution timeout must hold the polling, both outage budgets and the setup margin:
 assert_polling_fits checks it, as the precondition in terraform/lambda_orchestrator.tf does.
 """
 
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from aws_durable_execution_sdk_python import DurableContext, StepError, durable_execution
 from aws_durable_execution_sdk_python.config import Duration, StepConfig
@@ -60,12 +70,19 @@ from aws_durable_execution_sdk_python.retries import (
     create_retry_strategy,
 )
 
+from dlpipe.domain.errors import DependencyUnavailableError
 from dlpipe.domain.events import parse_event
-from dlpipe.domain.outage import OutageBackoff, exhausted_message
+from dlpipe.domain.outage import (
+    DEPENDENCY_BACKOFF,
+    OutageBackoff,
+    dependency_exhausted_message,
+    exhausted_message,
+)
 from dlpipe.log import get_logger
 from dlpipe.services.orchestrator.inline import PollingPlan, is_fetch_step, run_batch
 from dlpipe.services.orchestrator.ports import (
     BatchFlow,
+    DependencyBudgetSpent,
     FetchFailed,
     FlowContractError,
     OutageBudgetSpent,
@@ -96,8 +113,9 @@ _TRANSIENT_RETRY = create_retry_strategy(
         backoff_rate=2,
     )
 )
-# Retrying these cannot help: the provider said no for good, or the flow broke its contract.
-_PERMANENT_ERRORS = (FetchFailed, FlowContractError)
+# Retrying these cannot help: the provider said no for good, an outage outlasted its budget,
+# or the flow broke its contract.
+_PERMANENT_ERRORS = (FetchFailed, DependencyBudgetSpent, FlowContractError)
 
 
 def step_retry_strategy(error: Exception, attempts_made: int) -> RetryDecision:
@@ -105,9 +123,6 @@ def step_retry_strategy(error: Exception, attempts_made: int) -> RetryDecision:
     if isinstance(error, _PERMANENT_ERRORS):
         return RetryDecision.no_retry()
     return _TRANSIENT_RETRY(error, attempts_made)
-
-
-STEP_CONFIG = StepConfig(retry_strategy=step_retry_strategy)
 
 
 class PollingBudgetError(ValueError):
@@ -118,18 +133,28 @@ def assert_polling_fits(
     poll_interval_seconds: int,
     max_polls: int,
     execution_timeout_seconds: int,
+    *,
     margin_seconds: int = DEFAULT_MARGIN_SECONDS,
     outage_budget_seconds: int = 0,
+    dependency_budget_seconds: int = 0,
 ) -> None:
-    """Raise PollingBudgetError unless polls x interval + outage budget + margin fits in the
-    execution timeout (a day may wait out a whole outage, then poll to its last check)."""
-    needed_seconds = poll_interval_seconds * max_polls + outage_budget_seconds + margin_seconds
+    """Raise PollingBudgetError unless polls x interval + outage budgets + margin fits in the
+    execution timeout (a day may wait out a whole provider outage and one of SQS or DynamoDB,
+    then poll to its last check)."""
+    needed_seconds = (
+        poll_interval_seconds * max_polls
+        + outage_budget_seconds
+        + dependency_budget_seconds
+        + margin_seconds
+    )
     if needed_seconds > execution_timeout_seconds:
+        aws = f" + {dependency_budget_seconds}s AWS outage budget" * bool(dependency_budget_seconds)
         raise PollingBudgetError(
             f"{max_polls} polls x {poll_interval_seconds}s + {outage_budget_seconds}s outage "
-            f"budget + {margin_seconds}s margin = {needed_seconds}s exceeds the execution "
+            f"budget{aws} + {margin_seconds}s margin = {needed_seconds}s exceeds the execution "
             f"timeout of {execution_timeout_seconds}s: raise the timeout or lower "
             "DLPIPE_MAX_POLLS / DLPIPE_POLL_INTERVAL_SECONDS / DLPIPE_PROVIDER_OUTAGE_BUDGET_SECONDS"
+            " / DLPIPE_AWS_OUTAGE_BUDGET_SECONDS"
         )
 
 
@@ -140,14 +165,16 @@ def build_durable_handler(
     *,
     date_offset_days: int = 1,
     outage: OutageBackoff | None = None,
+    dependency_outage: OutageBackoff = DEPENDENCY_BACKOFF,
 ) -> Callable[[Any, LambdaContext], Any]:
     """Return the Lambda handler that runs one day's batch as a durable execution.
 
     `flow_factory` is called at most once per invocation, inside the first step that runs.
-    `outage`: how long and how often to retry the fetch while the provider is unavailable.
+    `outage`: how long and how often to retry the fetch while the provider is unavailable;
+    `dependency_outage`: any step while SQS or DynamoDB is.
     """
     plan = PollingPlan(poll_interval_seconds, max_polls)
-    backoff = outage or OutageBackoff()
+    backoffs = _Backoffs(outage or OutageBackoff(), dependency_outage)
 
     @durable_execution
     def orchestrate(event: Any, context: DurableContext) -> dict[str, Any]:
@@ -157,7 +184,7 @@ def build_durable_handler(
         # Built lazily inside a step, so a failure to build it (a secret read, say) is a step
         # failure that gets retried, and pure replays build nothing.
         flow = functools.cache(flow_factory)
-        return run_batch(_DurableSteps(context, backoff), flow, request, plan).to_dict()
+        return run_batch(_DurableSteps(context, backoffs), flow, request, plan).to_dict()
 
     return orchestrate
 
@@ -169,28 +196,36 @@ def build_durable_handler(
 # per poll (about 100 bytes each, far below the 256 KB checkpoint limit), names each poll in the
 # execution history, and replays deterministically: names depend only on the poll number, and
 # max_polls is fixed per function version.
-class _DurableSteps:
-    """StepRunner on a DurableContext: retries the fetch through provider outages, and turns a
-    step that failed for good into FetchFailed (fetch) or StepFailed (any other step)."""
+class _Backoffs(NamedTuple):
+    provider: OutageBackoff
+    dependency: OutageBackoff
 
-    def __init__(self, context: DurableContext, outage: OutageBackoff) -> None:
+
+class _DurableSteps:
+    """StepRunner on a DurableContext: retries the fetch through provider outages and any step
+    through SQS / DynamoDB outages, and turns a step that failed for good into FetchFailed
+    (fetch) or StepFailed (any other step)."""
+
+    def __init__(self, context: DurableContext, backoffs: _Backoffs) -> None:
         self._context = context
-        self._outage = outage
+        self._outage = backoffs.provider
+        self._dependency = backoffs.dependency
         # Stable across replays and unique per execution: the jitter's seed.
         self._seed = context.execution_context.durable_execution_arn
-        self._fetch_config = StepConfig(retry_strategy=self._fetch_retry_strategy)
+        self._config = StepConfig(retry_strategy=self._retry_strategy)
 
     def step(self, name: str, func: Callable[[], _T]) -> _T:
         is_fetch = is_fetch_step(name)
 
         def body(step_context: StepContext) -> _T:
-            return self._fetch_attempt(func, step_context.attempt) if is_fetch else func()
+            return self._attempt(name, func, step_context.attempt)
 
         try:
-            return self._context.step(
-                body, name=name, config=self._fetch_config if is_fetch else STEP_CONFIG
-            )
+            return self._context.step(body, name=name, config=self._config)
         except StepError as exc:
+            if exc.error_type in _wire_names(DependencyBudgetSpent):
+                reason = exc.message or f"{name}: dependency unavailable"
+                raise (FetchFailed if is_fetch else StepFailed)(reason) from exc
             if exc.error_type in _wire_names(FetchFailed):
                 raise FetchFailed(exc.message or f"{name} failed") from exc
             if is_fetch:
@@ -202,6 +237,33 @@ class _DurableSteps:
 
     def wait(self, name: str, seconds: int) -> None:
         self._context.wait(Duration.from_seconds(seconds), name=name)
+
+    def _attempt(self, name: str, func: Callable[[], _T], attempt: int) -> _T:
+        """Run one attempt; past its budget, an SQS / DynamoDB outage becomes permanent."""
+        started_s = time.monotonic()
+        try:
+            return self._fetch_attempt(func, attempt) if is_fetch_step(name) else func()
+        except DependencyUnavailableError as outage:
+            # The outage so far: the suspended delays before this attempt, and this attempt.
+            waited_s = self._dependency.backoff_before(attempt, self._seed)
+            spent_s = waited_s + time.monotonic() - started_s
+            delay_s = self._dependency.next_delay(attempt, self._seed, spent_s)
+            if delay_s is None:
+                message = dependency_exhausted_message(
+                    outage.dependency, str(outage), attempt, spent_s
+                )
+                raise DependencyBudgetSpent(message) from outage
+            log.warning(
+                "batch.dependency_unavailable",
+                step=name,
+                dependency=outage.dependency,
+                attempt=attempt,
+                outage_s=round(spent_s),
+                retry_in_s=delay_s,
+                budget_s=self._dependency.budget_seconds,
+                cause=str(outage),
+            )
+            raise
 
     def _fetch_attempt(self, func: Callable[[], _T], attempt: int) -> _T:
         """Run one fetch attempt; past the outage budget, a ProviderOutage becomes permanent."""
@@ -224,13 +286,17 @@ class _DurableSteps:
             )
             raise
 
-    def _fetch_retry_strategy(self, error: Exception, attempts_made: int) -> RetryDecision:
-        # _fetch_attempt lets a ProviderOutage escape only while the next delay fits the budget.
+    def _retry_strategy(self, error: Exception, attempts_made: int) -> RetryDecision:
+        # _attempt and _fetch_attempt let an outage escape only while the next delay fits.
         if isinstance(error, ProviderOutage):
-            return RetryDecision.retry(
-                Duration.from_seconds(self._outage.delay_seconds(attempts_made, self._seed))
-            )
-        return step_retry_strategy(error, attempts_made)
+            backoff = self._outage
+        elif isinstance(error, DependencyUnavailableError):
+            backoff = self._dependency
+        else:
+            return step_retry_strategy(error, attempts_made)
+        return RetryDecision.retry(
+            Duration.from_seconds(backoff.delay_seconds(attempts_made, self._seed))
+        )
 
 
 def _wire_names(error_class: type[Exception]) -> set[str]:
