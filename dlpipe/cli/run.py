@@ -15,14 +15,13 @@ from click.core import ParameterSource
 from rich.console import Console
 
 from dlpipe import metrics
-from dlpipe.bootstrap.orchestrator import build_flow
+from dlpipe.bootstrap.orchestrator import build_flow, build_orchestrator_handler
 from dlpipe.cli.run_local import render_report, run_local
 from dlpipe.cli.run_progress import PollReporter, ReportingFlow
 from dlpipe.config import Settings
 from dlpipe.domain.events import parse_polling_date
 from dlpipe.local.durable_runner import run_durable_locally
 from dlpipe.log import configure_logging
-from dlpipe.services.orchestrator.durable import build_durable_handler
 from dlpipe.services.orchestrator.preflight import check_ready
 
 err = Console(stderr=True)
@@ -133,12 +132,16 @@ def _run_remote(day: str, poll_interval: int | None, log_path: Path) -> int:
     build_flow(settings)  # the settings' own checks (recovery bound), before any step
     err.print(f"logs and metrics: {log_path}", highlight=False)
     reporter = PollReporter(err, settings.poll_interval_seconds, settings.max_polls)
-    handler = build_durable_handler(
-        lambda: ReportingFlow(build_flow(settings), reporter),
-        settings.poll_interval_seconds,
-        settings.max_polls,
+    # Wired as the Lambda is (the outage budgets from the settings); the run's own timeout
+    # holds an SQS / DynamoDB outage waited out within its budget.
+    handler = build_orchestrator_handler(
+        settings, lambda: ReportingFlow(build_flow(settings), reporter)
     )
-    budget_s = settings.poll_interval_seconds * settings.max_polls + 600.0
+    budget_s = (
+        settings.poll_interval_seconds * settings.max_polls
+        + settings.aws_outage_budget_seconds
+        + 600.0
+    )
     err.print(f"day {day}: starting the batch", highlight=False)
     with reporter.live():
         result = run_durable_locally(

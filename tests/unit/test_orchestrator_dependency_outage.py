@@ -23,9 +23,11 @@ from dlpipe.bootstrap.orchestrator import build_flow
 from dlpipe.config import Settings
 from dlpipe.domain.errors import StoreUnavailableError
 from dlpipe.domain.model import BatchStatus, JobStatus
+from dlpipe.local.durable_runner import run_durable_locally
 from dlpipe.services.orchestrator.durable import build_durable_handler
 from dlpipe.services.orchestrator.flow import BatchFlowService
 from dlpipe.services.orchestrator.ports import CompletionCheck
+from orchestrator import handler as handler_module
 from tests.fakes.provider import FakeLister, descriptor
 from tests.fakes.stores import FakeBatchesTable, FakeJobsTable
 from tests.support import ManualClock
@@ -220,4 +222,20 @@ def test_the_budget_comes_from_the_environment_and_zero_gives_up_at_the_first_fa
     outcome = day.run(dependency_outage=settings.aws_outage_backoff())
     assert result_of(outcome)["status"] == "failed"
     assert outcome.get_step("fetch-and-queue-files").attempt == 1
+    assert day.reason().endswith("after 1 attempt over 0 s"), day.reason()
+
+
+def test_the_lambda_handler_reads_the_aws_outage_budget_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """DLPIPE_AWS_OUTAGE_BUDGET_SECONDS=0 makes the deployed handler give up at the first fault."""
+    day = Day(DownSqs(down_for=10_000))
+    monkeypatch.setenv("DLPIPE_AWS_OUTAGE_BUDGET_SECONDS", "0")
+    monkeypatch.setattr(handler_module, "build_flow", lambda _settings: day.flow)
+    handler_module.durable_handler.cache_clear()
+    try:
+        result = run_durable_locally(handler_module.handler, {"date": DAY})
+    finally:
+        handler_module.durable_handler.cache_clear()
+    assert result["status"] == "failed"
     assert day.reason().endswith("after 1 attempt over 0 s"), day.reason()
