@@ -4,6 +4,7 @@ wait it out durably within a budget, under the SDK's local runner in virtual tim
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -239,3 +240,17 @@ def test_the_lambda_handler_reads_the_aws_outage_budget_from_the_environment(
         handler_module.durable_handler.cache_clear()
     assert result["status"] == "failed"
     assert day.reason().endswith("after 1 attempt over 0 s"), day.reason()
+
+
+def test_the_sdks_own_log_of_a_retried_outage_is_a_warning_without_a_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The durable SDK logs every failed step attempt at ERROR with a traceback; an attempt
+    that met an outage being waited out is a warning there too, and only the give-up an error."""
+    caplog.set_level(logging.INFO, logger="aws_durable_execution_sdk_python")
+    outcome = Day(DownSqs(down_for=2)).run()
+    assert result_of(outcome)["status"] == "completed"
+    sdk = [r for r in caplog.records if r.name.startswith("aws_durable_execution_sdk_python")]
+    failed = [r for r in sdk if "failed step" in r.getMessage()]
+    assert [(r.levelname, r.exc_info) for r in failed] == [("WARNING", None)] * 2
+    assert [r.getMessage() for r in sdk if r.levelno >= logging.ERROR] == []

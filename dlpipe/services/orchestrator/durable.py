@@ -89,6 +89,7 @@ from dlpipe.services.orchestrator.ports import (
     ProviderOutage,
     StepFailed,
 )
+from dlpipe.services.orchestrator.sdk_logs import quiet_sdk_retry_logs
 
 if TYPE_CHECKING:
     from aws_durable_execution_sdk_python.types import LambdaContext, StepContext
@@ -175,6 +176,7 @@ def build_durable_handler(
     """
     plan = PollingPlan(poll_interval_seconds, max_polls)
     backoffs = _Backoffs(outage or OutageBackoff(), dependency_outage)
+    quiet_sdk_retry_logs()
 
     @durable_execution
     def orchestrate(event: Any, context: DurableContext) -> dict[str, Any]:
