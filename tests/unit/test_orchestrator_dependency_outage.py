@@ -22,7 +22,7 @@ from structlog.testing import capture_logs
 from dlpipe.adapters.queue import JobQueue
 from dlpipe.bootstrap.orchestrator import build_flow
 from dlpipe.config import Settings
-from dlpipe.domain.errors import StoreUnavailableError
+from dlpipe.domain.errors import DependencyUnavailableError, StoreUnavailableError
 from dlpipe.domain.model import BatchStatus, JobStatus
 from dlpipe.local.durable_runner import run_durable_locally
 from dlpipe.services.orchestrator.durable import build_durable_handler
@@ -66,6 +66,9 @@ class DownSqs:
             raise self.fault()
         self.sent.extend(json.loads(e["MessageBody"])["file_id"] for e in Entries)
         return {"Successful": [{"Id": e["Id"]} for e in Entries], "Failed": []}
+
+    def get_queue_attributes(self, **_: Any) -> dict[str, Any]:
+        return {"Attributes": {"ApproximateNumberOfMessages": "0"}}  # every message lost
 
 
 class Day:
@@ -254,3 +257,16 @@ def test_the_sdks_own_log_of_a_retried_outage_is_a_warning_without_a_traceback(
     failed = [r for r in sdk if "failed step" in r.getMessage()]
     assert [(r.levelname, r.exc_info) for r in failed] == [("WARNING", None)] * 2
     assert [r.getMessage() for r in sdk if r.levelno >= logging.ERROR] == []
+
+
+def test_a_sweepers_resend_that_meets_sqs_down_is_an_outage_of_the_check() -> None:
+    """The check's sweeper re-sends idle jobs; SQS refusing with 500s makes the check raise
+    SQS's DependencyUnavailableError (waited out within the budget), not a plain send error."""
+    sqs = DownSqs(down_for=0)
+    day = Day(sqs)
+    batch_id = day.flow.create_batch(DAY)
+    day.flow.fetch_and_queue(batch_id, DAY)
+    sqs.down_for, day.clock.now = 10_000, day.clock.now + 3600 * 1000  # idle past the bound
+    with pytest.raises(DependencyUnavailableError) as caught:
+        BatchFlowService.check_completion(day.flow, batch_id, 1, False)
+    assert caught.value.dependency == "SQS"
