@@ -9,6 +9,11 @@ from urllib.parse import urlsplit
 
 # Tests only: seconds this process's wall clock runs ahead (named and read in dlpipe.domain.clock).
 from dlpipe.domain.clock import ENV_TEST_CLOCK_OFFSET_SECONDS  # noqa: F401 (re-exported: tests set it)
+from dlpipe.domain.outage import (
+    DEFAULT_DEPENDENCY_BUDGET_SECONDS,
+    OutageBackoff,
+    dependency_backoff,
+)
 from dlpipe.domain.routing import DEFAULT_LARGE_FILE_THRESHOLD_BYTES
 from dlpipe.domain.waiting import DEFAULT_IDLE_WARNING_SECONDS
 
@@ -51,6 +56,7 @@ ENV_SWEEP_REQUEUE = "DLPIPE_SWEEP_REQUEUE"
 ENV_RESEND_AFTER_SECONDS = "DLPIPE_RESEND_AFTER_SECONDS"
 ENV_PROVIDER_OUTAGE_BUDGET_SECONDS = "DLPIPE_PROVIDER_OUTAGE_BUDGET_SECONDS"
 ENV_IDLE_WARNING_SECONDS = "DLPIPE_IDLE_WARNING_SECONDS"  # dlpipe.domain.waiting
+ENV_AWS_OUTAGE_BUDGET_SECONDS = "DLPIPE_AWS_OUTAGE_BUDGET_SECONDS"
 # Which provider URLs may be requested (dlpipe/adapters/url_policy.py); the exemptions are local only.
 ENV_URL_ALLOWED_HOSTS = "DLPIPE_URL_ALLOWED_HOSTS"
 ENV_ALLOW_HTTP_URLS = "DLPIPE_ALLOW_HTTP_URLS"
@@ -147,6 +153,8 @@ class Settings:
     provider_outage_budget_seconds: int = 7200
     # How long queued work may wait untouched before run, status and the web view warn.
     idle_warning_seconds: int = DEFAULT_IDLE_WARNING_SECONDS
+    # The same while SQS or DynamoDB is unavailable to the fan-out or a completion check.
+    aws_outage_budget_seconds: int = DEFAULT_DEPENDENCY_BUDGET_SECONDS
     # Host patterns a provider URL may name; empty: the provider's S3 hosts and API host.
     url_allowed_hosts: tuple[str, ...] = ()
     allow_http_urls: bool = False
@@ -198,6 +206,9 @@ class Settings:
             idle_warning_seconds=_int_setting(
                 env, ENV_IDLE_WARNING_SECONDS, DEFAULT_IDLE_WARNING_SECONDS
             ),
+            aws_outage_budget_seconds=_int_setting(
+                env, ENV_AWS_OUTAGE_BUDGET_SECONDS, DEFAULT_DEPENDENCY_BUDGET_SECONDS, minimum=0
+            ),
             url_allowed_hosts=tuple(
                 h.strip() for h in (env.get(ENV_URL_ALLOWED_HOSTS) or "").split(",") if h.strip()
             ),
@@ -213,6 +224,10 @@ class Settings:
             provider_listing_max_files=_int_setting(env, ENV_PROVIDER_LISTING_MAX_FILES, 200_000),
             provider_listing_max_pages=_int_setting(env, ENV_PROVIDER_LISTING_MAX_PAGES, 10_000),
         )
+
+    def aws_outage_backoff(self) -> OutageBackoff:
+        """The retry schedule while SQS or DynamoDB is unavailable, within the budget."""
+        return dependency_backoff(self.aws_outage_budget_seconds)
 
     def endpoint_for(self, service: str) -> str | None:
         """The endpoint of `service`: its own override, else AWS_ENDPOINT_URL, else AWS's."""

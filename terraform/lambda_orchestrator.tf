@@ -43,6 +43,7 @@ resource "aws_lambda_function" "orchestrator" {
   environment {
     variables = merge(local.orchestrator_environment, local.large_file_environment, {
       DLPIPE_PROVIDER_OUTAGE_BUDGET_SECONDS = tostring(var.provider_outage_budget_seconds)
+      DLPIPE_AWS_OUTAGE_BUDGET_SECONDS      = tostring(var.aws_outage_budget_seconds)
     })
   }
 
@@ -59,8 +60,8 @@ resource "aws_lambda_function" "orchestrator" {
 
   lifecycle {
     precondition {
-      condition     = var.poll_interval_seconds * var.max_polls + var.provider_outage_budget_seconds + var.durable_setup_margin_seconds <= var.durable_execution_timeout_seconds
-      error_message = "poll_interval_seconds * max_polls + provider_outage_budget_seconds + durable_setup_margin_seconds must not exceed durable_execution_timeout_seconds, or a day that waits out a provider outage times out before the orchestrator can mark its batch failed or timed out."
+      condition     = var.poll_interval_seconds * var.max_polls + var.provider_outage_budget_seconds + var.aws_outage_budget_seconds + var.durable_setup_margin_seconds <= var.durable_execution_timeout_seconds
+      error_message = "poll_interval_seconds * max_polls + provider_outage_budget_seconds + aws_outage_budget_seconds + durable_setup_margin_seconds must not exceed durable_execution_timeout_seconds, or a day that waits out a provider or an SQS / DynamoDB outage times out before the orchestrator can mark its batch failed or timed out."
     }
   }
 

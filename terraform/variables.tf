@@ -431,6 +431,17 @@ variable "ecs_security_group_ids" {
   default     = []
 }
 
+variable "aws_outage_budget_seconds" {
+  description = "How long a fan-out chunk or a completion check keeps retrying while SQS or DynamoDB is unavailable (throttling, 5xx, timeouts, connection errors), with a suspended backoff of 15 s doubling to 2 min, before the batch ends failed (DLPIPE_AWS_OUTAGE_BUDGET_SECONDS). It counts against durable_execution_timeout_seconds; 0 fails the day at the first such fault."
+  type        = number
+  default     = 900
+
+  validation {
+    condition     = var.aws_outage_budget_seconds >= 0 && var.aws_outage_budget_seconds <= 86400 && floor(var.aws_outage_budget_seconds) == var.aws_outage_budget_seconds
+    error_message = "aws_outage_budget_seconds must be a whole number between 0 and 86400."
+  }
+}
+
 variable "provider_outage_budget_seconds" {
   description = "How long a day keeps retrying the provider's listing while it is unavailable (5xx, 429, timeouts, connection errors), with a suspended backoff of 30 s doubling to 10 min, before the batch ends failed (DLPIPE_PROVIDER_OUTAGE_BUDGET_SECONDS). It counts against durable_execution_timeout_seconds; 0 fails the day at the first outage."
   type        = number

@@ -12,23 +12,13 @@ from botocore.exceptions import (
     PartialCredentialsError,
 )
 
-from dlpipe.adapters.aws_errors import raise_request_error
+from dlpipe.adapters.aws_errors import is_transient, raise_request_error
 from dlpipe.domain.errors import StoreUnavailableError, TableMissingError
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 CONDITION_FAILED = "ConditionalCheckFailedException"
-_TRANSIENT_CODES = frozenset(
-    {
-        "ProvisionedThroughputExceededException",
-        "ThrottlingException",
-        "RequestLimitExceeded",
-        "InternalServerError",
-        "ServiceUnavailable",
-        "TransactionConflictException",
-    }
-)
 
 
 def is_condition_failure(exc: ClientError) -> bool:
@@ -52,7 +42,7 @@ def raise_store_error(exc: Exception, table: str) -> NoReturn:
             raise TableMissingError(
                 f"table {table!r} does not exist at this endpoint (run: dlpipe local provision)"
             ) from exc
-        if code in _TRANSIENT_CODES:
+        if is_transient(exc):  # throttling, 5xx: aws_errors decides, for every service
             raise StoreUnavailableError(f"DynamoDB kept refusing ({code}) on {table!r}") from exc
         raise_request_error(exc, "DynamoDB", exc.operation_name, table)
     if isinstance(exc, NoCredentialsError | PartialCredentialsError):

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
-from dlpipe.adapters.aws_errors import queue_name, raise_request_error
+from dlpipe.adapters.aws_errors import is_transient, one_line, queue_name, raise_request_error
+from dlpipe.domain.errors import DependencyUnavailableError
 from dlpipe.domain.messages import JobMessage, encode_message
 from dlpipe.domain.routing import DEFAULT_LARGE_FILE_THRESHOLD_BYTES, Route, route_for
 
@@ -27,17 +28,27 @@ SEND_BATCH_MAX = 10  # SendMessageBatch's limit
 
 
 class QueueSendError(RuntimeError):
-    """Some messages could not be sent after retries; `failed` lists their FileIDs."""
+    """Some messages could not be sent after retries; `failed` lists their FileIDs.
 
-    def __init__(self, message: str, failed: Sequence[str]) -> None:
+    `unavailable` is set when every failure was transient (throttling, 5xx, a timeout, a lost
+    connection): SQS is down for now, and sending again later may succeed."""
+
+    def __init__(
+        self,
+        message: str,
+        failed: Sequence[str],
+        unavailable: DependencyUnavailableError | None = None,
+    ) -> None:
         super().__init__(message)
         self.failed = list(failed)
+        self.unavailable = unavailable
 
 
 class _PartialSend(Exception):
-    def __init__(self, remaining: list[JobMessage], reasons: list[str]) -> None:
+    def __init__(self, remaining: list[JobMessage], reasons: list[str], transient: bool) -> None:
         super().__init__("; ".join(reasons))
         self.remaining = remaining
+        self.transient = transient  # every failed entry was SQS's fault, not ours
 
 
 class JobQueue:
@@ -87,16 +98,19 @@ class JobQueue:
         for job in jobs:
             url = self.queue_url_for(job.expected_size)
             by_queue.setdefault(url, []).append(JobMessage(job.file_id, job.batch_id))
-        failed: list[str] = []
-        errors: list[str] = []
+        refused: list[QueueSendError] = []
         for url, messages in by_queue.items():
             try:
                 self._send_to(url, messages)
             except QueueSendError as exc:
-                failed.extend(exc.failed)
-                errors.append(str(exc))
-        if failed:
-            raise QueueSendError("; ".join(errors), failed)
+                refused.append(exc)
+        if refused:
+            outages = [exc.unavailable for exc in refused]
+            raise QueueSendError(
+                "; ".join(str(exc) for exc in refused),
+                [file_id for exc in refused for file_id in exc.failed],
+                outages[0] if None not in outages else None,
+            )
         return len(jobs)
 
     def _send_to(self, queue_url: str, messages: Sequence[JobMessage]) -> int:
@@ -124,13 +138,25 @@ class JobQueue:
             if failed:
                 # Only the failed entries are sent again: the others are already queued.
                 pending = [pending[int(f["Id"])] for f in failed]
-                raise _PartialSend(pending, [f.get("Code", "?") for f in failed])
+                server_side = not any(f.get("SenderFault", True) for f in failed)
+                raise _PartialSend(pending, [f.get("Code", "?") for f in failed], server_side)
 
         try:
             attempt()
         except (_PartialSend, BotoCoreError, ClientError) as exc:
+            transient = exc.transient if isinstance(exc, _PartialSend) else is_transient(exc)
+            unavailable = (
+                DependencyUnavailableError(
+                    f"SQS SendMessageBatch on {queue_name(queue_url)!r}: {one_line(str(exc), 200)}",
+                    dependency="SQS",
+                )
+                if transient
+                else None
+            )
             raise QueueSendError(
-                f"could not queue {len(pending)} message(s): {exc}", [m.file_id for m in pending]
+                f"could not queue {len(pending)} message(s): {exc}",
+                [m.file_id for m in pending],
+                unavailable,
             ) from exc
 
     def depth_and_in_flight(self) -> tuple[int, int]:

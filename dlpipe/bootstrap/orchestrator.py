@@ -98,4 +98,5 @@ def build_orchestrator_handler(
         settings.max_polls,
         date_offset_days=settings.date_offset_days,
         outage=OutageBackoff(budget_seconds=settings.provider_outage_budget_seconds),
+        dependency_outage=settings.aws_outage_backoff(),
     )

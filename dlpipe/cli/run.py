@@ -17,7 +17,7 @@ from rich.console import Console
 
 from dlpipe import metrics
 from dlpipe.bootstrap.ops import build_ops_context
-from dlpipe.bootstrap.orchestrator import build_flow
+from dlpipe.bootstrap.orchestrator import build_flow, build_orchestrator_handler
 from dlpipe.cli.ops.durations import DAY, resolve_day, wall_clock_ms
 from dlpipe.cli.outcome_text import result_line
 from dlpipe.cli.run_local import render_report, run_local
@@ -27,7 +27,6 @@ from dlpipe.config import Settings
 from dlpipe.local.durable_runner import run_durable_locally
 from dlpipe.log import configure_logging
 from dlpipe.services.ops.waiting import idle_seconds, waiting_work
-from dlpipe.services.orchestrator.durable import build_durable_handler
 from dlpipe.services.orchestrator.preflight import check_ready
 
 err = Console(stderr=True)
@@ -142,12 +141,16 @@ def _run_remote(day: str, poll_interval: int | None, log_path: Path) -> int:
     reporter = PollReporter(
         err, settings.poll_interval_seconds, settings.max_polls, idle_probe=_idle_probe(settings)
     )
-    handler = build_durable_handler(
-        lambda: ReportingFlow(build_flow(settings), reporter),
-        settings.poll_interval_seconds,
-        settings.max_polls,
+    # Wired as the Lambda is (the outage budgets from the settings); the run's own timeout
+    # holds an SQS / DynamoDB outage waited out within its budget.
+    handler = build_orchestrator_handler(
+        settings, lambda: ReportingFlow(build_flow(settings), reporter)
     )
-    budget_s = settings.poll_interval_seconds * settings.max_polls + 600.0
+    budget_s = (
+        settings.poll_interval_seconds * settings.max_polls
+        + settings.aws_outage_budget_seconds
+        + 600.0
+    )
     err.print(f"day {day}: starting the batch", highlight=False)
     with reporter.live():
         result = run_durable_locally(

@@ -25,8 +25,24 @@ class CorruptRecordError(RecordsError):
         self.key = key
 
 
-class StoreUnavailableError(RecordsError):
+class DependencyUnavailableError(RecordsError):
+    """Transient: one of our own AWS dependencies (DynamoDB, SQS) kept throttling, failing with
+    5xx, timing out or refusing connections after the client's retries. Raised at the adapter
+    edge from botocore's errors (dlpipe/adapters/aws_errors.py); the orchestrator waits it out
+    within a budget (dlpipe/domain/outage.py). `dependency` names the service."""
+
+    dependency = "AWS"
+
+    def __init__(self, message: str, *, dependency: str | None = None) -> None:
+        super().__init__(message)
+        if dependency is not None:
+            self.dependency = dependency
+
+
+class StoreUnavailableError(DependencyUnavailableError):
     """DynamoDB could not be reached or kept throttling after retries: transient."""
+
+    dependency = "DynamoDB"
 
 
 class TableMissingError(RecordsError):

@@ -5,6 +5,11 @@ after the client's own short retries) is tried again after an exponential delay 
 30 s doubling to at most 10 min, each delay drawn from [base x (1 - jitter), base]. Attempts
 stop once the next delay would carry the outage past the budget; the day then ends failed.
 
+Our own AWS dependencies (SQS, DynamoDB) get the same kind of schedule with their own,
+shorter budget (DEPENDENCY_BACKOFF: 15 s doubling to 2 min within 15 min): a fan-out or
+completion check that finds one unavailable is tried again after a suspended delay, and the
+day fails only once the budget is spent (`dependency_exhausted_message`).
+
 The jitter is drawn from a seed (the durable execution's ARN) and the attempt number, so the
 delays are the same whenever they are computed: attempt n knows the backoff already spent
 (the sum of the n-1 earlier delays) without a clock and without remembering anything.
@@ -16,6 +21,7 @@ import random
 from dataclasses import dataclass
 
 DEFAULT_OUTAGE_BUDGET_SECONDS = 7200
+DEFAULT_DEPENDENCY_BUDGET_SECONDS = 900
 # rate ** exponent stays a finite float: past this many doublings every delay is at its cap.
 _MAX_EXPONENT = 64
 
@@ -68,6 +74,28 @@ class OutageBackoff:
         while (delay := self.next_delay(len(delays) + 1, seed)) is not None:
             delays.append(delay)
         return delays
+
+
+def dependency_backoff(budget_seconds: int = DEFAULT_DEPENDENCY_BUDGET_SECONDS) -> OutageBackoff:
+    """The schedule for our own AWS dependencies: an SQS or DynamoDB outage is usually minutes,
+    so the first retries come sooner (15 s doubling to 2 min) than the provider's."""
+    return OutageBackoff(
+        budget_seconds=budget_seconds, initial_delay_seconds=15, max_delay_seconds=120
+    )
+
+
+DEPENDENCY_BACKOFF = dependency_backoff()
+
+
+def dependency_exhausted_message(
+    dependency: str, cause: str, attempts: int, spent_seconds: float
+) -> str:
+    """The batch's ErrorMessage when SQS or DynamoDB stayed unavailable past the budget."""
+    plural = "" if attempts == 1 else "s"
+    return (
+        f"dependency_unavailable: {dependency} unavailable ({cause}) after {attempts} "
+        f"attempt{plural} over {_duration(spent_seconds)}"
+    )
 
 
 def exhausted_message(cause: str, attempts: int, spent_seconds: float) -> str:

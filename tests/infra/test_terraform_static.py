@@ -358,7 +358,14 @@ def test_default_poll_budget_fits_the_durable_execution_timeout() -> None:
         default["durable_execution_timeout_seconds"],
         margin_seconds=default["durable_setup_margin_seconds"],
         outage_budget_seconds=default["provider_outage_budget_seconds"],
+        dependency_budget_seconds=default["aws_outage_budget_seconds"],
     )
+
+
+def test_default_aws_outage_budget_is_the_orchestrators_own_default() -> None:
+    """Terraform's aws_outage_budget_seconds defaults to what the code assumes unset."""
+    default = MODULE.variables["aws_outage_budget_seconds"]["default"]
+    assert default == config.Settings().aws_outage_budget_seconds
 
 
 def test_default_outage_budget_is_the_orchestrators_own_default() -> None:
@@ -375,6 +382,7 @@ def test_orchestrator_rejects_a_poll_budget_beyond_the_execution_timeout() -> No
     assert any(
         "var.poll_interval_seconds * var.max_polls" in c
         and "var.provider_outage_budget_seconds" in c
+        and "var.aws_outage_budget_seconds" in c
         and "var.durable_setup_margin_seconds" in c
         and "<= var.durable_execution_timeout_seconds" in c
         for c in conditions

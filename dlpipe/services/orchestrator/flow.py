@@ -323,6 +323,11 @@ class BatchFlowService:
         if refused:
             # The jobs exist and stay available: a replay of this chunk sends them again.
             failed = sum(len(exc.failed) for exc in refused)
+            outages = [exc.unavailable for exc in refused if exc.unavailable is not None]
+            if len(outages) == len(refused):
+                # SQS is down for now: the durable shell waits it out within its budget.
+                log.warning("batch.queue_unavailable", files=failed, cause=str(outages[0]))
+                raise outages[0]
             reason = one_line(str(refused[0]))  # SQS's codes: what an operator must fix
             log.error("batch.queueing_failed", files=failed, groups=len(refused), reason=reason)
             raise RuntimeError(f"queueing failed for {failed} file(s): {reason}")

@@ -44,6 +44,11 @@ class ProviderOutage(Exception):
         self.elapsed_seconds = elapsed_seconds
 
 
+class DependencyBudgetSpent(RuntimeError):
+    """SQS or DynamoDB stayed unavailable for the whole dependency budget: the step fails for
+    good and the batch ends failed with this message (it names the dependency and the time)."""
+
+
 class StepFailed(RuntimeError):
     """A step failed for good (its retries used up); the message names the step and the cause."""
 

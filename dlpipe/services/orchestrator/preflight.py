@@ -4,17 +4,31 @@ Without this check a run with no provider URL, or with the emulator down, spends
 step retries (each with a traceback in the SDK's log) before it says anything. Here each
 fault is one NotReadyError (or ConfigError) naming what is wrong, within seconds: the AWS
 calls use PROBE_CONFIG (two attempts, 2 s to connect) and the provider gets one request.
+
+A misconfiguration (a queue or table missing, access denied, no credentials, an endpoint
+that refuses connections or is not a URL) is refused at once. A fault that may pass (SQS or
+DynamoDB throttling, a 5xx, a timeout: aws_errors.is_transient) is tried again with jittered
+backoff for up to TRANSIENT_WAIT_S, all checks together, before the run is refused: one 500
+at the start of a run is not a reason to skip the day.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import TypeVar
 
 import requests
-from botocore.exceptions import ClientError, ConnectionError, ReadTimeoutError
+from botocore.exceptions import (
+    ClientError,
+    ConnectionError,
+    EndpointConnectionError,
+    HTTPClientError,
+)
+from tenacity import Retrying, retry_if_exception, stop_before_delay, wait_random_exponential
 
 from dlpipe.adapters.aws import PROBE_CONFIG, AwsClients
+from dlpipe.adapters.aws_errors import is_transient
 from dlpipe.adapters.provider_client import ProviderClient, token_from_settings
 from dlpipe.config import (
     ENV_PROVIDER_TOKEN,
@@ -34,6 +48,7 @@ from dlpipe.domain.provider_errors import (
 _T = TypeVar("_T")
 _PROVIDER_TIMEOUT_S = (3.0, 5.0)  # connect, read (to the listing's headers)
 _MISSING_QUEUE_CODES = ("AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist")
+TRANSIENT_WAIT_S = 30.0  # how long the checks together wait out throttling, 5xx, timeouts
 
 
 class NotReadyError(RuntimeError):
@@ -47,6 +62,7 @@ def check_ready(settings: Settings, date: str) -> None:
     check_provider_url(provider_url, allow_http=settings.allow_http_urls)
     queue_url = _required(settings.queue_url, ENV_QUEUE_URL, "the download queue's URL")
     clients = AwsClients(settings, config=PROBE_CONFIG)
+    deadline_s = time.monotonic() + TRANSIENT_WAIT_S
     for table, key in ((settings.batches_table, "BatchID"), (settings.jobs_table, "FileID")):
         _aws(
             "dynamodb",
@@ -55,18 +71,21 @@ def check_ready(settings: Settings, date: str) -> None:
             lambda t=table, k=key: clients.dynamodb.get_item(  # type: ignore[misc]
                 TableName=t, Key={k: {"S": "dlpipe-preflight"}}
             ),
+            deadline_s,
         )
     _aws(
         "sqs",
         settings,
         "the download queue",
         lambda: clients.sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"]),
+        deadline_s,
     )
     token = _aws(
         "secretsmanager",
         settings,
         "the provider token",
         lambda: token_from_settings(settings, clients),
+        deadline_s,
     )
     _check_provider(provider_url, token, date, allow_http=settings.allow_http_urls)
 
@@ -77,15 +96,34 @@ def _required(value: str | None, variable: str, what: str) -> str:
     return value
 
 
-def _aws(service: str, settings: Settings, what: str, call: Callable[[], _T]) -> _T:
+def _passing(exc: BaseException) -> bool:
+    """A fault worth waiting for at start: transient, but not a refused connection (at start,
+    that is an endpoint that is wrong or an emulator that is not running)."""
+    return is_transient(exc) and not isinstance(exc, EndpointConnectionError)
+
+
+def _waiting(call: Callable[[], _T], deadline_s: float) -> _T:
+    """`call`, tried again with jittered backoff on a passing fault until `deadline_s`."""
+    retrying = Retrying(
+        retry=retry_if_exception(_passing),
+        wait=wait_random_exponential(multiplier=0.5, max=5),
+        stop=stop_before_delay(max(0.0, deadline_s - time.monotonic())),
+        reraise=True,
+    )
+    return retrying(call)
+
+
+def _aws(
+    service: str, settings: Settings, what: str, call: Callable[[], _T], deadline_s: float
+) -> _T:
     endpoint = settings.endpoint_for(service) or f"AWS ({settings.region})"
     try:
-        return call()
+        return _waiting(call, deadline_s)
     except ConfigError:
         raise
     except ValueError as exc:  # botocore: "Invalid endpoint: ..."
         raise NotReadyError(f"{service}: {exc}") from exc
-    except (ConnectionError, ReadTimeoutError) as exc:
+    except (ConnectionError, HTTPClientError) as exc:
         raise NotReadyError(
             f"cannot reach {service} at {endpoint} ({type(exc).__name__}): is the emulator"
             " running (`dlpipe local up`), or AWS_ENDPOINT_URL right?"
@@ -95,6 +133,11 @@ def _aws(service: str, settings: Settings, what: str, call: Callable[[], _T]) ->
         code = error.get("Code", "")
         if code == "ResourceNotFoundException" or code in _MISSING_QUEUE_CODES:
             raise NotReadyError(f"{what} does not exist at {endpoint}") from exc
+        if _passing(exc):
+            raise NotReadyError(
+                f"{service} at {endpoint} kept failing the check of {what} for"
+                f" {TRANSIENT_WAIT_S:.0f} s: {code}: {error.get('Message')}"
+            ) from exc
         raise NotReadyError(
             f"{service} at {endpoint} refused the check of {what}: {code}: {error.get('Message')}"
         ) from exc

@@ -21,6 +21,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from dlpipe import metrics
 from dlpipe.adapters.destination import already_published, destination_key
+from dlpipe.adapters.queue import QueueSendError
 from dlpipe.domain.clock import Clock
 from dlpipe.domain.download_errors import InvalidJobError
 from dlpipe.domain.errors import AwsRequestError, LeaseLostError, RequeueRefusedError
@@ -129,7 +130,7 @@ class Sweeper:
             elif self._requeue(job):
                 to_send.append(job)
         # Routed by size (the large-file queue), like every other send.
-        self.queue.send_jobs(to_send)
+        self._send(to_send)
         seen.requeued += len(to_send)
 
     def _resend_idle(self, batch_id: str, now_ms: int, seen: _Pass) -> None:
@@ -153,8 +154,18 @@ class Sweeper:
     def _send_again(self, idle: list[FileJob], seen: _Pass) -> None:
         # The requeue touches StatusUpdatedAt, so the next send waits another bound.
         to_send = [j for j in idle if self._requeue(j)]
-        self.queue.send_jobs(to_send)
+        self._send(to_send)
         seen.requeued += len(to_send)
+
+    def _send(self, jobs: list[FileJob]) -> None:
+        try:
+            self.queue.send_jobs(jobs)
+        except QueueSendError as exc:
+            if exc.unavailable is not None:
+                # SQS down for now: the check is retried within the AWS outage budget. The
+                # jobs stay available and are re-sent once idle past the resend bound again.
+                raise exc.unavailable from exc
+            raise
 
     def _finish_published(self, job: FileJob) -> bool:
         found = self.published(job) if self.published and job.lease_owner else None

@@ -1,0 +1,178 @@
+"""The StepRunner on the durable SDK: each step's retry policy, and what a step that failed for
+good becomes (dlpipe/services/orchestrator/durable.py says what the SDK does and why)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
+
+from aws_durable_execution_sdk_python import DurableContext, StepError
+from aws_durable_execution_sdk_python.config import Duration, StepConfig
+from aws_durable_execution_sdk_python.retries import (
+    RetryDecision,
+    RetryStrategyConfig,
+    create_retry_strategy,
+)
+
+from dlpipe.domain.errors import DependencyUnavailableError
+from dlpipe.domain.outage import OutageBackoff, dependency_exhausted_message, exhausted_message
+from dlpipe.log import get_logger
+from dlpipe.services.orchestrator.inline import is_fetch_step
+from dlpipe.services.orchestrator.ports import (
+    DependencyBudgetSpent,
+    FetchFailed,
+    FlowContractError,
+    OutageBudgetSpent,
+    ProviderOutage,
+    StepFailed,
+)
+
+if TYPE_CHECKING:
+    from aws_durable_execution_sdk_python.types import StepContext
+
+log = get_logger(component="orchestrator")
+
+_T = TypeVar("_T")
+
+# The flow retries I/O blips itself (tenacity, seconds). A durable retry is for what outlasts
+# that: it suspends the execution between attempts, so a minutes-long backoff costs nothing.
+_TRANSIENT_RETRY = create_retry_strategy(
+    RetryStrategyConfig(
+        max_attempts=3,
+        initial_delay=Duration.from_seconds(30),
+        max_delay=Duration.from_minutes(2),
+        backoff_rate=2,
+    )
+)
+# Retrying these cannot help: the provider said no for good, an outage outlasted its budget,
+# or the flow broke its contract.
+_PERMANENT_ERRORS = (FetchFailed, DependencyBudgetSpent, FlowContractError)
+
+
+def step_retry_strategy(error: Exception, attempts_made: int) -> RetryDecision:
+    """Retry a failed step a few times with backoff, except for permanent errors."""
+    if isinstance(error, _PERMANENT_ERRORS):
+        return RetryDecision.no_retry()
+    return _TRANSIENT_RETRY(error, attempts_made)
+
+
+class Backoffs(NamedTuple):
+    """How long and how often to retry through a provider outage, and through an SQS /
+    DynamoDB one."""
+
+    provider: OutageBackoff
+    dependency: OutageBackoff
+
+
+# A hand-rolled loop of wait + step "check-completion-{n}" rather than wait_for_condition:
+# wait_for_condition runs its first check at once (no wait first), fails terminally when the
+# check raises (no retry strategy, so one DynamoDB outage would end the day's run), and
+# raises instead of returning when its attempts run out. The loop costs two small operations
+# per poll (about 100 bytes each, far below the 256 KB checkpoint limit), names each poll in the
+# execution history, and replays deterministically: names depend only on the poll number, and
+# max_polls is fixed per function version.
+class DurableSteps:
+    """StepRunner on a DurableContext: retries the fetch through provider outages and any step
+    through SQS / DynamoDB outages, and turns a step that failed for good into FetchFailed
+    (fetch) or StepFailed (any other step)."""
+
+    def __init__(self, context: DurableContext, backoffs: Backoffs) -> None:
+        self._context = context
+        self._outage = backoffs.provider
+        self._dependency = backoffs.dependency
+        # Stable across replays and unique per execution: the jitter's seed.
+        self._seed = context.execution_context.durable_execution_arn
+        self._config = StepConfig(retry_strategy=self._retry_strategy)
+
+    def step(self, name: str, func: Callable[[], _T]) -> _T:
+        is_fetch = is_fetch_step(name)
+
+        def body(step_context: StepContext) -> _T:
+            return self._attempt(name, func, step_context.attempt)
+
+        try:
+            return self._context.step(body, name=name, config=self._config)
+        except StepError as exc:
+            if exc.error_type in _wire_names(DependencyBudgetSpent):
+                reason = exc.message or f"{name}: dependency unavailable"
+                raise (FetchFailed if is_fetch else StepFailed)(reason) from exc
+            if exc.error_type in _wire_names(FetchFailed):
+                raise FetchFailed(exc.message or f"{name} failed") from exc
+            if is_fetch:
+                # Any other cause that outlasted the step's retries (SQS refusing every send,
+                # DynamoDB down) also ends the day: fail-batch records why on the batch item,
+                # instead of leaving it `initiated` with no word of what happened.
+                raise FetchFailed(f"{name} failed: {exc.error_type}: {exc.message}") from exc
+            raise StepFailed(f"{name} failed: {exc.error_type}: {exc.message}") from exc
+
+    def wait(self, name: str, seconds: int) -> None:
+        self._context.wait(Duration.from_seconds(seconds), name=name)
+
+    def _attempt(self, name: str, func: Callable[[], _T], attempt: int) -> _T:
+        """Run one attempt; past its budget, an SQS / DynamoDB outage becomes permanent."""
+        started_s = time.monotonic()
+        try:
+            return self._fetch_attempt(func, attempt) if is_fetch_step(name) else func()
+        except DependencyUnavailableError as outage:
+            # The outage so far: the suspended delays before this attempt, and this attempt.
+            waited_s = self._dependency.backoff_before(attempt, self._seed)
+            spent_s = waited_s + time.monotonic() - started_s
+            delay_s = self._dependency.next_delay(attempt, self._seed, spent_s)
+            if delay_s is None:
+                message = dependency_exhausted_message(
+                    outage.dependency, str(outage), attempt, spent_s
+                )
+                raise DependencyBudgetSpent(message) from outage
+            log.warning(
+                "batch.dependency_unavailable",
+                step=name,
+                dependency=outage.dependency,
+                attempt=attempt,
+                outage_s=round(spent_s),
+                retry_in_s=delay_s,
+                budget_s=self._dependency.budget_seconds,
+                cause=str(outage),
+            )
+            raise
+
+    def _fetch_attempt(self, func: Callable[[], _T], attempt: int) -> _T:
+        """Run one fetch attempt; past the outage budget, a ProviderOutage becomes permanent."""
+        try:
+            return func()
+        except ProviderOutage as outage:
+            spent_s = self._outage.spent_seconds(attempt, self._seed, outage.elapsed_seconds)
+            delay_s = self._outage.next_delay(attempt, self._seed, outage.elapsed_seconds)
+            if delay_s is None:
+                message = exhausted_message(str(outage), attempt, spent_s)
+                raise OutageBudgetSpent(message) from outage
+            log.warning(
+                "batch.provider_unavailable",
+                batch_id=outage.batch_id,
+                attempt=attempt,
+                outage_s=round(spent_s),
+                retry_in_s=delay_s,
+                budget_s=self._outage.budget_seconds,
+                cause=str(outage),
+            )
+            raise
+
+    def _retry_strategy(self, error: Exception, attempts_made: int) -> RetryDecision:
+        # _attempt and _fetch_attempt let an outage escape only while the next delay fits.
+        if isinstance(error, ProviderOutage):
+            backoff = self._outage
+        elif isinstance(error, DependencyUnavailableError):
+            backoff = self._dependency
+        else:
+            return step_retry_strategy(error, attempts_made)
+        return RetryDecision.retry(
+            Duration.from_seconds(backoff.delay_seconds(attempts_made, self._seed))
+        )
+
+
+def _wire_names(error_class: type[Exception]) -> set[str]:
+    """The checkpoint's error_type for `error_class` and every subclass of it."""
+    names = {f"{error_class.__module__}.{error_class.__qualname__}"}
+    for subclass in error_class.__subclasses__():
+        names |= _wire_names(subclass)
+    return names

@@ -1,0 +1,119 @@
+"""`dlpipe run`'s checks before a day (the real console script): a passing fault of SQS or
+DynamoDB is waited out for a few seconds, a misconfiguration is refused at once in one line."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dlpipe.adapters.aws import AwsClients
+from dlpipe.config import (
+    ENV_ALLOW_HTTP_URLS,
+    ENV_BATCHES_TABLE,
+    ENV_JOBS_TABLE,
+    ENV_LEASE_SECONDS,
+    ENV_MAX_POLLS,
+    ENV_PROVIDER_TOKEN,
+    ENV_PROVIDER_URL,
+    ENV_QUEUE_URL,
+    ENV_RESEND_AFTER_SECONDS,
+)
+from dlpipe.local.provision import Provisioned
+from tests.integration.failing_endpoint import FailingEndpoint
+from tests.provider_support import TEST_PROVIDER_TOKEN, StubFactory
+from tests.support import unique_day
+
+pytest_plugins = ["tests.provider_fixtures"]
+pytestmark = pytest.mark.e2e
+DLPIPE = Path(sys.executable).with_name("dlpipe")
+
+
+@pytest.fixture
+def queue_url(clients: AwsClients) -> Iterator[str]:
+    url = clients.sqs.create_queue(QueueName=f"preflight-{uuid.uuid4().hex[:16]}")["QueueUrl"]
+    yield url
+    clients.sqs.delete_queue(QueueUrl=url)
+
+
+def run_env(
+    tmp_path: Path, aws_env: dict[str, str], provisioned: Provisioned, queue: str, provider: str
+) -> dict[str, str]:
+    """A day of no files (it completes at the first check), polled every second."""
+    return {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path),
+        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"),
+        "AWS_CONFIG_FILE": str(tmp_path / "none"),
+        "AWS_EC2_METADATA_DISABLED": "true",
+        **aws_env,
+        ENV_QUEUE_URL: queue,
+        ENV_JOBS_TABLE: provisioned.jobs_table,
+        ENV_BATCHES_TABLE: provisioned.batches_table,
+        ENV_PROVIDER_URL: provider,
+        ENV_PROVIDER_TOKEN: TEST_PROVIDER_TOKEN,
+        ENV_ALLOW_HTTP_URLS: "true",
+        ENV_MAX_POLLS: "12",
+        ENV_LEASE_SECONDS: "1",
+        ENV_RESEND_AFTER_SECONDS: "1",
+    }
+
+
+def dlpipe_run(env: dict[str, str], cwd: Path) -> tuple[subprocess.CompletedProcess[str], float]:
+    started = time.monotonic()
+    done = subprocess.run(
+        [str(DLPIPE), "run", "--date", unique_day(), "--poll-interval", "1"],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    return done, time.monotonic() - started
+
+
+@pytest.mark.parametrize("service", ["sqs", "dynamodb"])
+def test_a_few_500s_at_start_are_waited_out_and_the_day_runs(
+    service: str,
+    tmp_path: Path,
+    aws_env: dict[str, str],
+    provisioned: Provisioned,
+    queue_url: str,
+    stub_factory: StubFactory,
+) -> None:
+    """SQS (or DynamoDB) answers its first 3 requests with 500 (more than botocore's own second
+    try absorbs): the check waits, passes, and the day runs to completed."""
+    stub = stub_factory([])
+    real = aws_env["AWS_ENDPOINT_URL_DYNAMODB" if service == "dynamodb" else "AWS_ENDPOINT_URL"]
+    with FailingEndpoint(real, fail_first=3) as endpoint:
+        env = run_env(tmp_path, aws_env, provisioned, queue_url, stub.base_url)
+        env[f"AWS_ENDPOINT_URL_{service.upper()}"] = endpoint.url
+        done, _ = dlpipe_run(env, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["status"] == "completed"
+    assert endpoint.failed == 3
+
+
+def test_a_missing_queue_is_refused_at_once_in_one_line(
+    tmp_path: Path,
+    aws_env: dict[str, str],
+    provisioned: Provisioned,
+    queue_url: str,
+    stub_factory: StubFactory,
+) -> None:
+    """A queue that does not exist is a misconfiguration: no waiting, one line, exit 1."""
+    stub = stub_factory([])
+    env = run_env(tmp_path, aws_env, provisioned, f"{queue_url}-missing", stub.base_url)
+    done, elapsed_s = dlpipe_run(env, tmp_path)
+    assert (done.returncode, "Traceback" in done.stderr) == (1, False), done.stderr
+    assert done.stderr.strip().count("\n") == 0, done.stderr
+    assert "the download queue does not exist at" in done.stderr
+    assert elapsed_s < 5
