@@ -57,7 +57,11 @@ from dlpipe.services.orchestrator.fanout import (
     refusal,
 )
 from dlpipe.services.orchestrator.jobs_from_listing import error_job, job_from_descriptor
-from dlpipe.services.orchestrator.outcome import final_cause, summarize_outcome
+from dlpipe.services.orchestrator.outcome import (
+    final_cause,
+    summarize_failure,
+    summarize_outcome,
+)
 from dlpipe.services.orchestrator.ports import (
     BatchStore,
     CompletionCheck,
@@ -483,7 +487,7 @@ class BatchFlowService:
 
     def fail_batch(self, batch_id: str, reason: str) -> None:
         """End the batch failed with `reason` (e.g. the provider stayed down)."""
-        outcome = summarize_outcome(self.jobs, batch_id, reason)
+        outcome = summarize_failure(self.jobs, batch_id, reason)
         try:
             self.batches.finish(batch_id, BatchStatus.FAILED, error_message=reason, outcome=outcome)
         except BatchTransitionRefusedError:

@@ -13,9 +13,13 @@ smallest FileIDs of each code are kept, so any replay computes and writes the sa
 
 from __future__ import annotations
 
+from dlpipe.domain.errors import DependencyUnavailableError
 from dlpipe.domain.model import Batch, BatchStatus, JobStatus
 from dlpipe.domain.outcome import OutcomeSummary, OutcomeTally
+from dlpipe.log import get_logger
 from dlpipe.services.orchestrator.ports import JobStore
+
+log = get_logger(component="orchestrator")
 
 UNREADABLE = "unreadable_job"  # an index item that is not a valid job: named, never hidden
 
@@ -29,6 +33,16 @@ def summarize_outcome(jobs: JobStore, batch_id: str, cause: str | None) -> Outco
         )
         tally.add_jobs((job.error_message, job.file_id) for job in found)
     return tally.summary(cause)
+
+
+def summarize_failure(jobs: JobStore, batch_id: str, cause: str) -> OutcomeSummary:
+    """The summary of a batch failed as a whole: its cause always, its errors by code when the
+    jobs table can be read. A day failed because DynamoDB stayed down must still end failed."""
+    try:
+        return summarize_outcome(jobs, batch_id, cause)
+    except DependencyUnavailableError as exc:
+        log.warning("batch.outcome_unreadable", batch_id=batch_id, error=str(exc))
+        return OutcomeTally().summary(cause)
 
 
 def final_cause(batch: Batch, status: BatchStatus, pending: int) -> str | None:
