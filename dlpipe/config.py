@@ -21,7 +21,7 @@ ENV_ENDPOINT_URL_S3 = "AWS_ENDPOINT_URL_S3"
 ENV_ENDPOINT_URL_SQS = "AWS_ENDPOINT_URL_SQS"
 ENV_ENDPOINT_URL_SECRETS_MANAGER = "AWS_ENDPOINT_URL_SECRETS_MANAGER"
 ENV_ENDPOINT_URL_LAMBDA = "AWS_ENDPOINT_URL_LAMBDA"
-_SERVICE_ENDPOINT_ENV = {
+SERVICE_ENDPOINT_ENV = {
     "dynamodb": ENV_ENDPOINT_URL_DYNAMODB,
     "s3": ENV_ENDPOINT_URL_S3,
     "sqs": ENV_ENDPOINT_URL_SQS,
@@ -167,7 +167,7 @@ class Settings:
             endpoint_url=env.get(ENV_ENDPOINT_URL) or None,
             service_endpoint_urls={
                 service: env[name]
-                for service, name in _SERVICE_ENDPOINT_ENV.items()
+                for service, name in SERVICE_ENDPOINT_ENV.items()
                 if env.get(name)
             },
             jobs_table=env.get(ENV_JOBS_TABLE) or f"{prefix}{JOBS_TABLE_BASE_NAME}",
