@@ -3,6 +3,8 @@ AWS_ENDPOINT_URL_<SERVICE> and AWS_ENDPOINT_URL keeping precedence. No Docker: o
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from dlpipe.config import ConfigError, Settings
@@ -17,7 +19,7 @@ def env(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     reads os.environ itself)."""
     for name in ("AWS_ENDPOINT_URL", "LOCALSTACK_HOST", "USE_SSL", "USE_LEGACY_PORTS"):
         monkeypatch.delenv(name, raising=False)
-    for name in [n for n in __import__("os").environ if n.startswith("AWS_ENDPOINT_URL_")]:
+    for name in [n for n in os.environ if n.startswith("AWS_ENDPOINT_URL_")]:
         monkeypatch.delenv(name)
     return {}
 
