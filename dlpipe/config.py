@@ -26,7 +26,7 @@ ENV_ENDPOINT_URL_S3 = "AWS_ENDPOINT_URL_S3"
 ENV_ENDPOINT_URL_SQS = "AWS_ENDPOINT_URL_SQS"
 ENV_ENDPOINT_URL_SECRETS_MANAGER = "AWS_ENDPOINT_URL_SECRETS_MANAGER"
 ENV_ENDPOINT_URL_LAMBDA = "AWS_ENDPOINT_URL_LAMBDA"
-_SERVICE_ENDPOINT_ENV = {
+SERVICE_ENDPOINT_ENV = {
     "dynamodb": ENV_ENDPOINT_URL_DYNAMODB,
     "s3": ENV_ENDPOINT_URL_S3,
     "sqs": ENV_ENDPOINT_URL_SQS,
@@ -66,8 +66,6 @@ ENV_LARGE_FILE_THRESHOLD_BYTES = "DLPIPE_LARGE_FILE_THRESHOLD_BYTES"
 ENV_PROVIDER_LISTING_MAX_ENTRY_BYTES = "DLPIPE_PROVIDER_LISTING_MAX_ENTRY_BYTES"
 ENV_PROVIDER_LISTING_MAX_FILES = "DLPIPE_PROVIDER_LISTING_MAX_FILES"
 ENV_PROVIDER_LISTING_MAX_PAGES = "DLPIPE_PROVIDER_LISTING_MAX_PAGES"
-# Tests only: a named point where the downloader announces itself and pauses (dlpipe.services.download.testpoints).
-ENV_TEST_PAUSE_AT = "DLPIPE_TEST_PAUSE_AT"
 
 DEFAULT_REGION = "us-east-1"
 JOBS_TABLE_BASE_NAME = "data-download-jobs"
@@ -177,7 +175,7 @@ class Settings:
             endpoint_url=env.get(ENV_ENDPOINT_URL) or None,
             service_endpoint_urls={
                 service: env[name]
-                for service, name in _SERVICE_ENDPOINT_ENV.items()
+                for service, name in SERVICE_ENDPOINT_ENV.items()
                 if env.get(name)
             },
             jobs_table=env.get(ENV_JOBS_TABLE) or f"{prefix}{JOBS_TABLE_BASE_NAME}",

@@ -32,8 +32,6 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 log = get_logger(component="records")
-# Keeps each UpdateItem far below DynamoDB's expression size limits however large the day.
-SET_CHUNK = 500
 _NAMES = {
     "#id": "BatchID",
     "#status": "Status",
@@ -58,11 +56,6 @@ _NAMES = {
 
 def _names(expression: str) -> dict[str, str]:
     return {k: v for k, v in _NAMES.items() if k in expression}
-
-
-def _chunks(values: Iterable[str]) -> list[set[str]]:
-    ordered = sorted(set(values))
-    return [set(ordered[i : i + SET_CHUNK]) for i in range(0, len(ordered), SET_CHUNK)]
 
 
 class BatchesTable:
@@ -269,31 +262,6 @@ class BatchesTable:
         values.update(placeholders)
         condition = f"attribute_exists(#id) AND #status IN ({', '.join(placeholders)})"
         return self._update(batch_id, update, condition, values, "record counts")
-
-    def record_outcomes(
-        self, batch_id: str, *, completed: Iterable[str] = (), failed: Iterable[str] = ()
-    ) -> Batch | None:
-        """Grow CompletedFiles / FailedFiles (the seed's per-file write, kept for small items;
-        the poller writes record_counts); a file that completes leaves FailedFiles."""
-        completed_set, failed_set = set(completed), set(failed) - set(completed)
-        batch: Batch | None = None
-        for chunk in _chunks(completed_set):
-            # A requeued file that was failed and now completed moves between the sets.
-            batch = self._set_update(batch_id, "ADD #done :files DELETE #failed :files", chunk)
-        for chunk in _chunks(failed_set):
-            batch = self._set_update(batch_id, "ADD #failed :files", chunk)
-        return batch
-
-    def _set_update(self, batch_id: str, update: str, files: set[str]) -> Batch:
-        values = {":files": files, ":now": self._now_iso()}
-        # Rule: may_record (an outcome is never recorded on a batch that is gone).
-        return self._update(
-            batch_id,
-            f"SET #updated = :now {update}",
-            "attribute_exists(#id)",
-            values,
-            "record outcomes",
-        )
 
     def finish(
         self,

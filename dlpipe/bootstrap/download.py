@@ -19,7 +19,7 @@ from dlpipe.adapters.url_policy import UrlPolicy, default_allowed_hosts
 from dlpipe.config import Settings
 from dlpipe.domain.clock import Clock, SystemClock
 from dlpipe.log import configure_logging
-from dlpipe.services.download.deps import ServiceDeps
+from dlpipe.services.download.deps import ServiceDeps, no_pause
 from dlpipe.services.download.lambda_batch import Runtime
 from dlpipe.services.download.pool import WorkerPool
 from dlpipe.services.download.service import DownloadService
@@ -74,9 +74,10 @@ def build_service(
     private_key: RSAPrivateKey | None = None,
     provider: Callable[[], UrlSigner] | None = None,
     clock: Clock | None = None,
+    pause: Callable[[str, str], None] | None = None,
 ) -> DownloadService:
     """A DownloadService on the configured table, bucket, key and provider; each keyword
-    replaces one real dependency."""
+    replaces one real dependency (`pause`: the dev kit's test pause points, none by default)."""
     clients = clients or AwsClients(settings)
     bucket = settings.require("destination_bucket")
     deps = ServiceDeps(
@@ -90,6 +91,7 @@ def build_service(
         tuning=tuning or TransferTuning(),
         stop=stop or threading.Event(),
         clock=clock or SystemClock(),
+        pause=pause or no_pause,
     )
     return DownloadService(deps)
 

@@ -14,7 +14,7 @@ from rich.table import Table
 
 from dlpipe.adapters.aws import AwsClients
 from dlpipe.cli.ops.durations import DAY, resolve_day, wall_clock_ms
-from dlpipe.config import ENV_PRIVATE_KEY_FILE, Settings
+from dlpipe.config import ENV_PRIVATE_KEY_FILE, SERVICE_ENDPOINT_ENV, Settings
 from dlpipe.local.dynamodb_local import DynamoDBLocalError
 from dlpipe.local.emulator import EmulatorError
 from dlpipe.local.provision import Provisioned, provision
@@ -173,11 +173,12 @@ def _print_exports(running: LocalUp, options: StubOptions | None) -> None:
 @local_group.command("provision")
 def provision_command() -> None:
     """Create the tables, queues and buckets of terraform/ at AWS_ENDPOINT_URL (idempotent;
-    tables at AWS_ENDPOINT_URL_DYNAMODB when set)."""
+    each service at its AWS_ENDPOINT_URL_<SERVICE> when set, LocalStack's with
+    DLPIPE_LOCALSTACK=1)."""
     settings = Settings.from_env()
-    if not settings.endpoint_url:
+    if not all(settings.endpoint_for(s) for s in SERVICE_ENDPOINT_ENV if s != "lambda"):
         raise click.ClickException(
-            "AWS_ENDPOINT_URL is not set: provision targets an emulator only"
+            "AWS_ENDPOINT_URL is not set (nor DLPIPE_LOCALSTACK=1): provision targets an emulator only"
         )
     clients = AwsClients(settings)
     provisioned = provision(clients)

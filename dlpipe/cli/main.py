@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import NoReturn
 
@@ -25,6 +26,7 @@ from dlpipe.domain.errors import RecordsError
 from dlpipe.local.durable_runner import LocalRunError
 from dlpipe.local.dynamodb_local import DynamoDBLocalError
 from dlpipe.local.emulator import EmulatorError
+from dlpipe.local.localstack import use_localstack
 from dlpipe.services.ops.errors import NoBatchForDateError
 from dlpipe.services.orchestrator.preflight import NotReadyError
 
@@ -49,7 +51,9 @@ _EXPECTED: dict[type[Exception], str] = {
 @click.group()
 @click.version_option(package_name="dlpipe")
 def cli() -> None:
-    """dlpipe: daily download-pipeline orchestrator on AWS."""
+    """dlpipe: daily download-pipeline orchestrator on AWS (DLPIPE_LOCALSTACK=1: on LocalStack)."""
+    # Before any command builds a client; the variables reach the processes it starts too.
+    use_localstack(os.environ)
 
 
 cli.add_command(local_group)

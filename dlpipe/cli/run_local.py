@@ -15,13 +15,13 @@ from dlpipe.cli.safe_text import plain
 from dlpipe.config import (
     ENV_LARGE_FILE_THRESHOLD_BYTES,
     ENV_LOG_LEVEL,
-    ENV_TEST_PAUSE_AT,
 )
 from dlpipe.domain.clock import ENV_TEST_CLOCK_OFFSET_SECONDS
 from dlpipe.local.day import DayOptions, DayProgress, DayReport, run_day
 from dlpipe.local.dynamodb_local import ENV_HOME as ENV_DYNAMODB_LOCAL_HOME
 from dlpipe.local.stack import LocalStack, local_stack
 from dlpipe.local.stub.publish import default_day
+from dlpipe.local.testpoints import ENV_TEST_PAUSE_AT
 
 # A local run brings its own emulator, stub provider, token, key, tables and queues: any of
 # those named by the caller's shell (a DLPIPE_PROVIDER_TOKEN made the stub answer 401, an

@@ -10,6 +10,7 @@ import click
 from dlpipe.adapters.aws import AwsClients
 from dlpipe.bootstrap.download import build_service, build_worker_pool
 from dlpipe.config import ConfigError, Settings
+from dlpipe.local.testpoints import pause_from_env
 from dlpipe.log import configure_logging
 from dlpipe.services.download.worker import WorkerOptions
 
@@ -72,7 +73,7 @@ def worker_command(  # noqa: PLR0917 - click passes one argument per option
         configure_logging(settings.log_level)
         clients = AwsClients(settings)
         settings.require("queue_url")
-        service = build_service(settings, clients)
+        service = build_service(settings, clients, pause=pause_from_env())
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from exc
     options = WorkerOptions(

@@ -11,7 +11,7 @@ from typing import Any
 
 from dlpipe.adapters.batches_table import BatchesTable
 from dlpipe.adapters.jobs_table import JobsTable
-from dlpipe.bootstrap.download import build_worker_pool
+from dlpipe.bootstrap.download import build_service, build_worker_pool
 from dlpipe.bootstrap.ops import build_ops_context
 from dlpipe.bootstrap.orchestrator import build_flow
 from dlpipe.config import Settings
@@ -20,6 +20,7 @@ from dlpipe.local.durable_runner import run_durable_locally
 from dlpipe.local.stack import LocalStack
 from dlpipe.local.stub.publish import StubFileSpec
 from dlpipe.local.stub.server import StubProvider
+from dlpipe.local.testpoints import pause_from_env
 from dlpipe.services.download.pool import WorkerPool
 from dlpipe.services.download.worker import WorkerOptions
 from dlpipe.services.orchestrator.durable import build_durable_handler
@@ -75,7 +76,9 @@ def running_workers(
     `dlpipe worker` runs them, stopped (by request) on exit."""
     settings = settings or stack.settings
     options = WorkerOptions(concurrency=count, wait_seconds=1, max_messages=1, grace_s=5.0)
-    worker = build_worker_pool(settings, stack.clients, options, stop=threading.Event())
+    stop = threading.Event()
+    service = build_service(settings, stack.clients, stop=stop, pause=pause_from_env())
+    worker = build_worker_pool(settings, stack.clients, options, service=service, stop=stop)
     thread = threading.Thread(target=worker.run, name="dlpipe-workers", daemon=True)
     thread.start()
     try:

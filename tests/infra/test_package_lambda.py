@@ -216,3 +216,15 @@ def test_every_module_of_the_real_zip_imports_without_dev_only_packages(
     report = json.loads(result.stdout)
     assert {"orchestrator.handler", "downloader.handler", "dlpipe.adapters.crypto"} <= set(modules)
     assert report == {"failures": {}, "attempts": []}
+
+
+def test_real_zip_holds_no_test_hook(real_zip: Path) -> None:
+    """The chaos tests' pause points are injected by the dev kit (`dlpipe worker` from the CLI):
+    no module of the zip holds them or reads their environment variable."""
+    with zipfile.ZipFile(real_zip) as zf:
+        hooks = [
+            name
+            for name in zf.namelist()
+            if name.endswith(".py") and ("testpoints" in name or b"TEST_PAUSE_AT" in zf.read(name))
+        ]
+    assert not hooks

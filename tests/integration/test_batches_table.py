@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from dlpipe.adapters.aws import AwsClients
-from dlpipe.adapters.batches_table import SET_CHUNK, BatchesTable
+from dlpipe.adapters.batches_table import BatchesTable
 from dlpipe.domain.errors import BatchExistsError, BatchTransitionRefusedError
 from dlpipe.domain.model import SETS_MAX_FILES, BatchStatus
 from dlpipe.local.provision import Provisioned
@@ -37,24 +37,38 @@ def test_mark_queued_adds_expected_files_and_a_replay_changes_nothing(
     assert batches.mark_queued(batch.batch_id, files).expected_files == files
 
 
-def test_mark_queued_handles_more_files_than_one_update_carries(batches: BatchesTable) -> None:
-    """A day larger than one UpdateItem's chunk lands whole."""
+def test_mark_queued_writes_a_day_at_the_cap_whole(batches: BatchesTable) -> None:
+    """A day of SETS_MAX_FILES files lands whole in the one UpdateItem."""
     batch = batches.create(make_batch())
-    files = {f"e{i}-2026-02-28" for i in range(SET_CHUNK + 7)}
+    files = {f"e{i}-2026-02-28" for i in range(SETS_MAX_FILES)}
     assert batches.mark_queued(batch.batch_id, files).expected_files == files
 
 
-def test_outcome_sets_grow_and_a_completed_file_leaves_failed_files(batches: BatchesTable) -> None:
-    """ADD grows CompletedFiles/FailedFiles; DELETE moves a repaired file out of FailedFiles."""
+def test_outcome_sets_are_set_with_the_counts_and_a_repaired_file_leaves_failed_files(
+    batches: BatchesTable,
+) -> None:
+    """record_counts SETs CompletedFiles/FailedFiles with the counts: a later poll that finds
+    a failed file completed moves it, and an empty set is removed."""
     batch = batches.create(make_batch())
     batches.mark_queued(batch.batch_id, {"a-2026-02-28", "b-2026-02-28", "c-2026-02-28"})
-    after = batches.record_outcomes(
-        batch.batch_id, completed={"a-2026-02-28"}, failed={"b-2026-02-28"}
+    after = batches.record_counts(
+        batch.batch_id,
+        completed=1,
+        failed=1,
+        error=0,
+        completed_files={"a-2026-02-28"},
+        failed_files={"b-2026-02-28"},
     )
-    assert after is not None
     assert (after.completed_files, after.failed_files) == ({"a-2026-02-28"}, {"b-2026-02-28"})
-    repaired = batches.record_outcomes(batch.batch_id, completed={"b-2026-02-28"})
-    assert repaired is not None
+    assert (after.completed, after.unsuccessful, after.pending) == (1, 1, 1)
+    repaired = batches.record_counts(
+        batch.batch_id,
+        completed=2,
+        failed=0,
+        error=0,
+        completed_files={"a-2026-02-28", "b-2026-02-28"},
+        failed_files=set(),
+    )
     assert repaired.completed_files == {"a-2026-02-28", "b-2026-02-28"}
     assert repaired.failed_files == frozenset()
     assert repaired.pending_files == {"c-2026-02-28"}

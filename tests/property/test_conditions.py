@@ -263,11 +263,18 @@ BATCH_CONDITIONS: dict[str, Condition] = {
     ),
     "record_counts": Condition(
         may_record_counts,
-        {"record_counts": lambda t, b: t.record_counts(b, completed=1, failed=0, error=0)},
-    ),
-    "record_outcomes": Condition(
-        may_record,
-        {"record_outcomes": lambda t, b: t.record_outcomes(b, completed=[f"e-{DAY}"])},
+        {
+            "record_counts": lambda t, b: t.record_counts(b, completed=1, failed=0, error=0),
+            # What the poller writes for a small day: the counts and the outcome sets at once.
+            "record_counts_sets": lambda t, b: t.record_counts(
+                b,
+                completed=1,
+                failed=1,
+                error=0,
+                completed_files=[f"e-{DAY}"],
+                failed_files=[f"f-{DAY}"],
+            ),
+        },
     ),
     "mark_adopted": Condition(
         may_record, {"mark_adopted": lambda t, b: t.mark_adopted(b, b)}, moves_status=False
@@ -468,7 +475,7 @@ def test_job_conditions_accept_exactly_what_the_rules_accept(
 def test_batch_conditions_accept_exactly_what_the_rules_accept(
     clients: AwsClients, own_table: Callable[[int], str]
 ) -> None:
-    """create, mark queued, record counts / outcomes and finish (to each status): DynamoDB
+    """create, mark queued, record counts (with the outcome sets) and finish (to each status): DynamoDB
     applies each iff its rule allows it, and the status changes are the batch machine's edges."""
     table = BatchesTable(clients.dynamodb, own_table(1), ManualClock(NOW_MS))
     moves = _check_conditions(

@@ -65,7 +65,14 @@ def build_day(rig: Rig, final: BatchStatus = BatchStatus.FAILED) -> BuiltDay:
         destination_key=destination_key(good),
     )
     bad = jobs.finish_unsuccessfully(bad.file_id, "owner", JobStatus.ERROR, "tag_mismatch: x")
-    batches.record_outcomes(batch.batch_id, completed={good.file_id}, failed={bad.file_id})
+    batches.record_counts(
+        batch.batch_id,
+        completed=1,
+        failed=0,
+        error=1,
+        completed_files={good.file_id},
+        failed_files={bad.file_id},
+    )
     batches.finish(batch.batch_id, final)
     expected = {j.file_id: ExpectedFile(sha, len(BODY), CIPHER_GCM) for j in (good, bad)}
     return BuiltDay(day, batch.batch_id, good, bad, expected)

@@ -16,6 +16,10 @@ from dlpipe.services.download.ports import Destination, JobLeases, Source, UrlSi
 from dlpipe.services.download.transfer import TransferTuning
 
 
+def no_pause(point: str, file_id: str) -> None:
+    """The production pause hook: nothing happens at a named point."""
+
+
 def default_owner_prefix() -> str:
     """host:pid, the stable part of every claim owner id this process writes."""
     return f"{socket.gethostname()}:{os.getpid()}"
@@ -38,3 +42,6 @@ class ServiceDeps:
     stop: threading.Event = field(default_factory=threading.Event)
     owner_prefix: str = field(default_factory=default_owner_prefix)
     clock: Clock = field(default_factory=SystemClock)
+    # Called at named points of a file's processing (`received`, `claimed`, `published`); the
+    # chaos tests' workers get a pauser there from the dev kit (dlpipe.local.testpoints).
+    pause: Callable[[str, str], None] = no_pause

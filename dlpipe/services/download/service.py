@@ -21,7 +21,6 @@ from dlpipe.domain.model import FileJob, JobStatus, Verified
 from dlpipe.domain.routing import Budget, TimeBudget, too_large_message
 from dlpipe.domain.rules import ClaimDecision, claim_decision
 from dlpipe.log import get_logger
-from dlpipe.services.download import testpoints
 from dlpipe.services.download.deps import ServiceDeps
 from dlpipe.services.download.file_metrics import (
     NO_ERROR,
@@ -87,7 +86,7 @@ class DownloadService:
         """Process one FileID; `on_heartbeat(seconds)` keeps the message hidden that long;
         a file that cannot finish in `budget` is not started (see dlpipe.domain.routing)."""
         with bound_contextvars(file_id=file_id):
-            testpoints.reach("received", file_id)
+            self.deps.pause("received", file_id)
             job = self.deps.jobs.get(file_id)
             if job is None:
                 log.warning("job.not_found")
@@ -152,9 +151,9 @@ class DownloadService:
         started = time.monotonic()
         try:
             with run.heartbeat:
-                testpoints.reach("claimed", job.file_id)
+                self.deps.pause("claimed", job.file_id)
                 key, verified = run.produce()
-            testpoints.reach("published", job.file_id)
+            self.deps.pause("published", job.file_id)
             return self._complete(job, run, key, verified, time.monotonic() - started)
         except LeaseLost:
             log.warning("job.lease_lost", during="transfer")
