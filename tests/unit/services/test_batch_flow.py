@@ -177,7 +177,7 @@ def test_a_day_with_an_errored_file_ends_failed_once_nothing_is_pending(rig: Rig
     assert (pending.status, pending.pending) == (None, 1)
     rig.finish(good[-1])
     check = rig.flow.check_completion(batch_id, 2, is_last_poll=False)
-    assert (check.status, check.completed, check.failed) == ("failed", 4, 1)
+    assert (check.status, check.completed, check.failed, check.error) == ("failed", 4, 0, 1)
     assert rig.batches.require(batch_id).failed_files == {bad}
 
 
