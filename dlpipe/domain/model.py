@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from dlpipe.domain import statuses
+from dlpipe.domain.cipher_format import Cipher, UnknownCipher
 from dlpipe.domain.errors import InvalidIdentifierError
 from dlpipe.domain.outcome import OutcomeSummary
 
@@ -85,7 +86,7 @@ class FileJob:
     presigned_url: str
     encrypted_aes_key: str
     encoded_aes_iv: str
-    cipher: str
+    cipher: Cipher | UnknownCipher  # UnknownCipher: as stored, refused where decrypted
     created_at: str
     status_updated_at_ms: int
     ttl_epoch_s: int
