@@ -15,6 +15,8 @@ from collections.abc import Callable, Mapping, Sequence
 
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
+from dlpipe.domain.statuses import FINISHED_BATCH_METRIC, BatchStatus
+
 NAMESPACE = "dlpipe"
 COUNT = MetricUnit.Count
 BYTES = MetricUnit.Bytes
@@ -42,9 +44,7 @@ BATCH_METRICS = (
     "FilesExpected",
     "FilesQueued",
     "FilesRejected",
-    "BatchCompleted",
-    "BatchFailed",
-    "BatchTimedOut",
+    *FINISHED_BATCH_METRIC.values(),  # BatchCompleted, BatchFailed, BatchTimedOut
     "FilesCompleted",
     "FilesFailed",
     "BatchDurationSeconds",
@@ -65,6 +65,8 @@ FILE_METRICS = (
     FILE_TRANSFER_ATTEMPTS,
 )
 
+# The metric counted once when a batch ends in a final status (the status table's rows).
+BATCH_FINISHED: Mapping[BatchStatus, str] = FINISHED_BATCH_METRIC
 CATALOG: Mapping[str, DimensionSets] = {
     **dict.fromkeys(BATCH_METRICS, NO_DIMENSIONS),
     **dict.fromkeys(FILE_METRICS, FILE_DIMENSION_SETS),

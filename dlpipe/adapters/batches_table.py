@@ -9,6 +9,7 @@ from botocore.exceptions import ClientError
 
 from dlpipe.adapters import dynamo
 from dlpipe.adapters.items import batch_from_item, batch_to_item, serialize
+from dlpipe.adapters.status_conditions import status_in
 from dlpipe.domain.clock import Clock, SystemClock, iso_from_ms
 from dlpipe.domain.errors import (
     BatchExistsError,
@@ -20,11 +21,12 @@ from dlpipe.domain.model import SETS_MAX_FILES, Batch, BatchStatus
 from dlpipe.domain.outcome import OutcomeSummary
 from dlpipe.domain.rules import ttl_expired
 from dlpipe.domain.schema import POLLING_DATE_INDEX
+from dlpipe.domain.statuses import BATCH_OPEN
 from dlpipe.domain.transitions import (
-    BATCH_OPEN,
     batch_sources,
     is_own_batch_create,
     is_own_batch_write,
+    mark_queued_sources,
 )
 from dlpipe.log import get_logger
 
@@ -188,9 +190,10 @@ class BatchesTable:
         count = len(files) if expected_count is None else expected_count
         # Race: a replay of fetch-and-queue after the batch already moved on (completed)
         # must not drag it back to queued. Rule: may_mark_queued.
-        condition = "#status IN (:initiated, :queued)"
+        clause = status_in(mark_queued_sources())
+        condition = clause.expression
         values: dict[str, Any] = {
-            ":initiated": str(BatchStatus.INITIATED),
+            **clause.values,
             ":queued": str(BatchStatus.QUEUED),
             ":now": self._now_iso(),
             ":count": count,
@@ -258,9 +261,9 @@ class BatchesTable:
         # polls it too): the slower one's counts, read before the other finished the batch,
         # must not overwrite the final counts; a refusal carries the stored batch (ALL_OLD).
         # Also never creates an item for a batch deleted meanwhile. Rule: may_record_counts.
-        placeholders = {f":open{i}": str(s) for i, s in enumerate(sorted(BATCH_OPEN))}
-        values.update(placeholders)
-        condition = f"attribute_exists(#id) AND #status IN ({', '.join(placeholders)})"
+        clause = status_in(BATCH_OPEN)
+        values.update(clause.values)
+        condition = f"attribute_exists(#id) AND {clause.expression}"
         return self._update(batch_id, update, condition, values, "record counts")
 
     def finish(
@@ -277,13 +280,13 @@ class BatchesTable:
         that finds the batch finished finds its summary too."""
         # Race: two pollers (or a replay) deciding the end; only a legal transition lands.
         # Rule: may_finish.
-        sources = sorted(batch_sources(status))
+        sources = batch_sources(status)
         if not sources:
             raise ValueError(f"no batch status leads to {status}")
-        placeholders = {f":from{i}": str(s) for i, s in enumerate(sources)}
-        condition = f"#status IN ({', '.join(placeholders)})"
+        clause = status_in(sources)
+        condition = clause.expression
         update = "SET #status = :final, #updated = :now"
-        values: dict[str, Any] = {**placeholders, ":final": str(status), ":now": self._now_iso()}
+        values: dict[str, Any] = {**clause.values, ":final": str(status), ":now": self._now_iso()}
         if timeout_at:
             update += ", #timeout = :timeout"
             values[":timeout"] = timeout_at

@@ -13,21 +13,23 @@ import binascii
 import hashlib
 import re
 from collections import deque
-from typing import Protocol
+from typing import Protocol, assert_never
 
 from cryptography.exceptions import InvalidTag, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import hashes, padding, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.hazmat.primitives.asymmetric.padding import MGF1, OAEP
-from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+from cryptography.hazmat.primitives.ciphers import Cipher as CipherContext
+from cryptography.hazmat.primitives.ciphers import algorithms, modes
 
 from dlpipe.domain.cipher_format import (
     AES_BLOCK_BYTES,
     AES_KEY_BYTES,
-    CIPHER_CBC,
     GCM_TAG_BYTES,
     IV_BYTES,
-    SUPPORTED_CIPHERS,
+    Cipher,
+    UnknownCipher,
+    require_cipher,
 )
 from dlpipe.domain.download_errors import (
     AuthenticationError,
@@ -39,7 +41,6 @@ from dlpipe.domain.download_errors import (
     PaddingError,
     SizeMismatchError,
     TruncatedError,
-    UnknownCipherError,
     WrongKeyError,
 )
 
@@ -103,9 +104,13 @@ def unwrap_aes_key(private_key: rsa.RSAPrivateKey, encrypted_key_b64: str) -> by
     return key
 
 
-def decode_iv(iv_b64: str, cipher: str) -> bytes:
+# What a job carries: a Cipher, or the stored value of an unknown one (refused here).
+CipherValue = Cipher | UnknownCipher
+
+
+def decode_iv(iv_b64: str, cipher: CipherValue) -> bytes:
     """Decode a base64 IV/nonce and check its length for `cipher` (CBC 16, GCM 12)."""
-    expected = _iv_bytes(cipher)
+    expected = IV_BYTES[require_cipher(cipher)]
     try:
         iv = base64.b64decode(iv_b64.strip(), validate=True)
     except (binascii.Error, ValueError) as exc:
@@ -115,19 +120,25 @@ def decode_iv(iv_b64: str, cipher: str) -> bytes:
     return iv
 
 
-def new_decryptor(cipher: str, key: bytes, iv: bytes) -> StreamDecryptor:
-    """A streaming decryptor for `cipher` with a raw 32-byte key and raw IV."""
-    if len(iv) != _iv_bytes(cipher):
-        raise InvalidIVError(f"{cipher} needs a {_iv_bytes(cipher)}-byte IV, got {len(iv)} bytes")
+def new_decryptor(cipher: CipherValue, key: bytes, iv: bytes) -> StreamDecryptor:
+    """A streaming decryptor for `cipher` with a raw 32-byte key and raw IV; any value that
+    is not a Cipher member is refused (unknown_cipher), never decrypted as another cipher."""
+    known = require_cipher(cipher)
+    if len(iv) != IV_BYTES[known]:
+        raise InvalidIVError(f"{known} needs a {IV_BYTES[known]}-byte IV, got {len(iv)} bytes")
     if len(key) != AES_KEY_BYTES:
         raise MalformedKeyMaterial(f"AES-256 needs a {AES_KEY_BYTES}-byte key, got {len(key)}")
-    if cipher == CIPHER_CBC:
-        return CbcDecryptor(key, iv)
-    return GcmDecryptor(key, iv)
+    match known:
+        case Cipher.CBC:
+            return CbcDecryptor(key, iv)
+        case Cipher.GCM:
+            return GcmDecryptor(key, iv)
+        case unhandled:  # a new member without its branch: mypy and this line refuse it
+            assert_never(unhandled)
 
 
 def open_decryptor(
-    private_key: rsa.RSAPrivateKey, cipher: str, encrypted_key_b64: str, iv_b64: str
+    private_key: rsa.RSAPrivateKey, cipher: CipherValue, encrypted_key_b64: str, iv_b64: str
 ) -> StreamDecryptor:
     """A decryptor straight from a job's fields; checks the cheap inputs before the RSA unwrap."""
     iv = decode_iv(iv_b64, cipher)
@@ -138,7 +149,7 @@ class CbcDecryptor:
     """AES-256-CBC with PKCS7: the newest plaintext is held back, as it ends with the padding."""
 
     def __init__(self, key: bytes, iv: bytes) -> None:
-        self._ctx = Cipher(algorithms.AES(key), modes.CBC(iv)).decryptor()
+        self._ctx = CipherContext(algorithms.AES(key), modes.CBC(iv)).decryptor()
         # Holding the whole last output (not just its final block) means update() returns
         # the library's bytes untouched: no slicing or joining copy per chunk.
         self._held = b""
@@ -174,7 +185,7 @@ class GcmDecryptor:
     """AES-256-GCM whose last 16 bytes are the tag: the newest ciphertext is held back."""
 
     def __init__(self, key: bytes, iv: bytes) -> None:
-        self._ctx = Cipher(algorithms.AES(key), modes.GCM(iv)).decryptor()
+        self._ctx = CipherContext(algorithms.AES(key), modes.GCM(iv)).decryptor()
         # Ciphertext not yet fed to the context: as few whole chunks as keep >= 16 bytes,
         # since those bytes may be the tag. Whole chunks, so update() never copies.
         self._pending: deque[bytes] = deque()
@@ -249,11 +260,3 @@ class PlaintextVerifier:
             raise SizeMismatchError(self._expected_size, self._count)
         if self._expected_sha256 is not None and self.sha256_hex != self._expected_sha256:
             raise ChecksumMismatchError(self._expected_sha256, self.sha256_hex)
-
-
-def _iv_bytes(cipher: str) -> int:
-    if cipher not in SUPPORTED_CIPHERS:
-        raise UnknownCipherError(
-            f"unsupported cipher {cipher!r:.40}; expected one of {', '.join(SUPPORTED_CIPHERS)}"
-        )
-    return IV_BYTES[cipher]

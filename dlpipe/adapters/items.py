@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
+from dlpipe.domain.cipher_format import read_cipher
 from dlpipe.domain.errors import CorruptRecordError
 from dlpipe.domain.model import Batch, BatchStatus, FileJob, JobStatus
 from dlpipe.domain.outcome import OutcomeSummary
@@ -104,7 +105,9 @@ def _to_item(record: FileJob | Batch, names: dict[str, str]) -> dict[str, Attrib
             continue
         if isinstance(value, OutcomeSummary):
             value = value.to_json()  # a JSON string: its size is bounded and easy to measure
-        item[names[f.name]] = serialize(str(value) if f.name == "status" else value)
+        # An enum (or an UnknownCipher) is stored as its string, byte for byte.
+        as_string = f.name in ("status", "cipher")
+        item[names[f.name]] = serialize(str(value) if as_string else value)
     return item
 
 
@@ -146,6 +149,9 @@ def job_from_item(item: dict[str, Any]) -> FileJob:
     try:
         values = _from_item(item, JOB_ATTRIBUTES)
         values["status"] = JobStatus(values["status"])
+        # Parsed here, never defaulted: a value naming no cipher stays as stored, marked
+        # unknown, and the decrypt side ends the job `error` (unknown_cipher) before a byte.
+        values["cipher"] = read_cipher(values["cipher"])
         return FileJob(**values)
     except (KeyError, TypeError, ValueError) as exc:
         key = _key(item, "FileID")

@@ -11,6 +11,7 @@ from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_ra
 
 from dlpipe.adapters import dynamo
 from dlpipe.adapters.items import job_from_item, job_to_item, serialize
+from dlpipe.adapters.status_conditions import StatusClause, any_of, status_in
 from dlpipe.domain.clock import Clock, SystemClock, iso_from_ms, normalized_iso
 from dlpipe.domain.errors import (
     ClaimRefusedError,
@@ -25,7 +26,8 @@ from dlpipe.domain.errors import (
 from dlpipe.domain.model import FileJob, JobStatus, listed_by
 from dlpipe.domain.rules import lease_expiry_ms, ttl_expired
 from dlpipe.domain.schema import BATCH_INDEX, STATUS_INDEX
-from dlpipe.domain.transitions import is_own_job_write
+from dlpipe.domain.statuses import LEASED_JOB_STATUSES
+from dlpipe.domain.transitions import is_own_job_write, job_sources
 from dlpipe.log import get_logger
 
 if TYPE_CHECKING:
@@ -46,12 +48,29 @@ EDGE_PAGE_ITEMS = 10
 # A claim's lease ran out strictly before now, or it never had one (rule: lease_expired).
 _EXPIRED = "(attribute_not_exists(#lease) OR #lease < :now)"
 # Every ConditionExpression below mirrors one rule of dlpipe/domain/transitions.py, named
-# next to it; tests/property/test_conditions.py checks each pair on generated states.
+# next to it; tests/property/test_conditions.py checks each pair on generated states. Their
+# status lists come from the status table (dlpipe/domain/statuses.py), never written out.
+
+
+def _unheld(sources: frozenset[JobStatus]) -> StatusClause:
+    """A job in `sources` that nobody holds: a leased status only once its lease ran out."""
+    free, leased = sources - LEASED_JOB_STATUSES, sources & LEASED_JOB_STATUSES
+    clauses = [status_in(free)] if free else []
+    if leased:
+        held = status_in(leased)
+        clauses.append(StatusClause(f"{held.expression} AND {_EXPIRED}", held.values))
+    return any_of(*clauses)
+
+
+# Claim: an available job, or a takeover of a claim whose lease ran out. Rule: may_claim.
+_CLAIMABLE = _unheld(job_sources(JobStatus.DOWNLOADING))
 # Requeue and adopt: a job nobody holds and that is not done (failed, error, available, or a
 # claim whose lease ran out) goes back to available; `force` also takes a live claim.
 # Rule: may_requeue (force: may_requeue(force=True)).
-_REQUEUABLE = f"#status IN (:failed, :error, :available) OR (#status = :downloading AND {_EXPIRED})"
-_FORCE_REQUEUABLE = "#status IN (:failed, :error, :available, :downloading)"
+_REQUEUABLE = _unheld(job_sources(JobStatus.AVAILABLE))
+_FORCE_REQUEUABLE = status_in(job_sources(JobStatus.AVAILABLE))
+# A claim held under a lease (whoever holds it). Rule: holds_claim.
+_HELD = status_in(LEASED_JOB_STATUSES)
 _BACK_TO_AVAILABLE = (
     "#status = :available, #updated = :now REMOVE #owner, #lease, #error, #completed"
 )
@@ -425,16 +444,13 @@ class JobsTable:
         # Race: two workers got the same message, or a stale one arrives after completion.
         # Only an available job, or one whose holder's lease ran out, can be claimed.
         # Rule: may_claim.
-        condition = (
-            "attribute_exists(#id) AND (#status = :available"
-            f" OR (#status = :downloading AND {_EXPIRED}))"
-        )
+        condition = f"attribute_exists(#id) AND ({_CLAIMABLE.expression})"
         update = (
             "SET #status = :downloading, #owner = :owner, #lease = :expiry, #updated = :now,"
             " #attempts = if_not_exists(#attempts, :zero) + :one REMOVE #finishedby"
         )
         values = {
-            ":available": str(JobStatus.AVAILABLE),
+            **_CLAIMABLE.values,
             ":downloading": str(JobStatus.DOWNLOADING),
             ":owner": owner,
             ":expiry": lease_expiry_ms(now_ms, lease_seconds),
@@ -457,7 +473,7 @@ class JobsTable:
     # Race for every owner-conditioned write: a worker whose lease expired and was taken
     # over must not overwrite the result of the worker that holds the claim now.
     # Rule: holds_claim.
-    _OWNED = "#status = :downloading AND #owner = :owner"
+    _OWNED = f"{_HELD.expression} AND #owner = :owner"
     # What completing a job sets; shared by the owner's completion and the sweeper's repair.
     _COMPLETE = (
         "SET #status = :completed, #updated = :now, #completed = :at, #bytes = :bytes,"
@@ -479,7 +495,7 @@ class JobsTable:
     ) -> FileJob:
         """An owner-conditioned write; one that ends the claim in `ends_in` marks FinishedBy,
         and its retry, refused because the first send ended the claim, is its success."""
-        values = {":downloading": str(JobStatus.DOWNLOADING), ":owner": owner, **values}
+        values = {**_HELD.values, ":owner": owner, **values}
         own = None
         if ends_in is not None:
             set_part, _, remove_part = update.partition(" REMOVE ")
@@ -568,23 +584,21 @@ class JobsTable:
         """
         # Race: a worker may finish or renew the claim between the operator's look and
         # this write; the condition re-checks at write time.
-        condition = _FORCE_REQUEUABLE if force else _REQUEUABLE
+        clause = _FORCE_REQUEUABLE if force else _REQUEUABLE
         update = f"SET {_BACK_TO_AVAILABLE}"
         return self._update(
             file_id,
             update=update,
-            condition=condition,
-            values=self._requeue_values(),
+            condition=clause.expression,
+            values=self._requeue_values(clause),
             error=RequeueRefusedError,
             rule="requeue",
         )
 
-    def _requeue_values(self) -> dict[str, Any]:
+    def _requeue_values(self, clause: StatusClause) -> dict[str, Any]:
         return {
-            ":failed": str(JobStatus.FAILED),
-            ":error": str(JobStatus.ERROR),
+            **clause.values,
             ":available": str(JobStatus.AVAILABLE),
-            ":downloading": str(JobStatus.DOWNLOADING),
             ":now": self._clock.now_ms(),
         }
 
@@ -597,8 +611,8 @@ class JobsTable:
         # Race: the old batch's worker may still finish it, or a concurrent rerun may adopt
         # it first; only a job that nobody holds and that is not done moves.
         # Rule: may_adopt.
-        condition = f"#batch <> :batch AND ({_REQUEUABLE})"
-        values: dict[str, Any] = {":batch": batch_id, **self._requeue_values()}
+        condition = f"#batch <> :batch AND ({_REQUEUABLE.expression})"
+        values: dict[str, Any] = {":batch": batch_id, **self._requeue_values(_REQUEUABLE)}
         at_index = ""
         if listing_index is not None:
             at_index = "#listidx = :listidx, "
@@ -649,10 +663,10 @@ class JobsTable:
         # worker may take the claim over meanwhile; only the same owner's claim, still
         # expired at write time, is completed here, so no live claim's result is overwritten.
         # Rule: may_complete_abandoned.
-        condition = f"#status = :downloading AND #owner = :owner AND {_EXPIRED}"
+        condition = f"{_HELD.expression} AND #owner = :owner AND {_EXPIRED}"
         update = self._COMPLETE
         values = {
-            ":downloading": str(JobStatus.DOWNLOADING),
+            **_HELD.values,
             ":owner": owner,
             **self._completion_values(byte_count, sha256, destination_key),
         }

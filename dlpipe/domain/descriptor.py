@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from dlpipe.domain.cipher_format import IV_BYTES, SUPPORTED_CIPHERS
+from dlpipe.domain.cipher_format import IV_BYTES, SUPPORTED_CIPHERS, Cipher
 from dlpipe.domain.errors import InvalidIdentifierError
 from dlpipe.domain.model import make_file_id, validate_entity
 from dlpipe.domain.provider_errors import MalformedResponseError
@@ -32,7 +32,7 @@ class FileDescriptor:
     url: str = field(repr=False)  # presigned: its signature is a credential
     encrypted_key: str = field(repr=False)
     iv: str
-    cipher: str
+    cipher: Cipher
     size: int | None
     sha256: str | None
     expires_at: str | None
@@ -121,7 +121,7 @@ def _decode(item: dict[str, Any], where: str, name: str) -> bytes:
         raise MalformedResponseError(f"{where}.{name}: expected base64") from None
 
 
-def _iv(item: dict[str, Any], where: str, cipher: str) -> str:
+def _iv(item: dict[str, Any], where: str, cipher: Cipher) -> str:
     length = len(_decode(item, where, "iv"))
     if length != IV_BYTES[cipher]:
         raise MalformedResponseError(
@@ -130,13 +130,14 @@ def _iv(item: dict[str, Any], where: str, cipher: str) -> str:
     return str(item["iv"])
 
 
-def _cipher(item: dict[str, Any], where: str) -> str:
+def _cipher(item: dict[str, Any], where: str) -> Cipher:
+    # Refused here, by name: an unknown cipher never becomes a job that could be decrypted.
     value = _required(item, where, "cipher")
-    if value not in SUPPORTED_CIPHERS:
+    if not isinstance(value, str) or value not in SUPPORTED_CIPHERS:
         raise MalformedResponseError(
             f"{where}.cipher: expected one of {', '.join(SUPPORTED_CIPHERS)}, got {_show(value)}"
         )
-    return str(value)
+    return Cipher(value)
 
 
 def _size(item: dict[str, Any], where: str) -> int:

@@ -5,38 +5,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import date
-from enum import StrEnum
 
+from dlpipe.domain import statuses
+from dlpipe.domain.cipher_format import Cipher, UnknownCipher
 from dlpipe.domain.errors import InvalidIdentifierError
 from dlpipe.domain.outcome import OutcomeSummary
 
-
-class JobStatus(StrEnum):
-    """Status of one file's job (docs/ARCHITECTURE.md, "Status machines")."""
-
-    AVAILABLE = "available"
-    DOWNLOADING = "downloading"
-    COMPLETED = "completed"
-    FAILED = "failed"  # transient faults, retries used up: an operator may requeue
-    ERROR = "error"  # permanent: bad data, bad key, bad input
-
-
-TERMINAL_JOB_STATUSES = frozenset({JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.ERROR})
-
-
-class BatchStatus(StrEnum):
-    """Status of one daily batch (docs/ARCHITECTURE.md, "Status machines")."""
-
-    INITIATED = "initiated"
-    QUEUED = "queued"
-    COMPLETED = "completed"
-    TIMEOUT = "timeout"
-    FAILED = "failed"
-
-
-TERMINAL_BATCH_STATUSES = frozenset(
-    {BatchStatus.COMPLETED, BatchStatus.TIMEOUT, BatchStatus.FAILED}
-)
+# The statuses and their table live in dlpipe/domain/statuses.py; callers import them here too.
+JobStatus = statuses.JobStatus
+BatchStatus = statuses.BatchStatus
+TERMINAL_JOB_STATUSES = statuses.TERMINAL_JOB_STATUSES
+TERMINAL_BATCH_STATUSES = statuses.TERMINAL_BATCH_STATUSES
 
 # Entities become S3 key segments and file names: a strict allow-list, no dots, no slashes.
 _ENTITY = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9_-]{0,62}[A-Za-z0-9])?$")
@@ -107,7 +86,7 @@ class FileJob:
     presigned_url: str
     encrypted_aes_key: str
     encoded_aes_iv: str
-    cipher: str
+    cipher: Cipher | UnknownCipher  # UnknownCipher: as stored, refused where decrypted
     created_at: str
     status_updated_at_ms: int
     ttl_epoch_s: int

@@ -13,31 +13,18 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from dlpipe.domain.model import Batch, BatchStatus, JobStatus, listed_by
+from dlpipe.domain.statuses import (
+    BATCH_OPEN,
+    BATCH_STATUSES,
+    JOB_STATUSES,
+    LEASED_JOB_STATUSES,
+    SUCCESSFUL_BATCH_STATUSES,
+)
 
-_J = JobStatus
-# The job machine (docs/ARCHITECTURE.md) (available -> downloading -> completed | failed | error) plus the
-# recovery edges its "known gaps" ask for.
-JOB_TRANSITIONS: dict[JobStatus, frozenset[JobStatus]] = {
-    # -> available: an operator's requeue or a rerun's adoption of a job nobody picked up.
-    _J.AVAILABLE: frozenset({_J.DOWNLOADING, _J.AVAILABLE}),
-    # -> downloading is a takeover of an expired lease; -> available is a release (clean
-    # shutdown) or the requeue of an expired claim.
-    _J.DOWNLOADING: frozenset({_J.DOWNLOADING, _J.COMPLETED, _J.FAILED, _J.ERROR, _J.AVAILABLE}),
-    _J.COMPLETED: frozenset(),
-    # An operator may requeue a failed or errored file once the cause is fixed.
-    _J.FAILED: frozenset({_J.AVAILABLE}),
-    _J.ERROR: frozenset({_J.AVAILABLE}),
-}
-
-_B = BatchStatus
+# The machines' edges, read off the status table (dlpipe/domain/statuses.py).
+JOB_TRANSITIONS: dict[JobStatus, frozenset[JobStatus]] = {s: r.to for s, r in JOB_STATUSES.items()}
 BATCH_TRANSITIONS: dict[BatchStatus, frozenset[BatchStatus]] = {
-    # -> failed: the provider stayed down before the listing was queued.
-    _B.INITIATED: frozenset({_B.QUEUED, _B.FAILED}),
-    _B.QUEUED: frozenset({_B.COMPLETED, _B.FAILED, _B.TIMEOUT}),
-    _B.COMPLETED: frozenset(),
-    _B.FAILED: frozenset(),
-    # A timed-out batch may still finish when its files are repaired and re-checked.
-    _B.TIMEOUT: frozenset({_B.COMPLETED, _B.FAILED}),
+    s: r.to for s, r in BATCH_STATUSES.items()
 }
 
 
@@ -77,14 +64,14 @@ def batch_sources(new: BatchStatus) -> frozenset[BatchStatus]:
 def lease_expired(job: JobState, now_ms: int) -> bool:
     """A `downloading` claim its holder can no longer count on: the lease ran out strictly
     before `now_ms`, or the claim carries no expiry at all (nobody could ever take it over)."""
-    if job.status is not JobStatus.DOWNLOADING:
+    if job.status not in LEASED_JOB_STATUSES:
         return False
     return job.lease_expires_at_ms is None or job.lease_expires_at_ms < now_ms
 
 
 def lease_live(job: JobState, now_ms: int) -> bool:
     """A `downloading` claim whose lease still runs at `now_ms` (its expiry instant included)."""
-    return job.status is JobStatus.DOWNLOADING and not lease_expired(job, now_ms)
+    return job.status in LEASED_JOB_STATUSES and not lease_expired(job, now_ms)
 
 
 def is_stuck(job: JobState, now_ms: int) -> bool:
@@ -104,13 +91,13 @@ def may_claim(job: JobState | None, now_ms: int) -> bool:
     """claim: an available job, or a takeover of a claim whose lease expired."""
     if job is None or job.status not in job_sources(JobStatus.DOWNLOADING):
         return False
-    return job.status is JobStatus.AVAILABLE or lease_expired(job, now_ms)
+    return job.status not in LEASED_JOB_STATUSES or lease_expired(job, now_ms)
 
 
 def holds_claim(job: JobState | None, owner: str) -> bool:
     """Renew, refresh the URL, complete, fail or release: only the current claim's owner,
     so a worker whose claim was taken over cannot overwrite the new holder's result."""
-    return job is not None and job.status is JobStatus.DOWNLOADING and job.lease_owner == owner
+    return job is not None and job.status in LEASED_JOB_STATUSES and job.lease_owner == owner
 
 
 def may_complete_abandoned(job: JobState | None, owner: str, now_ms: int) -> bool:
@@ -122,7 +109,7 @@ def may_requeue(job: JobState | None, now_ms: int, *, force: bool = False) -> bo
     """Back to available: any job not completed that nobody holds; `force` takes a live claim."""
     if job is None or job.status not in job_sources(JobStatus.AVAILABLE):
         return False
-    return force or job.status is not JobStatus.DOWNLOADING or lease_expired(job, now_ms)
+    return force or job.status not in LEASED_JOB_STATUSES or lease_expired(job, now_ms)
 
 
 def may_adopt(job: JobState | None, batch_id: str, now_ms: int) -> bool:
@@ -169,7 +156,7 @@ def is_own_job_write(job: FinishedState | None, owner: str, target: JobStatus) -
     is made afresh for every claim, so no other claim, of this process or another, matches."""
     if job is None or job.status is not target:
         return False
-    mark = job.lease_owner if target is JobStatus.DOWNLOADING else job.finished_by
+    mark = job.lease_owner if target in LEASED_JOB_STATUSES else job.finished_by
     return mark == owner
 
 
@@ -196,9 +183,12 @@ def is_own_batch_create(stored: Batch | None, ours: Batch) -> bool:
 
 def may_mark_queued(batch: BatchState | None) -> bool:
     """initiated -> queued, and queued again on a replay of the step; nothing finished."""
-    if batch is None or batch.status is None:
-        return False
-    return batch.status is BatchStatus.QUEUED or batch.status in batch_sources(BatchStatus.QUEUED)
+    return batch is not None and batch.status in mark_queued_sources()
+
+
+def mark_queued_sources() -> frozenset[BatchStatus]:
+    """Where mark_queued lands: the sources of queued, and queued itself (a replay)."""
+    return batch_sources(BatchStatus.QUEUED) | {BatchStatus.QUEUED}
 
 
 def may_finish(batch: BatchState | None, new: BatchStatus) -> bool:
@@ -209,11 +199,6 @@ def may_finish(batch: BatchState | None, new: BatchStatus) -> bool:
 def may_record(batch: BatchState | None) -> bool:
     """Outcome sets are recorded on an existing batch only (never create one)."""
     return batch is not None
-
-
-# Statuses the batch machine may still leave: initiated, queued and timeout (a timed-out
-# batch with files pending is re-checked and may still finish). Completed / failed are final.
-BATCH_OPEN = frozenset(old for old, targets in BATCH_TRANSITIONS.items() if targets)
 
 
 def may_record_counts(batch: BatchState | None) -> bool:
@@ -228,5 +213,5 @@ def batch_to_attach(batches: Sequence[Batch], *, rerun: bool) -> Batch | None:
     running = [b for b in batches if not b.is_terminal]
     if running:
         return running[-1]
-    completed = [b for b in batches if b.status is BatchStatus.COMPLETED]
+    completed = [b for b in batches if b.status in SUCCESSFUL_BATCH_STATUSES]
     return completed[-1] if completed and not rerun else None

@@ -59,6 +59,8 @@ CASES = {
     "missing_object": Case(CIPHER_CBC, 1000, JobStatus.ERROR, "source_not_found", "missing_object_entities"),
     "bad_iv": Case(CIPHER_CBC, 1000, JobStatus.ERROR, "invalid_iv", job_changes=(("encoded_aes_iv", base64.b64encode(b"short").decode()),)),
     "unknown_cipher": Case(CIPHER_GCM, 1000, JobStatus.ERROR, "unknown_cipher", job_changes=(("cipher", "AES-128-ECB"),)),
+    "unknown_cipher_ctr": Case(CIPHER_GCM, 1000, JobStatus.ERROR, "unknown_cipher", job_changes=(("cipher", "AES-256-CTR"),)),
+    "garbage_cipher": Case(CIPHER_GCM, 1000, JobStatus.ERROR, "unknown_cipher", job_changes=(("cipher", "\x00gcm;\u202e"),)),
     "bad_base64_key": Case(CIPHER_GCM, 1000, JobStatus.ERROR, "malformed_key", job_changes=(("encrypted_aes_key", "%%not*base64%%"),)),
     "unsafe_entity": Case(CIPHER_CBC, 1000, JobStatus.ERROR, "invalid_job", job_changes=(("entity", "../../etc"),)),
 }  # fmt: skip

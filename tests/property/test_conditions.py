@@ -21,6 +21,7 @@ from botocore.exceptions import ClientError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dlpipe.adapters import batches_table, jobs_table
 from dlpipe.adapters.aws import AwsClients
 from dlpipe.adapters.batches_table import BatchesTable
 from dlpipe.adapters.dynamo import CONDITION_FAILED
@@ -55,6 +56,7 @@ from dlpipe.domain.transitions import (
 )
 from dlpipe.local.provision import table_definitions
 from dlpipe.local.terraform import TerraformModule
+from tests.conditional_writes import conditional_writes, methods_called
 from tests.support import BASE_MS, ManualClock, make_batch, make_job
 
 if TYPE_CHECKING:
@@ -289,6 +291,22 @@ BATCH_CONDITIONS: dict[str, Condition] = {
         if new is not BatchStatus.INITIATED  # nothing leads there: finish refuses to try
     },
 }
+
+
+@pytest.mark.parametrize(
+    ("module", "cls", "conditions"),
+    [(jobs_table, JobsTable, JOB_CONDITIONS), (batches_table, BatchesTable, BATCH_CONDITIONS)],
+    ids=["jobs", "batches"],
+)
+def test_every_conditional_write_is_registered_here(
+    module: Any, cls: type, conditions: dict[str, Condition]
+) -> None:
+    """A conditional write added to a table module without a Condition here would go
+    unchecked: the methods that pass a ConditionExpression (read from the module's source)
+    are exactly the methods the registered writes call."""
+    registered = methods_called((w for c in conditions.values() for w in c.writes.values()), cls)
+    found = conditional_writes(module, cls.__name__)
+    assert registered == found, f"not registered here: {sorted(found - registered)}"
 
 
 def _job_item(draw: JobDraw, file_id: str) -> dict[str, Any]:

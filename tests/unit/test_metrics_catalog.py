@@ -37,3 +37,14 @@ def test_catalogued_dimension_sets_are_what_the_line_declares(
     (directive,) = document["_aws"]["CloudWatchMetrics"]
     assert [tuple(s) for s in directive["Dimensions"]] == list(metrics.FILE_DIMENSION_SETS)
     assert {k: document[k] for k in FILE_DIMENSIONS} == FILE_DIMENSIONS
+
+
+def test_every_final_batch_status_counts_a_catalogued_metric() -> None:
+    """A batch status added to the table as final needs its metric (dlpipe/domain/statuses.py),
+    and the catalogue takes it from there."""
+    from dlpipe.domain.statuses import TERMINAL_BATCH_STATUSES
+
+    assert set(metrics.BATCH_FINISHED) == TERMINAL_BATCH_STATUSES
+    assert {metrics.CATALOG[name] for name in metrics.BATCH_FINISHED.values()} == {
+        metrics.NO_DIMENSIONS
+    }

@@ -104,3 +104,23 @@ def test_counts_are_recorded_on_a_batch_that_may_still_change_never_on_a_final_o
     for status in BatchStatus:
         expected = status not in (B.COMPLETED, B.FAILED)
         assert may_record_counts(make_batch(status=status)) is expected, status
+
+
+def test_the_status_table_derives_the_sets_the_machines_name() -> None:
+    """What docs/ARCHITECTURE.md's "Status machines" says, read off the table's rows: a row
+    changed by mistake (a status no longer ended, open or leased) fails here."""
+    from dlpipe.domain import statuses
+
+    assert {J.COMPLETED, J.FAILED, J.ERROR} == statuses.TERMINAL_JOB_STATUSES
+    assert {J.DOWNLOADING} == statuses.LEASED_JOB_STATUSES
+    assert {B.COMPLETED, B.TIMEOUT, B.FAILED} == statuses.TERMINAL_BATCH_STATUSES
+    assert {B.COMPLETED} == statuses.SUCCESSFUL_BATCH_STATUSES
+    assert {B.INITIATED, B.QUEUED, B.TIMEOUT} == statuses.BATCH_OPEN
+    assert dict(statuses.FINISHED_BATCH_METRIC) == {
+        B.COMPLETED: "BatchCompleted",
+        B.FAILED: "BatchFailed",
+        B.TIMEOUT: "BatchTimedOut",
+    }
+    # The stored strings never change.
+    assert [str(s) for s in J] == ["available", "downloading", "completed", "failed", "error"]
+    assert [str(s) for s in B] == ["initiated", "queued", "completed", "timeout", "failed"]

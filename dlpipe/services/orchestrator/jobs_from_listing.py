@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dlpipe.domain.cipher_format import NO_CIPHER
 from dlpipe.domain.clock import iso_from_ms, normalized_iso
 from dlpipe.domain.errors import InvalidIdentifierError
 from dlpipe.domain.listing import FileDescriptor, RejectedFile
@@ -56,7 +57,7 @@ def error_job(
         presigned_url="",
         encrypted_aes_key="",
         encoded_aes_iv="",
-        cipher="",
+        cipher=NO_CIPHER,
         created_at=iso_from_ms(now_ms),
         status_updated_at_ms=now_ms,
         ttl_epoch_s=job_ttl_epoch_s(now_ms // 1000),

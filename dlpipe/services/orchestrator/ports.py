@@ -8,14 +8,14 @@ from dataclasses import asdict, dataclass
 from typing import Any, Protocol, TypeVar
 
 from dlpipe.domain.errors import CorruptRecordError
-from dlpipe.domain.model import Batch, BatchStatus, FileJob, JobStatus
+from dlpipe.domain.model import TERMINAL_BATCH_STATUSES, Batch, BatchStatus, FileJob, JobStatus
 from dlpipe.domain.outcome import OutcomeSummary
 from dlpipe.domain.routing import Route
 
 _T = TypeVar("_T")
 
-# Final batch statuses a completion check may report (see DESIGN: batch status machine).
-FINAL_STATUSES = frozenset({"completed", "failed", "timeout"})
+# Final batch statuses a completion check may report (the status table's ended rows).
+FINAL_STATUSES: frozenset[str] = TERMINAL_BATCH_STATUSES
 
 
 class FetchFailed(Exception):
