@@ -104,7 +104,6 @@ BATCH_WRITES: dict[str, tuple[_Write, frozenset[BatchStatus]]] = {
         lambda t: t.record_counts(BATCH_ID, completed=1, failed=0, error=0),
         BATCH_OPEN,
     ),
-    "record_outcomes": (lambda t: t.record_outcomes(BATCH_ID, completed=[FILE_ID]), frozenset()),
     "mark_adopted": (lambda t: t.mark_adopted(BATCH_ID, BATCH_ID), frozenset()),
     **{
         f"finish_{new}": (lambda t, new=new: t.finish(BATCH_ID, new), batch_sources(new))

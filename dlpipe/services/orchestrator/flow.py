@@ -493,7 +493,9 @@ class BatchFlowService:
         except BatchTransitionRefusedError:
             log.warning("batch.fail_refused", batch_id=batch_id)
             return
-        metrics.emit({"BatchFailed": (1, metrics.COUNT)}, BatchID=batch_id)
+        metrics.emit(
+            {metrics.BATCH_FINISHED[BatchStatus.FAILED]: (1, metrics.COUNT)}, BatchID=batch_id
+        )
         log.error("batch.failed", batch_id=batch_id, reason=reason)
 
 
@@ -528,7 +530,7 @@ def _emit_finished(batch: Batch, status: BatchStatus, now_ms: int) -> None:
     started_ms = _epoch_ms(batch.start_time)
     metrics.emit(
         {
-            f"Batch{_METRIC_SUFFIX[status]}": (1, metrics.COUNT),
+            metrics.BATCH_FINISHED[status]: (1, metrics.COUNT),
             "FilesCompleted": (batch.completed, metrics.COUNT),
             "FilesFailed": (batch.unsuccessful, metrics.COUNT),
             "BatchDurationSeconds": (max(0, now_ms - started_ms) / 1000, metrics.SECONDS),
@@ -536,13 +538,6 @@ def _emit_finished(batch: Batch, status: BatchStatus, now_ms: int) -> None:
         BatchID=batch.batch_id,
         PollingDate=batch.polling_date,
     )
-
-
-_METRIC_SUFFIX = {
-    BatchStatus.COMPLETED: "Completed",
-    BatchStatus.FAILED: "Failed",
-    BatchStatus.TIMEOUT: "TimedOut",
-}
 
 
 def _check(batch: Batch, status: str | None, pending: int | None = None) -> CompletionCheck:
