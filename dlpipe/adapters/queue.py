@@ -14,6 +14,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
 from dlpipe.adapters.aws_errors import queue_name, raise_request_error
+from dlpipe.domain.errors import QueueSendError
 from dlpipe.domain.messages import JobMessage, encode_message
 from dlpipe.domain.routing import DEFAULT_LARGE_FILE_THRESHOLD_BYTES, Route, route_for
 
@@ -24,14 +25,7 @@ if TYPE_CHECKING:
     from dlpipe.domain.model import FileJob
 
 SEND_BATCH_MAX = 10  # SendMessageBatch's limit
-
-
-class QueueSendError(RuntimeError):
-    """Some messages could not be sent after retries; `failed` lists their FileIDs."""
-
-    def __init__(self, message: str, failed: Sequence[str]) -> None:
-        super().__init__(message)
-        self.failed = list(failed)
+__all__ = ["SEND_BATCH_MAX", "JobQueue", "QueueSendError"]  # QueueSendError: the domain's
 
 
 class _PartialSend(Exception):

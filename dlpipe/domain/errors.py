@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 
@@ -83,3 +84,11 @@ class AwsRequestError(RecordsError):
         self.service = service
         self.operation = operation
         self.code = code
+
+
+class QueueSendError(RuntimeError):
+    """Some messages could not be sent after retries; `failed` lists their FileIDs."""
+
+    def __init__(self, message: str, failed: Sequence[str]) -> None:
+        super().__init__(message)
+        self.failed = list(failed)
