@@ -140,14 +140,14 @@ def test_backfill_without_an_orchestrator_arn_is_a_one_line_config_error(
 def test_backfill_of_an_orchestrator_that_does_not_exist_is_one_line_naming_the_call(
     world: World, dlpipe_cli: CliRunner
 ) -> None:
-    """DLPIPE_ORCHESTRATOR_ARN naming a function the emulator does not have: Lambda's refusal
-    becomes one line at the adapter's edge (service, call, function, AWS's code), exit 1."""
-    arn = "arn:aws:lambda:us-east-1:123456789012:function:ops-test-no-such-orchestrator:live"
+    """DLPIPE_ORCHESTRATOR_ARN naming a function that is not deployed (the emulator has none):
+    Lambda's refusal becomes one line at the adapter's edge (service, call, function, AWS's
+    code), exit 1."""
+    arn = "arn:aws:lambda:us-east-1:123456789012:function:dlpipe-orchestrator:live"
     settings = replace(world.ops.settings, orchestrator_arn=arn)
     run = dlpipe_cli(
         "backfill", "--from", world.day, "--to", world.day, obj=world.rewired(settings)
     )
     assert run.code == 1, run.err
     (line,) = run.err.strip().splitlines()
-    assert "Lambda Invoke on 'ops-test-no-such-orchestrator' refused: " in line
-    assert "ResourceNotFoundException" in line
+    assert "Lambda Invoke on 'dlpipe-orchestrator' refused: ResourceNotFoundException" in line
