@@ -25,7 +25,8 @@ if TYPE_CHECKING:
     from dlpipe.domain.model import FileJob
 
 SEND_BATCH_MAX = 10  # SendMessageBatch's limit
-__all__ = ["SEND_BATCH_MAX", "JobQueue", "QueueSendError"]  # QueueSendError: the domain's
+# QueueSendError is defined in dlpipe.domain.errors (services catch it there); importable here too.
+__all__ = ["SEND_BATCH_MAX", "JobQueue", "QueueSendError"]
 
 
 class _PartialSend(Exception):
