@@ -35,12 +35,11 @@ from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 
 from dlpipe import metrics
-from dlpipe.domain.clock import SystemClock
+from dlpipe.bootstrap.ops import build_ops_context
 from dlpipe.local.day import DayOptions, run_day
 from dlpipe.local.stack import local_stack
 from dlpipe.local.stub.publish import default_day
 from dlpipe.log import configure_logging
-from dlpipe.services.ops.context import OpsContext
 from dlpipe.ui.app import create_app
 from dlpipe.ui.options import UiOptions
 from dlpipe.ui.server import BackgroundServer
@@ -137,7 +136,7 @@ def ui_pictures(driver: Any, out: Path, files: int, yesterday: str) -> None:
         print(f"ran {yesterday} for real: batch {report.batch_id} {report.status}")
         busy_day, stuck = seed_history(stack.clients, stack.settings, yesterday)
         settings = replace(stack.settings, date_offset_days=1)
-        ops = OpsContext(settings=settings, clients=stack.clients, clock=SystemClock())
+        ops = build_ops_context(settings, stack.clients)
         with BackgroundServer(create_app(ops, UiOptions(days=14))) as server:
             shoot(driver, server.url, out / "ui-grid.png", max_height=700)
             shoot(driver, f"{server.url}day/{busy_day}", out / "ui-day.png", max_height=2000)

@@ -14,7 +14,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
 from dlpipe.adapters.aws_errors import is_transient, one_line, queue_name, raise_request_error
-from dlpipe.domain.errors import DependencyUnavailableError
+from dlpipe.domain.errors import DependencyUnavailableError, QueueSendError
 from dlpipe.domain.messages import JobMessage, encode_message
 from dlpipe.domain.routing import DEFAULT_LARGE_FILE_THRESHOLD_BYTES, Route, route_for
 
@@ -26,22 +26,8 @@ if TYPE_CHECKING:
 
 SEND_BATCH_MAX = 10  # SendMessageBatch's limit
 
-
-class QueueSendError(RuntimeError):
-    """Some messages could not be sent after retries; `failed` lists their FileIDs.
-
-    `unavailable` is set when every failure was transient (throttling, 5xx, a timeout, a lost
-    connection): SQS is down for now, and sending again later may succeed."""
-
-    def __init__(
-        self,
-        message: str,
-        failed: Sequence[str],
-        unavailable: DependencyUnavailableError | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.failed = list(failed)
-        self.unavailable = unavailable
+# QueueSendError is defined in dlpipe.domain.errors (services catch it there); importable here too.
+__all__ = ["SEND_BATCH_MAX", "JobQueue", "QueueSendError"]
 
 
 class _PartialSend(Exception):

@@ -5,30 +5,18 @@ A call SQS refuses (a queue that does not exist, access denied) raises AwsReques
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from dlpipe.adapters.aws_errors import queue_name, raise_request_error
 from dlpipe.domain.messages import JobMessage, MalformedMessageError, decode_message
+from dlpipe.domain.queued import QueuedMessage
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
 _BATCH_MAX = 10  # ReceiveMessage / ChangeMessageVisibilityBatch / DeleteMessageBatch limit
-
-
-@dataclass(frozen=True)
-class QueuedMessage:
-    """One received message: its SQS facts and, if it is one, the job it names."""
-
-    message_id: str
-    receipt_handle: str
-    receive_count: int
-    sent_at_ms: int
-    job: JobMessage | None
-    problem: str | None  # why the body is not a job message
 
 
 def _parse(raw: Any) -> QueuedMessage:
@@ -106,3 +94,22 @@ def delete(sqs: SQSClient, url: str, messages: Sequence[QueuedMessage]) -> list[
             raise_request_error(exc, "SQS", "DeleteMessageBatch", queue_name(url))
         failed.extend(chunk[int(f["Id"])].message_id for f in response.get("Failed", []))
     return failed
+
+
+class SqsMessages:
+    """The functions above on one SQS client: what the DLQ commands look at messages with."""
+
+    def __init__(self, sqs: SQSClient) -> None:
+        self._sqs = sqs
+
+    def receive(self, url: str, limit: int, visibility_s: int, wait_s: int) -> list[QueuedMessage]:
+        """Receive up to `limit` messages, each hidden for `visibility_s` until given back."""
+        return receive(self._sqs, url, limit, visibility_s, wait_s)
+
+    def give_back(self, url: str, messages: Sequence[QueuedMessage]) -> None:
+        """Make `messages` visible again at once."""
+        give_back(self._sqs, url, messages)
+
+    def delete(self, url: str, messages: Sequence[QueuedMessage]) -> list[str]:
+        """Delete `messages`; the MessageIds SQS did not delete."""
+        return delete(self._sqs, url, messages)

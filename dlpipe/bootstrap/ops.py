@@ -1,16 +1,21 @@
-"""Wiring of the operator commands: the OpsContext their use cases run against."""
+"""Wiring of the operator commands: the tables, queues and starter their use cases run against."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from dlpipe.adapters.aws import AwsClients
+from dlpipe.adapters.batches_table import BatchesTable
+from dlpipe.adapters.jobs_table import JobsTable
+from dlpipe.adapters.lambda_starter import lambda_starter
+from dlpipe.adapters.queue import JobQueue
+from dlpipe.adapters.sqs_messages import SqsMessages
 from dlpipe.config import Settings
 from dlpipe.domain.clock import Clock, SystemClock
 from dlpipe.services.ops.context import RECEIVE_WAIT_SECONDS, OpsContext
 
 if TYPE_CHECKING:
-    from dlpipe.services.ops.backfill import Starter
+    from dlpipe.services.ops.ports import Starter
 
 
 def build_ops_context(
@@ -22,10 +27,20 @@ def build_ops_context(
     receive_wait_seconds: int = RECEIVE_WAIT_SECONDS,
 ) -> OpsContext:
     """The ops context on real clients and the wall clock; each keyword replaces one."""
+    aws = clients or AwsClients(settings)
+    clock = clock or SystemClock()
     return OpsContext(
         settings=settings,
-        clients=clients or AwsClients(settings),
-        clock=clock or SystemClock(),
+        clock=clock,
+        job_store=JobsTable(aws.dynamodb, settings.jobs_table, clock),
+        batch_store=BatchesTable(aws.dynamodb, settings.batches_table, clock),
+        # SQS clients are built when a command uses a queue; the download queues then need
+        # DLPIPE_QUEUE_URL (ConfigError), which reading commands do not.
+        download_queues=lambda current: JobQueue.from_settings(aws.sqs, current),
+        gauge=lambda url: JobQueue(aws.sqs, url),
+        messages=lambda: SqsMessages(aws.sqs),
+        # Built when backfill starts a day: a dry run needs no DLPIPE_ORCHESTRATOR_ARN.
+        orchestrator=lambda current: lambda_starter(current, aws),
         starter=starter,
         receive_wait_seconds=receive_wait_seconds,
     )

@@ -56,9 +56,9 @@ def build_flow(
     from dlpipe.adapters.jobs_table import JobsTable  # noqa: PLC0415
     from dlpipe.adapters.listing_stream import ListingLimits  # noqa: PLC0415
     from dlpipe.adapters.provider_client import ProviderClient, token_from_settings  # noqa: PLC0415
+    from dlpipe.adapters.published import published_check  # noqa: PLC0415
     from dlpipe.adapters.queue import JobQueue  # noqa: PLC0415
     from dlpipe.services.orchestrator.flow import BatchFlowService  # noqa: PLC0415
-    from dlpipe.services.orchestrator.sweeper import published_check  # noqa: PLC0415
 
     check_recovery_fits(settings)
     # Built only if some real dependency needs it: a flow on fakes touches no boto3 at all.

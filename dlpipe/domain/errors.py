@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 
@@ -99,3 +100,20 @@ class AwsRequestError(RecordsError):
         self.service = service
         self.operation = operation
         self.code = code
+
+
+class QueueSendError(RuntimeError):
+    """Some messages could not be sent after retries; `failed` lists their FileIDs.
+
+    `unavailable` is set when every failure was transient (throttling, 5xx, a timeout, a lost
+    connection): SQS is down for now, and sending again later may succeed."""
+
+    def __init__(
+        self,
+        message: str,
+        failed: Sequence[str],
+        unavailable: DependencyUnavailableError | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.failed = list(failed)
+        self.unavailable = unavailable

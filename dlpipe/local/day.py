@@ -9,8 +9,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from dlpipe.adapters.batches_table import BatchesTable
-from dlpipe.adapters.jobs_table import JobsTable
 from dlpipe.bootstrap.download import build_service, build_worker_pool
 from dlpipe.bootstrap.ops import build_ops_context
 from dlpipe.bootstrap.orchestrator import build_flow
@@ -23,6 +21,7 @@ from dlpipe.local.stub.server import StubProvider
 from dlpipe.local.testpoints import pause_from_env
 from dlpipe.services.download.pool import WorkerPool
 from dlpipe.services.download.worker import WorkerOptions
+from dlpipe.services.ops.ports import OpsBatches, OpsJobs
 from dlpipe.services.orchestrator.durable import build_durable_handler
 
 _HASH_CHUNK = 1 << 20
@@ -149,8 +148,8 @@ class _ProgressWatcher:
 
     def __init__(
         self,
-        jobs: JobsTable,
-        batches: BatchesTable,
+        jobs: OpsJobs,
+        batches: OpsBatches,
         date: str,
         on_progress: Callable[[DayProgress], None] | None,
     ) -> None:

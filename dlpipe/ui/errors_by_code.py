@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dlpipe.adapters.jobs_table import JobsTable
 from dlpipe.domain.model import JobStatus
 from dlpipe.domain.outcome import OutcomeSummary, OutcomeTally
+from dlpipe.services.ops.ports import OpsJobs
 from dlpipe.services.ops.queries import BatchSummary
 
 LIVE_ERRORS_LIMIT = 1000
@@ -25,7 +25,7 @@ class ErrorsByCode:
     error: int
 
 
-def errors_by_code(jobs: JobsTable, selected: BatchSummary) -> ErrorsByCode:
+def errors_by_code(jobs: OpsJobs, selected: BatchSummary) -> ErrorsByCode:
     """The selected batch's cause and errors by code."""
     batch = selected.batch
     failed = selected.counts.get(str(JobStatus.FAILED), 0)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
-from dlpipe.adapters.batches_table import BatchesTable
 from dlpipe.domain.model import Batch
 from dlpipe.services.ops.context import OpsContext
+from dlpipe.services.ops.ports import OpsBatches
 from dlpipe.services.ops.queries import day_batches
 
 # How far back the grid looks for a batch when the default window has none: a year of
@@ -93,13 +93,13 @@ def grid(ops: OpsContext, days: int, end: str | None = None) -> Grid:
     )
 
 
-def _window(table: BatchesTable, last: date, days: int) -> list[GridDay]:
+def _window(table: OpsBatches, last: date, days: int) -> list[GridDay]:
     """The `days` dates up to `last`, oldest first: one PollingDateIndex query each."""
     dates = [(last - timedelta(days=n)).isoformat() for n in range(days - 1, -1, -1)]
     return [GridDay(d, day_batches(table, d)) for d in dates]
 
 
-def latest_date_with_batches(table: BatchesTable, start: date, lookback_days: int) -> date | None:
+def latest_date_with_batches(table: OpsBatches, start: date, lookback_days: int) -> date | None:
     """The latest date on or before `start` with a batch, probing PollingDateIndex one date at a
     time over at most `lookback_days` (the table is keyed by batch, so there is no "latest
     batch" query without a Scan; each probe of an empty date reads nothing)."""

@@ -99,7 +99,7 @@ for _role in ("downloader", "ecs_task"):
 NOT_CALLED_BUT_NEEDED[("orchestrator", "TrackBatchesAndJobs", "dynamodb:BatchGetItem")] = (
     "completion reads by key the expected files BatchIndex has not shown yet (index lag)"
 )
-# The sweeper's HEAD of a published file (dlpipe/services/orchestrator/sweeper.py), likewise.
+# The sweeper's HEAD of a published file (dlpipe/adapters/published.py), likewise.
 NOT_CALLED_BUT_NEEDED[("orchestrator", "TellMissingFromForbidden", "s3:ListBucket")] = (
     "the sweeper's HeadObject of a missing key is a 404, not a 403, only with s3:ListBucket"
 )

@@ -135,3 +135,19 @@ def test_backfill_without_an_orchestrator_arn_is_a_one_line_config_error(
     (line,) = run.err.strip().splitlines()
     assert line.startswith("dlpipe: configuration error: DLPIPE_ORCHESTRATOR_ARN is not set")
     assert "`dlpipe run --date D`" in line
+
+
+def test_backfill_of_an_orchestrator_that_does_not_exist_is_one_line_naming_the_call(
+    world: World, dlpipe_cli: CliRunner
+) -> None:
+    """DLPIPE_ORCHESTRATOR_ARN naming a function that is not deployed (the emulator has none):
+    Lambda's refusal becomes one line at the adapter's edge (service, call, function, AWS's
+    code), exit 1."""
+    arn = "arn:aws:lambda:us-east-1:123456789012:function:dlpipe-orchestrator:live"
+    settings = replace(world.ops.settings, orchestrator_arn=arn)
+    run = dlpipe_cli(
+        "backfill", "--from", world.day, "--to", world.day, obj=world.rewired(settings)
+    )
+    assert run.code == 1, run.err
+    (line,) = run.err.strip().splitlines()
+    assert "Lambda Invoke on 'dlpipe-orchestrator' refused: ResourceNotFoundException" in line

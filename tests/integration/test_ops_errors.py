@@ -31,7 +31,7 @@ def _closed_port() -> int:
 def test_a_missing_table_is_one_line_naming_it(world: World, dlpipe_cli: CliRunner) -> None:
     """A jobs table that was never provisioned: one line naming it, exit 1."""
     settings = replace(world.ops.settings, jobs_table="ops-test-no-such-table")
-    run = dlpipe_cli("jobs", "show", f"e-{world.day}", obj=replace(world.ops, settings=settings))
+    run = dlpipe_cli("jobs", "show", f"e-{world.day}", obj=world.rewired(settings))
     assert (run.code, _one_line(run.err)) == (1, True)
     assert "table 'ops-test-no-such-table' does not exist" in run.err
 
@@ -59,7 +59,7 @@ def test_an_emulator_that_is_not_running_is_one_line(
     settings = replace(
         world.ops.settings, endpoint_url=closed, service_endpoint_urls={"dynamodb": closed}
     )
-    ops = replace(world.ops, settings=settings, clients=AwsClients(settings))
+    ops = world.rewired(settings, AwsClients(settings))
     run = dlpipe_cli(*args, obj=ops)
     assert (run.code, _one_line(run.err)) == (1, True)
     assert message in run.err
@@ -144,9 +144,7 @@ def test_access_denied_is_one_line_naming_the_service_the_call_and_the_code(
     client.meta.events.register(
         f"before-call.{client.meta.service_model.service_id.hyphenize()}.*", _deny(service, code)
     )
-    run = dlpipe_cli(
-        *(a.format(day=world.day) for a in args), obj=replace(world.ops, clients=clients)
-    )
+    run = dlpipe_cli(*(a.format(day=world.day) for a in args), obj=world.rewired(clients=clients))
     assert (run.code, _one_line(run.err), _no_url(run.err)) == (1, True, True), run.err
     assert expected in run.err
     assert code in run.err

@@ -22,6 +22,7 @@ import dlpipe.cli.main
 from dlpipe.adapters.aws import AwsClients
 from dlpipe.adapters.batches_table import BatchesTable
 from dlpipe.adapters.jobs_table import JobsTable
+from dlpipe.bootstrap.ops import build_ops_context
 from dlpipe.cli.ops.commands import COMMANDS
 from dlpipe.config import Settings
 from dlpipe.domain.messages import JobMessage, decode_message
@@ -60,6 +61,18 @@ class World:
     day: str
     created_jobs: list[str] = field(default_factory=list)
     created_batches: list[str] = field(default_factory=list)
+
+    def rewired(
+        self, settings: Settings | None = None, clients: AwsClients | None = None
+    ) -> OpsContext:
+        """This world's OpsContext wired again (bootstrap's wiring) on other settings or clients."""
+        return build_ops_context(
+            settings or self.ops.settings,
+            clients or self.clients,
+            clock=self.clock,
+            starter=self.ops.starter,
+            receive_wait_seconds=self.ops.receive_wait_seconds,
+        )
 
     def job(self, entity: str, **changes: Any) -> FileJob:
         """Create a job of this world's day at the clock's time."""
@@ -130,8 +143,10 @@ def world(clients: AwsClients, provisioned: Provisioned, no_scan: list[str]) -> 
         dlq_url=dlq,
         orchestrator_arn=None,
     )
-    ops = OpsContext(settings=settings, clients=clients, clock=clock, receive_wait_seconds=0)
-    w = World(clients, ops, clock, ops.jobs(), ops.batches(), day)
+    ops = build_ops_context(settings, clients, clock=clock, receive_wait_seconds=0)
+    jobs = JobsTable(clients.dynamodb, settings.jobs_table, clock)  # the test's own seeding
+    batches = BatchesTable(clients.dynamodb, settings.batches_table, clock)
+    w = World(clients, ops, clock, jobs, batches, day)
     yield w
     for file_id in w.created_jobs:
         clients.dynamodb.delete_item(TableName=w.jobs.table_name, Key={"FileID": {"S": file_id}})

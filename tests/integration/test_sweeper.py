@@ -9,6 +9,7 @@ import pytest
 
 from dlpipe.adapters.aws import AwsClients
 from dlpipe.adapters.jobs_table import JobsTable
+from dlpipe.adapters.published import published_check
 from dlpipe.adapters.queue import JobQueue
 from dlpipe.domain.cipher_format import CIPHER_CBC
 from dlpipe.domain.model import JobStatus
@@ -16,7 +17,6 @@ from dlpipe.local.provision import Provisioned
 from dlpipe.local.stub.publish import StubFileSpec
 from dlpipe.local.stub.server import StubProvider
 from dlpipe.services.orchestrator import sweeper
-from dlpipe.services.orchestrator.sweeper import published_check
 from tests.integration.test_orchestrator_flow import LEASE_S, drain, make_flow, queue
 from tests.provider_support import StubFactory
 from tests.support import ManualClock, unique_day

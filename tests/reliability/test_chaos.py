@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
+from dlpipe.adapters.published import published_check
 from dlpipe.config import ENV_TEST_CLOCK_OFFSET_SECONDS, Settings
 from dlpipe.domain.cipher_format import CIPHER_CBC, CIPHER_GCM
 from dlpipe.domain.model import JobStatus
@@ -37,7 +38,6 @@ from dlpipe.local.stub.publish import StubFileSpec
 from dlpipe.local.stub.server import StubProvider
 from dlpipe.local.testpoints import ENV_TEST_PAUSE_AT
 from dlpipe.services.download.transfer import TransferTuning
-from dlpipe.services.orchestrator.sweeper import published_check
 from tests.e2e.test_worker_kit import WorkerProcess, wait_until
 from tests.provider_support import StubFactory
 from tests.reliability.rig import (

@@ -8,9 +8,10 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
+from dlpipe.adapters.lambda_starter import LambdaStarter
 from dlpipe.config import ConfigError
 from dlpipe.domain.model import BatchStatus
-from dlpipe.services.ops.backfill import LambdaStarter, decide
+from dlpipe.services.ops.backfill import decide
 from tests.support import make_batch
 
 ALIAS_ARN = "arn:aws:lambda:us-east-1:123456789012:function:dlpipe-orchestrator:live"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from dlpipe.adapters.sqs_messages import QueuedMessage
 from dlpipe.domain.messages import JobMessage
 from dlpipe.domain.model import JobStatus
+from dlpipe.domain.queued import QueuedMessage
 from dlpipe.services.ops.dlq import Action, plan
 from dlpipe.services.ops.recovery import refusal
 from tests.support import BASE_MS, make_job

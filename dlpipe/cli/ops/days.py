@@ -25,7 +25,7 @@ from dlpipe.cli.ops.outcome_view import outcome_views
 from dlpipe.cli.ops.render import batch_dict, batches_view, emit, job_dict, stuck_views, table
 from dlpipe.cli.ops.waiting import waiting_lines, waiting_payload
 from dlpipe.domain.model import BatchStatus
-from dlpipe.services.ops.backfill import MAX_BACKFILL_DAYS, DayPlan, backfill, lambda_starter
+from dlpipe.services.ops.backfill import MAX_BACKFILL_DAYS, DayPlan, backfill
 from dlpipe.services.ops.context import OpsContext
 from dlpipe.services.ops.errors import NoBatchForDateError
 from dlpipe.services.ops.queries import (
@@ -172,7 +172,7 @@ def backfill_command(
 ) -> None:
     """Start the poller for each date without a completed batch (at most 92 days)."""
     dates = _dates(ops, first, last)
-    starter = None if dry_run else (ops.starter or lambda_starter(ops.settings, ops.clients))
+    starter = None if dry_run else ops.poller_starter()
     with _progress(len(dates)) as advance:
         plans = backfill(ops.batches(), dates, rerun=rerun, starter=starter, advance=advance)
     days = [_plan_dict(p, dry_run) for p in plans]

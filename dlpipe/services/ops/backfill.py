@@ -2,69 +2,15 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
 
-from dlpipe.adapters.aws import AwsClients
-from dlpipe.adapters.batches_table import BatchesTable
-from dlpipe.config import ConfigError, Settings
 from dlpipe.domain.model import Batch, BatchStatus
 from dlpipe.domain.transitions import batch_to_attach
 from dlpipe.log import get_logger
+from dlpipe.services.ops.ports import OpsBatches, Starter
 
 MAX_BACKFILL_DAYS = 92
-
-
-class Starter(Protocol):
-    """Starts the poller for one date (the orchestrator Lambda, or a local runner)."""
-
-    def start(self, polling_date: str, rerun: bool) -> str:
-        """Start the run; return a short note on what was started."""
-        ...
-
-
-class LambdaInvoker(Protocol):
-    """The part of a boto3 Lambda client the starter uses."""
-
-    def invoke(self, **request: Any) -> Mapping[str, Any]:
-        """Lambda Invoke."""
-        ...
-
-
-class LambdaStarter:
-    """Invokes the durable orchestrator asynchronously through its qualified (alias) ARN."""
-
-    def __init__(self, client: LambdaInvoker, function_arn: str) -> None:
-        # Durable functions only run from a qualified ARN: arn:aws:lambda:r:acct:function:name:alias
-        if function_arn.count(":") != 7:
-            raise ConfigError(
-                f"orchestrator_arn must be a qualified (alias) ARN, got {function_arn!r}"
-            )
-        self._client = client
-        self.function_arn = function_arn
-
-    def start(self, polling_date: str, rerun: bool) -> str:
-        """Invoke with `{"date": D, "rerun": bool}` as an Event (fire and forget)."""
-        response = self._client.invoke(
-            FunctionName=self.function_arn,
-            InvocationType="Event",
-            Payload=json.dumps({"date": polling_date, "rerun": rerun}).encode(),
-        )
-        return f"invoked (HTTP {response.get('StatusCode')})"
-
-
-def lambda_starter(settings: Settings, clients: AwsClients) -> LambdaStarter:
-    """The starter for AWS, from DLPIPE_ORCHESTRATOR_ARN (ConfigError if unset)."""
-    # A config error before any client is built, naming what works without an orchestrator.
-    if not settings.orchestrator_arn:
-        raise ConfigError(
-            "DLPIPE_ORCHESTRATOR_ARN is not set: backfill starts the deployed orchestrator;"
-            " without one, `dlpipe run --date D` runs a date's poller in this shell"
-        )
-    arn = settings.orchestrator_arn
-    return LambdaStarter(clients.lambda_, arn)
 
 
 @dataclass(frozen=True)
@@ -92,7 +38,7 @@ def decide(polling_date: str, batches: Sequence[Batch], rerun: bool) -> DayPlan:
 
 
 def backfill(
-    batches: BatchesTable,
+    batches: OpsBatches,
     dates: Sequence[str],
     *,
     rerun: bool,

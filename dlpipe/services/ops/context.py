@@ -1,19 +1,21 @@
-"""What every operator use case runs against: settings, clients and a clock, injectable for tests."""
+"""What every operator use case runs against: settings, stores, queues and a clock, handed in
+by `dlpipe.bootstrap.ops` (tests build theirs through it, with overrides)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from dlpipe.adapters.aws import AwsClients
-from dlpipe.adapters.batches_table import BatchesTable
-from dlpipe.adapters.jobs_table import JobsTable
-from dlpipe.adapters.queue import JobQueue
 from dlpipe.config import Settings
 from dlpipe.domain.clock import Clock
-
-if TYPE_CHECKING:
-    from dlpipe.services.ops.backfill import Starter
+from dlpipe.services.ops.ports import (
+    JobSender,
+    MessagePeeker,
+    OpsBatches,
+    OpsJobs,
+    QueueGauge,
+    Starter,
+)
 
 # AWS short polls sample a subset of SQS servers; one second of long poll sees them all.
 RECEIVE_WAIT_SECONDS = 1
@@ -21,11 +23,21 @@ RECEIVE_WAIT_SECONDS = 1
 
 @dataclass
 class OpsContext:
-    """The dependencies of the ops commands; `dlpipe.cli.main` builds it from the environment."""
+    """The dependencies of the ops commands; `dlpipe.bootstrap.ops` builds it.
+
+    What needs a setting that may be unset (the download queue, the orchestrator's ARN) is
+    handed in as a function of the settings, so only the command that uses it fails
+    (ConfigError) without it.
+    """
 
     settings: Settings
-    clients: AwsClients
     clock: Clock
+    job_store: OpsJobs
+    batch_store: OpsBatches
+    download_queues: Callable[[Settings], JobSender]  # ConfigError without DLPIPE_QUEUE_URL
+    gauge: Callable[[str], QueueGauge]  # the depth of the queue at a URL
+    messages: Callable[[], MessagePeeker]  # looks at the DLQ's messages without consuming them
+    orchestrator: Callable[[Settings], Starter]  # ConfigError without DLPIPE_ORCHESTRATOR_ARN
     starter: Starter | None = None  # backfill's poller starter; None: the orchestrator Lambda
     receive_wait_seconds: int = RECEIVE_WAIT_SECONDS
 
@@ -33,14 +45,19 @@ class OpsContext:
         """The current time in epoch milliseconds."""
         return self.clock.now_ms()
 
-    def jobs(self) -> JobsTable:
+    def jobs(self) -> OpsJobs:
         """The jobs table."""
-        return JobsTable(self.clients.dynamodb, self.settings.jobs_table, self.clock)
+        return self.job_store
 
-    def batches(self) -> BatchesTable:
+    def batches(self) -> OpsBatches:
         """The batches table."""
-        return BatchesTable(self.clients.dynamodb, self.settings.batches_table, self.clock)
+        return self.batch_store
 
-    def queue(self) -> JobQueue:
+    def queue(self) -> JobSender:
         """The download queues, routed by size (ConfigError if DLPIPE_QUEUE_URL is unset)."""
-        return JobQueue.from_settings(self.clients.sqs, self.settings)
+        return self.download_queues(self.settings)
+
+    def poller_starter(self) -> Starter:
+        """Backfill's starter: the one handed in, else the orchestrator Lambda (ConfigError
+        if DLPIPE_ORCHESTRATOR_ARN is unset)."""
+        return self.starter or self.orchestrator(self.settings)

@@ -9,13 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from dlpipe.adapters.jobs_table import JobsTable
-from dlpipe.adapters.sqs_messages import QueuedMessage, delete, give_back, receive
 from dlpipe.domain.errors import RequeueRefusedError
 from dlpipe.domain.model import FileJob, JobStatus
+from dlpipe.domain.queued import QueuedMessage
 from dlpipe.domain.transitions import lease_live
 from dlpipe.log import get_logger
 from dlpipe.services.ops.context import OpsContext
+from dlpipe.services.ops.ports import OpsJobs
 from dlpipe.services.ops.recovery import send_jobs
 
 PEEK_VISIBILITY_S = 30  # long enough to read the jobs, short if we crash before giving back
@@ -65,11 +65,12 @@ def plan(message: QueuedMessage, job: FileJob | None, now_ms: int) -> tuple[Acti
 
 def _entries(ops: OpsContext, limit: int, visibility_s: int) -> list[DlqEntry]:
     url = ops.settings.require("dlq_url")
-    messages = receive(ops.clients.sqs, url, limit, visibility_s, ops.receive_wait_seconds)
+    peeker = ops.messages()
+    messages = peeker.receive(url, limit, visibility_s, ops.receive_wait_seconds)
     try:
         found = ops.jobs().batch_get([m.job.file_id for m in messages if m.job], consistent=True)
     except BaseException:
-        give_back(ops.clients.sqs, url, messages)
+        peeker.give_back(url, messages)
         raise
     entries = []
     for message in messages:
@@ -81,11 +82,11 @@ def _entries(ops: OpsContext, limit: int, visibility_s: int) -> list[DlqEntry]:
 def peek(ops: OpsContext, limit: int) -> list[DlqEntry]:
     """Up to `limit` DLQ messages with their jobs; every message is given back at once."""
     entries = _entries(ops, limit, PEEK_VISIBILITY_S)
-    give_back(ops.clients.sqs, ops.settings.require("dlq_url"), [e.message for e in entries])
+    ops.messages().give_back(ops.settings.require("dlq_url"), [e.message for e in entries])
     return entries
 
 
-def _requeue(jobs: JobsTable, entry: DlqEntry, now_ms: int) -> DlqEntry:
+def _requeue(jobs: OpsJobs, entry: DlqEntry, now_ms: int) -> DlqEntry:
     """failed / error -> available; if refused, re-plan from what the job is now."""
     if entry.action is not Action.REQUEUE_AND_SEND or entry.file_id is None:
         return entry
@@ -119,7 +120,7 @@ def _execute(ops: OpsContext, entries: list[DlqEntry]) -> list[DlqEntry]:
 
 def redrive(ops: OpsContext, limit: int, dry_run: bool) -> list[DlqEntry]:
     """Send DLQ messages back to the main queue, then delete them; drop those of completed jobs."""
-    sqs, url = ops.clients.sqs, ops.settings.require("dlq_url")
+    peeker, url = ops.messages(), ops.settings.require("dlq_url")
     entries = _entries(ops, limit, REDRIVE_VISIBILITY_S)
     removed: set[str] = set()
     try:
@@ -128,9 +129,9 @@ def redrive(ops: OpsContext, limit: int, dry_run: bool) -> list[DlqEntry]:
         entries = _execute(ops, entries)
         # Only after the send succeeded: at-least-once, never a lost message.
         removable = [e.message for e in entries if e.outcome in ("redriven", "deleted")]
-        removed = {m.message_id for m in removable} - set(delete(sqs, url, removable))
+        removed = {m.message_id for m in removable} - set(peeker.delete(url, removable))
     finally:
-        give_back(sqs, url, [e.message for e in entries if e.message.message_id not in removed])
+        peeker.give_back(url, [e.message for e in entries if e.message.message_id not in removed])
     _log(entries)
     return entries
 

@@ -8,14 +8,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from dlpipe.adapters.batches_table import BatchesTable
-from dlpipe.adapters.jobs_table import JobsTable
-from dlpipe.adapters.queue import JobQueue
 from dlpipe.domain.model import Batch, BatchStatus, FileJob, JobStatus
 from dlpipe.domain.transitions import is_stuck
 from dlpipe.domain.waiting import WaitingWork
 from dlpipe.services.ops.context import OpsContext
 from dlpipe.services.ops.errors import NoBatchForDateError
+from dlpipe.services.ops.ports import OpsBatches, OpsJobs
 from dlpipe.services.ops.waiting import idle_seconds, waiting_work
 
 STUCK_LIMIT = 100
@@ -87,7 +85,7 @@ def batch_jobs(ops: OpsContext, batch_id: str, status: JobStatus | None, limit: 
     return BatchJobs(batch_id, status, found[:limit], truncated=len(found) > limit)
 
 
-def summarize(jobs: JobsTable, batch: Batch) -> BatchSummary:
+def summarize(jobs: OpsJobs, batch: Batch) -> BatchSummary:
     """Count the batch's jobs by status: one BatchIndex COUNT query per status, live, at any
     size (no job item is returned, only counted)."""
     return BatchSummary(batch, {str(s): jobs.count_by_batch(batch.batch_id, s) for s in JobStatus})
@@ -115,7 +113,7 @@ class DayAudit:
         )
 
 
-def audit_days(batches: BatchesTable, dates: list[str]) -> list[DayAudit]:
+def audit_days(batches: OpsBatches, dates: list[str]) -> list[DayAudit]:
     """Per date (PollingDateIndex, one Query a day, no Scan): the completed batch's counts."""
     audits = []
     for polling_date in dates:
@@ -127,7 +125,7 @@ def audit_days(batches: BatchesTable, dates: list[str]) -> list[DayAudit]:
 
 
 def day_batches(
-    batches: BatchesTable, polling_date: str, status: BatchStatus | None = None
+    batches: OpsBatches, polling_date: str, status: BatchStatus | None = None
 ) -> list[Batch]:
     """The date's batches (PollingDateIndex), oldest first."""
     return batches.query_by_date(polling_date, status)
@@ -146,7 +144,7 @@ def dlq_depth(ops: OpsContext) -> int | None:
     """Messages waiting in the dead-letter queue, or None if no DLQ is configured."""
     if not ops.settings.dlq_url:
         return None
-    return JobQueue(ops.clients.sqs, ops.settings.dlq_url).depth()
+    return ops.gauge(ops.settings.dlq_url).depth()
 
 
 def day_status(ops: OpsContext, polling_date: str, older_than_s: int) -> DayStatus:

@@ -6,15 +6,17 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from dlpipe.adapters.jobs_table import JobsTable
-from dlpipe.adapters.queue import SEND_BATCH_MAX, JobQueue, QueueSendError
 from dlpipe.domain.clock import iso_from_ms
-from dlpipe.domain.errors import RequeueRefusedError
+from dlpipe.domain.errors import QueueSendError, RequeueRefusedError
 from dlpipe.domain.model import FileJob, JobStatus
 from dlpipe.domain.transitions import is_stuck, lease_live, may_requeue
 from dlpipe.log import get_logger
 from dlpipe.services.ops.context import OpsContext
+from dlpipe.services.ops.ports import JobSender, OpsJobs
 from dlpipe.services.ops.queries import stuck_jobs
+
+# Jobs sent per call: a refused send costs only its ten, never the rest of the list.
+SEND_CHUNK = 10
 
 
 class Outcome(StrEnum):
@@ -65,7 +67,7 @@ def _change(job: FileJob) -> str:
 
 
 def _requeue_one(
-    jobs: JobsTable, file_id: str, now_ms: int, force: bool, dry_run: bool
+    jobs: OpsJobs, file_id: str, now_ms: int, force: bool, dry_run: bool
 ) -> RequeueResult:
     before = jobs.get(file_id)
     if before is None:
@@ -93,12 +95,12 @@ def _requeue_one(
     )
 
 
-def send_jobs(queue: JobQueue, jobs: Sequence[FileJob]) -> set[str]:
+def send_jobs(queue: JobSender, jobs: Sequence[FileJob]) -> set[str]:
     """Send in chunks of ten, each job to the queue its size routes it to; return the
     FileIDs that could not be sent."""
     unsent: set[str] = set()
-    for start in range(0, len(jobs), SEND_BATCH_MAX):
-        chunk = jobs[start : start + SEND_BATCH_MAX]
+    for start in range(0, len(jobs), SEND_CHUNK):
+        chunk = jobs[start : start + SEND_CHUNK]
         try:
             queue.send_jobs(chunk)
         except QueueSendError as exc:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from dlpipe.adapters.queue import JobQueue
 from dlpipe.domain.model import JobStatus
 from dlpipe.domain.waiting import QueueDepth, WaitingWork, idle_consumer_seconds
 from dlpipe.services.ops.context import OpsContext
@@ -17,7 +16,7 @@ def queue_depth(ops: OpsContext) -> QueueDepth | None:
         return None
     visible = in_flight = 0
     for url in urls:
-        shown, held = JobQueue(ops.clients.sqs, url).depth_and_in_flight()
+        shown, held = ops.gauge(url).depth_and_in_flight()
         visible, in_flight = visible + shown, in_flight + held
     return QueueDepth(visible, in_flight)
 

@@ -13,43 +13,25 @@ Delivery is at-least-once: a copy that meets a live claim or a finished job does
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
-
-from botocore.exceptions import BotoCoreError, ClientError
 
 from dlpipe import metrics
-from dlpipe.adapters.destination import already_published, destination_key
-from dlpipe.adapters.queue import QueueSendError
 from dlpipe.domain.clock import Clock
-from dlpipe.domain.download_errors import InvalidJobError
-from dlpipe.domain.errors import AwsRequestError, LeaseLostError, RequeueRefusedError
-from dlpipe.domain.model import FileJob, JobStatus, Verified
+from dlpipe.domain.errors import (
+    AwsRequestError,
+    LeaseLostError,
+    QueueSendError,
+    RequeueRefusedError,
+)
+from dlpipe.domain.model import FileJob, JobStatus
 from dlpipe.domain.rules import SweepAction, sweep_action
 from dlpipe.log import get_logger
-from dlpipe.services.orchestrator.ports import JobSender, JobStore
+from dlpipe.services.orchestrator.sweep_ports import PublishedCheck, SweepJobs, SweepQueue
 
-if TYPE_CHECKING:
-    from mypy_boto3_s3 import S3Client
-
+# PublishedCheck is named here too: the flow and its wiring import it from this module.
+__all__ = ["SWEEP_CHUNK", "PublishedCheck", "Sweeper"]
 log = get_logger(component="orchestrator")
-PublishedCheck = Callable[[FileJob], "tuple[str, Verified] | None"]
-
-
-def published_check(s3: S3Client, bucket: str) -> PublishedCheck:
-    """(key, verified object) when a job's file is already published at its key, else None."""
-
-    def check(job: FileJob) -> tuple[str, Verified] | None:
-        try:
-            key = destination_key(job)
-        except InvalidJobError:
-            return None
-        verified = already_published(s3, bucket, key, job)
-        return None if verified is None else (key, verified)
-
-    return check
-
 
 # Jobs acted on at once: the sweeper holds at most this many, whatever the day's size.
 SWEEP_CHUNK = 1000
@@ -72,8 +54,8 @@ class _Pass:
 class Sweeper:
     """Takes back expired claims and re-sends idle jobs of one batch."""
 
-    jobs: JobStore
-    queue: JobSender
+    jobs: SweepJobs
+    queue: SweepQueue
     clock: Clock
     requeue: bool
     resend_after_seconds: int
@@ -188,7 +170,7 @@ class Sweeper:
     def _backlog(self) -> int:
         try:
             return self.queue.depth()
-        except (AwsRequestError, ClientError, BotoCoreError) as exc:
+        except AwsRequestError as exc:
             log.warning("queue.depth_failed", error_type=type(exc).__name__)
             return 0  # not knowing costs only duplicate messages
 
