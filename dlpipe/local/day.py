@@ -11,17 +11,16 @@ from typing import Any
 
 from dlpipe.adapters.batches_table import BatchesTable
 from dlpipe.adapters.jobs_table import JobsTable
-from dlpipe.bootstrap.download import build_worker_pool
 from dlpipe.bootstrap.ops import build_ops_context
 from dlpipe.bootstrap.orchestrator import build_flow
 from dlpipe.config import Settings
 from dlpipe.domain.model import TERMINAL_JOB_STATUSES, FileJob, JobStatus
+from dlpipe.entrypoints.pool import WorkerPool, build_worker_pool
+from dlpipe.entrypoints.worker import WorkerOptions
 from dlpipe.local.durable_runner import run_durable_locally
 from dlpipe.local.stack import LocalStack
 from dlpipe.local.stub.publish import StubFileSpec
 from dlpipe.local.stub.server import StubProvider
-from dlpipe.services.download.pool import WorkerPool
-from dlpipe.services.download.worker import WorkerOptions
 from dlpipe.services.orchestrator.durable import build_durable_handler
 
 _HASH_CHUNK = 1 << 20
