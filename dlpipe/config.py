@@ -51,7 +51,7 @@ ENV_SWEEP_REQUEUE = "DLPIPE_SWEEP_REQUEUE"
 ENV_RESEND_AFTER_SECONDS = "DLPIPE_RESEND_AFTER_SECONDS"
 ENV_PROVIDER_OUTAGE_BUDGET_SECONDS = "DLPIPE_PROVIDER_OUTAGE_BUDGET_SECONDS"
 ENV_IDLE_WARNING_SECONDS = "DLPIPE_IDLE_WARNING_SECONDS"  # dlpipe.domain.waiting
-# Which provider URLs may be requested (dlpipe/adapters/url_policy.py); the exemptions are local only.
+# Which provider URLs may be requested (dlpipe/domain/url_policy.py); the exemptions are local only.
 ENV_URL_ALLOWED_HOSTS = "DLPIPE_URL_ALLOWED_HOSTS"
 ENV_ALLOW_HTTP_URLS = "DLPIPE_ALLOW_HTTP_URLS"
 ENV_ALLOW_PRIVATE_URL_HOSTS = "DLPIPE_ALLOW_PRIVATE_URL_HOSTS"

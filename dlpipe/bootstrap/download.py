@@ -11,15 +11,16 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from dlpipe.adapters.aws import AwsClients
+from dlpipe.adapters.decryption import KeyDecryption
 from dlpipe.adapters.destination import S3Destination
 from dlpipe.adapters.download_queue import DownloadQueue, EventQueues
 from dlpipe.adapters.jobs_table import JobsTable
 from dlpipe.adapters.keys import private_key_from_settings
 from dlpipe.adapters.queue import JobQueue
 from dlpipe.adapters.source import HttpSource
-from dlpipe.adapters.url_policy import UrlPolicy, default_allowed_hosts
 from dlpipe.config import Settings
 from dlpipe.domain.clock import Clock, SystemClock
+from dlpipe.domain.url_policy import UrlPolicy, default_allowed_hosts
 from dlpipe.log import configure_logging
 from dlpipe.services.download.deps import ServiceDeps
 from dlpipe.services.download.service import DownloadService
@@ -82,7 +83,7 @@ def build_service(
         jobs=jobs or JobsTable(clients.dynamodb, settings.jobs_table),
         destination=destination or S3Destination(clients.s3, bucket),
         source=source or HttpSource(),
-        private_key=private_key or private_key_from_settings(settings, clients),
+        decryption=KeyDecryption(private_key or private_key_from_settings(settings, clients)),
         provider=provider or provider_factory(settings, clients),
         lease_seconds=settings.lease_seconds,
         url_policy=url_policy_from_settings(settings),

@@ -244,6 +244,10 @@ class QueueUnavailableError(TransientError):
     default_message = "the download queue is unavailable"
 
 
+class ObjectExists(Exception):
+    """The conditional publish was refused: an object already exists at the key."""
+
+
 # --- capacity (large-files) -------------------------------------------------------------------
 
 

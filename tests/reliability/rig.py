@@ -29,6 +29,7 @@ from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 
 from dlpipe.adapters.aws import AwsClients
 from dlpipe.adapters.batches_table import BatchesTable
+from dlpipe.adapters.decryption import KeyDecryption
 from dlpipe.adapters.destination import S3Destination
 from dlpipe.adapters.download_queue import DownloadQueue
 from dlpipe.adapters.jobs_table import JobsTable
@@ -185,7 +186,7 @@ class Rig:
                 jobs=self.jobs(clients),
                 destination=S3Destination(clients.s3, self.bucket),
                 source=HttpSource(),
-                private_key=self.private_key,
+                decryption=KeyDecryption(self.private_key),
                 provider=provider,
                 lease_seconds=lease_seconds,
                 url_policy=LOOPBACK_URLS,
