@@ -47,6 +47,7 @@ MODULE_ROLES: dict[str, str] = {
     "dlpipe.bootstrap.download": DOWNLOADERS,
     "dlpipe.bootstrap.ops": OPERATOR,
     "downloader.handler": DOWNLOADER_LAMBDA,
+    "dlpipe.entrypoints.dispatch": DOWNLOADERS,
     "dlpipe.entrypoints.lambda_batch": DOWNLOADER_LAMBDA,
     "dlpipe.entrypoints.worker": ECS_WORKER,
     "dlpipe.entrypoints.pool": ECS_WORKER,
