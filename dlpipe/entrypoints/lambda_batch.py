@@ -3,7 +3,7 @@ batch failure.
 
 Only the records that did not finish are reported in `batchItemFailures`; the event source
 deletes the rest. The Lambda handler (downloader/handler.py) only builds the Runtime once per
-execution environment (`build_lambda_runtime`, on dlpipe.bootstrap.download's wiring) and
+execution environment (`build_runtime`, on dlpipe.bootstrap.download's wiring) and
 calls `handle_event`.
 """
 
