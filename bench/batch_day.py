@@ -45,17 +45,18 @@ from dynamo_cost import (
 
 from dlpipe.adapters.aws import AwsClients
 from dlpipe.adapters.batches_table import BatchesTable
+from dlpipe.adapters.download_queue import DownloadQueue
 from dlpipe.adapters.jobs_table import JobsTable
 from dlpipe.bootstrap.download import build_service
 from dlpipe.bootstrap.orchestrator import build_flow
 from dlpipe.domain.cipher_format import CIPHER_CBC, CIPHER_GCM
 from dlpipe.domain.model import JobStatus
+from dlpipe.entrypoints.worker import Worker, WorkerOptions
 from dlpipe.local.durable_runner import run_durable_locally
 from dlpipe.local.stack import LocalStack, local_stack
 from dlpipe.local.stub.publish import StubFileSpec
 from dlpipe.local.stub.server import StubProvider
 from dlpipe.services.download.service import DownloadService, ProcessResult
-from dlpipe.services.download.worker import Worker, WorkerOptions
 from dlpipe.services.orchestrator.durable import build_durable_handler
 from dlpipe.services.orchestrator.flow import BatchFlowService
 from dlpipe.services.orchestrator.ports import CompletionCheck, QueueResult
@@ -183,7 +184,9 @@ class Day:
         )
         options = WorkerOptions(concurrency=workers, wait_seconds=1, max_messages=1, grace_s=5.0)
         worker = Worker(
-            service, self.worker_clients.sqs, self.settings.require("queue_url"), options
+            service,
+            DownloadQueue(self.worker_clients.sqs, self.settings.require("queue_url")),
+            options,
         )
         thread = threading.Thread(target=worker.run, name="bench-workers", daemon=True)
         marks: dict[str, Any] = {}

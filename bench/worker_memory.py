@@ -257,9 +257,10 @@ def child(argv: list[str]) -> int:
     """A worker like `dlpipe worker`, with `--in-flight` parts instead of the default."""
     import signal  # noqa: PLC0415
 
+    from dlpipe.adapters.download_queue import DownloadQueue  # noqa: PLC0415
     from dlpipe.bootstrap.download import build_service  # noqa: PLC0415
+    from dlpipe.entrypoints.worker import Worker, WorkerOptions  # noqa: PLC0415
     from dlpipe.log import configure_logging  # noqa: PLC0415
-    from dlpipe.services.download.worker import Worker, WorkerOptions  # noqa: PLC0415
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--in-flight", type=int, required=True)
@@ -274,7 +275,7 @@ def child(argv: list[str]) -> int:
         settings, clients, tuning=TransferTuning(max_in_flight_parts=args.in_flight)
     )
     options = WorkerOptions(args.concurrency, args.wait_seconds, 1, args.exit_when_idle)
-    worker = Worker(service, clients.sqs, settings.require("queue_url"), options)
+    worker = Worker(service, DownloadQueue(clients.sqs, settings.require("queue_url")), options)
     signal.signal(signal.SIGTERM, lambda *_: worker.request_stop("SIGTERM"))
     return worker.run()
 

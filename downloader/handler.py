@@ -1,6 +1,6 @@
 """Lambda entry point for the SQS event source (downloader.handler.handler).
 
-The logic lives in dlpipe.services.download.lambda_batch; nothing AWS is touched at import:
+The logic lives in dlpipe.entrypoints.lambda_batch; nothing AWS is touched at import:
 the runtime is built on the first call, once per execution environment.
 """
 
@@ -9,8 +9,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from dlpipe.bootstrap.download import build_lambda_runtime
-from dlpipe.services.download.lambda_batch import Runtime, handle_event
+from dlpipe.entrypoints.lambda_batch import Runtime, build_runtime, handle_event
 
 _runtime: Runtime | None = None
 _runtime_lock = threading.Lock()
@@ -20,7 +19,7 @@ def _get_runtime() -> Runtime:
     global _runtime  # noqa: PLW0603 - the execution environment's cache, built on first use
     with _runtime_lock:
         if _runtime is None:
-            _runtime = build_lambda_runtime()
+            _runtime = build_runtime()
         return _runtime
 
 

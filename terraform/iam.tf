@@ -196,7 +196,7 @@ data "aws_iam_policy_document" "downloader_code" {
     resources = [aws_sqs_queue.downloads.arn]
   }
 
-  # A delayed copy of a large file's message goes back to the large-file queue (dispatch.py).
+  # A delayed copy of a large file's message goes back to the large-file queue (download_queue.py).
   dynamic "statement" {
     for_each = length(aws_sqs_queue.downloads_large) > 0 ? [1] : []
 

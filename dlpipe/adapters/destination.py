@@ -9,13 +9,9 @@ from typing import TYPE_CHECKING
 from botocore.exceptions import BotoCoreError, ClientError
 
 from dlpipe.adapters.sink import SHA256_METADATA, MultipartSink, s3_call
-from dlpipe.domain.download_errors import (
-    DestinationConflictError,
-    DestinationUnavailableError,
-    InvalidJobError,
-)
-from dlpipe.domain.errors import InvalidIdentifierError
-from dlpipe.domain.model import FileJob, Verified, make_file_id
+from dlpipe.domain.destination_key import destination_key as destination_key  # noqa: PLC0414 - re-exported
+from dlpipe.domain.download_errors import DestinationConflictError, DestinationUnavailableError
+from dlpipe.domain.model import FileJob, Verified
 from dlpipe.log import get_logger
 
 if TYPE_CHECKING:
@@ -24,20 +20,6 @@ if TYPE_CHECKING:
 log = get_logger()
 _MISSING = frozenset({"404", "NoSuchKey", "NotFound"})
 _READ_CHUNK = 1 << 20
-
-
-def destination_key(job: FileJob) -> str:
-    """`{entity}/{YYYY-MM-DD}/{FileID}`, every part re-validated: no stored value shapes a path."""
-    try:
-        file_id = make_file_id(job.entity, job.download_date)
-    except InvalidIdentifierError as exc:
-        raise InvalidJobError(f"the job's entity or date is invalid: {exc}") from exc
-    # The validators' `$` lets one trailing newline through; no whitespace may reach a key.
-    if file_id != job.file_id or any(c.isspace() for c in file_id):
-        raise InvalidJobError(
-            f"the job's entity and date make {file_id!r}, not its FileID {job.file_id!r}"
-        )
-    return f"{job.entity}/{job.download_date}/{file_id}"
 
 
 def already_published(s3: S3Client, bucket: str, key: str, job: FileJob) -> Verified | None:

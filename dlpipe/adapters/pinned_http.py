@@ -20,7 +20,7 @@ from urllib3.exceptions import ConnectTimeoutError, LocationValueError, NewConne
 from urllib3.poolmanager import PoolManager
 from urllib3.util.connection import create_connection
 
-from dlpipe.adapters.url_policy import Approved
+from dlpipe.domain.url_policy import Approved
 
 _Pins = dict[tuple[str, int], tuple[str, ...]]
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from dlpipe.domain.download_errors import DestinationUnavailableError
+from dlpipe.domain.download_errors import DestinationUnavailableError, ObjectExists
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -36,10 +36,6 @@ _TRANSIENT_CODES = frozenset(
 )
 _EXISTS_CODES = frozenset({"PreconditionFailed", "412"})
 _MISSING_CODES = frozenset({"404", "NoSuchKey", "NotFound"})
-
-
-class ObjectExists(Exception):
-    """The conditional publish was refused: an object already exists at the key."""
 
 
 def _code(exc: BaseException | None) -> str:
@@ -240,13 +236,20 @@ class MultipartSink:
         if self.published or self.upload_id is None:
             return
         upload_id, self.upload_id = self.upload_id, None
-        s3_call(
-            "AbortMultipartUpload",
-            self._s3.abort_multipart_upload,
-            Bucket=self.bucket,
-            Key=self.key,
-            UploadId=upload_id,
-        )
+        try:
+            s3_call(
+                "AbortMultipartUpload",
+                self._s3.abort_multipart_upload,
+                Bucket=self.bucket,
+                Key=self.key,
+                UploadId=upload_id,
+            )
+        except ClientError as exc:
+            # A refusal (access denied, no such upload) is only logged by the caller, and the
+            # bucket's lifecycle rule aborts what is left; no botocore type leaves the adapter.
+            raise DestinationUnavailableError(
+                f"AbortMultipartUpload failed: {_code(exc) or 'refused'}"
+            ) from exc
 
     def _shutdown_pool(self) -> None:
         if self._pool is not None:

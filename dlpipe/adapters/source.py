@@ -12,14 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin
 
 import requests
 import urllib3
 
 from dlpipe.adapters.pinned_http import pinning
 from dlpipe.adapters.retry_after import retry_after_seconds
-from dlpipe.adapters.url_policy import MAX_REDIRECTS, Approved, UrlPolicy, UrlRefused, printable
 from dlpipe.domain.download_errors import (
     SourceNotFoundError,
     SourceRejectedError,
@@ -28,16 +27,11 @@ from dlpipe.domain.download_errors import (
     UrlNotAllowedError,
     UrlRefusedError,
 )
+from dlpipe.domain.url_policy import MAX_REDIRECTS, UrlPolicy, check_url, url_host
 
 _EXPIRED_MARKER = b"Request has expired"
 _ERROR_BODY_LIMIT = 4096
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
-
-
-def url_host(url: str) -> str:
-    """The host of a URL, control characters escaped: the only part of a presigned URL that
-    may be logged or shown."""
-    return printable(urlsplit(url).hostname or "?")
 
 
 def _status_error(response: requests.Response, host: str) -> Exception:
@@ -56,14 +50,6 @@ def _status_error(response: requests.Response, host: str) -> Exception:
         retry_after = retry_after_seconds(response.headers.get("Retry-After"))
         return SourceUnavailableError(f"HTTP {status} from {host}", retry_after_s=retry_after)
     return SourceRejectedError(f"HTTP {status} from {host}")
-
-
-def check_url(policy: UrlPolicy, url: str) -> Approved:
-    """The addresses `url` may be requested at; UrlNotAllowedError (permanent) if none."""
-    try:
-        return policy.approve(url)
-    except UrlRefused as exc:
-        raise UrlNotAllowedError(str(exc)) from None
 
 
 @contextmanager

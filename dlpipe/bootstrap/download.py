@@ -1,6 +1,7 @@
 """Wiring of the downloader: the download service on the jobs table, the destination bucket,
-the key and the provider; the Lambda's runtime and the long-poll worker around it. Every
-dependency can be overridden (tests pass fakes, benchmarks wrappers)."""
+the key and the provider; the queues the Lambda and the long-poll workers consume
+(dlpipe.entrypoints runs the loops on them). Every dependency can be overridden (tests pass
+fakes, benchmarks wrappers)."""
 
 from __future__ import annotations
 
@@ -10,21 +11,20 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from dlpipe.adapters.aws import AwsClients
+from dlpipe.adapters.decryption import KeyDecryption
 from dlpipe.adapters.destination import S3Destination
+from dlpipe.adapters.download_queue import DownloadQueue, EventQueues
 from dlpipe.adapters.jobs_table import JobsTable
 from dlpipe.adapters.keys import private_key_from_settings
 from dlpipe.adapters.queue import JobQueue
 from dlpipe.adapters.source import HttpSource
-from dlpipe.adapters.url_policy import UrlPolicy, default_allowed_hosts
 from dlpipe.config import Settings
 from dlpipe.domain.clock import Clock, SystemClock
+from dlpipe.domain.url_policy import UrlPolicy, default_allowed_hosts
 from dlpipe.log import configure_logging
 from dlpipe.services.download.deps import ServiceDeps, no_pause
-from dlpipe.services.download.lambda_batch import Runtime
-from dlpipe.services.download.pool import WorkerPool
 from dlpipe.services.download.service import DownloadService
 from dlpipe.services.download.transfer import TransferTuning
-from dlpipe.services.download.worker import Worker, WorkerOptions
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
@@ -84,7 +84,7 @@ def build_service(
         jobs=jobs or JobsTable(clients.dynamodb, settings.jobs_table),
         destination=destination or S3Destination(clients.s3, bucket),
         source=source or HttpSource(),
-        private_key=private_key or private_key_from_settings(settings, clients),
+        decryption=KeyDecryption(private_key or private_key_from_settings(settings, clients)),
         provider=provider or provider_factory(settings, clients),
         lease_seconds=settings.lease_seconds,
         url_policy=url_policy_from_settings(settings),
@@ -96,28 +96,22 @@ def build_service(
     return DownloadService(deps)
 
 
-def build_lambda_runtime(settings: Settings | None = None) -> Runtime:
-    """The downloader Lambda's runtime: logging, the service, SQS and the size router."""
+def build_lambda_wiring(
+    settings: Settings | None = None,
+) -> tuple[DownloadService, EventQueues]:
+    """The downloader Lambda's service and the queues its records come from (logging set up);
+    delayed copies of messages are routed by size."""
     settings = settings or Settings.from_env()
     configure_logging(settings.log_level)
     clients = AwsClients(settings)
     router = JobQueue.from_settings(clients.sqs, settings) if settings.queue_url else None
-    return Runtime(build_service(settings, clients), clients.sqs, settings.queue_url, router=router)
+    queues = EventQueues(clients.sqs, settings.queue_url, router)
+    return build_service(settings, clients), queues
 
 
-def build_worker_pool(
-    settings: Settings,
-    clients: AwsClients,
-    options: WorkerOptions,
-    *,
-    service: DownloadService | None = None,
-    stop: threading.Event | None = None,
-) -> WorkerPool:
-    """A Worker on the main queue, and one on the large-file queue if it is configured
-    (`dlpipe worker`, and the local day's downloaders)."""
-    service = service or build_service(settings, clients, stop=stop)
+def build_worker_queues(settings: Settings, clients: AwsClients) -> list[DownloadQueue]:
+    """The main queue, and the large-file queue if it is configured (`dlpipe worker`, and the
+    local day's downloaders); delayed copies of messages are routed by size."""
     router = JobQueue.from_settings(clients.sqs, settings)
     urls = [router.queue_url, *([router.large_queue_url] if router.large_queue_url else [])]
-    return WorkerPool(
-        [Worker(service, clients.sqs, url, options, router.queue_url_for) for url in urls]
-    )
+    return [DownloadQueue(clients.sqs, url, router.queue_url_for) for url in urls]

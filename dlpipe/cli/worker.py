@@ -8,11 +8,12 @@ from types import FrameType
 import click
 
 from dlpipe.adapters.aws import AwsClients
-from dlpipe.bootstrap.download import build_service, build_worker_pool
+from dlpipe.bootstrap.download import build_service
 from dlpipe.config import ConfigError, Settings
+from dlpipe.entrypoints.pool import build_worker_pool
+from dlpipe.entrypoints.worker import WorkerOptions
 from dlpipe.local.testpoints import pause_from_env
 from dlpipe.log import configure_logging
-from dlpipe.services.download.worker import WorkerOptions
 
 
 @click.command("worker")

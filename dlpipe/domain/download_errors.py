@@ -237,6 +237,17 @@ class DestinationUnavailableError(TransientError):
     default_message = "the destination bucket is unavailable"
 
 
+class QueueUnavailableError(TransientError):
+    """SQS refused or could not be reached while receiving (no message was taken)."""
+
+    code = "queue_unavailable"
+    default_message = "the download queue is unavailable"
+
+
+class ObjectExists(Exception):
+    """The conditional publish was refused: an object already exists at the key."""
+
+
 # --- capacity (large-files) -------------------------------------------------------------------
 
 

@@ -9,18 +9,18 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from dlpipe.bootstrap.download import build_service, build_worker_pool
+from dlpipe.bootstrap.download import build_service
 from dlpipe.bootstrap.ops import build_ops_context
 from dlpipe.bootstrap.orchestrator import build_flow
 from dlpipe.config import Settings
 from dlpipe.domain.model import TERMINAL_JOB_STATUSES, FileJob, JobStatus
+from dlpipe.entrypoints.pool import WorkerPool, build_worker_pool
+from dlpipe.entrypoints.worker import WorkerOptions
 from dlpipe.local.durable_runner import run_durable_locally
 from dlpipe.local.stack import LocalStack
 from dlpipe.local.stub.publish import StubFileSpec
 from dlpipe.local.stub.server import StubProvider
 from dlpipe.local.testpoints import pause_from_env
-from dlpipe.services.download.pool import WorkerPool
-from dlpipe.services.download.worker import WorkerOptions
 from dlpipe.services.ops.ports import OpsBatches, OpsJobs
 from dlpipe.services.orchestrator.durable import build_durable_handler
 

@@ -20,17 +20,18 @@ from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 
 from dlpipe.adapters.aws import AwsClients
 from dlpipe.adapters.batches_table import BatchesTable
+from dlpipe.adapters.download_queue import DownloadQueue, EventQueues
 from dlpipe.adapters.queue import JobQueue
 from dlpipe.config import ENV_LARGE_FILE_THRESHOLD_BYTES, ENV_LARGE_QUEUE_URL, Settings
 from dlpipe.domain.cipher_format import CIPHER_CBC, CIPHER_GCM
 from dlpipe.domain.clock import SystemClock
 from dlpipe.domain.model import JobStatus, make_file_id
+from dlpipe.entrypoints import lambda_batch as lambda_handler
+from dlpipe.entrypoints.worker import Worker, WorkerOptions
 from dlpipe.local.provision import Provisioned
 from dlpipe.local.stub.publish import StubFileSpec
 from dlpipe.local.stub.server import StubProvider
-from dlpipe.services.download import lambda_batch as lambda_handler
 from dlpipe.services.download.service import DownloadService
-from dlpipe.services.download.worker import Worker, WorkerOptions
 from dlpipe.services.orchestrator.flow import BatchFlowService
 from tests.e2e.test_worker_kit import WorkerProcess, worker_env
 from tests.integration.test_downloader_kit import StubFactory, make_service, wall_clock_jobs
@@ -126,7 +127,7 @@ def run_worker(
 ) -> None:
     """The long-poll worker on `queue_url` until it has been idle for a second."""
     worker_options = WorkerOptions(wait_seconds=1, exit_when_idle_s=1.0, grace_s=5.0, **options)
-    worker = Worker(service, clients.sqs, queue_url, worker_options)
+    worker = Worker(service, DownloadQueue(clients.sqs, queue_url), worker_options)
     thread = threading.Thread(target=worker.run, daemon=True)
     thread.start()
     thread.join(timeout=60)
@@ -156,9 +157,7 @@ def test_a_file_above_the_threshold_is_downloaded_by_the_worker_never_by_the_lam
     by_lambda, by_worker = Publisher(), Publisher()
     runtime = lambda_handler.Runtime(
         make_service(clients, provisioned, private_key, s3=by_lambda.client),
-        clients.sqs,
-        main_url,
-        router=router,
+        EventQueues(clients.sqs, main_url, router),
     )
     event = event_of(clients, main_url)
     assert [large_id in r["body"] for r in event["Records"]] == [False]  # only the small one
@@ -190,7 +189,7 @@ def test_a_file_that_fits_no_worker_ends_failed_with_the_code_and_is_not_redeliv
     file_id = make_file_id(entity, day)
     publisher = Publisher()
     service = make_service(clients, provisioned, private_key, s3=publisher.client)
-    runtime = lambda_handler.Runtime(service, clients.sqs, main_url)
+    runtime = lambda_handler.Runtime(service, EventQueues(clients.sqs, main_url))
     event = event_of(clients, main_url)
 
     remaining_ms = int((lambda_handler.DEADLINE_MARGIN_S + 0.9) * 1000)

@@ -7,12 +7,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from dlpipe.adapters.sink import ObjectExists
-from dlpipe.adapters.source import check_url
-from dlpipe.adapters.url_policy import UrlPolicy
-from dlpipe.domain.download_errors import DestinationConflictError
+from dlpipe.domain.download_errors import DestinationConflictError, ObjectExists
 from dlpipe.domain.listing import FileDescriptor
 from dlpipe.domain.model import FileJob, Verified
+from dlpipe.domain.url_policy import UrlPolicy, check_url
 
 
 @dataclass

@@ -87,7 +87,7 @@ for _role in ("downloader", "ecs_task"):
         "HeadObject of a missing key is a 404, not a 403, only with s3:ListBucket"
     )
 # A BUSY duplicate of a large file's message is re-sent, delayed, to the large-file queue
-# (dlpipe/services/download/dispatch.py); tests/unit/test_routing.py proves the routing with an in-memory SQS,
+# (dlpipe/adapters/download_queue.py); tests/unit/test_routing.py proves the routing with an in-memory SQS,
 # and no emulator test makes a large file's message meet a live claim.
 for _role in ("downloader", "ecs_task"):
     NOT_CALLED_BUT_NEEDED[(_role, "CopyToLargeDownloads", "sqs:SendMessage")] = (

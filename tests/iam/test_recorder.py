@@ -17,11 +17,11 @@ REGION = "us-east-1"
     ("module", "role"),
     [
         ("downloader.handler", recorder.DOWNLOADER_LAMBDA),
-        ("dlpipe.services.download.lambda_batch", recorder.DOWNLOADER_LAMBDA),
+        ("dlpipe.entrypoints.lambda_batch", recorder.DOWNLOADER_LAMBDA),
         ("dlpipe.bootstrap.download", recorder.DOWNLOADERS),
         ("dlpipe.bootstrap.orchestrator", recorder.ORCHESTRATOR),
         ("dlpipe.bootstrap.ops", recorder.OPERATOR),
-        ("dlpipe.services.download.worker", recorder.ECS_WORKER),
+        ("dlpipe.entrypoints.worker", recorder.ECS_WORKER),
         ("dlpipe.cli.worker", recorder.ECS_WORKER),
         ("dlpipe.services.download.filerun", recorder.DOWNLOADERS),
         ("dlpipe.adapters.sink", None),
@@ -92,7 +92,7 @@ def test_a_pool_task_continues_the_stack_of_the_code_that_submitted_it() -> None
         def submit() -> str | None:
             return pool.submit(recorder.current_component).result()
 
-        first = _in_module("dlpipe.services.download.worker", submit)()
+        first = _in_module("dlpipe.entrypoints.worker", submit)()
         second = _in_module("dlpipe.services.orchestrator.flow", submit)()
     assert (first, second) == (recorder.ECS_WORKER, recorder.ORCHESTRATOR)
 

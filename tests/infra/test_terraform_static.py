@@ -79,7 +79,7 @@ DOWNLOADER_NEEDS = {
     config.ENV_PROVIDER_URL,
     config.ENV_PROVIDER_TOKEN_SECRET,
     config.ENV_LEASE_SECONDS,
-    # A delayed copy of a message is routed like every send (dlpipe/services/download/dispatch.py).
+    # A delayed copy of a message is routed like every send (dlpipe/adapters/download_queue.py).
     config.ENV_LARGE_QUEUE_URL,
     config.ENV_LARGE_FILE_THRESHOLD_BYTES,
 }

@@ -12,6 +12,7 @@ import structlog
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 
 from dlpipe.adapters.aws import AwsClients
+from dlpipe.adapters.download_queue import EventQueues
 from dlpipe.config import (
     ENV_DEST_BUCKET,
     ENV_JOBS_TABLE,
@@ -21,9 +22,9 @@ from dlpipe.config import (
 from dlpipe.domain.cipher_format import CIPHER_CBC, CIPHER_GCM
 from dlpipe.domain.messages import JobMessage, encode_message
 from dlpipe.domain.model import JobStatus
+from dlpipe.entrypoints import lambda_batch as lambda_handler
 from dlpipe.local.provision import Provisioned
 from dlpipe.local.stub.publish import StubFileSpec
-from dlpipe.services.download import lambda_batch as lambda_handler
 from downloader import handler as lambda_entry
 from tests.integration.test_downloader_kit import (
     DAY,
@@ -91,7 +92,7 @@ def test_a_batch_reports_exactly_the_record_that_did_not_finish(
     table.claim(busy, "another-worker", 30)
     event = sqs_event(clients, queue, [good, busy])
     runtime = lambda_handler.Runtime(
-        make_service(clients, provisioned, private_key), clients.sqs, queue
+        make_service(clients, provisioned, private_key), EventQueues(clients.sqs, queue)
     )
     result = lambda_handler.handle_event(event, runtime)
     assert result == {"batchItemFailures": []}

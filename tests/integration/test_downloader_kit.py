@@ -14,14 +14,15 @@ import requests
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 
 from dlpipe.adapters.aws import AwsClients
+from dlpipe.adapters.decryption import KeyDecryption
 from dlpipe.adapters.destination import S3Destination
 from dlpipe.adapters.jobs_table import JobsTable
 from dlpipe.adapters.sink import MIN_PART_BYTES
 from dlpipe.adapters.source import HttpSource
-from dlpipe.adapters.url_policy import UrlPolicy
 from dlpipe.config import Settings
 from dlpipe.domain.clock import SystemClock
 from dlpipe.domain.model import FileJob
+from dlpipe.domain.url_policy import UrlPolicy
 from dlpipe.local.provision import Provisioned
 from dlpipe.local.stub.publish import ExpectedFile
 from dlpipe.local.stub.server import StubProvider
@@ -77,7 +78,7 @@ def make_service(
             jobs=jobs or wall_clock_jobs(clients, provisioned),
             destination=S3Destination(s3 or clients.s3, provisioned.destination_bucket),
             source=HttpSource(),
-            private_key=private_key,
+            decryption=KeyDecryption(private_key),
             provider=provider,
             lease_seconds=lease_seconds,
             url_policy=LOOPBACK_URLS,

@@ -18,6 +18,7 @@ from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 
 from dlpipe import metrics
 from dlpipe.adapters.aws import AwsClients
+from dlpipe.adapters.download_queue import EventQueues
 from dlpipe.domain.cipher_format import CIPHER_CBC, CIPHER_GCM
 from dlpipe.domain.model import JobStatus
 from dlpipe.local.provision import Provisioned
@@ -214,7 +215,8 @@ def test_the_lambda_handler_emits_the_same_document_as_component_lambda(
     try:
         event = sqs_event(clients, queue_url, [file_id])
         runtime = lambda_handler.Runtime(
-            make_service(clients, provisioned, private_key, stub=stub), clients.sqs, queue_url
+            make_service(clients, provisioned, private_key, stub=stub),
+            EventQueues(clients.sqs, queue_url),
         )
         assert lambda_handler.handle_event(event, runtime) == {"batchItemFailures": []}
     finally:

@@ -16,10 +16,10 @@ from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 
 from dlpipe.adapters.aws import AwsClients
 from dlpipe.adapters.jobs_table import JobsTable
-from dlpipe.adapters.url_policy import UrlPolicy
 from dlpipe.domain.cipher_format import CIPHER_GCM
 from dlpipe.domain.descriptor import FileDescriptor
 from dlpipe.domain.model import FileJob, JobStatus
+from dlpipe.domain.url_policy import UrlPolicy
 from dlpipe.local.provision import Provisioned
 from dlpipe.local.stub.publish import StubFileSpec
 from dlpipe.local.stub.server import StubProvider

@@ -29,7 +29,9 @@ from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 
 from dlpipe.adapters.aws import AwsClients
 from dlpipe.adapters.batches_table import BatchesTable
+from dlpipe.adapters.decryption import KeyDecryption
 from dlpipe.adapters.destination import S3Destination
+from dlpipe.adapters.download_queue import DownloadQueue
 from dlpipe.adapters.jobs_table import JobsTable
 from dlpipe.adapters.provider_client import ProviderClient
 from dlpipe.adapters.queue import JobQueue
@@ -39,6 +41,7 @@ from dlpipe.domain.clock import SystemClock
 from dlpipe.domain.messages import JobMessage
 from dlpipe.domain.model import BatchStatus, JobStatus
 from dlpipe.domain.outage import OutageBackoff
+from dlpipe.entrypoints.worker import Worker, WorkerOptions
 from dlpipe.local.durable_runner import run_durable_locally
 from dlpipe.local.provision import Provisioned
 from dlpipe.local.stub.publish import ExpectedFile
@@ -47,7 +50,6 @@ from dlpipe.log import configure_logging
 from dlpipe.services.download.deps import ServiceDeps
 from dlpipe.services.download.service import DownloadService
 from dlpipe.services.download.transfer import TransferTuning
-from dlpipe.services.download.worker import Worker, WorkerOptions
 from dlpipe.services.orchestrator.durable import build_durable_handler
 from dlpipe.services.orchestrator.flow import BatchFlowService
 from dlpipe.services.orchestrator.ports import BatchFlow
@@ -184,7 +186,7 @@ class Rig:
                 jobs=self.jobs(clients),
                 destination=S3Destination(clients.s3, self.bucket),
                 source=HttpSource(),
-                private_key=self.private_key,
+                decryption=KeyDecryption(self.private_key),
                 provider=provider,
                 lease_seconds=lease_seconds,
                 url_policy=LOOPBACK_URLS,
@@ -205,8 +207,7 @@ class Rig:
         workers = [
             Worker(
                 service,
-                sqs or self.clients.sqs,
-                self.queues.url,
+                DownloadQueue(sqs or self.clients.sqs, self.queues.url),
                 WorkerOptions(concurrency=concurrency, wait_seconds=1, grace_s=5.0),
             )
             for service in services

@@ -11,9 +11,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from dlpipe.adapters.url_policy import UrlPolicy
 from dlpipe.domain.cipher_format import CIPHER_GCM
 from dlpipe.domain.model import JobStatus
+from dlpipe.domain.url_policy import UrlPolicy
 from dlpipe.local.stub.faults import Faults
 from dlpipe.local.stub.publish import StubFileSpec
 from dlpipe.services.download.service import DownloadService

@@ -14,13 +14,14 @@ from typing import Any
 import pytest
 
 from dlpipe.adapters.aws import AwsClients
+from dlpipe.adapters.download_queue import DownloadQueue
 from dlpipe.config import Settings
 from dlpipe.domain.cipher_format import CIPHER_CBC
 from dlpipe.domain.messages import decode_message
 from dlpipe.domain.model import JobStatus
+from dlpipe.entrypoints.worker import Worker, WorkerOptions
 from dlpipe.local.stub.publish import StubFileSpec
 from dlpipe.services.download.service import DownloadService
-from dlpipe.services.download.worker import Worker, WorkerOptions
 from tests.e2e.test_worker_kit import send, wait_until
 from tests.integration.test_downloader_kit import queue_files
 from tests.provider_support import StubFactory
@@ -97,7 +98,7 @@ def stop_round(
     """Start idle workers, stop them all at once, then send `file_ids` one by one while their
     last long polls are still open; wait until every worker has returned from `run`."""
     options = WorkerOptions(wait_seconds=WAIT_S, grace_s=10.0)
-    workers = [Worker(s, clients.sqs, rig.queues.url, options) for s in services]
+    workers = [Worker(s, DownloadQueue(clients.sqs, rig.queues.url), options) for s in services]
     threads = run_workers(workers)
     wait_until(lambda: receives.all_open(len(workers)), 30, "every worker to be in a long poll")
     for worker in workers:
@@ -114,7 +115,7 @@ def drain(rig: Rig, clients: AwsClients, service: DownloadService) -> None:
     """One more worker, until the queue has been empty for a second: what no stopping worker
     received (sent after every poll had ended) is processed too."""
     options = WorkerOptions(wait_seconds=WAIT_S, exit_when_idle_s=1.0)
-    Worker(service, clients.sqs, rig.queues.url, options).run()
+    Worker(service, DownloadQueue(clients.sqs, rig.queues.url), options).run()
 
 
 def dead_letters(rig: Rig) -> list[str]:

@@ -11,9 +11,10 @@ import pytest
 from botocore.exceptions import EndpointConnectionError
 from structlog.testing import capture_logs
 
+from dlpipe.adapters.download_queue import EventQueues, MessageVisibility
 from dlpipe.domain.messages import JobMessage, encode_message
-from dlpipe.services.download.dispatch import MessageVisibility, dispatch
-from dlpipe.services.download.lambda_batch import Runtime, handle_event
+from dlpipe.entrypoints.dispatch import dispatch
+from dlpipe.entrypoints.lambda_batch import Runtime, handle_event
 from dlpipe.services.download.service import Outcome, ProcessResult
 from dlpipe.services.download.transfer import TransferTuning
 from tests.support import new_batch_id
@@ -177,7 +178,7 @@ def test_handler_reports_exactly_the_failing_record() -> None:
     service: Any = FakeService(
         {"good-2026-02-28": ProcessResult(Outcome.COMPLETED), "bad-2026-02-28": RuntimeError("x")}
     )
-    runtime = Runtime(service, FakeSqs(), QUEUE_URL)  # type: ignore[arg-type]
+    runtime = Runtime(service, EventQueues(FakeSqs(), QUEUE_URL))  # type: ignore[arg-type]
     event = {"Records": [record("m1", "good-2026-02-28"), record("m2", "bad-2026-02-28")]}
     assert handle_event(event, runtime) == {"batchItemFailures": [{"itemIdentifier": "m2"}]}
 
@@ -185,7 +186,7 @@ def test_handler_reports_exactly_the_failing_record() -> None:
 def test_handler_stops_taking_records_when_the_invocation_runs_out_of_time() -> None:
     """Past the deadline margin, records are left (reported) for a later invocation."""
     service: Any = FakeService({"a-2026-02-28": ProcessResult(Outcome.COMPLETED)})
-    runtime = Runtime(service, FakeSqs(), QUEUE_URL)  # type: ignore[arg-type]
+    runtime = Runtime(service, EventQueues(FakeSqs(), QUEUE_URL))  # type: ignore[arg-type]
     context = SimpleNamespace(get_remaining_time_in_millis=lambda: 1000)
     result = handle_event({"Records": [record("m1", "a-2026-02-28")]}, runtime, context)
     assert result == {"batchItemFailures": [{"itemIdentifier": "m1"}]}
@@ -198,7 +199,7 @@ def test_handler_hides_its_records_for_lease_plus_margin_not_the_queue_default()
         {"a-2026-02-28": ProcessResult(Outcome.COMPLETED), "b-2026-02-28": RuntimeError("x")}
     )
     sqs = FakeSqs()
-    runtime = Runtime(service, sqs, QUEUE_URL)  # type: ignore[arg-type]
+    runtime = Runtime(service, EventQueues(sqs, QUEUE_URL))  # type: ignore[arg-type]
     event = {"Records": [record("m1", "a-2026-02-28"), record("m2", "b-2026-02-28")]}
     handle_event(event, runtime)
     visibility_s = LEASE_S + TransferTuning().margin_s(LEASE_S)
@@ -211,7 +212,7 @@ def test_handler_hides_its_records_for_lease_plus_margin_not_the_queue_default()
 def test_handler_goes_on_when_hiding_its_records_fails() -> None:
     """SQS refusing the visibility change is logged; the records are still processed."""
     service: Any = FakeService({"a-2026-02-28": ProcessResult(Outcome.COMPLETED)})
-    runtime = Runtime(service, FakeSqs(fail=True), QUEUE_URL)  # type: ignore[arg-type]
+    runtime = Runtime(service, EventQueues(FakeSqs(fail=True), QUEUE_URL))  # type: ignore[arg-type]
     with capture_logs() as logs:
         result = handle_event({"Records": [record("m1", "a-2026-02-28")]}, runtime)
     assert result == {"batchItemFailures": []}

@@ -129,6 +129,25 @@ def test_abort_after_parts_aborts_the_upload_once_and_never_completes() -> None:
     assert s3.names() == ["create", "abort"]
 
 
+class RefusingAbortS3(FakeS3):
+    """AbortMultipartUpload is refused for good (not throttling, not a 5xx)."""
+
+    def abort_multipart_upload(self, **request: Any) -> None:
+        super().abort_multipart_upload(**request)
+        raise ClientError({"Error": {"Code": "AccessDenied"}}, "AbortMultipartUpload")
+
+
+def test_a_refused_abort_is_a_domain_error_naming_the_code() -> None:
+    """No botocore type leaves the sink: the caller logs a DestinationUnavailableError."""
+    s3 = RefusingAbortS3()
+    sink = MultipartSink(s3, "b", "k", part_bytes=PART, max_in_flight=1)  # type: ignore[arg-type]
+    feed(sink, PART * 2)
+    with pytest.raises(DestinationUnavailableError, match="AccessDenied") as caught:
+        sink.abort()
+    assert isinstance(caught.value.__cause__, ClientError)
+    assert s3.names() == ["create", "abort"]
+
+
 def test_abort_after_publish_does_nothing() -> None:
     """A published object is never aborted by the finally that guards failures."""
     s3 = FakeS3()

@@ -11,7 +11,6 @@ import pytest
 import requests
 
 from dlpipe.adapters.source import open_source, url_host
-from dlpipe.adapters.url_policy import UrlPolicy
 from dlpipe.domain.download_errors import (
     DownloadError,
     PermanentError,
@@ -23,6 +22,7 @@ from dlpipe.domain.download_errors import (
     UrlNotAllowedError,
     UrlRefusedError,
 )
+from dlpipe.domain.url_policy import UrlPolicy
 
 SIGNED_QUERY = "?X-Amz-Signature=deadbeefcafe&X-Amz-Credential=secretcred"
 EXPIRED_BODY = b"<Error><Code>AccessDenied</Code><Message>Request has expired</Message></Error>"

@@ -27,8 +27,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from dlpipe.adapters.source import HttpSource
-from dlpipe.adapters.url_policy import UrlPolicy
 from dlpipe.domain.download_errors import SourceUnavailableError
+from dlpipe.domain.url_policy import UrlPolicy
 
 PUBLIC = "52.216.1.1"
 NAME = "bucket.rebind.example"

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from dlpipe.adapters.download_queue import MessageVisibility
 from dlpipe.adapters.queue import JobQueue, QueueSendError
 from dlpipe.domain.download_errors import TooLargeForWorkerError, TransientError
 from dlpipe.domain.messages import JobMessage, encode_message
@@ -26,8 +27,8 @@ from dlpipe.domain.routing import (
     seconds_needed,
     too_large_message,
 )
-from dlpipe.services.download.dispatch import MessageVisibility, dispatch
-from dlpipe.services.download.lambda_batch import DEADLINE_MARGIN_S, invocation_budget
+from dlpipe.entrypoints.dispatch import dispatch
+from dlpipe.entrypoints.lambda_batch import DEADLINE_MARGIN_S, invocation_budget
 from dlpipe.services.download.service import Outcome, ProcessResult
 from tests.support import make_job, new_batch_id
 
@@ -203,7 +204,7 @@ def test_no_time_left_is_not_acknowledged_and_the_message_comes_back_at_once() -
 SOURCE_PACKAGES = ("dlpipe", "downloader", "orchestrator", "ops", "records", "provider")
 # The only places that talk to SQS's send APIs: JobQueue (every job send, routed by size)
 # and the delayed copy in dispatch (routed by MessageVisibility's copy_to).
-RAW_SEND_ALLOWED = {"dlpipe/adapters/queue.py", "dlpipe/services/download/dispatch.py"}
+RAW_SEND_ALLOWED = {"dlpipe/adapters/queue.py", "dlpipe/adapters/download_queue.py"}
 _RAW_SEND = re.compile(r"\.send_message(_batch)?\(|\bqueue\(\)\.send\(|\.queue\.send\(")
 
 

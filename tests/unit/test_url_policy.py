@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from dlpipe.adapters.url_policy import UrlPolicy, UrlRefused, default_allowed_hosts
+from dlpipe.domain.url_policy import UrlPolicy, UrlRefused, default_allowed_hosts
 
 SIGNED = "?X-Amz-Signature=deadbeefcafe&X-Amz-Credential=secretcred"
 PUBLIC = ["52.216.1.1"]

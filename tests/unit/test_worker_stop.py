@@ -7,8 +7,9 @@ import threading
 import time
 from typing import Any
 
+from dlpipe.adapters.download_queue import DownloadQueue
+from dlpipe.entrypoints.worker import Worker, WorkerOptions
 from dlpipe.services.download.service import Outcome, ProcessResult
-from dlpipe.services.download.worker import Worker, WorkerOptions
 from tests.e2e.test_worker_kit import wait_until
 from tests.unit.test_downloader_dispatch import QUEUE_URL, FakeService, FakeSqs
 from tests.unit.test_worker_visibility import message
@@ -67,7 +68,7 @@ def test_a_message_received_after_the_stop_is_processed_with_a_whole_grace_perio
     and is deleted, never handed back (which would be one more receive)."""
     service: Any = SlowService(0.2, ProcessResult(Outcome.COMPLETED))
     sqs = OpenPollSqs([message(1, FILE_ID)])
-    worker = Worker(service, sqs, QUEUE_URL, WorkerOptions(grace_s=0.3))  # type: ignore[arg-type]
+    worker = Worker(service, DownloadQueue(sqs, QUEUE_URL), WorkerOptions(grace_s=0.3))  # type: ignore[arg-type]
     stop_then_deliver(worker, sqs, late_s=0.5)
     assert (service.calls, sqs.deleted, sqs.visibility) == ([FILE_ID], ["rh1"], [])
     assert not service.deps.stop.is_set()
@@ -79,7 +80,7 @@ def test_past_its_grace_a_late_file_is_released_and_the_rest_handed_back_once() 
     service: Any = SlowService(5.0, ProcessResult(Outcome.COMPLETED))
     sqs = OpenPollSqs([message(1, FILE_ID), message(2, FILE_ID)])
     options = WorkerOptions(grace_s=0.3, max_messages=2)
-    worker = Worker(service, sqs, QUEUE_URL, options)  # type: ignore[arg-type]
+    worker = Worker(service, DownloadQueue(sqs, QUEUE_URL), options)  # type: ignore[arg-type]
     stop_then_deliver(worker, sqs, late_s=0.1)
     assert service.calls == [FILE_ID]
     assert sqs.visibility == [("rh1", 0), ("rh2", 0)]

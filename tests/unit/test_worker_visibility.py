@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from dlpipe.adapters.download_queue import DownloadQueue
 from dlpipe.domain.messages import JobMessage, encode_message
+from dlpipe.entrypoints.worker import Worker, WorkerOptions
 from dlpipe.services.download.service import Outcome, ProcessResult
 from dlpipe.services.download.transfer import TransferTuning
-from dlpipe.services.download.worker import Worker, WorkerOptions
 from tests.support import new_batch_id
 from tests.unit.test_downloader_dispatch import LEASE_S, QUEUE_URL, FakeService, FakeSqs
 
@@ -47,7 +48,7 @@ def test_a_receive_asks_for_lease_plus_margin_and_rehides_messages_still_waiting
         }
     )
     sqs = ReceivingSqs([message(1, "a-2026-02-28"), message(2, "b-2026-02-28")])
-    worker = Worker(service, sqs, QUEUE_URL, WorkerOptions(max_messages=2))  # type: ignore[arg-type]
+    worker = Worker(service, DownloadQueue(sqs, QUEUE_URL), WorkerOptions(max_messages=2))  # type: ignore[arg-type]
     worker._poll_once()
     visibility_s = LEASE_S + TransferTuning().margin_s(LEASE_S)
     assert sqs.receives[0]["VisibilityTimeout"] == visibility_s

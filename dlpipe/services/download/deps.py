@@ -1,4 +1,4 @@
-"""What the download service needs, injected: stores, clients, the key and the tuning."""
+"""What the download service needs, injected: stores, clients, decryption and the tuning."""
 
 from __future__ import annotations
 
@@ -8,11 +8,9 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
-
-from dlpipe.adapters.url_policy import UrlPolicy
 from dlpipe.domain.clock import Clock, SystemClock
-from dlpipe.services.download.ports import Destination, JobLeases, Source, UrlSigner
+from dlpipe.domain.url_policy import UrlPolicy
+from dlpipe.services.download.ports import Decryption, Destination, JobLeases, Source, UrlSigner
 from dlpipe.services.download.transfer import TransferTuning
 
 
@@ -33,7 +31,7 @@ class ServiceDeps:
     jobs: JobLeases
     destination: Destination
     source: Source
-    private_key: RSAPrivateKey = field(repr=False)
+    decryption: Decryption  # our private key at work
     provider: Callable[[], UrlSigner] | None
     lease_seconds: int
     # Checked before every request to a provider URL, redirects and refreshed URLs included.

@@ -9,14 +9,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from botocore.exceptions import BotoCoreError, ClientError
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 from tenacity.wait import wait_random_exponential
 
-from dlpipe.adapters.destination import destination_key
-from dlpipe.adapters.sink import ObjectExists
-from dlpipe.adapters.source import check_url, url_host
+from dlpipe.domain.destination_key import destination_key
 from dlpipe.domain.download_errors import (
+    ObjectExists,
     ProviderRejectedError,
     ProviderUnreachableError,
     TransientError,
@@ -25,6 +23,7 @@ from dlpipe.domain.download_errors import (
 from dlpipe.domain.errors import LeaseLostError, StoreUnavailableError
 from dlpipe.domain.model import FileJob, Verified
 from dlpipe.domain.provider_errors import ProviderError, ProviderUnavailableError
+from dlpipe.domain.url_policy import check_url, url_host
 from dlpipe.log import get_logger
 from dlpipe.services.download.deps import ServiceDeps
 from dlpipe.services.download.lease import Heartbeat, LeaseLost
@@ -113,7 +112,7 @@ class FileRun:
             verified = transfer_once(
                 self._job,
                 self._url,
-                private_key=deps.private_key,
+                decryption=deps.decryption,
                 source=deps.source,
                 sink=sink,
                 tuning=tuning,
@@ -185,9 +184,9 @@ class FileRun:
 def _abort(sink: Upload) -> None:
     try:
         sink.abort()
-    except (TransientError, ClientError, BotoCoreError) as exc:
+    except TransientError as exc:
         # The bucket's lifecycle rule aborts what is left after a day.
-        log.warning("upload.abort_failed", error_type=type(exc).__name__)
+        log.warning("upload.abort_failed", error_type=type(exc).__name__, error=str(exc))
 
 
 def _since(started: float) -> float:

@@ -7,11 +7,12 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Protocol
 
+from dlpipe.domain.cipher_format import Cipher, UnknownCipher
 from dlpipe.domain.model import FileJob, JobStatus, Verified
 
 if TYPE_CHECKING:
-    from dlpipe.adapters.url_policy import UrlPolicy
     from dlpipe.domain.listing import FileDescriptor
+    from dlpipe.domain.url_policy import UrlPolicy
 
 
 class JobLeases(Protocol):
@@ -116,4 +117,53 @@ class Source(Protocol):
         self, url: str, *, chunk_bytes: int, timeout_s: tuple[float, float], policy: UrlPolicy
     ) -> AbstractContextManager[Iterator[bytes]]:
         """The object at `url` as chunks; typed download errors on faults."""
+        ...
+
+
+class StreamDecryptor(Protocol):
+    """Ciphertext in, plaintext out; `finalize` checks the padding or the GCM tag."""
+
+    def update(self, chunk: bytes) -> bytes:
+        """Plaintext for `chunk` (possibly held back until more arrives)."""
+        ...
+
+    def finalize(self) -> bytes:
+        """The last plaintext; a permanent error if the padding or tag does not check out."""
+        ...
+
+
+class PlaintextCheck(Protocol):
+    """Counts and hashes plaintext against the declared size and SHA-256."""
+
+    @property
+    def byte_count(self) -> int:
+        """Plaintext bytes seen so far."""
+        ...
+
+    @property
+    def sha256_hex(self) -> str:
+        """SHA-256 (hex) of the plaintext seen so far."""
+        ...
+
+    def update(self, data: bytes) -> None:
+        """Count and hash `data`; a permanent error as soon as it outgrows the size."""
+        ...
+
+    def verify(self) -> None:
+        """Check the final size, then the SHA-256; a permanent error if either differs."""
+        ...
+
+
+class Decryption(Protocol):
+    """Our private key at work (dlpipe.adapters.decryption.KeyDecryption fits)."""
+
+    def open_decryptor(
+        self, cipher: Cipher | UnknownCipher, encrypted_key_b64: str, iv_b64: str
+    ) -> StreamDecryptor:
+        """A decryptor for one file; typed download errors for a bad key, IV or cipher."""
+        ...
+
+    def verifier(self, expected_size: int | None, expected_sha256: str | None) -> PlaintextCheck:
+        """The check of one file's plaintext; InvalidMetadataError if the declared values are
+        malformed."""
         ...

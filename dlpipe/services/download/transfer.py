@@ -9,13 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
-
-from dlpipe.adapters.crypto import PlaintextVerifier, open_decryptor
-from dlpipe.adapters.url_policy import UrlPolicy
 from dlpipe.domain.model import FileJob, Verified
 from dlpipe.domain.rules import visibility_margin_seconds
-from dlpipe.services.download.ports import Source, Upload
+from dlpipe.domain.url_policy import UrlPolicy
+from dlpipe.services.download.ports import Decryption, Source, Upload
 
 MIB = 1024 * 1024
 MAX_PARTS = 10_000  # S3's limit on parts in one multipart upload
@@ -58,7 +55,7 @@ def transfer_once(
     job: FileJob,
     url: str,
     *,
-    private_key: RSAPrivateKey,
+    decryption: Decryption,
     source: Source,
     sink: Upload,
     tuning: TransferTuning,
@@ -67,8 +64,8 @@ def transfer_once(
 ) -> Verified:
     """Stream `url` through decryption and verification into `sink`; raise on any fault."""
     # Key, IV and cipher are checked before the first byte is fetched.
-    decryptor = open_decryptor(private_key, job.cipher, job.encrypted_aes_key, job.encoded_aes_iv)
-    verifier = PlaintextVerifier(job.expected_size, job.expected_sha256)
+    decryptor = decryption.open_decryptor(job.cipher, job.encrypted_aes_key, job.encoded_aes_iv)
+    verifier = decryption.verifier(job.expected_size, job.expected_sha256)
     timeout_s = (tuning.connect_timeout_s, tuning.read_timeout_s)
     with source.open(
         url, chunk_bytes=tuning.chunk_bytes, timeout_s=timeout_s, policy=policy

@@ -14,12 +14,13 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
-from dlpipe.adapters.url_policy import UrlPolicy
+from dlpipe.adapters.decryption import KeyDecryption
 from dlpipe.domain.cipher_format import CIPHER_GCM
 from dlpipe.domain.download_errors import SourceUnavailableError, UrlExpiredError
 from dlpipe.domain.errors import ClaimRefusedError, LeaseLostError, RequeueRefusedError
 from dlpipe.domain.model import FileJob, JobStatus
 from dlpipe.domain.provider_errors import ProviderNotFoundError
+from dlpipe.domain.url_policy import UrlPolicy
 from dlpipe.local.stub.crypto import (
     encrypt_bytes,
     generate_rsa_keypair,
@@ -92,7 +93,7 @@ def make_rig(
         jobs=jobs,
         destination=destination,
         source=source,
-        private_key=private_key,
+        decryption=KeyDecryption(private_key),
         provider=(lambda: signer) if signer else None,
         lease_seconds=LEASE_S,
         url_policy=POLICY,

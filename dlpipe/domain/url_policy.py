@@ -8,7 +8,9 @@ link-local or private address (both only where allowed). Refusals name the host,
 path or query string: those carry the presigned signature.
 
 The name is resolved once: `approve` returns the addresses it checked, and the download
-connects to those (pinned_http.py), so a second DNS answer (rebinding to 127.0.0.1) is never used.
+connects to those (adapters/pinned_http.py), so a second DNS answer (rebinding to 127.0.0.1)
+is never used. The rule lives in the domain so the download service can hold and apply it;
+the resolver is injected (the system's by default).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import socket
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import SplitResult, urlsplit
+
+from dlpipe.domain.download_errors import UrlNotAllowedError
 
 Resolver = Callable[[str, int], Sequence[str]]
 _DEFAULT_PORTS = {"https": 443, "http": 80}
@@ -180,3 +184,17 @@ class UrlPolicy:
 
 def _shown(host: str, parts: SplitResult) -> str:
     return f"{host}:{parts.port}" if parts.port is not None else host
+
+
+def url_host(url: str) -> str:
+    """The host of a URL, control characters escaped: the only part of a presigned URL that
+    may be logged or shown."""
+    return printable(urlsplit(url).hostname or "?")
+
+
+def check_url(policy: UrlPolicy, url: str) -> Approved:
+    """The addresses `url` may be requested at; UrlNotAllowedError (permanent) if none."""
+    try:
+        return policy.approve(url)
+    except UrlRefused as exc:
+        raise UrlNotAllowedError(str(exc)) from None

@@ -2,14 +2,19 @@
 
 The large-file queue is consumed only here: the downloader Lambda's event source is the
 main queue alone. Each queue gets its own `concurrency` threads, so a quiet large queue
-never delays the main one's long polls. dlpipe.bootstrap.download.build_worker_pool wires it.
+never delays the main one's long polls. `build_worker_pool` runs one on the queues
+dlpipe.bootstrap.download builds.
 """
 
 from __future__ import annotations
 
 import threading
 
-from dlpipe.services.download.worker import Worker
+from dlpipe.adapters.aws import AwsClients
+from dlpipe.bootstrap.download import build_service, build_worker_queues
+from dlpipe.config import Settings
+from dlpipe.entrypoints.worker import Worker, WorkerOptions
+from dlpipe.services.download.service import DownloadService
 
 
 class WorkerPool:
@@ -36,3 +41,18 @@ class WorkerPool:
             while thread.is_alive():
                 thread.join(timeout=0.5)
         return 0
+
+
+def build_worker_pool(
+    settings: Settings,
+    clients: AwsClients,
+    options: WorkerOptions,
+    *,
+    service: DownloadService | None = None,
+    stop: threading.Event | None = None,
+) -> WorkerPool:
+    """A Worker on the main queue, and one on the large-file queue if it is configured
+    (`dlpipe worker`, and the local day's downloaders)."""
+    service = service or build_service(settings, clients, stop=stop)
+    queues = build_worker_queues(settings, clients)
+    return WorkerPool([Worker(service, queue, options) for queue in queues])

@@ -15,25 +15,16 @@ import contextvars
 import math
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import BotoCoreError, ClientError
 from structlog.contextvars import bound_contextvars
 
+from dlpipe.adapters.download_queue import DownloadQueue, Received
+from dlpipe.domain.download_errors import QueueUnavailableError
 from dlpipe.domain.routing import TimeBudget
+from dlpipe.entrypoints.dispatch import dispatch, receive_visibility_s
 from dlpipe.log import get_logger
-from dlpipe.services.download.dispatch import (
-    MessageVisibility,
-    dispatch,
-    hide_messages,
-    receive_visibility_s,
-)
 from dlpipe.services.download.service import DownloadService
-
-if TYPE_CHECKING:
-    from mypy_boto3_sqs import SQSClient
 
 log = get_logger()
 _RELEASE_TIMEOUT_S = 30.0  # after the grace period: time to abort uploads and release claims
@@ -59,13 +50,10 @@ class Worker:
     def __init__(
         self,
         service: DownloadService,
-        sqs: SQSClient,
-        queue_url: str,
+        queue: DownloadQueue,
         options: WorkerOptions,
-        copy_to: Callable[[int | None], str] | None = None,
     ) -> None:
-        self._service, self._sqs, self._queue_url, self._options = service, sqs, queue_url, options
-        self._copy_to = copy_to  # routes a delayed copy of a message (JobQueue.queue_url_for)
+        self._service, self._queue, self._options = service, queue, options
         budget_s = options.time_budget_s
         self._budget = None if budget_s is None else TimeBudget(budget_s, lambda: budget_s)
         self._stopping = threading.Event()
@@ -176,10 +164,9 @@ class Worker:
         for index, message in enumerate(messages):
             if index:
                 # Those still waiting behind a long file would otherwise come back to others.
-                handles = [m["ReceiptHandle"] for m in messages[index:]]
-                hide_messages(self._sqs, self._queue_url, handles, self._visibility_s)
+                self._queue.hide(messages[index:], self._visibility_s)
             if not self._enter():
-                self._visibility(message)(0)  # past the grace period: hand it straight back
+                self._queue.visibility(message)(0)  # past the grace period: hand it back
                 continue
             try:
                 self._handle(message)
@@ -198,26 +185,25 @@ class Worker:
             self._busy -= 1
             self._last_message_at = time.monotonic()
 
-    def _receive(self) -> list[Any]:
-        messages: list[Any] = []
+    def _receive(self) -> list[Received]:
+        messages: list[Received] = []
         try:
-            response = self._sqs.receive_message(
-                QueueUrl=self._queue_url,
-                MaxNumberOfMessages=self._options.max_messages,
-                WaitTimeSeconds=self._wait_seconds(),
+            messages = self._queue.receive(
+                max_messages=self._options.max_messages,
+                wait_s=self._wait_seconds(),
                 # Not the queue's default (6x the Lambda timeout): if this process dies before
                 # the heartbeat takes over, the message is back after lease + margin.
-                VisibilityTimeout=self._visibility_s,
+                visibility_s=self._visibility_s,
             )
-            messages = list(response.get("Messages", []))
-        except (ClientError, BotoCoreError) as exc:
-            log.warning("worker.receive_failed", error_type=type(exc).__name__)
+        except QueueUnavailableError as exc:
+            cause = exc.__cause__ or exc
+            log.warning("worker.receive_failed", error_type=type(cause).__name__)
             self._stopping.wait(_RECEIVE_BACKOFF_S)
         finally:
             self._received(messages)
         return messages
 
-    def _received(self, messages: list[Any]) -> None:
+    def _received(self, messages: list[Received]) -> None:
         with self._lock:
             self._receiving -= 1
             if not messages:
@@ -237,21 +223,8 @@ class Worker:
             left_s = self._last_message_at + idle_s - time.monotonic()
         return min(self._options.wait_seconds, max(1, math.ceil(left_s)))
 
-    def _handle(self, message: Any) -> None:
-        with bound_contextvars(message_id=message["MessageId"]):
-            visibility, body = self._visibility(message), message.get("Body", "")
-            if dispatch(self._service, body, visibility, self._budget):
-                self._delete(message)
-
-    def _visibility(self, message: Any) -> MessageVisibility:
-        receipt = message["ReceiptHandle"]
-        return MessageVisibility(self._sqs, self._queue_url, receipt, self._copy_to)
-
-    def _delete(self, message: Any) -> None:
-        try:
-            self._sqs.delete_message(
-                QueueUrl=self._queue_url, ReceiptHandle=message["ReceiptHandle"]
-            )
-        except (ClientError, BotoCoreError) as exc:
-            # The message comes back; the job is terminal by then, so it is acknowledged again.
-            log.warning("message.delete_failed", error_type=type(exc).__name__)
+    def _handle(self, message: Received) -> None:
+        with bound_contextvars(message_id=message.message_id):
+            visibility = self._queue.visibility(message)
+            if dispatch(self._service, message.body, visibility, self._budget):
+                self._queue.delete(message)

@@ -1,0 +1,1 @@
+"""The downloader's loops: the long-poll worker and its pool, the Lambda's SQS batch."""

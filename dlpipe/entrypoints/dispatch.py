@@ -1,0 +1,65 @@
+"""One received message through the service, shared by the Lambda handler and the worker.
+
+A copy that meets another worker's live claim (BUSY) is replaced by a fresh copy delayed
+until that claim ends, so duplicates never climb towards maxReceiveCount.
+A malformed body can never succeed, so it is acknowledged and logged (`message.rejected`,
+with a short preview) rather than redelivered until the DLQ: retries would only burn
+receives, and the log keeps the evidence. An exception, on the other hand, is never
+acknowledged: SQS redelivers the message and, after maxReceiveCount, dead-letters it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from dlpipe.domain.messages import MalformedMessageError, decode_message
+from dlpipe.domain.routing import TimeBudget
+from dlpipe.log import get_logger
+from dlpipe.services.download.service import DownloadService, Outcome
+
+if TYPE_CHECKING:
+    from dlpipe.adapters.download_queue import MessageVisibility
+
+log = get_logger()
+_PREVIEW_CHARS = 200
+_MAX_VISIBILITY_S = 43_200  # SQS's limit
+
+
+def receive_visibility_s(service: DownloadService) -> int:
+    """Lease + margin: how long a received message stays hidden before its heartbeat starts.
+
+    Never the queue's default (6x the Lambda timeout): a message received by a process that
+    then dies comes back after this, not after an hour.
+    """
+    lease_s = service.deps.lease_seconds
+    return min(lease_s + service.deps.tuning.margin_s(lease_s), _MAX_VISIBILITY_S)
+
+
+def dispatch(
+    service: DownloadService,
+    body: str,
+    visibility: MessageVisibility,
+    budget: TimeBudget | None = None,
+) -> bool:
+    """Process one message body; True when the message is done with and may be deleted."""
+    try:
+        message = decode_message(body)
+    except MalformedMessageError as exc:
+        log.warning("message.rejected", reason=str(exc), body_preview=body[:_PREVIEW_CHARS])
+        return True
+    try:
+        result = service.process(message.file_id, on_heartbeat=visibility, budget=budget)
+    except Exception as exc:  # any failure must become a redelivery, never an ack
+        log.exception("message.failed", error_type=type(exc).__name__, error=str(exc))
+        return False
+    if result.outcome is Outcome.BUSY and result.retry_after_s is not None:
+        # Every return of the same message is a new receive, so a duplicate of a long but
+        # healthy download would reach the DLQ. A fresh copy, delayed until the claim ends,
+        # comes back just the same with its receive count at zero; the old one is deleted.
+        if visibility.send_copy_later(body, result.retry_after_s, result.size_bytes):
+            log.info("message.deferred", delay_s=result.retry_after_s)
+            return True
+        visibility(result.retry_after_s)  # fallback: back when the live claim ends
+    elif result.outcome in (Outcome.RELEASED, Outcome.NO_TIME):
+        visibility(0)  # another worker (or a fresh invocation) may take it at once
+    return result.acknowledge
