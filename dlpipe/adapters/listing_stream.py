@@ -1,35 +1,10 @@
 """A day's listing parsed as a stream: one validated entry at a time, any number of pages.
 
-The provider may split a large day into pages: each answer is `{"date", "files", "next"?}`
-and `next` is an opaque cursor for `GET /v1/files?date=...&cursor=...` (docs/ARCHITECTURE.md, "The
-provider's contract"). `ListingParser` turns the bytes of all pages into FileDescriptors and
-RejectedFiles without ever holding a whole answer: an incremental JSON parser (ijson, its
-C backend yajl2_c when installed) emits events, and only the entry being read is built.
-
-Memory is O(one entry), whatever the number of files: each entry is handed on and forgotten.
-The stream does not look for duplicate entities (that needs a memory of every entity, ~130
-bytes a file, 13 MiB at 100,000): a consumer that must refuse them does it where its
-records are. `collect_listing` (the whole listing, small days) keeps them in a dict; the
-orchestrator's fan-out finds them in a chunk, and across chunks through the job table (a
-job's ListingIndex says which entry wrote it: dlpipe/services/orchestrator/fanout.py).
-
-What is refused, and how:
-- per-file faults (a field missing or mistyped, an unsafe entity, ...) are RejectedFiles
-  with the same reasons as `parse_listing`; "files[N]" counts entries across all pages;
-- a later copy of an entity already listed is handed on like any entry (see above);
-- whole-listing faults raise MalformedResponseError (permanent): not an object, `date`
-  missing or not the asked date (on any page), `files` before `date` (an entry is handed on
-  as it is read, so each page proves its day first), `date`, `files` or `next` given twice
-  in a page, `files` not a list, `next` not a string, a cursor seen before, too many pages
-  or files, one entry larger than the per-entry cap, and JSON that breaks off or goes bad
-  mid-stream ("malformed listing: invalid JSON (<fixed text>) at entry N (page P)": never
-  the parser's own words, which quote the input around the fault, a presigned URL's too).
-Entries handed on before a fault was found are not taken back: a consumer commits only
-what it may redo (the orchestrator writes jobs idempotently and fails the day on the error).
-
-Where this differs from `parse_listing(json.loads(...))`: NaN and Infinity (which json.loads
-accepts, and JSON does not) refuse the listing; so does an integer beyond 64 bits with the
-C backend ("a number out of range"), where json.loads let one file be rejected as "huge".
+`ListingParser` turns the bytes of all pages (`{"date", "files", "next"?}`: docs/ARCHITECTURE.md,
+"The provider's contract") into FileDescriptors and RejectedFiles through an incremental JSON
+parser (ijson), building only the entry being read: memory is O(one entry). Per-file faults are
+RejectedFiles, whole-listing faults MalformedResponseError. What is refused, and where this
+differs from `parse_listing`: docs/ARCHITECTURE.md, "Why the listing is a stream".
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
 """HTTP client of the provider API: bearer token, bounded retries with full jitter, strict parsing.
 
-The day's listing is streamed (dlpipe/adapters/listing_stream.py): `iter_listing` yields validated
-entries page after page (`next` cursors) without holding an answer; `list_files` collects
-them. A transient fault before a page's body (5xx, 429, connection error, timeout) retries
-that page, not the listing; a connection that breaks mid-body is ProviderUnavailableError
-(the entries already yielded cannot be taken back, so the caller redoes the day).
-
-Retried: 5xx, 429 (Retry-After, seconds or HTTP-date, honoured up to `max_wait_s`), connection errors
-and timeouts; then ProviderUnavailableError. Other 4xx are permanent and never retried, and so
-is a body that does not decode under its Content-Encoding (MalformedResponseError).
-Logs carry the API path, date, status and timing; never the token or a file's URL.
+`iter_listing` streams a day's listing page after page (dlpipe/adapters/listing_stream.py);
+`list_files` collects it. 5xx, 429 (Retry-After honoured up to `max_wait_s`), connection errors
+and timeouts before a page's body retry that page, then raise ProviderUnavailableError; other
+4xx and a body that does not decode are permanent. Logs never carry the token or a file's URL.
+Why a break mid-body is not retried: docs/ARCHITECTURE.md, "Why the listing is a stream".
 """
 
 from __future__ import annotations

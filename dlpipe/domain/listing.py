@@ -1,16 +1,10 @@
 """The provider's JSON contract (docs/ARCHITECTURE.md, "The provider's contract"), parsed strictly.
 
-A listing with one bad file must neither skip it silently nor lose the good ones. So
-`parse_listing` raises MalformedResponseError only when the listing as a whole is unusable
-(not an object, `date` missing or not the asked date, `files` not a list, too many files);
-a defect in one file (missing or mistyped field, unsafe entity, unknown cipher, bad IV,
-duplicate entity, huge size) becomes a `RejectedFile` with a reason, next to the good files.
-The orchestrator records a rejected file as an `error` job when `RejectedFile.entity` is set
-(the entity is safe, so a FileID can be built), otherwise in the batch's ErrorMessage.
-`size` and `sha256` are required (nothing is published unverified); unknown fields are
-ignored so the provider may add some. Messages never echo URLs or key material.
-The client streams listings of any size through dlpipe/adapters/listing_stream.py, which applies
-these same rules entry by entry; `parse_listing` is for a listing already in memory.
+`parse_listing` raises MalformedResponseError only when the listing as a whole is unusable; a
+defect in one file becomes a `RejectedFile` with a reason, next to the good files. It is for a
+listing already in memory; the client streams listings of any size through
+dlpipe/adapters/listing_stream.py under the same rules. Why, and what each refusal covers:
+docs/ARCHITECTURE.md, "Why the listing is a stream".
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
-"""How long a day waits out a provider outage at fetch time: the backoff schedule, pure Python.
+"""How long a day waits out an outage at fetch time: the backoff schedules, pure Python.
 
-A fetch attempt that finds the provider unavailable (connection errors, timeouts, 5xx, 429,
-after the client's own short retries) is tried again after an exponential delay with jitter:
-30 s doubling to at most 10 min, each delay drawn from [base x (1 - jitter), base]. Attempts
-stop once the next delay would carry the outage past the budget; the day then ends failed.
-
-Our own AWS dependencies (SQS, DynamoDB) get the same kind of schedule with their own,
-shorter budget (DEPENDENCY_BACKOFF: 15 s doubling to 2 min within 15 min): a fan-out or
-completion check that finds one unavailable is tried again after a suspended delay, and the
-day fails only once the budget is spent (`dependency_exhausted_message`).
-
-The jitter is drawn from a seed (the durable execution's ARN) and the attempt number, so the
-delays are the same whenever they are computed: attempt n knows the backoff already spent
-(the sum of the n-1 earlier delays) without a clock and without remembering anything.
+An unavailable provider is tried again after 30 s doubling to at most 10 min, jittered, until
+the next delay would pass its budget; SQS or DynamoDB unavailable to the poller get
+DEPENDENCY_BACKOFF (15 s doubling to 2 min within 15 min). The jitter is drawn from a seed and
+the attempt number, so attempt n knows the backoff already spent without a clock or memory:
+docs/ARCHITECTURE.md, "Why outages are waited out on a seeded schedule".
 """
 
 from __future__ import annotations

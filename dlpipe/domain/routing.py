@@ -1,17 +1,10 @@
 """Which queue a file goes to, and whether a worker has the time to finish it: plain rules.
 
-The downloader Lambda has a hard timeout (900 s at most); the long-poll worker (`dlpipe
-worker` on ECS) has none. A file is routed to the large-file queue, which only the worker
-consumes, when it could not be finished inside the Lambda's timeout at a conservative
-throughput; a file that does not fit the time a worker has left ends `failed` at once
-instead of restarting from zero until it dead-letters.
-
-Numbers (BENCHMARKS.md, data path): 50-150 MiB/s measured end to end on 2 shared cores
-through the emulator, the slowest figure 50 MiB/s (a 1 GiB file, one part in flight).
-MIN_THROUGHPUT_MIB_S = 20 is 2.5x below that, for a slower provider or a busy network.
-The default threshold is Lambda's 900 s x 20 MiB/s x SAFETY_FACTOR 1/2 = 9000 MiB
-(9,437,184,000 bytes): a file routed to the Lambda needs at most half its timeout even at
-the minimum throughput.
+A file goes to the large-file queue (only `dlpipe worker` consumes it) when it could not be
+finished inside the downloader Lambda's timeout at MIN_THROUGHPUT_MIB_S with SAFETY_FACTOR;
+a file that does not fit the time a worker has left ends `failed` at once instead of
+restarting until it dead-letters. The measurements behind the defaults: docs/ARCHITECTURE.md,
+"Why large files go to their own queue".
 """
 
 from __future__ import annotations

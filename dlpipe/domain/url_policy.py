@@ -1,16 +1,11 @@
 """Which URLs from the provider dlpipe may request: the rule, in plain Python (no boto3).
 
-A listing entry's URL is input from outside: fetched blindly it can reach the instance
-metadata service, a loopback admin port or a private network (SSRF). A URL passes only when
-it is `https` (plain `http` only where the local stack allows it), carries no userinfo, names
-an allowed host (and port), is not an IP literal and does not resolve to a loopback,
-link-local or private address (both only where allowed). Refusals name the host, never the
-path or query string: those carry the presigned signature.
-
-The name is resolved once: `approve` returns the addresses it checked, and the download
-connects to those (adapters/pinned_http.py), so a second DNS answer (rebinding to 127.0.0.1)
-is never used. The rule lives in the domain so the download service can hold and apply it;
-the resolver is injected (the system's by default).
+A URL passes only when it is `https`, carries no userinfo, names an allowed host (and port),
+is not an IP literal and does not resolve to a loopback, link-local or private address (plain
+`http`, IP literals and private addresses only where the local stack allows them). `approve`
+returns the addresses it checked, and the download connects to those
+(adapters/pinned_http.py). Why (SSRF, DNS rebinding): docs/ARCHITECTURE.md, "Why provider
+URLs are checked in the domain".
 """
 
 from __future__ import annotations

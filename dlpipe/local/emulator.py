@@ -1,19 +1,10 @@
 """The embedded AWS emulator: moto in server mode, made as strict as AWS where dlpipe relies on it.
 
-DynamoDB is not moto's job here: AWS's own DynamoDB Local serves it (`dynamodb_local.py`), because
-moto's DynamoDB accepts what DynamoDB refuses (items over 400 KB, for one) and lets racing
-conditional writes both win. A client that ignored `AWS_ENDPOINT_URL_DYNAMODB` and reached moto
-would silently get the lenient engine, so the layer below refuses DynamoDB requests outright.
-
-The thin WSGI layer around moto's app also closes one gap of moto 5.x: moto never refuses an
-expired presigned URL. S3 answers 403 AccessDenied "Request has expired"; so do we, for SigV4
-(X-Amz-Date + X-Amz-Expires) and SigV2 (Expires) URLs. And `moto_sqs.apply_fixes()` patches two
-defects of moto's SQS models (messages lost to a race, a send cost that grows with the queue),
-`moto_memory.apply_fixes()` two of its memory (every model object kept for ever; ListObjectVersions
-deep-copying the whole bucket per call), which had the kernel kill the emulator in `make soak`.
-
-`LocalAws` starts both children (moto and DynamoDB Local) and gives the environment that
-points a process at them.
+A thin WSGI layer around moto's app refuses DynamoDB requests (DynamoDB Local serves them:
+`dynamodb_local.py`) and answers an expired presigned URL 403 as S3 does; `moto_sqs` and
+`moto_memory` patch defects of moto's models. Why each: docs/ARCHITECTURE.md, "Why the local
+emulator is patched". `LocalAws` starts both children (moto and DynamoDB Local) and gives the
+environment that points a process at them.
 """
 
 from __future__ import annotations

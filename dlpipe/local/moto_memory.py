@@ -1,28 +1,10 @@
 """Fixes to moto's memory (5.2.5), patched into the emulator process only.
 
-The soak scenarios (`make soak`) had the emulator child killed by the kernel's OOM killer at
-23.7 GB of resident memory, on a 24 GiB machine, four tests and ~1,000 small files into the
-run: every later request was "Connection refused". Two moto defects compound. Drop a patch,
-and its test in tests/unit/test_moto_memory.py, once moto fixes the function named.
-
-Every model object is kept for ever. `moto.core.common_models.BaseModel.__new__` appends each
-instance it creates to its class's `instances_tracked` list (what `/moto-api/data.json` shows,
-emptied only by moto's reset): every S3 key version, overwritten or deleted, every SQS message
-ever sent, every copy below. Over a long-lived emulator (a test session, a benchmark day) that
-is memory in proportion to all traffic, not to what the emulator holds. The patch makes
-`BaseModel.__new__` create without tracking; `/moto-api/data.json` still answers, with empty
-lists (dlpipe reads it only to see that the emulator is up).
-
-ListObjectVersions copies the whole bucket. `S3Backend.list_object_versions` deep-copies every
-version of every key in the bucket (values included) before it filters by `Prefix`, so each
-call costs the bucket's whole size in memory and CPU, and with the tracking above each copy
-was kept: the invariant checker's one ListObjectVersions per file (tests/reliability) grew the
-emulator by ~2.8 MB a call over a bucket of ~1,500 small objects, and 200 calls on a bucket
-of 600 objects of 2 KB grew it 770 MB (measured over HTTP, before this patch). The patch gives
-the function a view of the bucket whose `keys.iterlists()` yields only the names under
-`Prefix`; everything else (the sort, markers, delimiters, paging, `IsLatest`) is moto's own
-code on the same versions, so the answer is the same (checked against the unpatched function
-in the test).
+`apply_fixes()` stops `BaseModel.__new__` tracking every model object for ever, and gives
+`S3Backend.list_object_versions` a view of the bucket under `Prefix` instead of a deep copy of
+all of it: together they had the kernel's OOM killer stop the emulator in `make soak`. The
+details and measurements: docs/ARCHITECTURE.md, "Why the local emulator is patched". Drop a
+patch, and its test in tests/unit/test_moto_memory.py, once moto fixes the function named.
 """
 
 from __future__ import annotations

@@ -1,60 +1,11 @@
 """Fixes to moto's SQS (5.2.5, `moto/sqs/models.py`), patched into the emulator process only.
 
-moto serves SQS from a threaded werkzeug server, and two defects of its models broke the
-10,000-file benchmarks. `apply_fixes()` patches them in-process, keeping moto's answers (the same
-API results, the same GetQueueAttributes counts, the same visibility and delay semantics).
-Drop a patch, and its test in tests/unit/test_moto_sqs.py, once moto fixes the function named.
-
-Lost messages (a race). `Queue.delete_message` rebuilds `Queue._messages` (a comprehension over
-the old list, then an assignment) without `Queue._messages_lock`, while `Queue.add_message`
-appends under it: a SendMessage that lands between the copy and the assignment vanishes. A
-10,000-file run lost 13 messages; AWS never loses a sent message. In-process (the race of
-tests/unit/test_moto_sqs.py: 4 threads send 1,000 messages while 4 receive and delete), moto
-with only the cost fix below lost 68-158 of the 1,000 in each of 17 runs. The patch:
-
-- `Queue.delete_message` rebuilds the list under the lock (still copy-on-write, so the methods
-  that iterate `_messages` without the lock keep seeing a whole list) and finds the message
-  through an index of receipt handles (filled by `Message.mark_received`) instead of two scans.
-- `SQSBackend.receive_message`, `SQSBackend.change_message_visibility` and
-  `SQSBackend.purge_queue` hold the queue's lock too: receive moves messages to the dead-letter
-  queue with an unlocked in-place `_messages.remove` (which shifts the list under a rebuilding
-  delete, so the rebuild can skip, and lose, a message), purge assigns a new list, and
-  concurrent receives of one queue also raced on `Message.mark_received` and the pending set
-  (deletes then failing with ReceiptHandleIsInvalid, receives with "Set changed size during
-  iteration": 37-95 such errors per race run). A long poll still waits without the lock: `Queue.wait_for_messages` waits
-  on the lock's condition, and a `threading.Condition` over an RLock releases every level.
-- `SQSBackend.send_message` and `SQSBackend.send_message_batch` hold it too: the batch sets each
-  message's `user_id` after `Queue.add_message` has made it visible, while a receive deep-copies
-  the message (iterating its `__dict__`), so a receive failed with "RuntimeError: dictionary
-  changed size during iteration" (once in a fresh-clone `make test`; in tests/unit/test_moto_sqs.py's
-  long-poll race, 16 long polls woken by each send, after 1, 2, 3 and 44 runs). With the lock,
-  a message is whole before any receive sees it. (A queue with a Lambda event-source mapping
-  would run the Lambda under the lock; the local stack has none.)
-
-Quadratic cost. `SQSBackend.send_message` reads `queue.attributes.get("ContentBasedDeduplication")`
-for every message (as do `SQSBackend._validate_message` and `Queue.add_message` on FIFO queues),
-and `Queue.attributes` computes ApproximateNumberOfMessages, ...NotVisible and ...Delayed by
-scanning every message, each `Message.visible` / `Message.delayed` calling
-`moto.core.utils.unix_time_millis` (datetime arithmetic, ~15 us). With 5,000 messages queued one
-SendMessageBatch of 10 took 1.75 s (3.56 s under cProfile, all of it in `Queue.attributes`),
-and one ReceiveMessage of 10 took 5.2 s: `SQSBackend.is_message_valid_based_on_retention_period`
-asks `get_queue_attributes(["MessageRetentionPeriod"])` for each received message, which builds
-`Queue.attributes` three times. The patch:
-
-- the three count properties of `Queue` answer 0 while a thread runs `SQSBackend.send_message`
-  or `SQSBackend.send_message_batch` (which read only ContentBasedDeduplication from the
-  attributes; a queue with a Lambda event-source mapping also receives and deletes in there,
-  which reads no count), and `SQSBackend.get_queue_attributes` computes them only when the
-  caller asks for one of them or for "All" (so a nested GetQueueAttributes gets real counts);
-- `unix_time_millis` in `moto.sqs.models`' namespace only becomes `time.time() * 1000`: the same
-  POSIX epoch clock (moto's `utcnow` is a plain `datetime.now(UTC)`, with no time-travel hook);
-  the values it feeds that an API shows (SentTimestamp, ApproximateFirstReceiveTimestamp) are
-  truncated to whole milliseconds as before.
-
-Measured in-process at 5,000 deep, before -> after: SendMessageBatch of 10 1.7-2.0 s -> 1-2 ms
-(what is left, moto's attribute-name conversion, does not grow with the queue), ReceiveMessage of
-10 5.2-5.9 s -> 8-14 ms, DeleteMessage 1.8-3.5 ms -> 43-73 us (an index of receipt handles, not
-two Python scans of the queue), GetQueueAttributes All 0.15-0.2 s -> 5-10 ms.
+`apply_fixes()` patches two defects that broke the 10,000-file benchmarks, keeping moto's
+answers: messages lost to races between sends, receives and deletes of one queue (fixed by
+holding the queue's lock), and a send and receive cost that grows with the queue's depth
+(fixed by not computing message counts nobody asked for). The defects, the patches and their
+measurements: docs/ARCHITECTURE.md, "Why the local emulator is patched". Drop a patch, and
+its test in tests/unit/test_moto_sqs.py, once moto fixes the function named.
 """
 
 from __future__ import annotations
@@ -81,7 +32,8 @@ _COUNT_PROPERTIES = (
     "approximate_number_of_messages_delayed",
 )
 _MARKER = "_dlpipe_fixes"
-# SQSBackend methods run holding the queue's lock (the race fix); see the module docstring.
+# SQSBackend methods run holding the queue's lock (the race fix; docs/ARCHITECTURE.md, "Why the
+# local emulator is patched").
 _LOCKED = (
     "send_message",
     "send_message_batch",

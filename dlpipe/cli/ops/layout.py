@@ -1,19 +1,10 @@
 """Tables that fit the terminal and never break an identifier.
 
-Each column has a kind and a drop priority:
-
-- `id` and `time` columns (BatchIDs, FileIDs, timestamps) never wrap and are never cut: each
-  value is one unbroken word on one line, whole for copying;
-- `text` columns (error messages, counts) wrap inside their column, which keeps at least 12
-  characters, or its longest word up to 24 (less if no value is longer);
-- when the columns do not fit the terminal's width, they are dropped one at a time, the
-  highest `drop` number first (the least useful, e.g. owner or timeout), until the rest fit;
-  a column with `drop` 0 (what names the row, and its status) is never dropped. A line under
-  the table names the columns left out: a wider terminal or `--json` shows every field. In a
-  terminal too narrow even for those, lines run past its edge: an ID is never cut.
-
-A table with no rows prints one line, `<title>: none`, instead of an empty frame. Every cell
-is printed as plain text (dlpipe.cli.safe_text): never rich markup, control characters escaped.
+Each column has a kind (`id` and `time` values never wrap and are never cut; `text` wraps in
+its column) and a drop priority: columns that do not fit are dropped, the highest `drop`
+first, and a line under the table names them; `drop` 0 is never dropped. An empty table
+prints `<title>: none`; cells are plain text (dlpipe.cli.safe_text). The rules in full:
+docs/ARCHITECTURE.md, "Why operator tables never cut an identifier".
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
 """The stub provider's listing answers: pages, opaque cursors, synthetic entries, broken pages.
 
-A listing is an indexed sequence of entries (published files, duplicates, synthetic files,
-raw extra entries); a page is a slice of it, written to the socket entry by entry
-(chunked transfer encoding), so a 100,000-entry answer is never held whole.
-
-Cursors are opaque to clients: standard base64 of "{date}#{offset}" (so they carry '=',
-and may carry '+' and '/': a client that does not URL-encode them is caught).
-
-Synthetic files (listing-only mode) are entries whose presigned URLs name objects that were
-never stored: `{key_prefix}{date}/synthetic/{entity}.bin`. Their URLs are really signed (a
-download gets S3's 404, not a signature error), the wrapped key is one real RSA-OAEP wrap of
-a random AES key shared by all of them, the IV is per entry, and `size`/`sha256` describe an
-empty plaintext. They exist to list large days (paging tests, bench/listing_memory.py)
-without encrypting and storing 100,000 files; the single-file endpoint does not know them.
+A listing is an indexed sequence of entries; a page is a slice of it written to the socket
+entry by entry (chunked), so a 100,000-entry answer is never held whole. Cursors are base64 of
+"{date}#{offset}" (carrying '=', '+' or '/': a client that does not URL-encode them is
+caught). Synthetic files list large days without storing them: docs/ARCHITECTURE.md, "Why
+the listing is a stream".
 """
 
 from __future__ import annotations
@@ -53,7 +45,10 @@ def synthetic_entity(index: int) -> str:
 def synthetic_descriptor(
     entity: str, url: str, encrypted_key: str, expires_at: str
 ) -> dict[str, object]:
-    """A well-formed descriptor of an object that does not exist (see the module docstring)."""
+    """A well-formed descriptor of an object that does not exist (a synthetic file).
+
+    Why they exist: docs/ARCHITECTURE.md, "Why the listing is a stream".
+    """
     iv = hashlib.sha256(entity.encode()).digest()[:16]
     return {
         "entity": entity,
