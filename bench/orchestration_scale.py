@@ -514,7 +514,7 @@ def print_run(run: dict[str, Any]) -> None:
 
 
 def verdicts(runs: list[dict[str, Any]]) -> list[str]:
-    """The issue's checks, as lines; a MISSED target is a figure, not an error."""
+    """The scale targets' checks, as lines; a MISSED target is a figure, not an error."""
     lines = []
     for run in runs:
         f = per_file(run)

@@ -11,7 +11,7 @@ from dlpipe.domain.clock import iso_from_ms, ms_from_iso
 from dlpipe.domain.model import BatchStatus, FileJob, JobStatus
 from dlpipe.domain.transitions import lease_live
 
-# ErrorMessage starts with a stable code (`tag_mismatch: ...`, DESIGN.md / download_errors).
+# ErrorMessage starts with a stable code (`tag_mismatch: ...`, dlpipe/domain/download_errors.py).
 _ERROR_CODE = re.compile(r"^([a-z][a-z0-9_]*):\s")
 
 

@@ -1,4 +1,4 @@
-"""terraform/'s IAM allows what dlpipe's code calls on AWS, and little else (issue 11).
+"""terraform/'s IAM allows what dlpipe's code calls on AWS, and little else.
 
 moto enforces no IAM: a call its role may not make passes every other test and is denied on
 AWS. tests/iam/plugin.py records every AWS call of the session with the component that made

@@ -1,4 +1,4 @@
-"""Scenario 9 (beyond the brief's list): one job item of the day becomes unreadable (an attribute
+"""Scenario 9: one job item of the day becomes unreadable (an attribute
 lost by a hand edit or an older writer). The file cannot be downloaded, but the day must still
 end, with that file named as failed, rather than the poller crashing on it at every check."""
 

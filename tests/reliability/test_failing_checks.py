@@ -1,4 +1,4 @@
-"""Scenario 10 (beyond the brief's list): DynamoDB throttles every read of the jobs table for
+"""Scenario 10: DynamoDB throttles every read of the jobs table for
 longer than a completion check's retries last (the AWS outage budget, 15 min by default). The check fails for good; the day must end
 `failed` with the cause as its ErrorMessage and the BatchFailed metric, and the execution must
 end normally, rather than failing and leaving the batch `queued` with no word of why."""

@@ -1,7 +1,7 @@
-"""Scenario (issue 14, finding 3): the provider lists a URL to a plain-HTTP server on 127.0.0.1
-(the instance-metadata path) and one to an allowed server that redirects there. Neither server
-behind a refused URL is contacted, both jobs end `error` url_refused, the rest of the day
-completes, and the nothing-lost invariant holds."""
+"""Scenario 5b (RELIABILITY.md, production bug 6): the provider lists a URL to a plain-HTTP
+server on 127.0.0.1 (the instance-metadata path) and one to an allowed server that redirects
+there. Neither server behind a refused URL is contacted, both jobs end `error` url_refused,
+the rest of the day completes, and the nothing-lost invariant holds."""
 
 from __future__ import annotations
 

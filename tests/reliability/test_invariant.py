@@ -98,7 +98,8 @@ def _tamper_object(rig: Rig, built: BuiltDay) -> None:
 
 
 def _publish_a_second_version(rig: Rig, built: BuiltDay) -> None:
-    # Identical bytes: only the version count can tell (the stale-worker publish of issue 14).
+    # Identical bytes: only the version count can tell (the stale-worker publish: RELIABILITY.md,
+    # production bug 5).
     rig.clients.s3.put_object(Bucket=rig.bucket, Key=destination_key(built.good), Body=BODY)
 
 

@@ -1,4 +1,4 @@
-"""Scenario 8 (beyond the brief's list): ambiguous AWS failures. A worker's write reaches
+"""Scenario 8: ambiguous AWS failures. A worker's write reaches
 DynamoDB or S3 and takes effect, but its response is lost (the connection drops), so the
 worker cannot know it happened. Each file has one such fault planned at a different step;
 redelivery and the claim's conditions must still end every file exactly where it belongs."""

@@ -1,4 +1,4 @@
-"""Scenario 12: a day at size. 20,000 tiny files (issue 12, item 5a) end to end: the stub lists
+"""Scenario 12: a day at size. 20,000 tiny files end to end: the stub lists
 them in pages of 1,000, the real flow runs under the SDK's local runner (real-time waits) and
 queues them in 1,000-entry chunk steps, and `dlpipe worker` processes download, decrypt and
 publish every one. The invariant holds, and the batch item, read back from DynamoDB Local and
