@@ -2,7 +2,7 @@
 
 A URL passes only when it is `https`, carries no userinfo, names an allowed host (and port),
 is not an IP literal and does not resolve to a loopback, link-local or private address (plain
-`http`, IP literals and private addresses only where the local stack allows them). `approve`
+`http`, IP literals and private addresses only where the settings allow them). `approve`
 returns the addresses it checked, and the download connects to those
 (adapters/pinned_http.py). Why (SSRF, DNS rebinding): docs/ARCHITECTURE.md, "Why provider
 URLs are checked in the domain".
