@@ -19,8 +19,6 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from dlpipe import metrics
-from dlpipe.adapters.aws_errors import one_line
-from dlpipe.adapters.queue import SEND_BATCH_MAX, QueueSendError
 from dlpipe.config import DEFAULT_RESEND_AFTER_SECONDS, DEFAULT_SWEEP_REQUEUE
 from dlpipe.domain.clock import Clock, iso_from_ms, ms_from_iso
 from dlpipe.domain.errors import (
@@ -28,6 +26,7 @@ from dlpipe.domain.errors import (
     JobExistsError,
     ListedTwiceError,
     NotFoundError,
+    QueueSendError,
     RequeueRefusedError,
 )
 from dlpipe.domain.listing import FileDescriptor, RejectedFile
@@ -42,6 +41,7 @@ from dlpipe.domain.model import (
 from dlpipe.domain.provider_errors import ProviderRefusedError, ProviderUnavailableError
 from dlpipe.domain.routing import Route
 from dlpipe.domain.rules import batch_ttl_epoch_s, decide_batch_outcome
+from dlpipe.domain.text import one_line
 from dlpipe.domain.transitions import batch_to_attach, may_adopt
 from dlpipe.log import get_logger
 from dlpipe.services.orchestrator.completion import tally
@@ -74,6 +74,8 @@ from dlpipe.services.orchestrator.ports import (
 from dlpipe.services.orchestrator.sweeper import PublishedCheck, Sweeper
 
 log = get_logger(component="orchestrator")
+# Jobs per send_jobs call on one thread: one SendMessageBatch, SQS's limit of 10 entries.
+SEND_GROUP = 10
 
 
 @dataclass
@@ -322,7 +324,7 @@ class BatchFlowService:
 
     def _send(self, to_send: list[FileJob]) -> int:
         """Send every job (SendMessageBatch groups on WRITE_WORKERS threads); the count sent."""
-        groups = [to_send[i : i + SEND_BATCH_MAX] for i in range(0, len(to_send), SEND_BATCH_MAX)]
+        groups = [to_send[i : i + SEND_GROUP] for i in range(0, len(to_send), SEND_GROUP)]
         refused = [exc for exc in in_parallel(self._send_group, groups) if exc is not None]
         if refused:
             # The jobs exist and stay available: a replay of this chunk sends them again.
