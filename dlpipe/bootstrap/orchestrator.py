@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     # Only for annotations: the Lambda's init must not import the flow (or boto3's clients).
     from dlpipe.services.orchestrator.fanout import FileLister
     from dlpipe.services.orchestrator.flow import BatchFlowService
-    from dlpipe.services.orchestrator.ports import BatchFlow, BatchStore, JobSender, JobStore
+    from dlpipe.services.orchestrator.ports import BatchFlow
+    from dlpipe.services.orchestrator.store_ports import BatchStore, JobSender, JobStore
     from dlpipe.services.orchestrator.sweeper import PublishedCheck
 
 

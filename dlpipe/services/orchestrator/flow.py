@@ -27,13 +27,8 @@ from dlpipe.domain.clock import Clock
 from dlpipe.domain.model import FileJob
 from dlpipe.services.orchestrator import create, finish, poll, queueing
 from dlpipe.services.orchestrator.fanout import CHUNK_ENTRIES, FileLister, ListingPosition
-from dlpipe.services.orchestrator.ports import (
-    BatchStore,
-    CompletionCheck,
-    JobSender,
-    JobStore,
-    QueueResult,
-)
+from dlpipe.services.orchestrator.ports import CompletionCheck, QueueResult
+from dlpipe.services.orchestrator.store_ports import BatchStore, JobSender, JobStore
 from dlpipe.services.orchestrator.sweeper import PublishedCheck
 
 
