@@ -7,7 +7,7 @@ entries (dlpipe/local/stub/listing.py: really presigned URLs of objects never st
 
 1. listing: a child process streams the listing through the real ProviderClient.iter_listing,
    unpaged and in pages of 1,000, keeping no entry.
-2. orchestration: another child process runs the real batch sequence (dlpipe/services/orchestrator/inline.py
+2. orchestration: another child process runs the real batch sequence (dlpipe/services/orchestrator/sequence.py
    run_batch on the real BatchFlowService, the same code the durable handler runs): create-batch,
    fetch-and-queue in 1,000-entry chunk steps (dlpipe/services/orchestrator/fanout.py: conditional PutItems and
    SendMessageBatch on 8 threads), then completion checks (dlpipe/services/orchestrator/completion.py). Each
@@ -186,7 +186,7 @@ def child_orchestrate(cfg: dict[str, Any]) -> None:
     from dlpipe.domain.clock import SystemClock  # noqa: PLC0415
     from dlpipe.domain.events import parse_event  # noqa: PLC0415
     from dlpipe.services.orchestrator.flow import BatchFlowService  # noqa: PLC0415
-    from dlpipe.services.orchestrator.inline import InlineSteps, PollingPlan, run_batch  # noqa: PLC0415
+    from dlpipe.services.orchestrator.sequence import InlineSteps, PollingPlan, run_batch  # noqa: PLC0415
 
     quiet()
     clients = AwsClients(Settings.from_env())

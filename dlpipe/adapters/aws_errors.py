@@ -13,7 +13,6 @@ itself. Services look at the error's type, never at its text.
 
 from __future__ import annotations
 
-import re
 from typing import NoReturn
 
 from botocore.exceptions import (
@@ -28,6 +27,7 @@ from botocore.exceptions import (
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from dlpipe.domain.errors import AwsRequestError, DependencyUnavailableError
+from dlpipe.domain.text import one_line
 
 _RENDERED_BY_CLI = (
     NoCredentialsError,
@@ -53,13 +53,6 @@ TRANSIENT_CODES = frozenset(
         "AWS.SimpleQueueService.ServiceUnavailable",
     }
 )
-_QUERY = re.compile(r"(https?://[^\s?\"'<>]*)\?[^\s\"'<>]*")
-
-
-def one_line(text: str, limit: int = 300) -> str:
-    """The first line of `text`, cut short, with any URL's query string removed."""
-    lines = str(text).strip().splitlines()
-    return _QUERY.sub(r"\1", lines[0] if lines else "")[:limit] or "no reason given"
 
 
 def is_transient(exc: BaseException) -> bool:

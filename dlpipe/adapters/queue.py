@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
-from dlpipe.adapters.aws_errors import is_transient, one_line, queue_name, raise_request_error
+from dlpipe.adapters.aws_errors import is_transient, queue_name, raise_request_error
 from dlpipe.domain.errors import DependencyUnavailableError, QueueSendError
 from dlpipe.domain.messages import JobMessage, encode_message
 from dlpipe.domain.routing import DEFAULT_LARGE_FILE_THRESHOLD_BYTES, Route, route_for
+from dlpipe.domain.text import one_line
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient

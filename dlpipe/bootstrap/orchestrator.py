@@ -1,5 +1,6 @@
-"""Wiring of the orchestrator: the batch flow on DynamoDB, SQS, S3 and the provider, and the
-durable handler around it. Every dependency can be overridden (tests pass fakes)."""
+"""Wiring of the orchestrator: the batch flow on DynamoDB, SQS, S3 and the provider, the
+durable handler around it, and the pre-run checks' probes. Every dependency of the flow can be
+overridden (tests pass fakes)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ if TYPE_CHECKING:
     # Only for annotations: the Lambda's init must not import the flow (or boto3's clients).
     from dlpipe.services.orchestrator.fanout import FileLister
     from dlpipe.services.orchestrator.flow import BatchFlowService
-    from dlpipe.services.orchestrator.ports import BatchFlow, BatchStore, JobSender, JobStore
+    from dlpipe.services.orchestrator.ports import BatchFlow
+    from dlpipe.services.orchestrator.store_ports import BatchStore, JobSender, JobStore
     from dlpipe.services.orchestrator.sweeper import PublishedCheck
 
 
@@ -85,6 +87,49 @@ def build_flow(
         resend_after_seconds=settings.resend_after_seconds,
         published=published,
     )
+
+
+def check_ready(settings: Settings, date: str) -> None:
+    """Raise ConfigError or NotReadyError unless the tables, the queue and the provider answer
+    for `date` (dlpipe/services/orchestrator/preflight.py); botocore's NoCredentialsError
+    propagates as it is."""
+    # Imported here, as in build_flow: the Lambda's init never runs the checks.
+    from dlpipe.adapters.aws import PROBE_CONFIG  # noqa: PLC0415
+    from dlpipe.adapters.provider_client import token_from_settings  # noqa: PLC0415
+    from dlpipe.adapters.readiness import AwsProbe, ProviderProbe  # noqa: PLC0415
+    from dlpipe.services.orchestrator.preflight import check_probes, required_settings  # noqa: PLC0415
+
+    provider_url, queue_url = required_settings(settings)
+    # Two attempts, 2 s to connect: an unreachable endpoint is named in seconds.
+    clients = AwsClients(settings, config=PROBE_CONFIG)
+
+    def probe(service: str, what: str, call: Callable[[], object]) -> AwsProbe:
+        endpoint = settings.endpoint_for(service) or f"AWS ({settings.region})"
+        return AwsProbe(service, endpoint, what, call)
+
+    token = functools.cache(lambda: token_from_settings(settings, clients))
+    probes = [
+        probe(
+            "dynamodb",
+            f"table {table!r}",
+            functools.partial(
+                clients.dynamodb.get_item, TableName=table, Key={key: {"S": "dlpipe-preflight"}}
+            ),
+        )
+        for table, key in ((settings.batches_table, "BatchID"), (settings.jobs_table, "FileID"))
+    ]
+    probes.append(
+        probe(
+            "sqs",
+            "the download queue",
+            functools.partial(
+                clients.sqs.get_queue_attributes, QueueUrl=queue_url, AttributeNames=["QueueArn"]
+            ),
+        )
+    )
+    probes.append(probe("secretsmanager", "the provider token", token))
+    provider = ProviderProbe(provider_url, token, allow_http=settings.allow_http_urls)
+    check_probes(probes, provider, provider_url, date)
 
 
 def build_orchestrator_handler(

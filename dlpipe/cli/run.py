@@ -17,7 +17,7 @@ from rich.console import Console
 
 from dlpipe import metrics
 from dlpipe.bootstrap.ops import build_ops_context
-from dlpipe.bootstrap.orchestrator import build_flow, build_orchestrator_handler
+from dlpipe.bootstrap.orchestrator import build_flow, build_orchestrator_handler, check_ready
 from dlpipe.cli.ops.durations import DAY, resolve_day, wall_clock_ms
 from dlpipe.cli.outcome_text import result_line
 from dlpipe.cli.run_local import render_report, run_local
@@ -27,7 +27,6 @@ from dlpipe.config import Settings
 from dlpipe.local.durable_runner import run_durable_locally
 from dlpipe.log import configure_logging
 from dlpipe.services.ops.waiting import idle_seconds, waiting_work
-from dlpipe.services.orchestrator.preflight import check_ready
 
 err = Console(stderr=True)
 out = Console()

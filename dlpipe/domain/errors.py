@@ -117,3 +117,8 @@ class QueueSendError(RuntimeError):
         super().__init__(message)
         self.failed = list(failed)
         self.unavailable = unavailable
+
+
+class NotReadyError(RuntimeError):
+    """A run cannot start: the one-line message says what is missing or does not answer (the
+    pre-run checks' probes raise it at the adapter edge for a fault that will not pass)."""

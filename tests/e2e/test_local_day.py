@@ -35,7 +35,7 @@ from dlpipe.local.stub.publish import StubFileSpec
 from dlpipe.local.stub.server import StubProvider
 from dlpipe.services.orchestrator.durable import build_durable_handler
 from dlpipe.services.orchestrator.flow import BatchFlowService
-from dlpipe.services.orchestrator.inline import InlineSteps, PollingPlan, run_inline
+from dlpipe.services.orchestrator.sequence import InlineSteps, PollingPlan, run_inline
 from tests.provider_support import TEST_PROVIDER_TOKEN, StubFactory
 from tests.support import unique_day
 

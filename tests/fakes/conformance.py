@@ -8,7 +8,7 @@ from dlpipe.domain.clock import Clock
 from dlpipe.domain.listing import FileDescriptor
 from dlpipe.services.download.ports import Destination, JobLeases, Source, Upload, UrlSigner
 from dlpipe.services.orchestrator.fanout import FileLister
-from dlpipe.services.orchestrator.ports import BatchStore, JobSender, JobStore, ReadCost
+from dlpipe.services.orchestrator.store_ports import BatchStore, JobSender, JobStore, ReadCost
 from tests.fakes.download import FakeDestination, FakeSigner, FakeSource, FakeUpload
 from tests.fakes.provider import FakeLister
 from tests.fakes.stores import FakeBatchesTable, FakeJobsTable, FakeMeter, FakeQueue

@@ -310,7 +310,7 @@ def test_a_second_poller_does_not_rewrite_the_counts_of_a_batch_the_first_one_fi
         return 0
 
     slow = replace(flow)
-    slow._sweep = sweep_then_race  # type: ignore[method-assign]
+    slow.sweep = sweep_then_race  # type: ignore[method-assign]
     seen = slow.check_completion(batch_id, 4, False)
     stored = batches.require(batch_id)
     assert (stored.status, stored.completed, stored.unsuccessful) == (BatchStatus.COMPLETED, 3, 0)

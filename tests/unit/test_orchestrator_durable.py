@@ -31,7 +31,6 @@ from dlpipe.services.orchestrator.durable import (
     build_durable_handler,
     step_retry_strategy,
 )
-from dlpipe.services.orchestrator.inline import InlineSteps, PollingPlan, run_inline
 from dlpipe.services.orchestrator.ports import (
     CompletionCheck,
     FetchFailed,
@@ -39,6 +38,7 @@ from dlpipe.services.orchestrator.ports import (
     ProviderOutage,
     QueueResult,
 )
+from dlpipe.services.orchestrator.sequence import InlineSteps, PollingPlan, run_inline
 from orchestrator import handler as handler_module
 
 EVENT = {"date": "2026-02-28"}

@@ -20,8 +20,8 @@ from dlpipe.services.orchestrator.fanout import (
     Refusals,
     in_parallel,
 )
-from dlpipe.services.orchestrator.inline import InlineSteps, PollingPlan, run_inline
 from dlpipe.services.orchestrator.ports import FlowContractError, ProviderOutage, QueueResult
+from dlpipe.services.orchestrator.sequence import InlineSteps, PollingPlan, run_inline
 from tests.support import descriptor
 from tests.unit.test_orchestrator_durable import (
     EVENT,

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from dlpipe.domain.model import Batch, FileJob, JobStatus
 from dlpipe.domain.rules import BatchCounts
 from dlpipe.log import get_logger
-from dlpipe.services.orchestrator.ports import BatchStore, JobStore
+from dlpipe.services.orchestrator.store_ports import BatchStore, JobStore
 
 log = get_logger(component="orchestrator")
 Sweep = Callable[[Iterable[FileJob]], int]  # how many pending jobs it completed

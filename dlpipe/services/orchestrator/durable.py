@@ -1,4 +1,4 @@
-"""Durable shell: the batch sequence (inline.run_batch) on the SDK's durable steps and waits.
+"""Durable shell: the batch sequence (sequence.run_batch) on the SDK's durable steps and waits.
 
 Behaviour measured with aws-durable-execution-sdk-python 3.0.0 and its local runner
 (DurableFunctionTestRunner, testing package 1.4.0); tests/unit/test_orchestrator_durable.py
@@ -70,9 +70,9 @@ from dlpipe.services.orchestrator.durable_steps import (  # the steps' retry pol
     DurableSteps,
     step_retry_strategy,  # noqa: F401
 )
-from dlpipe.services.orchestrator.inline import PollingPlan, run_batch
 from dlpipe.services.orchestrator.ports import BatchFlow
 from dlpipe.services.orchestrator.sdk_logs import quiet_sdk_retry_logs
+from dlpipe.services.orchestrator.sequence import PollingPlan, run_batch
 
 if TYPE_CHECKING:
     from aws_durable_execution_sdk_python.types import LambdaContext

@@ -18,7 +18,6 @@ from aws_durable_execution_sdk_python.retries import (
 from dlpipe.domain.errors import DependencyUnavailableError
 from dlpipe.domain.outage import OutageBackoff, dependency_exhausted_message, exhausted_message
 from dlpipe.log import get_logger
-from dlpipe.services.orchestrator.inline import is_fetch_step
 from dlpipe.services.orchestrator.ports import (
     DependencyBudgetSpent,
     FetchFailed,
@@ -27,6 +26,7 @@ from dlpipe.services.orchestrator.ports import (
     ProviderOutage,
     StepFailed,
 )
+from dlpipe.services.orchestrator.sequence import is_fetch_step
 
 if TYPE_CHECKING:
     from aws_durable_execution_sdk_python.types import StepContext

@@ -17,7 +17,7 @@ from dlpipe.domain.errors import DependencyUnavailableError
 from dlpipe.domain.model import Batch, BatchStatus, JobStatus
 from dlpipe.domain.outcome import OutcomeSummary, OutcomeTally
 from dlpipe.log import get_logger
-from dlpipe.services.orchestrator.ports import JobStore
+from dlpipe.services.orchestrator.store_ports import JobStore
 
 log = get_logger(component="orchestrator")
 

@@ -11,7 +11,7 @@ from dlpipe.adapters.listing_stream import ListingParser
 from dlpipe.bootstrap.orchestrator import build_flow
 from dlpipe.config import Settings
 from dlpipe.domain.listing import FileDescriptor, ListingResult, RejectedFile
-from dlpipe.services.orchestrator.inline import InlineSteps, PollingPlan, run_inline
+from dlpipe.services.orchestrator.sequence import InlineSteps, PollingPlan, run_inline
 from tests.fakes.provider import FakeLister
 from tests.fakes.stores import FakeBatchesTable, FakeJobsTable, FakeQueue
 from tests.support import ManualClock

@@ -1,0 +1,104 @@
+"""The pre-run checks' probes (dlpipe/services/orchestrator/preflight.py) on AWS and the
+provider: one call each, its fault classified here, at the edge, in the domain's terms.
+
+A fault that may pass (aws_errors.is_transient: throttling, a 5xx, a timeout; but not a
+refused connection, which at start is a wrong endpoint or an emulator that is not running)
+is DependencyUnavailableError: the check waits it out. Anything else (a queue or table
+missing, access denied, an endpoint that is not a URL) is NotReadyError naming what is wrong,
+at once. botocore's NoCredentialsError and a ConfigError propagate as they are: the CLI
+names each in one line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import requests
+from botocore.exceptions import (
+    ClientError,
+    ConnectionError,
+    EndpointConnectionError,
+    HTTPClientError,
+)
+
+from dlpipe.adapters.aws_errors import is_transient
+from dlpipe.adapters.provider_client import ProviderClient
+from dlpipe.config import ENV_PROVIDER_URL, ConfigError
+from dlpipe.domain.errors import DependencyUnavailableError, NotReadyError
+
+_PROVIDER_TIMEOUT_S = (3.0, 5.0)  # connect, read (to the listing's headers)
+_MISSING_QUEUE_CODES = ("AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist")
+
+
+def _passing(exc: BaseException) -> bool:
+    return is_transient(exc) and not isinstance(exc, EndpointConnectionError)
+
+
+@dataclass(frozen=True)
+class AwsProbe:
+    """One AWS call that shows a dependency answers (the client built with PROBE_CONFIG)."""
+
+    service: str
+    endpoint: str  # for the message: the configured endpoint, or "AWS (<region>)"
+    what: str  # e.g. "the download queue"
+    call: Callable[[], object]
+
+    def check(self) -> None:
+        """Return if the call succeeds; else DependencyUnavailableError or NotReadyError."""
+        try:
+            self.call()
+        except ConfigError:
+            raise
+        except ValueError as exc:  # botocore: "Invalid endpoint: ..."
+            raise NotReadyError(f"{self.service}: {exc}") from exc
+        except (ConnectionError, HTTPClientError) as exc:
+            self._refuse(
+                exc,
+                f"cannot reach {self.service} at {self.endpoint} ({type(exc).__name__}): is the"
+                " emulator running (`dlpipe local up`), or AWS_ENDPOINT_URL right?",
+            )
+        except ClientError as exc:
+            error = exc.response.get("Error", {})
+            code = error.get("Code", "")
+            if code == "ResourceNotFoundException" or code in _MISSING_QUEUE_CODES:
+                raise NotReadyError(f"{self.what} does not exist at {self.endpoint}") from exc
+            cause = f"{code}: {error.get('Message')}"
+            if _passing(exc):
+                raise DependencyUnavailableError(
+                    f"{self.service} at {self.endpoint} kept failing the check of {self.what}:"
+                    f" {cause}",
+                    dependency=self.service,
+                ) from exc
+            raise NotReadyError(
+                f"{self.service} at {self.endpoint} refused the check of {self.what}: {cause}"
+            ) from exc
+
+    def _refuse(self, exc: BaseException, message: str) -> None:
+        if _passing(exc):
+            raise DependencyUnavailableError(message, dependency=self.service) from exc
+        raise NotReadyError(message) from exc
+
+
+@dataclass(frozen=True)
+class ProviderProbe:
+    """The provider's listing of a day, opened once with one attempt and closed unread."""
+
+    base_url: str
+    token: Callable[[], str]  # read when the check runs: after the token's own probe passed
+    allow_http: bool = False
+
+    def check_listing(self, date: str) -> None:
+        """Return if the provider answers 200; ProviderError as the client raises it, or
+        NotReadyError if the URL is not one requests can use."""
+        client = ProviderClient(
+            self.base_url,
+            self.token(),
+            timeout=_PROVIDER_TIMEOUT_S,
+            max_attempts=1,
+            allow_http=self.allow_http,
+        )
+        try:
+            client.check_listing(date)
+        except requests.RequestException as exc:  # not a URL requests can use
+            raise NotReadyError(f"{ENV_PROVIDER_URL}={self.base_url!r}: {exc}") from exc

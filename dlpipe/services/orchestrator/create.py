@@ -1,0 +1,43 @@
+"""create-batch: the day's batch, created initiated, or the one a run attaches to (flow.py says
+when a run attaches and when it makes a new batch)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from dlpipe.domain.clock import iso_from_ms
+from dlpipe.domain.model import Batch, BatchStatus, make_batch_id
+from dlpipe.domain.rules import batch_ttl_epoch_s
+from dlpipe.domain.transitions import batch_to_attach
+from dlpipe.log import get_logger
+
+if TYPE_CHECKING:
+    from dlpipe.services.orchestrator.flow import BatchFlowService
+
+log = get_logger(component="orchestrator")
+
+
+def create_batch(flow: BatchFlowService, polling_date: str, rerun: bool = False) -> str:
+    """Create the day's batch (initiated), or attach to the one already running / done."""
+    batch = batch_to_attach(flow.batches.query_by_date(polling_date), rerun=rerun)
+    if batch is not None:
+        log.info(
+            "batch.attached",
+            batch_id=batch.batch_id,
+            date=polling_date,
+            status=str(batch.status),
+        )
+        return batch.batch_id
+    now_ms = flow.clock.now_ms()
+    batch = Batch(
+        batch_id=make_batch_id(polling_date, flow.new_uuid()),
+        polling_date=polling_date,
+        status=BatchStatus.INITIATED,
+        start_time=iso_from_ms(now_ms),
+        created_at=iso_from_ms(now_ms),
+        updated_at=iso_from_ms(now_ms),
+        ttl_epoch_s=batch_ttl_epoch_s(now_ms // 1000),
+    )
+    flow.batches.create(batch)
+    log.info("batch.created", batch_id=batch.batch_id, date=polling_date, rerun=rerun)
+    return batch.batch_id

@@ -1,0 +1,163 @@
+"""The stores the batch flow needs: the jobs table, the batches table and the download queues
+(ports: dlpipe.adapters.jobs_table / batches_table / queue fit them structurally,
+`dlpipe.bootstrap.orchestrator` wires them; tests pass the in-memory fakes of tests/fakes/).
+AWS refusals arrive as the domain's errors: the adapters translate at their edge."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Protocol
+
+from dlpipe.domain.errors import CorruptRecordError
+from dlpipe.domain.model import Batch, BatchStatus, FileJob, JobStatus
+from dlpipe.domain.outcome import OutcomeSummary
+from dlpipe.domain.routing import Route
+
+UnreadableHandler = Callable[[CorruptRecordError], None]
+
+
+class ReadCost(Protocol):
+    """Read capacity the index reads consumed so far (what a poll logs)."""
+
+    @property
+    def read_capacity_units(self) -> float:
+        """RCU consumed since the store was built."""
+        ...
+
+
+class JobStore(Protocol):
+    """The jobs table as the batch flow, its completion check and its sweeper use it.
+    Each write is conditional: refusals raise the domain's errors (JobExistsError, ...)."""
+
+    @property
+    def meter(self) -> ReadCost:
+        """What index reads cost."""
+        ...
+
+    def create(self, job: FileJob) -> FileJob:
+        """Write a new job; JobExistsError (with the stored job) if the FileID exists."""
+        ...
+
+    def adopt(self, file_id: str, batch_id: str, listing_index: int | None = None) -> FileJob:
+        """Move an unfinished job of another batch into `batch_id` (at `listing_index` of its
+        listing, when given); RequeueRefusedError."""
+        ...
+
+    def mark_listed(self, file_id: str, batch_id: str, listing_index: int) -> FileJob:
+        """Mark another batch's job as named by entry `listing_index` of `batch_id`'s listing;
+        ListedTwiceError if another entry of it did."""
+        ...
+
+    def requeue(self, file_id: str, *, force: bool = False) -> FileJob:
+        """Back to available unless completed or held under a live lease; RequeueRefusedError."""
+        ...
+
+    def complete_abandoned(
+        self, file_id: str, owner: str, *, byte_count: int, sha256: str, destination_key: str
+    ) -> FileJob:
+        """Complete `owner`'s expired claim whose file is published; LeaseLostError."""
+        ...
+
+    def query_by_batch(
+        self,
+        batch_id: str,
+        status: JobStatus | None = None,
+        *,
+        limit: int | None = None,
+        on_unreadable: UnreadableHandler | None = None,
+    ) -> Iterator[FileJob]:
+        """Jobs of `batch_id` (BatchIndex), optionally only those in `status`."""
+        ...
+
+    def count_by_batch(self, batch_id: str, status: JobStatus) -> int:
+        """How many jobs of `batch_id` are in `status`."""
+        ...
+
+    def batch_file_ids(self, batch_id: str) -> dict[str, JobStatus | None]:
+        """FileID -> status of every job of `batch_id` (None: unreadable)."""
+        ...
+
+    def batch_get(
+        self,
+        file_ids: Iterable[str],
+        *,
+        consistent: bool = False,
+        on_unreadable: UnreadableHandler | None = None,
+    ) -> dict[str, FileJob]:
+        """Jobs by FileID (absent ones left out)."""
+        ...
+
+
+class BatchStore(Protocol):
+    """The batches table as the batch flow uses it; refused transitions raise
+    BatchTransitionRefusedError (with the stored batch)."""
+
+    def create(self, batch: Batch) -> Batch:
+        """Write a new batch; BatchExistsError if the BatchID is taken."""
+        ...
+
+    def require(self, batch_id: str) -> Batch:
+        """The batch, or NotFoundError."""
+        ...
+
+    def query_by_date(self, polling_date: str, status: BatchStatus | None = None) -> list[Batch]:
+        """The batches of a polling date, oldest first."""
+        ...
+
+    def mark_queued(
+        self,
+        batch_id: str,
+        expected_files: Iterable[str],
+        *,
+        error_message: str | None = None,
+        expected_count: int | None = None,
+        queued_count: int | None = None,
+    ) -> Batch:
+        """initiated -> queued with the listing's FileIDs (and how many jobs were queued)."""
+        ...
+
+    def record_counts(
+        self,
+        batch_id: str,
+        *,
+        completed: int,
+        failed: int,
+        error: int,
+        completed_files: Iterable[str] | None = None,
+        failed_files: Iterable[str] | None = None,
+    ) -> Batch:
+        """Record one poll's counts (and, for a small day, the outcome sets)."""
+        ...
+
+    def finish(
+        self,
+        batch_id: str,
+        status: BatchStatus,
+        *,
+        timeout_at: str | None = None,
+        error_message: str | None = None,
+        outcome: OutcomeSummary | None = None,
+    ) -> Batch:
+        """Move the batch to a final status (with its outcome summary), if the status machine
+        allows it."""
+        ...
+
+    def mark_adopted(self, batch_id: str, adopted_by: str) -> Batch:
+        """Record that rerun `adopted_by` took over the batch's unfinished files."""
+        ...
+
+
+class JobSender(Protocol):
+    """The download queues: each job sent to the queue its size routes it to."""
+
+    def route(self, size_bytes: int | None) -> Route:
+        """Which queue a file of `size_bytes` goes to."""
+        ...
+
+    def send_jobs(self, jobs: Sequence[FileJob]) -> int:
+        """Send one message per job; QueueSendError (naming the unsent) if some failed."""
+        ...
+
+    def depth(self) -> int:
+        """Messages visible in the queues now (a backlog estimate)."""
+        ...
