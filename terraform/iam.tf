@@ -130,6 +130,28 @@ data "aws_iam_policy_document" "orchestrator" {
     resources = [aws_secretsmanager_secret.provider_token.arn]
   }
 
+  # Each named feed: its own token (the listing) and its own settings. One statement per feed,
+  # keyed by its name (the sid spells "-" as "X": sids are alphanumeric, names lower-case).
+  dynamic "statement" {
+    for_each = var.feeds
+
+    content {
+      sid       = "ReadFeedToken${replace(statement.key, "-", "X")}"
+      actions   = ["secretsmanager:GetSecretValue"]
+      resources = [local.feed_token_secret_arns[statement.key]]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = var.feeds
+
+    content {
+      sid       = "ReadFeedSettings${replace(statement.key, "-", "X")}"
+      actions   = ["ssm:GetParameter"]
+      resources = [aws_ssm_parameter.feed[statement.key].arn]
+    }
+  }
+
   # The sweeper finishes a job whose worker died after publishing: it HEADs the deterministic
   # destination key (sha256 metadata, size). ListBucket turns a missing key's 403 into a 404.
   statement {
@@ -230,6 +252,31 @@ data "aws_iam_policy_document" "downloader_code" {
       aws_secretsmanager_secret.rsa_private_key.arn,
       aws_secretsmanager_secret.provider_token.arn,
     ]
+  }
+
+  # Each named feed: its key (decrypt), its token (refresh expired URLs) and its settings; a
+  # job is decrypted only with its own feed's key. A shared key appears under both feeds.
+  dynamic "statement" {
+    for_each = var.feeds
+
+    content {
+      sid     = "ReadFeedKeyAndToken${replace(statement.key, "-", "X")}"
+      actions = ["secretsmanager:GetSecretValue"]
+      resources = [
+        local.feed_private_key_secret_arns[statement.key],
+        local.feed_token_secret_arns[statement.key],
+      ]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = var.feeds
+
+    content {
+      sid       = "ReadFeedSettings${replace(statement.key, "-", "X")}"
+      actions   = ["ssm:GetParameter"]
+      resources = [aws_ssm_parameter.feed[statement.key].arn]
+    }
   }
 
   # Only the services this code calls use the key for it: S3 (parts, completing an upload),

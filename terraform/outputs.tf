@@ -82,3 +82,22 @@ output "kms_key_arn" {
   description = "ARN of the key that encrypts dlpipe's data at rest."
   value       = aws_kms_key.dlpipe.arn
 }
+
+output "feeds_parameter_path" {
+  description = "SSM Parameter Store path under which each named feed's settings live, one String parameter per feed (<path>/<feed>, JSON)."
+  value       = local.feeds_parameter_path
+}
+
+output "feeds" {
+  description = "Per named feed: its schedule, its parameter, and the ARNs of its token and private-key secrets (fill the ones created here, as for the default feed's)."
+  value = {
+    for name, feed in var.feeds : name => {
+      schedule_name              = aws_scheduler_schedule.feed[name].name
+      parameter_name             = aws_ssm_parameter.feed[name].name
+      token_secret_arn           = local.feed_token_secret_arns[name]
+      token_secret_created       = feed.token_secret == null
+      private_key_secret_arn     = local.feed_private_key_secret_arns[name]
+      private_key_secret_created = feed.private_key_secret == null
+    }
+  }
+}

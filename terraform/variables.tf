@@ -452,3 +452,83 @@ variable "provider_outage_budget_seconds" {
     error_message = "provider_outage_budget_seconds must be a whole number between 0 and 86400."
   }
 }
+
+# --- feeds: named providers besides the default one ------------------------------------------
+
+variable "feeds" {
+  description = "Named feeds, each one provider's daily delivery, keyed by feed name. The default feed (provider_base_url, schedule_expression, the two dlpipe/ secrets) always runs; each entry here adds a schedule, its secrets and its configuration parameter, all keyed by the name. token_secret: null creates one, or an existing secret's ARN. private_key_secret: null creates one, an existing secret's ARN, or another feed's name to share that feed's key. Overrides left null take the deployment's values."
+  type = map(object({
+    provider_base_url          = string
+    schedule                   = string
+    time_zone                  = string
+    destination_prefix         = string
+    url_allowed_hosts          = optional(list(string), [])
+    deadline                   = optional(string)
+    poll_interval_seconds      = optional(number)
+    max_polls                  = optional(number)
+    large_file_threshold_bytes = optional(number)
+    token_secret               = optional(string)
+    private_key_secret         = optional(string)
+  }))
+  default = {}
+
+  validation {
+    condition     = alltrue([for name, feed in var.feeds : can(regex("^[a-z0-9][a-z0-9-]{0,30}$", name)) && name != "default"])
+    error_message = "feeds: every feed name must match [a-z0-9][a-z0-9-]{0,30} (lower-case letters, digits, hyphens; at most 31) and must not be \"default\", the name of the feed the top-level variables configure."
+  }
+
+  validation {
+    condition     = alltrue([for name, feed in var.feeds : can(regex("^https://[^\\s/]+[^\\s]*$", feed.provider_base_url))])
+    error_message = "feeds: each feed's provider_base_url must be an https:// URL."
+  }
+
+  validation {
+    condition     = alltrue([for name, feed in var.feeds : can(regex("^(cron|rate)\\(.+\\)$", feed.schedule))])
+    error_message = "feeds: each feed's schedule must be a cron(...) or rate(...) expression."
+  }
+
+  # Terraform has no zoneinfo database: this checks the shape of an IANA name (Area/Location,
+  # letters, digits, _ + -), not that the zone exists; Scheduler refuses an unknown zone at apply.
+  validation {
+    condition     = alltrue([for name, feed in var.feeds : can(regex("^[A-Za-z_]+(/[A-Za-z0-9_+-]+)*$", feed.time_zone)) && length(feed.time_zone) <= 50])
+    error_message = "feeds: each feed's time_zone must be an IANA time zone name such as UTC or Europe/London."
+  }
+
+  validation {
+    condition     = alltrue([for name, feed in var.feeds : can(regex("^[A-Za-z0-9!_.*'()-]+(/[A-Za-z0-9!_.*'()-]+)*/$", feed.destination_prefix))])
+    error_message = "feeds: each feed's destination_prefix must be a relative S3 key prefix ending in \"/\", such as \"vendor-a/\"."
+  }
+
+  validation {
+    condition     = alltrue([for name, feed in var.feeds : feed.deadline == null || can(regex("^([01][0-9]|2[0-3]):[0-5][0-9]$", feed.deadline))])
+    error_message = "feeds: each feed's deadline must be null or a local time HH:MM (00:00 to 23:59) in its time_zone."
+  }
+
+  validation {
+    condition     = alltrue([for name, feed in var.feeds : alltrue([for host in feed.url_allowed_hosts : can(regex("^[a-z0-9.*-]+$", host))])])
+    error_message = "feeds: each entry of a feed's url_allowed_hosts must be a lower-case host name, such as files.example.com."
+  }
+
+  validation {
+    condition = alltrue([for name, feed in var.feeds : alltrue([
+      feed.poll_interval_seconds == null || try(feed.poll_interval_seconds >= 10 && feed.poll_interval_seconds <= 86400 && floor(feed.poll_interval_seconds) == feed.poll_interval_seconds, false),
+      feed.max_polls == null || try(feed.max_polls >= 1 && feed.max_polls <= 1000 && floor(feed.max_polls) == feed.max_polls, false),
+      feed.large_file_threshold_bytes == null || try(feed.large_file_threshold_bytes >= 0 && floor(feed.large_file_threshold_bytes) == feed.large_file_threshold_bytes, false),
+    ])])
+    error_message = "feeds: a feed's poll_interval_seconds must be a whole number from 10 to 86400, max_polls from 1 to 1000, large_file_threshold_bytes a whole number of at least 0 (or null for the deployment's values)."
+  }
+
+  validation {
+    condition     = alltrue([for name, feed in var.feeds : feed.token_secret == null || can(regex("^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:.+$", feed.token_secret))])
+    error_message = "feeds: a feed's token_secret must be null (a secret is created for it) or the ARN of an existing Secrets Manager secret."
+  }
+
+  # Sharing is one level deep: the named feed holds its own key (created or an ARN), so every
+  # feed's key is found in one step and no cycle can form.
+  validation {
+    condition = alltrue([for name, feed in var.feeds : feed.private_key_secret == null || can(regex("^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:.+$", feed.private_key_secret)) || try(
+      feed.private_key_secret != name && contains(keys(var.feeds), feed.private_key_secret) && !contains(keys(var.feeds), coalesce(var.feeds[feed.private_key_secret].private_key_secret, "-")), false
+    )])
+    error_message = "feeds: a feed's private_key_secret must be null (a secret is created for it), the ARN of an existing Secrets Manager secret, or the name of another feed whose own key (not shared in turn) it shares."
+  }
+}

@@ -145,7 +145,9 @@ def _terraform_names(service: str) -> frozenset[str]:
         "secretsmanager": "aws_secretsmanager_secret",
     }[service]
     module = policies().module
-    return frozenset(str(module.value(b["name"])) for b in module.resources.get(rtype, {}).values())
+    # for_each resources (one per named feed) do not exist in the local stack (feeds = {}).
+    bodies = [b for b in module.resources.get(rtype, {}).values() if "for_each" not in b]
+    return frozenset(str(module.value(b["name"])) for b in bodies)
 
 
 @cache

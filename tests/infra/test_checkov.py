@@ -20,6 +20,7 @@ from tests.infra.hcl import TERRAFORM_DIR
 REPO = TERRAFORM_DIR.parent
 CHECKOV = REPO / ".venv-checkov" / "bin" / "checkov"
 ALL_FEATURES = Path(__file__).parent / "fixtures" / "all-features.tfvars"
+TWO_FEEDS = Path(__file__).parent / "fixtures" / "two-feeds.tfvars"
 SKIP_COMMENT = re.compile(r"#checkov:skip=(CKV2?_AWS_\d+):(.*)$")
 MIN_REASON_LENGTH = 30
 
@@ -50,10 +51,11 @@ def failed_checks(report: dict[str, Any]) -> list[tuple[str, str]]:
     [
         pytest.param((), id="defaults"),
         pytest.param(("--var-file", str(ALL_FEATURES)), id="all-features"),
+        pytest.param(("--var-file", str(TWO_FEEDS)), id="two-feeds"),
     ],
 )
 def test_checkov_finds_no_failed_check(var_args: tuple[str, ...]) -> None:
-    """checkov reports no failed check, with the defaults and with every optional part on."""
+    """checkov reports no failed check: defaults, every optional part on, two named feeds."""
     report = run_checkov(TERRAFORM_DIR, *var_args)
     assert report["summary"]["parsing_errors"] == 0
     assert failed_checks(report) == []

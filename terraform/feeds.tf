@@ -1,0 +1,72 @@
+# Named feeds (var.feeds): each one provider's daily delivery besides the default feed, which
+# the top-level variables configure as before. Every resource here is for_each over the feed
+# names, never count: adding or removing a feed creates or destroys only that feed's schedule
+# (scheduler.tf), secrets and parameter, and adds or drops its statements in the two policies
+# (iam.tf). With feeds = {} (the default) nothing here exists.
+
+locals {
+  # The secret each feed reads, by feed name: the one created for it, or the ARN it names.
+  feed_token_secret_arns = {
+    for name, feed in var.feeds : name => try(aws_secretsmanager_secret.feed_token[name].arn, feed.token_secret)
+  }
+
+  # Its own key (created), the key of the feed it names (created there, or that feed's ARN),
+  # or an existing secret's ARN. Validation keeps sharing one level deep.
+  feed_private_key_secret_arns = {
+    for name, feed in var.feeds : name => try(
+      aws_secretsmanager_secret.feed_private_key[coalesce(feed.private_key_secret, name)].arn,
+      var.feeds[feed.private_key_secret].private_key_secret,
+      feed.private_key_secret,
+    )
+  }
+
+  # Where the functions find a feed's configuration: one parameter per feed under this path.
+  feeds_parameter_path = "/${var.name_prefix}dlpipe/feeds"
+}
+
+# Created empty, like the default feed's two secrets: values never pass through Terraform.
+resource "aws_secretsmanager_secret" "feed_token" {
+  #checkov:skip=CKV2_AWS_57:Each feed's bearer token is issued by its data provider; there is no API on our side to mint a new one, so it is rotated by hand when the provider re-issues it.
+  for_each = { for name, feed in var.feeds : name => feed if feed.token_secret == null }
+
+  name        = "${var.name_prefix}dlpipe/feeds/${each.key}/provider-token"
+  description = "Bearer token for the API of feed ${each.key}."
+  kms_key_id  = aws_kms_key.dlpipe.arn
+}
+
+resource "aws_secretsmanager_secret" "feed_private_key" {
+  #checkov:skip=CKV2_AWS_57:Each feed's RSA key pair is agreed with its provider, who wraps every file's AES key with our public key; it cannot be rotated by a Lambda on our side, only by a coordinated re-keying with the provider.
+  for_each = { for name, feed in var.feeds : name => feed if feed.private_key_secret == null }
+
+  name        = "${var.name_prefix}dlpipe/feeds/${each.key}/rsa-private-key"
+  description = "PEM private key that unwraps the per-file AES keys of feed ${each.key} (RSA-OAEP, SHA-256)."
+  kms_key_id  = aws_kms_key.dlpipe.arn
+}
+
+# A feed's settings reach the functions here, not in environment variables (Lambda allows
+# 4 KB of them in all): one String parameter per feed, read by the orchestrator (the event
+# names the feed) and the downloaders (the job's Feed). It holds settings and secret ARNs,
+# never a secret value. Standard tier: up to 4 KB per feed.
+resource "aws_ssm_parameter" "feed" {
+  #checkov:skip=CKV2_AWS_34:The parameter holds a feed's non-secret settings and the ARNs of its secrets, never a secret value; the token and key live in Secrets Manager, encrypted with the dlpipe key.
+  for_each = var.feeds
+
+  name        = "${local.feeds_parameter_path}/${each.key}"
+  description = "dlpipe feed ${each.key}: settings and secret ARNs (JSON)."
+  type        = "String"
+  tier        = "Standard"
+  value = jsonencode({
+    name                       = each.key
+    provider_base_url          = each.value.provider_base_url
+    schedule                   = each.value.schedule
+    time_zone                  = each.value.time_zone
+    destination_prefix         = each.value.destination_prefix
+    url_allowed_hosts          = each.value.url_allowed_hosts
+    deadline                   = each.value.deadline
+    poll_interval_seconds      = each.value.poll_interval_seconds
+    max_polls                  = each.value.max_polls
+    large_file_threshold_bytes = each.value.large_file_threshold_bytes
+    token_secret               = local.feed_token_secret_arns[each.key]
+    private_key_secret         = local.feed_private_key_secret_arns[each.key]
+  })
+}

@@ -1,0 +1,326 @@
+"""Static checks of the feeds in terraform/, with the two-feed fixture (fixtures/two-feeds.tfvars).
+
+Each named feed gets its own schedule, secrets, configuration parameter and IAM statements,
+all keyed by the feed's name (for_each, never count or an index), so that adding or removing a
+feed plans only that feed's resources. With `feeds` empty (the default) none of them exist.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import hcl2
+import pytest
+
+from tests.infra.hcl import Module, literal, literal_string, policy_statements, strings
+
+MODULE = Module.load()
+FIXTURE = Path(__file__).parent / "fixtures" / "two-feeds.tfvars"
+
+
+def _fixture_feeds() -> dict[str, dict[str, Any]]:
+    with FIXTURE.open() as handle:
+        raw = hcl2.load(handle)["feeds"]
+    return {
+        name: {
+            field: [literal(v) for v in value] if isinstance(value, list) else literal(value)
+            for field, value in feed.items()
+        }
+        for name, feed in raw.items()
+    }
+
+
+FEEDS = _fixture_feeds()
+KEYWORD = "<aws.scheduler.scheduled-time>"
+
+# A for-expression over the feeds that keeps each feed's name as its key.
+KEYED_BY_NAME = re.compile(r"^\$\{\{\s*for (\w+), (\w+) in var\.feeds\s*:\s*\1 =>")
+
+
+def _render(text: str, name: str, iterator: str = "each") -> str:
+    """`text` with `${each.key}` and `${each.value.FIELD}` replaced for feed `name`."""
+    feed = FEEDS[name]
+    text = text.replace("${" + iterator + ".key}", name)
+    return re.sub(r"\$\{" + iterator + r"\.value\.(\w+)\}", lambda m: str(feed[m.group(1)]), text)
+
+
+def _feed_resources() -> dict[tuple[str, str], dict[str, Any]]:
+    """Every resource whose definition reads the feeds map."""
+    return {
+        address: body
+        for address, body in MODULE.resources.items()
+        if any("var.feeds" in s or "local.feed" in s for s in strings(body))
+    }
+
+
+def _filter_of(for_each: str) -> str | None:
+    """The `if` condition of a for-expression over the feeds (None: every feed)."""
+    match = re.search(r"\bif (.+)\}\}$", for_each)
+    return match.group(1).strip() if match else None
+
+
+def _kept(for_each: str) -> set[str]:
+    """The feeds of the fixture a for_each keeps: all, or those whose `feed.X == null`."""
+    if for_each == "${var.feeds}":
+        return set(FEEDS)
+    assert KEYED_BY_NAME.match(for_each), for_each
+    condition = _filter_of(for_each)
+    if condition is None:
+        return set(FEEDS)
+    (field,) = re.fullmatch(r"\w+\.(\w+) == null", condition).groups()  # type: ignore[union-attr]
+    return {name for name, feed in FEEDS.items() if feed.get(field) is None}
+
+
+# --- the variable ----------------------------------------------------------------------------
+
+
+def test_feeds_is_an_optional_map_of_objects_empty_by_default() -> None:
+    """`feeds` defaults to {}: with it unset the stack is the single default feed, as before."""
+    variable = MODULE.variables["feeds"]
+    assert variable["default"] == {}
+    assert variable["type"].startswith("${map(object(")
+    assert "optional(" in variable["type"]
+
+
+def _validation_regexes() -> dict[str, list[str]]:
+    """field -> the regex(...) patterns the feeds' validations apply to it."""
+    found: dict[str, list[str]] = {}
+    for validation in MODULE.variables["feeds"]["validation"]:
+        for pattern, subject in re.findall(
+            r'regex\("((?:[^"\\]|\\.)*)",\s*([\w.]+)\)', validation["condition"]
+        ):
+            field = subject.rsplit(".", 1)[-1] if "." in subject else "name"
+            found.setdefault(field, []).append(pattern.replace("\\\\", "\\"))
+    return found
+
+
+# (field, a value every validation of it must accept, a value one must refuse)
+FIELD_CASES = [
+    ("name", "vendor-a", "Vendor_A"),
+    ("name", "a" * 31, "a" * 32),
+    ("name", "0day", "-leading-hyphen"),
+    ("provider_base_url", "https://api.example.com/v2", "http://api.example.com"),
+    ("schedule", "cron(0 7 * * ? *)", "0 7 * * *"),
+    ("schedule", "rate(1 day)", "at(2026-01-01T00:00:00)"),
+    ("time_zone", "America/Argentina/Buenos_Aires", "Europe London"),
+    ("time_zone", "Etc/GMT+5", "../etc/passwd"),
+    ("destination_prefix", "vendor-a/daily/", "vendor-a"),
+    ("destination_prefix", "v/", "/vendor-a/"),
+    ("deadline", "09:30", "9:30"),
+    ("deadline", "23:59", "24:00"),
+]
+
+
+@pytest.mark.parametrize(("field", "accepted", "refused"), FIELD_CASES)
+def test_feed_validation_accepts_good_values_and_refuses_bad_ones(
+    field: str, accepted: str, refused: str
+) -> None:
+    """Each field's validation regexes (RE2 syntax Python shares) pass the good value, not the bad."""
+    patterns = _validation_regexes()[field]
+    assert all(re.search(p, accepted) for p in patterns), patterns
+    assert not all(re.search(p, refused) for p in patterns), patterns
+
+
+def test_the_fixture_passes_every_validation_regex() -> None:
+    """The two-feed fixture is a valid `feeds` map as far as the fields' own regexes go."""
+    regexes = _validation_regexes()
+    for field in {case[0] for case in FIELD_CASES}:
+        for name, feed in FEEDS.items():
+            value = name if field == "name" else feed.get(field)
+            if value is not None:
+                assert all(re.search(p, str(value)) for p in regexes[field]), (name, field)
+
+
+def test_every_feed_field_the_issue_names_is_validated() -> None:
+    """Each field with a rule has a validation naming it in its condition and its message."""
+    validations = MODULE.variables["feeds"]["validation"]
+    for field in (
+        "provider_base_url",
+        "schedule",
+        "time_zone",
+        "destination_prefix",
+        "deadline",
+        "poll_interval_seconds",
+        "max_polls",
+        "large_file_threshold_bytes",
+        "token_secret",
+        "private_key_secret",
+    ):
+        assert any(
+            field in v["condition"] and field in literal(v["error_message"]) for v in validations
+        ), field
+    # The default feed's name is the existing variables' feed; a named feed cannot take it.
+    assert any('"default"' in v["condition"] for v in validations)
+
+
+# --- schedules -------------------------------------------------------------------------------
+
+
+def test_each_feed_has_its_own_schedule_keyed_by_name_in_its_time_zone() -> None:
+    """One schedule per feed (for_each over the names), its expression and time zone its own."""
+    body = MODULE.resource("aws_scheduler_schedule", "feed")
+    assert body["for_each"] == "${var.feeds}"
+    assert "count" not in body
+    for name in FEEDS:
+        assert name in _render(literal(body["name"]), name)
+    for name, feed in FEEDS.items():
+        assert _render(body["schedule_expression"], name) == feed["schedule"]
+        assert _render(body["schedule_expression_timezone"], name) == feed["time_zone"]
+
+
+def test_each_feed_schedule_sends_its_name_and_the_scheduled_time() -> None:
+    """Input: {"feed": NAME, "scheduled_time": <keyword>}, literal text (no jsonencode)."""
+    (target,) = MODULE.resource("aws_scheduler_schedule", "feed")["target"]
+    assert "jsonencode" not in target["input"]
+    for name in FEEDS:
+        text = literal_string(_render(target["input"], name))
+        assert text is not None
+        assert json.loads(text) == {"feed": name, "scheduled_time": KEYWORD}
+
+
+def test_feed_schedules_start_the_orchestrator_like_the_default_one() -> None:
+    """Same alias, role, retry policy and dead-letter queue as the default feed's schedule."""
+    (daily,) = MODULE.resource("aws_scheduler_schedule", "daily")["target"]
+    (feed,) = MODULE.resource("aws_scheduler_schedule", "feed")["target"]
+    for key in ("arn", "role_arn", "retry_policy", "dead_letter_config"):
+        assert feed[key] == daily[key], key
+
+
+def test_the_default_feeds_schedule_keeps_its_address_and_input() -> None:
+    """aws_scheduler_schedule.daily is one resource, still sending only the scheduled time."""
+    body = MODULE.resource("aws_scheduler_schedule", "daily")
+    assert "for_each" not in body
+    assert "count" not in body
+    (target,) = body["target"]
+    assert json.loads(literal_string(target["input"]) or "") == {"scheduled_time": KEYWORD}
+
+
+# --- keyed by name, never by position --------------------------------------------------------
+
+
+def test_every_feed_resource_is_keyed_by_feed_name() -> None:
+    """Everything that reads the feeds map is for_each over names: no count, no index."""
+    resources = _feed_resources()
+    assert set(resources) >= {
+        ("aws_scheduler_schedule", "feed"),
+        ("aws_secretsmanager_secret", "feed_token"),
+        ("aws_secretsmanager_secret", "feed_private_key"),
+        ("aws_ssm_parameter", "feed"),
+    }
+    for address, body in resources.items():
+        assert "count" not in body, address
+        assert body["for_each"] == "${var.feeds}" or KEYED_BY_NAME.match(body["for_each"]), address
+    numeric_index = re.compile(r"(feed\w*|var\.feeds)\[\d+\]")
+    assert [s for p in MODULE.files.values() for s in strings(p) if numeric_index.search(s)] == []
+
+
+def test_secrets_are_created_only_for_feeds_that_name_none() -> None:
+    """vendor-a's token and key are created; vendor-b references a token and shares a key."""
+    token = MODULE.resource("aws_secretsmanager_secret", "feed_token")
+    key = MODULE.resource("aws_secretsmanager_secret", "feed_private_key")
+    assert _kept(token["for_each"]) == {"vendor-a"}
+    assert _kept(key["for_each"]) == {"vendor-a"}
+    for body in (token, key):
+        assert "${each.key}" in body["name"]
+        assert body["kms_key_id"] == "${aws_kms_key.dlpipe.arn}"
+
+
+def test_shared_key_resolves_through_the_named_feed() -> None:
+    """A feed's key ARN: its own created secret, or the named feed's (created or referenced), or an ARN."""
+    local = MODULE.locals["feed_private_key_secret_arns"]
+    assert KEYED_BY_NAME.match(local)
+    assert (
+        "aws_secretsmanager_secret.feed_private_key[coalesce(feed.private_key_secret, name)].arn"
+        in local
+    )
+    assert "var.feeds[feed.private_key_secret].private_key_secret" in local
+
+
+# --- configuration in SSM --------------------------------------------------------------------
+
+
+def test_each_feed_has_one_parameter_with_its_settings_and_no_secret_value() -> None:
+    """/{prefix}dlpipe/feeds/NAME holds the feed's JSON: settings and secret ARNs, never values."""
+    body = MODULE.resource("aws_ssm_parameter", "feed")
+    assert body["for_each"] == "${var.feeds}"
+    assert body["name"] == '"${local.feeds_parameter_path}/${each.key}"'
+    assert MODULE.locals["feeds_parameter_path"] == '"/${var.name_prefix}dlpipe/feeds"'
+    assert literal(body["type"]) == "String"
+    value = body["value"]
+    assert "jsonencode(" in value
+    for field in (
+        "provider_base_url",
+        "schedule",
+        "time_zone",
+        "destination_prefix",
+        "url_allowed_hosts",
+        "deadline",
+        "token_secret",
+        "private_key_secret",
+    ):
+        assert field in value, field
+    assert "secret_string" not in value
+
+
+# --- IAM: each secret readable only by who needs it ------------------------------------------
+
+
+def _feed_statements(document: str) -> list[dict[str, Any]]:
+    body = MODULE.data[("aws_iam_policy_document", document)]
+    found = []
+    for dynamic in body.get("dynamic", []):
+        for label, block in dynamic.items():
+            if literal(label) == "statement" and (
+                "var.feeds" in block["for_each"] or "local.feed" in block["for_each"]
+            ):
+                assert block["for_each"] == "${var.feeds}", document
+                found.extend(block["content"])
+    return found
+
+
+def _resources(statement: dict[str, Any]) -> str:
+    return " ".join(statement.get("resources", []))
+
+
+def test_orchestrator_reads_each_feeds_token_and_parameter_never_a_key() -> None:
+    """The orchestrator lists files with the feed's token; it never decrypts, so no key."""
+    statements = _feed_statements("orchestrator")
+    text = " ".join(_resources(s) for s in statements)
+    assert "local.feed_token_secret_arns[statement.key]" in text
+    assert "aws_ssm_parameter.feed[statement.key].arn" in text
+    assert "private_key" not in text
+
+
+def test_downloaders_read_each_feeds_key_token_and_parameter() -> None:
+    """The Lambda and the ECS worker (one shared document) decrypt and refresh URLs per feed."""
+    text = " ".join(_resources(s) for s in _feed_statements("downloader_code"))
+    for needed in (
+        "local.feed_private_key_secret_arns[statement.key]",
+        "local.feed_token_secret_arns[statement.key]",
+        "aws_ssm_parameter.feed[statement.key].arn",
+    ):
+        assert needed in text
+
+
+def test_every_feed_statement_names_only_its_own_feed() -> None:
+    """Each per-feed statement's resources are indexed by its own key, and its sid carries it."""
+    for document in ("orchestrator", "downloader_code"):
+        statements = _feed_statements(document)
+        assert statements, document
+        for statement in statements:
+            resources = statement["resources"]
+            assert all("[statement.key]" in r for r in resources), resources
+            assert "statement.key" in statement["sid"]
+
+
+def test_no_other_role_names_a_feed_secret_or_parameter() -> None:
+    """The scheduler, the ECS execution role and the key policy never see feed secrets."""
+    for (dtype, name), body in MODULE.data.items():
+        if dtype != "aws_iam_policy_document" or name in {"orchestrator", "downloader_code"}:
+            continue
+        text = " ".join(strings(list(policy_statements(body))))
+        assert "feed_" not in text, name
+        assert "aws_ssm_parameter" not in text, name
