@@ -9,6 +9,7 @@ from datetime import date
 from dlpipe.domain import statuses
 from dlpipe.domain.cipher_format import Cipher, UnknownCipher
 from dlpipe.domain.errors import InvalidIdentifierError
+from dlpipe.domain.feeds import DEFAULT_FEED_NAME, is_feed_name
 from dlpipe.domain.outcome import OutcomeSummary
 
 # The statuses and their table live in dlpipe/domain/statuses.py; callers import them here too.
@@ -45,33 +46,73 @@ def validate_entity(value: object) -> str:
     return value
 
 
-def make_file_id(entity: str, download_date: str) -> str:
-    """FileID = {entity}-{YYYY-MM-DD}, both parts validated."""
-    return f"{validate_entity(entity)}-{validate_date(download_date)}"
+# Keys of the default feed keep the formats from before feeds; a named feed's keys carry the
+# feed before a '.', which neither a feed name nor an entity contains: no two collide.
+_FEED_SEPARATOR = "."
+
+
+def _with_feed(feed: str, key: str) -> str:
+    if feed == DEFAULT_FEED_NAME:
+        return key
+    if not is_feed_name(feed):
+        raise InvalidIdentifierError(f"feed must be [a-z0-9][a-z0-9-]{{0,30}}, got {feed!r}")
+    return f"{feed}{_FEED_SEPARATOR}{key}"
+
+
+def _split_feed(value: str, what: str) -> tuple[str, str]:
+    """(feed, rest) of a key; the default feed's keys have no '.', a named feed's one."""
+    feed, separator, rest = value.partition(_FEED_SEPARATOR)
+    if not separator:
+        return DEFAULT_FEED_NAME, value
+    # The default feed is never written with its name: one (feed, ...) has one key.
+    if not is_feed_name(feed) or feed == DEFAULT_FEED_NAME:
+        raise InvalidIdentifierError(f"{what} names no valid feed before '.', got {value!r}")
+    return feed, rest
+
+
+def make_file_id(entity: str, download_date: str, feed: str = DEFAULT_FEED_NAME) -> str:
+    """FileID = {entity}-{YYYY-MM-DD} (the default feed) or {feed}.{entity}-{YYYY-MM-DD}."""
+    return _with_feed(feed, f"{validate_entity(entity)}-{validate_date(download_date)}")
+
+
+def parse_file_key(file_id: object) -> tuple[str, str, str]:
+    """Split a FileID into (feed, entity, date), refusing anything that is not one."""
+    shape = "{entity}-{YYYY-MM-DD} or {feed}.{entity}-{YYYY-MM-DD}"
+    if not isinstance(file_id, str):
+        raise InvalidIdentifierError(f"FileID must be {shape}, got {file_id!r}")
+    feed, rest = _split_feed(file_id, "FileID")
+    if len(rest) < 12 or rest[-11] != "-":
+        raise InvalidIdentifierError(f"FileID must be {shape}, got {file_id!r}")
+    return feed, validate_entity(rest[:-11]), validate_date(rest[-10:])
 
 
 def parse_file_id(file_id: object) -> tuple[str, str]:
-    """Split a FileID into (entity, date), refusing anything that is not one."""
-    if not isinstance(file_id, str) or len(file_id) < 12 or file_id[-11] != "-":
-        raise InvalidIdentifierError(f"FileID must be {{entity}}-{{YYYY-MM-DD}}, got {file_id!r}")
-    entity, day = file_id[:-11], file_id[-10:]
-    return validate_entity(entity), validate_date(day)
+    """(entity, date) of any feed's FileID (parse_file_key also names the feed)."""
+    _, entity, day = parse_file_key(file_id)
+    return entity, day
+
+
+def parse_batch_key(value: object) -> tuple[str, str]:
+    """Split a BatchID into (feed, polling date), refusing anything that is not one."""
+    feed, rest = _split_feed(value, "BatchID") if isinstance(value, str) else ("", "")
+    match = _BATCH_ID.fullmatch(rest)
+    if match is None:
+        raise InvalidIdentifierError(
+            f"BatchID must be [{{feed}}.]batch-{{YYYY-MM-DD}}-{{uuid}}, got {value!r}"
+        )
+    return feed, validate_date(match.group(1))
 
 
 def validate_batch_id(value: object) -> str:
-    """Return `value` if it is batch-{YYYY-MM-DD}-{uuid4}."""
-    match = _BATCH_ID.fullmatch(value) if isinstance(value, str) else None
-    if match is None:
-        raise InvalidIdentifierError(
-            f"BatchID must be batch-{{YYYY-MM-DD}}-{{uuid}}, got {value!r}"
-        )
-    validate_date(match.group(1))
+    """Return `value` if it is [{feed}.]batch-{YYYY-MM-DD}-{uuid4}."""
+    parse_batch_key(value)
     return str(value)
 
 
-def make_batch_id(polling_date: str, uuid_hex: str) -> str:
-    """BatchID = batch-{YYYY-MM-DD}-{uuid}."""
-    return validate_batch_id(f"batch-{validate_date(polling_date)}-{uuid_hex}")
+def make_batch_id(polling_date: str, uuid_hex: str, feed: str = DEFAULT_FEED_NAME) -> str:
+    """BatchID = batch-{YYYY-MM-DD}-{uuid} (the default feed) or {feed}.batch-{...}-{uuid}."""
+    key = f"batch-{validate_date(polling_date)}-{uuid_hex}"
+    return validate_batch_id(_with_feed(feed, key))
 
 
 @dataclass(frozen=True)
