@@ -9,6 +9,7 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
 from dlpipe.domain.cipher_format import read_cipher
 from dlpipe.domain.errors import CorruptRecordError
+from dlpipe.domain.feeds import DEFAULT_FEED_NAME, is_feed_name
 from dlpipe.domain.model import Batch, BatchStatus, FileJob, JobStatus
 from dlpipe.domain.outcome import OutcomeSummary
 
@@ -42,6 +43,7 @@ JOB_ATTRIBUTES: dict[str, str] = {
     "listing_index": "ListingIndex",
     "listed_by": "ListedBy",
     "finished_by": "FinishedBy",
+    "feed": "Feed",
 }
 
 BATCH_ATTRIBUTES: dict[str, str] = {
@@ -65,6 +67,7 @@ BATCH_ATTRIBUTES: dict[str, str] = {
     "sets_truncated": "SetsTruncated",
     "outcome": "OutcomeSummary",
     "adopted_by": "AdoptedBy",
+    "feed": "Feed",
 }
 
 _INT_FIELDS = frozenset(
@@ -103,6 +106,10 @@ def _to_item(record: FileJob | Batch, names: dict[str, str]) -> dict[str, Attrib
         # SetsTruncated is written only when true: an item without it names its files.
         if value is None or value is False or (f.name in _SET_FIELDS and not value):
             continue
+        # Feed is written for a named feed only: the default feed's items stay as they were
+        # before feeds, and an item without Feed (every item written before) is the default's.
+        if f.name == "feed" and value == DEFAULT_FEED_NAME:
+            continue
         if isinstance(value, OutcomeSummary):
             value = value.to_json()  # a JSON string: its size is bounded and easy to measure
         # An enum (or an UnknownCipher) is stored as its string, byte for byte.
@@ -123,6 +130,8 @@ def _from_item(item: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
             value = frozenset(value)
         elif field_name == "outcome":
             value = _outcome(value)
+        elif field_name == "feed" and not is_feed_name(value):
+            raise ValueError(f"Feed {value!r} is not a feed name")
         values[field_name] = value
     return values
 

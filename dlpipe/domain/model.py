@@ -59,14 +59,15 @@ def _with_feed(feed: str, key: str) -> str:
     return f"{feed}{_FEED_SEPARATOR}{key}"
 
 
-def _split_feed(value: str, what: str) -> tuple[str, str]:
-    """(feed, rest) of a key; the default feed's keys have no '.', a named feed's one."""
+def _split_feed(value: str) -> tuple[str, str] | None:
+    """(feed, rest) of a key, None if a '.' follows no named feed; the default feed's keys
+    have no '.', a named feed's one."""
     feed, separator, rest = value.partition(_FEED_SEPARATOR)
     if not separator:
         return DEFAULT_FEED_NAME, value
     # The default feed is never written with its name: one (feed, ...) has one key.
     if not is_feed_name(feed) or feed == DEFAULT_FEED_NAME:
-        raise InvalidIdentifierError(f"{what} names no valid feed before '.', got {value!r}")
+        return None
     return feed, rest
 
 
@@ -77,12 +78,13 @@ def make_file_id(entity: str, download_date: str, feed: str = DEFAULT_FEED_NAME)
 
 def parse_file_key(file_id: object) -> tuple[str, str, str]:
     """Split a FileID into (feed, entity, date), refusing anything that is not one."""
-    shape = "{entity}-{YYYY-MM-DD} or {feed}.{entity}-{YYYY-MM-DD}"
-    if not isinstance(file_id, str):
-        raise InvalidIdentifierError(f"FileID must be {shape}, got {file_id!r}")
-    feed, rest = _split_feed(file_id, "FileID")
-    if len(rest) < 12 or rest[-11] != "-":
-        raise InvalidIdentifierError(f"FileID must be {shape}, got {file_id!r}")
+    split = _split_feed(file_id) if isinstance(file_id, str) else None
+    if split is None or len(split[1]) < 12 or split[1][-11] != "-":
+        raise InvalidIdentifierError(
+            "FileID must be {entity}-{YYYY-MM-DD} or {feed}.{entity}-{YYYY-MM-DD},"
+            f" got {file_id!r}"
+        )
+    feed, rest = split
     return feed, validate_entity(rest[:-11]), validate_date(rest[-10:])
 
 
@@ -94,13 +96,13 @@ def parse_file_id(file_id: object) -> tuple[str, str]:
 
 def parse_batch_key(value: object) -> tuple[str, str]:
     """Split a BatchID into (feed, polling date), refusing anything that is not one."""
-    feed, rest = _split_feed(value, "BatchID") if isinstance(value, str) else ("", "")
-    match = _BATCH_ID.fullmatch(rest)
-    if match is None:
+    split = _split_feed(value) if isinstance(value, str) else None
+    match = _BATCH_ID.fullmatch(split[1]) if split else None
+    if split is None or match is None:
         raise InvalidIdentifierError(
             f"BatchID must be [{{feed}}.]batch-{{YYYY-MM-DD}}-{{uuid}}, got {value!r}"
         )
-    return feed, validate_date(match.group(1))
+    return split[0], validate_date(match.group(1))
 
 
 def validate_batch_id(value: object) -> str:
@@ -152,6 +154,8 @@ class FileJob:
     # The owner id of the claim whose write ended it (completed, failed, error, released):
     # how a retried write of that claim, refused by its own first send, knows it landed.
     finished_by: str | None = None
+    # The feed it belongs to; its keys carry it too (make_file_id, make_batch_id).
+    feed: str = DEFAULT_FEED_NAME
 
     @property
     def is_terminal(self) -> bool:
@@ -209,6 +213,7 @@ class Batch:
     outcome: OutcomeSummary | None = None
     # The rerun batch that adopted this batch's unfinished files (they left its partition).
     adopted_by: str | None = None
+    feed: str = DEFAULT_FEED_NAME  # the feed whose day it runs
 
     @property
     def is_terminal(self) -> bool:

@@ -80,7 +80,7 @@ def test_a_file_page_shows_its_record_history_and_repair_command(
         ("/file/not%20a%20file", 400, "FileID must be"),
         ("/file/accounts-1970-01-02", 404, "no job accounts-1970-01-02"),
         ("/file/vendor-b.accounts-1970-01-02", 404, "no job vendor-b.accounts-1970-01-02"),
-        ("/file/default.accounts-1970-01-02", 400, "FileID names no valid feed"),
+        ("/file/default.accounts-1970-01-02", 400, "FileID must be"),
         ("/day/1970-01-02?batch=vendor-b.batch-1970-01-02-x", 400, "BatchID must be"),
         ("/day/1970-01-02?status=lost", 400, "status must be one of"),
         ("/day/1970-01-02?sort=size", 400, "sort must be one of"),
