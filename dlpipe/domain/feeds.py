@@ -78,7 +78,8 @@ def is_feed_name(value: object) -> bool:
 
 def feed_from_mapping(name: str, values: Mapping[str, Any]) -> Feed:
     """A validated Feed from one config table (TOML, or the deployment's map); FeedError."""
-    unknown = sorted(set(values) - set(FEED_FIELDS) - {"name"})
+    # "name" too: the table's key names the feed, a second spelling could disagree with it.
+    unknown = sorted(set(values) - set(FEED_FIELDS) | ({"name"} & set(values)))
     if unknown:
         raise FeedError(f"feeds.{name}.{unknown[0]}: unknown field")
     kwargs = dict(values)
