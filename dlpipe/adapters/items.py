@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
 from dlpipe.domain.cipher_format import read_cipher
-from dlpipe.domain.errors import CorruptRecordError
+from dlpipe.domain.errors import CorruptRecordError, InvalidIdentifierError
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME, is_feed_name
-from dlpipe.domain.model import Batch, BatchStatus, FileJob, JobStatus
+from dlpipe.domain.model import (
+    Batch,
+    BatchStatus,
+    FileJob,
+    JobStatus,
+    parse_batch_key,
+    parse_file_key,
+)
 from dlpipe.domain.outcome import OutcomeSummary
 
 if TYPE_CHECKING:
@@ -136,6 +144,17 @@ def _from_item(item: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
     return values
 
 
+def _check_feed(key_feed: Callable[[], str], feed: str) -> None:
+    """The key's feed and the Feed attribute must agree: keys never cross feeds. A key that
+    does not parse is left to the code that reads it (as before feeds)."""
+    try:
+        named = key_feed()
+    except InvalidIdentifierError:
+        return
+    if named != feed:
+        raise ValueError(f"its key names feed {named!r}, its Feed attribute {feed!r}")
+
+
 def _outcome(value: object) -> OutcomeSummary:
     # A damaged summary must not make the batch itself unreadable: it says so instead.
     try:
@@ -161,10 +180,12 @@ def job_from_item(item: dict[str, Any]) -> FileJob:
         # Parsed here, never defaulted: a value naming no cipher stays as stored, marked
         # unknown, and the decrypt side ends the job `error` (unknown_cipher) before a byte.
         values["cipher"] = read_cipher(values["cipher"])
-        return FileJob(**values)
+        job = FileJob(**values)
+        _check_feed(lambda: parse_file_key(job.file_id)[0], job.feed)
     except (KeyError, TypeError, ValueError) as exc:
         key = _key(item, "FileID")
         raise CorruptRecordError(f"job item {key!r} is not a valid job: {exc}", key=key) from exc
+    return job
 
 
 def batch_to_item(batch: Batch) -> dict[str, AttributeValueTypeDef]:
@@ -177,9 +198,11 @@ def batch_from_item(item: dict[str, Any]) -> Batch:
     try:
         values = _from_item(item, BATCH_ATTRIBUTES)
         values["status"] = BatchStatus(values["status"])
-        return Batch(**values)
+        batch = Batch(**values)
+        _check_feed(lambda: parse_batch_key(batch.batch_id)[0], batch.feed)
     except (KeyError, TypeError, ValueError) as exc:
         key = _key(item, "BatchID")
         raise CorruptRecordError(
             f"batch item {key!r} is not a valid batch: {exc}", key=key
         ) from exc
+    return batch

@@ -11,7 +11,7 @@ import pytest
 from dlpipe.adapters.aws import AwsClients
 from dlpipe.adapters.batches_table import BatchesTable
 from dlpipe.adapters.items import batch_to_item
-from dlpipe.domain.errors import BatchExistsError, BatchTransitionRefusedError
+from dlpipe.domain.errors import BatchExistsError, BatchTransitionRefusedError, CorruptRecordError
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.domain.model import SETS_MAX_FILES, BatchStatus, make_batch_id
 from dlpipe.local.provision import Provisioned
@@ -224,3 +224,14 @@ def test_a_named_feeds_batch_carries_feed_in_its_item_and_reads_back(
     assert raw["Feed"] == {"S": "vendor-b"}
     assert batches.get(named.batch_id) == named
     assert {b.batch_id for b in batches.query_by_date(day)} == {named.batch_id, default.batch_id}
+
+
+def test_a_batch_item_whose_feed_disagrees_with_its_key_is_corrupt(
+    clients: AwsClients, provisioned: Provisioned, batches: BatchesTable
+) -> None:
+    """A named feed's BatchID without its Feed attribute is not a batch of either feed."""
+    day = unique_day()
+    named = make_batch(day, batch_id=make_batch_id(day, str(uuid.uuid4()), "vendor-b"))
+    clients.dynamodb.put_item(TableName=provisioned.batches_table, Item=batch_to_item(named))
+    with pytest.raises(CorruptRecordError, match="names feed"):
+        batches.get(named.batch_id)

@@ -442,3 +442,24 @@ def test_a_job_item_naming_no_valid_feed_is_corrupt_not_a_traceback(
     )
     with pytest.raises(CorruptRecordError, match="is not a feed name"):
         jobs.get(seed["FileID"]["S"])
+
+
+@pytest.mark.parametrize(
+    ("file_id_feed", "stored_feed"),
+    [("vendor-b", None), ("default", "vendor-b"), ("vendor-b", "vendor-c")],
+)
+def test_a_job_item_whose_feed_disagrees_with_its_key_is_corrupt(
+    clients: AwsClients,
+    provisioned: Provisioned,
+    jobs: JobsTable,
+    entity: str,
+    file_id_feed: str,
+    stored_feed: str | None,
+) -> None:
+    """The key and the Feed attribute name one feed, or the item is not a job of either."""
+    seed = _seed_job_item(make_file_id(entity, "2026-02-28", file_id_feed), new_batch_id(), entity)
+    if stored_feed is not None:
+        seed["Feed"] = {"S": stored_feed}
+    clients.dynamodb.put_item(TableName=provisioned.jobs_table, Item=seed)
+    with pytest.raises(CorruptRecordError, match="names feed"):
+        jobs.get(seed["FileID"]["S"])
