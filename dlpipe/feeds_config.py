@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from dlpipe.config import ENV_FEEDS_FILE
-from dlpipe.domain.feeds import DEFAULT_FEED, Feed, FeedError, feed_from_mapping
+from dlpipe.domain.feeds import DEFAULT_FEED, Feed, FeedError, feed_from_mapping, shown_name
 
 
 def load_feeds_file(path: str | Path) -> dict[str, Feed]:
@@ -30,7 +30,7 @@ def feeds_from_document(document: Mapping[str, object]) -> dict[str, Feed]:
     """The feeds of a parsed document: one `feeds` table of tables, at least one feed."""
     extra = sorted(set(document) - {"feeds"})
     if extra:
-        raise FeedError(f"{extra[0]}: unknown top-level key (feeds go in [feeds.NAME] tables)")
+        raise FeedError(f"{extra[0]!a}: unknown top-level key (feeds go in [feeds.NAME] tables)")
     tables = document.get("feeds")
     if not isinstance(tables, Mapping) or not tables:
         raise FeedError("feeds: no [feeds.NAME] table")
@@ -38,7 +38,7 @@ def feeds_from_document(document: Mapping[str, object]) -> dict[str, Feed]:
     prefixes: dict[str, str] = {}
     for name, values in tables.items():
         if not isinstance(values, Mapping):
-            raise FeedError(f"feeds.{name}: must be a table of fields")
+            raise FeedError(f"feeds.{shown_name(name)}: must be a table of fields")
         feed = feed_from_mapping(name, values)
         # Two feeds publishing under one prefix could not be told apart by a consumer.
         if feed.destination_prefix in prefixes:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import zoneinfo
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 from urllib.parse import urlsplit
@@ -76,12 +76,17 @@ def is_feed_name(value: object) -> bool:
     return isinstance(value, str) and _NAME.fullmatch(value) is not None
 
 
+def shown_name(name: object) -> str:
+    """`name` as an error message shows it: as is if valid, else quoted (one line, always)."""
+    return name if isinstance(name, str) and is_feed_name(name) else ascii(name)
+
+
 def feed_from_mapping(name: str, values: Mapping[str, Any]) -> Feed:
     """A validated Feed from one config table (TOML, or the deployment's map); FeedError."""
     # "name" too: the table's key names the feed, a second spelling could disagree with it.
     unknown = sorted(set(values) - set(FEED_FIELDS) | ({"name"} & set(values)))
     if unknown:
-        raise FeedError(f"feeds.{name}.{unknown[0]}: unknown field")
+        raise FeedError(f"feeds.{shown_name(name)}.{shown_name(unknown[0])}: unknown field")
     kwargs = dict(values)
     kwargs["name"] = name
     if isinstance(kwargs.get("url_allowed_hosts"), list):
@@ -95,7 +100,7 @@ def feed_from_mapping(name: str, values: Mapping[str, Any]) -> Feed:
 
 def validate_feed(feed: Feed) -> Feed:
     """Return `feed` if every field is valid, else FeedError naming the first bad field."""
-    name = feed.name if is_feed_name(feed.name) else repr(feed.name)
+    name = shown_name(feed.name)
     for field_name, check in _CHECKS:
         problem = check(getattr(feed, field_name), feed)
         if problem:
@@ -110,12 +115,16 @@ def _name(value: object, _: Feed) -> str | None:
 
 
 def _schedule(value: object, _: Feed) -> str | None:
+    if value is None:
+        return "is required"
     if isinstance(value, str) and (_CRON.fullmatch(value) or _RATE.fullmatch(value)):
         return None
     return f"{value!r} is not a cron(6 fields) or rate(N unit) expression"
 
 
 def _time_zone(value: object, _: Feed) -> str | None:
+    if value is None:
+        return "is required"
     if isinstance(value, str) and value and not value.startswith(("/", ".")):
         try:
             zoneinfo.ZoneInfo(value)
@@ -170,7 +179,7 @@ def _deadline(value: object, _: Feed) -> str | None:
     return f"{value!r} is not a local time HH:MM"
 
 
-def _positive(minimum: int) -> Any:
+def _positive(minimum: int) -> Callable[[object, Feed], str | None]:
     def check(value: object, _: Feed) -> str | None:
         if value is None or (type(value) is int and value >= minimum):
             return None

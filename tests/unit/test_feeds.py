@@ -147,7 +147,7 @@ _VENDOR_B = "[feeds.vendor-b]\n" + "".join(
             "feeds.vendor-b.time_zone: 'Europe/Nowhere' is not an IANA time zone",
         ),
         ("[feeds.b]\nschedule = \n", "not a TOML file: "),
-        ("[other]\n", "other: unknown top-level key"),
+        ("[other]\n", "'other': unknown top-level key"),
         ("feeds = 3\n", "feeds: no [feeds.NAME] table"),
         ("[feeds]\nb = 3\n", "feeds.b: must be a table of fields"),
     ],
@@ -180,3 +180,19 @@ def test_two_feeds_may_not_share_a_destination_prefix() -> None:
 def test_a_name_field_inside_the_table_is_refused() -> None:
     """The table's key is the feed's one name; a second spelling could disagree."""
     assert _refused("b", {**NAMED, "name": "c"}) == "feeds.b.name: unknown field"
+
+
+def test_a_named_feed_without_schedule_or_time_zone_is_told_they_are_required() -> None:
+    """Only the default feed falls back to today's schedule."""
+    values = {k: v for k, v in NAMED.items() if k != "schedule"}
+    assert _refused("vendor-b", values) == "feeds.vendor-b.schedule: is required"
+
+
+def test_a_feed_name_with_a_newline_still_makes_one_line(tmp_path: Path) -> None:
+    """TOML allows any quoted key; the message quotes it, and stays one line."""
+    path = tmp_path / "feeds.toml"
+    path.write_text('[feeds."a\\nb"]\ntimezone = "UTC"\n')
+    with pytest.raises(FeedError) as refused:
+        load_feeds_file(path)
+    assert "\n" not in str(refused.value)
+    assert "feeds.'a\\nb'.timezone: unknown field" in str(refused.value)
