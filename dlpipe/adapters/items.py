@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
 from dlpipe.domain.cipher_format import read_cipher
-from dlpipe.domain.errors import CorruptRecordError
-from dlpipe.domain.model import Batch, BatchStatus, FileJob, JobStatus
+from dlpipe.domain.errors import CorruptRecordError, InvalidIdentifierError
+from dlpipe.domain.feeds import DEFAULT_FEED_NAME, is_feed_name
+from dlpipe.domain.model import (
+    Batch,
+    BatchStatus,
+    FileJob,
+    JobStatus,
+    parse_batch_key,
+    parse_file_key,
+)
 from dlpipe.domain.outcome import OutcomeSummary
 
 if TYPE_CHECKING:
@@ -42,6 +51,7 @@ JOB_ATTRIBUTES: dict[str, str] = {
     "listing_index": "ListingIndex",
     "listed_by": "ListedBy",
     "finished_by": "FinishedBy",
+    "feed": "Feed",
 }
 
 BATCH_ATTRIBUTES: dict[str, str] = {
@@ -65,6 +75,7 @@ BATCH_ATTRIBUTES: dict[str, str] = {
     "sets_truncated": "SetsTruncated",
     "outcome": "OutcomeSummary",
     "adopted_by": "AdoptedBy",
+    "feed": "Feed",
 }
 
 _INT_FIELDS = frozenset(
@@ -103,6 +114,10 @@ def _to_item(record: FileJob | Batch, names: dict[str, str]) -> dict[str, Attrib
         # SetsTruncated is written only when true: an item without it names its files.
         if value is None or value is False or (f.name in _SET_FIELDS and not value):
             continue
+        # Feed is written for a named feed only: the default feed's items stay as they were
+        # before feeds, and an item without Feed (every item written before) is the default's.
+        if f.name == "feed" and value == DEFAULT_FEED_NAME:
+            continue
         if isinstance(value, OutcomeSummary):
             value = value.to_json()  # a JSON string: its size is bounded and easy to measure
         # An enum (or an UnknownCipher) is stored as its string, byte for byte.
@@ -123,8 +138,21 @@ def _from_item(item: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
             value = frozenset(value)
         elif field_name == "outcome":
             value = _outcome(value)
+        elif field_name == "feed" and not is_feed_name(value):
+            raise ValueError(f"Feed {value!r} is not a feed name")
         values[field_name] = value
     return values
+
+
+def _check_feed(key_feed: Callable[[], str], feed: str) -> None:
+    """The key's feed and the Feed attribute must agree: keys never cross feeds. A key that
+    does not parse is left to the code that reads it (as before feeds)."""
+    try:
+        named = key_feed()
+    except InvalidIdentifierError:
+        return
+    if named != feed:
+        raise ValueError(f"its key names feed {named!r}, its Feed attribute {feed!r}")
 
 
 def _outcome(value: object) -> OutcomeSummary:
@@ -152,10 +180,12 @@ def job_from_item(item: dict[str, Any]) -> FileJob:
         # Parsed here, never defaulted: a value naming no cipher stays as stored, marked
         # unknown, and the decrypt side ends the job `error` (unknown_cipher) before a byte.
         values["cipher"] = read_cipher(values["cipher"])
-        return FileJob(**values)
+        job = FileJob(**values)
+        _check_feed(lambda: parse_file_key(job.file_id)[0], job.feed)
     except (KeyError, TypeError, ValueError) as exc:
         key = _key(item, "FileID")
         raise CorruptRecordError(f"job item {key!r} is not a valid job: {exc}", key=key) from exc
+    return job
 
 
 def batch_to_item(batch: Batch) -> dict[str, AttributeValueTypeDef]:
@@ -168,9 +198,11 @@ def batch_from_item(item: dict[str, Any]) -> Batch:
     try:
         values = _from_item(item, BATCH_ATTRIBUTES)
         values["status"] = BatchStatus(values["status"])
-        return Batch(**values)
+        batch = Batch(**values)
+        _check_feed(lambda: parse_batch_key(batch.batch_id)[0], batch.feed)
     except (KeyError, TypeError, ValueError) as exc:
         key = _key(item, "BatchID")
         raise CorruptRecordError(
             f"batch item {key!r} is not a valid batch: {exc}", key=key
         ) from exc
+    return batch

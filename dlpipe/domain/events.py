@@ -7,6 +7,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from dlpipe.domain.feeds import DEFAULT_FEED_NAME, is_feed_name
+
 # date.fromisoformat alone would also accept the basic form 20260228 (Python 3.11+).
 _DATE_PATTERN = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 # EventBridge Scheduler passes <aws.scheduler.scheduled-time> in our input template as
@@ -20,27 +22,35 @@ class InvalidEventError(ValueError):
 
 @dataclass(frozen=True)
 class PollingRequest:
-    """The run the event asks for: which day to poll, and whether it is an operator rerun."""
+    """The run the event asks for: which feed's day to poll, and whether it is a rerun."""
 
     polling_date: str
     rerun: bool = False
+    feed: str = DEFAULT_FEED_NAME
 
 
 def parse_event(event: object, date_offset_days: int = 1) -> PollingRequest:
     """Read `{"date": "YYYY-MM-DD"}`, or a schedule's time (its UTC day minus the offset).
 
-    An explicit `date` wins over a schedule time; `rerun`, if present, must be a boolean.
+    An explicit `date` wins over a schedule time; `rerun`, if present, must be a boolean;
+    `feed`, if present, a feed name (absent: the default feed, as before feeds).
     """
     if not isinstance(event, Mapping):
         raise InvalidEventError(f"event must be a JSON object, got {type(event).__name__}")
     rerun = event.get("rerun", False)
     if not isinstance(rerun, bool):
         raise InvalidEventError(f"'rerun' must be true or false, got {rerun!r}")
+    feed = event.get("feed", DEFAULT_FEED_NAME)
+    if not is_feed_name(feed):
+        raise InvalidEventError(
+            f"'feed' must be a feed name ([a-z0-9][a-z0-9-]{{0,30}}), got {feed!r}"
+        )
     if "date" in event:
-        return PollingRequest(parse_polling_date(event["date"]), rerun)
+        return PollingRequest(parse_polling_date(event["date"]), rerun, feed)
     for key in _SCHEDULE_TIME_KEYS:
         if key in event:
-            return PollingRequest(_date_from_schedule(key, event[key], date_offset_days), rerun)
+            day = _date_from_schedule(key, event[key], date_offset_days)
+            return PollingRequest(day, rerun, feed)
     raise InvalidEventError(
         "event needs 'date' (YYYY-MM-DD) or a scheduled 'scheduled_time' / 'time' (ISO 8601)"
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from dlpipe.domain.model import parse_file_id, validate_batch_id
+from dlpipe.domain.model import parse_batch_key, parse_file_key
 
 
 class MalformedMessageError(ValueError):
@@ -36,8 +36,13 @@ def decode_message(body: str) -> JobMessage:
     try:
         file_id = data["file_id"]
         batch_id = data["batch_id"]
-        parse_file_id(file_id)
-        validate_batch_id(batch_id)
+        file_feed = parse_file_key(file_id)[0]
+        batch_feed = parse_batch_key(batch_id)[0]
     except (KeyError, ValueError) as exc:
         raise MalformedMessageError(f"not a job message: {exc}") from exc
+    # Keys never cross feeds: a job is only ever part of a batch of its own feed.
+    if file_feed != batch_feed:
+        raise MalformedMessageError(
+            f"not a job message: FileID and BatchID are of different feeds ({file_feed}, {batch_feed})"
+        )
     return JobMessage(file_id=file_id, batch_id=batch_id)

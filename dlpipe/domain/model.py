@@ -9,6 +9,7 @@ from datetime import date
 from dlpipe.domain import statuses
 from dlpipe.domain.cipher_format import Cipher, UnknownCipher
 from dlpipe.domain.errors import InvalidIdentifierError
+from dlpipe.domain.feeds import DEFAULT_FEED_NAME, is_feed_name
 from dlpipe.domain.outcome import OutcomeSummary
 
 # The statuses and their table live in dlpipe/domain/statuses.py; callers import them here too.
@@ -45,33 +46,75 @@ def validate_entity(value: object) -> str:
     return value
 
 
-def make_file_id(entity: str, download_date: str) -> str:
-    """FileID = {entity}-{YYYY-MM-DD}, both parts validated."""
-    return f"{validate_entity(entity)}-{validate_date(download_date)}"
+# Keys of the default feed keep the formats from before feeds; a named feed's keys carry the
+# feed before a '.', which neither a feed name nor an entity contains: no two collide.
+_FEED_SEPARATOR = "."
+
+
+def _with_feed(feed: str, key: str) -> str:
+    if feed == DEFAULT_FEED_NAME:
+        return key
+    if not is_feed_name(feed):
+        raise InvalidIdentifierError(f"feed must be [a-z0-9][a-z0-9-]{{0,30}}, got {feed!r}")
+    return f"{feed}{_FEED_SEPARATOR}{key}"
+
+
+def _split_feed(value: str) -> tuple[str, str] | None:
+    """(feed, rest) of a key, None if a '.' follows no named feed; the default feed's keys
+    have no '.', a named feed's one."""
+    feed, separator, rest = value.partition(_FEED_SEPARATOR)
+    if not separator:
+        return DEFAULT_FEED_NAME, value
+    # The default feed is never written with its name: one (feed, ...) has one key.
+    if not is_feed_name(feed) or feed == DEFAULT_FEED_NAME:
+        return None
+    return feed, rest
+
+
+def make_file_id(entity: str, download_date: str, feed: str = DEFAULT_FEED_NAME) -> str:
+    """FileID = {entity}-{YYYY-MM-DD} (the default feed) or {feed}.{entity}-{YYYY-MM-DD}."""
+    return _with_feed(feed, f"{validate_entity(entity)}-{validate_date(download_date)}")
+
+
+def parse_file_key(file_id: object) -> tuple[str, str, str]:
+    """Split a FileID into (feed, entity, date), refusing anything that is not one."""
+    split = _split_feed(file_id) if isinstance(file_id, str) else None
+    if split is None or len(split[1]) < 12 or split[1][-11] != "-":
+        raise InvalidIdentifierError(
+            "FileID must be {entity}-{YYYY-MM-DD} or {feed}.{entity}-{YYYY-MM-DD},"
+            f" got {file_id!r}"
+        )
+    feed, rest = split
+    return feed, validate_entity(rest[:-11]), validate_date(rest[-10:])
 
 
 def parse_file_id(file_id: object) -> tuple[str, str]:
-    """Split a FileID into (entity, date), refusing anything that is not one."""
-    if not isinstance(file_id, str) or len(file_id) < 12 or file_id[-11] != "-":
-        raise InvalidIdentifierError(f"FileID must be {{entity}}-{{YYYY-MM-DD}}, got {file_id!r}")
-    entity, day = file_id[:-11], file_id[-10:]
-    return validate_entity(entity), validate_date(day)
+    """(entity, date) of any feed's FileID (parse_file_key also names the feed)."""
+    _, entity, day = parse_file_key(file_id)
+    return entity, day
+
+
+def parse_batch_key(value: object) -> tuple[str, str]:
+    """Split a BatchID into (feed, polling date), refusing anything that is not one."""
+    split = _split_feed(value) if isinstance(value, str) else None
+    match = _BATCH_ID.fullmatch(split[1]) if split else None
+    if split is None or match is None:
+        raise InvalidIdentifierError(
+            f"BatchID must be [{{feed}}.]batch-{{YYYY-MM-DD}}-{{uuid}}, got {value!r}"
+        )
+    return split[0], validate_date(match.group(1))
 
 
 def validate_batch_id(value: object) -> str:
-    """Return `value` if it is batch-{YYYY-MM-DD}-{uuid4}."""
-    match = _BATCH_ID.fullmatch(value) if isinstance(value, str) else None
-    if match is None:
-        raise InvalidIdentifierError(
-            f"BatchID must be batch-{{YYYY-MM-DD}}-{{uuid}}, got {value!r}"
-        )
-    validate_date(match.group(1))
+    """Return `value` if it is [{feed}.]batch-{YYYY-MM-DD}-{uuid4}."""
+    parse_batch_key(value)
     return str(value)
 
 
-def make_batch_id(polling_date: str, uuid_hex: str) -> str:
-    """BatchID = batch-{YYYY-MM-DD}-{uuid}."""
-    return validate_batch_id(f"batch-{validate_date(polling_date)}-{uuid_hex}")
+def make_batch_id(polling_date: str, uuid_hex: str, feed: str = DEFAULT_FEED_NAME) -> str:
+    """BatchID = batch-{YYYY-MM-DD}-{uuid} (the default feed) or {feed}.batch-{...}-{uuid}."""
+    key = f"batch-{validate_date(polling_date)}-{uuid_hex}"
+    return validate_batch_id(_with_feed(feed, key))
 
 
 @dataclass(frozen=True)
@@ -111,6 +154,8 @@ class FileJob:
     # The owner id of the claim whose write ended it (completed, failed, error, released):
     # how a retried write of that claim, refused by its own first send, knows it landed.
     finished_by: str | None = None
+    # The feed it belongs to; its keys carry it too (make_file_id, make_batch_id).
+    feed: str = DEFAULT_FEED_NAME
 
     @property
     def is_terminal(self) -> bool:
@@ -168,6 +213,7 @@ class Batch:
     outcome: OutcomeSummary | None = None
     # The rerun batch that adopted this batch's unfinished files (they left its partition).
     adopted_by: str | None = None
+    feed: str = DEFAULT_FEED_NAME  # the feed whose day it runs
 
     @property
     def is_terminal(self) -> bool:

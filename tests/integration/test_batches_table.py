@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
 from dlpipe.adapters.aws import AwsClients
 from dlpipe.adapters.batches_table import BatchesTable
-from dlpipe.domain.errors import BatchExistsError, BatchTransitionRefusedError
-from dlpipe.domain.model import SETS_MAX_FILES, BatchStatus
+from dlpipe.adapters.items import batch_to_item
+from dlpipe.domain.errors import BatchExistsError, BatchTransitionRefusedError, CorruptRecordError
+from dlpipe.domain.feeds import DEFAULT_FEED_NAME
+from dlpipe.domain.model import SETS_MAX_FILES, BatchStatus, make_batch_id
 from dlpipe.local.provision import Provisioned
 from tests.support import BASE_MS, make_batch, unique_day
 
@@ -176,3 +180,58 @@ def test_counts_are_recorded_until_the_batch_is_final_then_refused_with_what_it_
         assert refused.value.current is not None
         assert (refused.value.current.status, refused.value.current.completed) == (final, 1)
         assert batches.require(batch.batch_id).completed == 1
+
+
+def test_a_batch_item_written_before_feeds_reads_back_as_the_default_feeds_unchanged(
+    clients: AwsClients, provisioned: Provisioned, batches: BatchesTable
+) -> None:
+    """No Feed attribute: the default feed; written back, the item is the same, byte for byte."""
+    day = unique_day()
+    seed: dict[str, Any] = {
+        "BatchID": {"S": make_batch_id(day, str(uuid.uuid4()))},
+        "PollingDate": {"S": day},
+        "Status": {"S": "queued"},
+        "StartTime": {"S": "2126-02-28T00:00:00.000+00:00"},
+        "CreatedAt": {"S": "2126-02-28T00:00:00.000+00:00"},
+        "UpdatedAt": {"S": "2126-02-28T00:00:01.000+00:00"},
+        "TTL": {"N": str(BASE_MS // 1000 + 90 * 86_400)},
+        "ExpectedFiles": {"SS": [f"a-{day}", f"b-{day}"]},
+        "ExpectedCount": {"N": "2"},
+        "QueuedCount": {"N": "2"},
+    }
+    clients.dynamodb.put_item(TableName=provisioned.batches_table, Item=seed)
+    batch = batches.get(seed["BatchID"]["S"])
+    assert batch is not None
+    assert batch.feed == DEFAULT_FEED_NAME
+    written = batch_to_item(batch)
+    assert sorted(written.pop("ExpectedFiles")["SS"]) == seed.pop("ExpectedFiles")["SS"]
+    assert written == seed
+
+
+def test_a_named_feeds_batch_carries_feed_in_its_item_and_reads_back(
+    clients: AwsClients, provisioned: Provisioned, batches: BatchesTable
+) -> None:
+    """Feed is written for a named feed; PollingDateIndex returns every feed's batches."""
+    day = unique_day()
+    named = make_batch(
+        day, batch_id=make_batch_id(day, str(uuid.uuid4()), "vendor-b"), feed="vendor-b"
+    )
+    default = batches.create(make_batch(day))
+    batches.create(named)
+    raw = clients.dynamodb.get_item(
+        TableName=provisioned.batches_table, Key={"BatchID": {"S": named.batch_id}}
+    )["Item"]
+    assert raw["Feed"] == {"S": "vendor-b"}
+    assert batches.get(named.batch_id) == named
+    assert {b.batch_id for b in batches.query_by_date(day)} == {named.batch_id, default.batch_id}
+
+
+def test_a_batch_item_whose_feed_disagrees_with_its_key_is_corrupt(
+    clients: AwsClients, provisioned: Provisioned, batches: BatchesTable
+) -> None:
+    """A named feed's BatchID without its Feed attribute is not a batch of either feed."""
+    day = unique_day()
+    named = make_batch(day, batch_id=make_batch_id(day, str(uuid.uuid4()), "vendor-b"))
+    clients.dynamodb.put_item(TableName=provisioned.batches_table, Item=batch_to_item(named))
+    with pytest.raises(CorruptRecordError, match="names feed"):
+        batches.get(named.batch_id)

@@ -3,20 +3,25 @@
 from __future__ import annotations
 
 import threading
+import uuid
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
 from dlpipe.adapters.aws import AwsClients
+from dlpipe.adapters.items import job_to_item
 from dlpipe.adapters.jobs_table import JobsTable
 from dlpipe.domain.errors import (
     ClaimRefusedError,
+    CorruptRecordError,
     JobExistsError,
     LeaseLostError,
     ListedTwiceError,
     RequeueRefusedError,
 )
-from dlpipe.domain.model import JobStatus
+from dlpipe.domain.feeds import DEFAULT_FEED_NAME
+from dlpipe.domain.model import JobStatus, make_batch_id, make_file_id
 from dlpipe.local.provision import Provisioned
 from tests.support import BASE_MS, ManualClock, make_job, new_batch_id
 
@@ -376,3 +381,85 @@ def test_an_unreadable_item_is_skipped_and_reported_not_fatal(
         )
     assert good.file_id in found
     assert reported == [broken]
+
+
+def _seed_job_item(file_id: str, batch_id: str, entity: str) -> dict[str, Any]:
+    """A job item attribute for attribute as the code before feeds wrote it (no Feed)."""
+    return {
+        "FileID": {"S": file_id},
+        "BatchID": {"S": batch_id},
+        "Status": {"S": "available"},
+        "Entity": {"S": entity},
+        "DownloadDate": {"S": "2026-02-28"},
+        "PresignedURL": {"S": "https://x.test/f?X-Amz-Signature=abc"},
+        "EncryptedAESKey": {"S": "a2V5"},
+        "EncodedAESIV": {"S": "aXY="},
+        "Cipher": {"S": "AES-256-GCM"},
+        "CreatedAt": {"S": "2126-02-28T00:00:00.000+00:00"},
+        "StatusUpdatedAt": {"N": str(BASE_MS)},
+        "TTL": {"N": str(BASE_MS // 1000 + 30 * 86_400)},
+        "ExpectedSize": {"N": "123"},
+        "ExpectedSHA256": {"S": "0" * 64},
+        "Attempts": {"N": "0"},
+    }
+
+
+def test_a_job_item_written_before_feeds_reads_back_as_the_default_feeds_unchanged(
+    clients: AwsClients, provisioned: Provisioned, jobs: JobsTable, entity: str
+) -> None:
+    """No Feed attribute: the default feed; written back, the item is the same, byte for byte."""
+    seed = _seed_job_item(f"{entity}-2026-02-28", new_batch_id(), entity)
+    clients.dynamodb.put_item(TableName=provisioned.jobs_table, Item=seed)
+    job = jobs.require(seed["FileID"]["S"])
+    assert job.feed == DEFAULT_FEED_NAME
+    assert job_to_item(job) == seed
+
+
+def test_a_named_feeds_job_carries_feed_in_its_item_and_reads_back(
+    clients: AwsClients, provisioned: Provisioned, jobs: JobsTable, entity: str
+) -> None:
+    """Feed is written for a named feed, next to the key that carries it too."""
+    job = replace(
+        make_job(entity, batch_id=make_batch_id("2026-02-28", str(uuid.uuid4()), "vendor-b")),
+        file_id=make_file_id(entity, "2026-02-28", "vendor-b"),
+        feed="vendor-b",
+    )
+    jobs.create(job)
+    raw = clients.dynamodb.get_item(
+        TableName=provisioned.jobs_table, Key={"FileID": {"S": job.file_id}}
+    )["Item"]
+    assert raw["Feed"] == {"S": "vendor-b"}
+    assert jobs.get(job.file_id) == job
+
+
+def test_a_job_item_naming_no_valid_feed_is_corrupt_not_a_traceback(
+    clients: AwsClients, provisioned: Provisioned, jobs: JobsTable, entity: str
+) -> None:
+    """A damaged Feed attribute is a CorruptRecordError naming the item."""
+    seed = _seed_job_item(f"{entity}-2026-02-28", new_batch_id(), entity)
+    clients.dynamodb.put_item(
+        TableName=provisioned.jobs_table, Item={**seed, "Feed": {"S": "Vendor B"}}
+    )
+    with pytest.raises(CorruptRecordError, match="is not a feed name"):
+        jobs.get(seed["FileID"]["S"])
+
+
+@pytest.mark.parametrize(
+    ("file_id_feed", "stored_feed"),
+    [("vendor-b", None), ("default", "vendor-b"), ("vendor-b", "vendor-c")],
+)
+def test_a_job_item_whose_feed_disagrees_with_its_key_is_corrupt(
+    clients: AwsClients,
+    provisioned: Provisioned,
+    jobs: JobsTable,
+    entity: str,
+    file_id_feed: str,
+    stored_feed: str | None,
+) -> None:
+    """The key and the Feed attribute name one feed, or the item is not a job of either."""
+    seed = _seed_job_item(make_file_id(entity, "2026-02-28", file_id_feed), new_batch_id(), entity)
+    if stored_feed is not None:
+        seed["Feed"] = {"S": stored_feed}
+    clients.dynamodb.put_item(TableName=provisioned.jobs_table, Item=seed)
+    with pytest.raises(CorruptRecordError, match="names feed"):
+        jobs.get(seed["FileID"]["S"])

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import click
 import pytest
 
+import dlpipe.cli.ops.durations as durations
 from dlpipe.cli.ops.durations import (
     date_range,
     default_polling_date,
@@ -75,3 +77,31 @@ def test_durations_beyond_ten_years_are_refused_naming_the_range(text: str) -> N
 def test_ten_years_is_the_longest_duration() -> None:
     """3650d itself is accepted."""
     assert parse_duration("3650d") == 3650 * 86_400
+
+
+@pytest.mark.parametrize(
+    ("param", "value"),
+    [
+        ("FILE_ID", "accounts-2026-02-28"),
+        ("FILE_ID", "vendor-b.accounts-2026-02-28"),
+        ("BATCH_ID", "batch-2026-02-28-0b6c3f4e-8a7d-4c1b-9e2f-3a5b6c7d8e9f"),
+        ("BATCH_ID", "vendor-b.batch-2026-02-28-0b6c3f4e-8a7d-4c1b-9e2f-3a5b6c7d8e9f"),
+    ],
+)
+def test_id_arguments_accept_every_feeds_keys(param: str, value: str) -> None:
+    """The commands' FileID and BatchID arguments take a named feed's keys as they are."""
+    assert getattr(durations, param).convert(value, None, None) == value
+
+
+@pytest.mark.parametrize(
+    ("param", "value"),
+    [
+        ("FILE_ID", "default.accounts-2026-02-28"),
+        ("FILE_ID", "vendor.b.accounts-2026-02-28"),
+        ("BATCH_ID", "Vendor.batch-2026-02-28-0b6c3f4e-8a7d-4c1b-9e2f-3a5b6c7d8e9f"),
+    ],
+)
+def test_id_arguments_still_refuse_garbage(param: str, value: str) -> None:
+    """A '.' does not open the door: a bad feed part is a usage error."""
+    with pytest.raises(click.BadParameter):
+        getattr(durations, param).convert(value, None, None)

@@ -85,3 +85,26 @@ def test_rerun_flag_must_be_a_boolean() -> None:
 def test_event_without_a_date_or_time_is_rejected(event: object) -> None:
     with pytest.raises(InvalidEventError):
         parse_event(event)
+
+
+def test_an_event_without_feed_is_the_default_feeds() -> None:
+    """Events written before feeds (schedule and operator) run the default feed's day."""
+    assert parse_event({"date": "2026-02-28"}).feed == "default"
+    assert parse_event({"scheduled_time": "2026-03-01T06:30:00Z"}).feed == "default"
+
+
+def test_the_event_may_name_the_feed() -> None:
+    """`feed` is carried with a date or a schedule's time."""
+    assert parse_event({"feed": "vendor-b", "date": "2026-02-28"}) == PollingRequest(
+        "2026-02-28", rerun=False, feed="vendor-b"
+    )
+    scheduled = parse_event({"feed": "vendor-b", "scheduled_time": "2026-03-01T06:30:00Z"})
+    assert (scheduled.feed, scheduled.polling_date) == ("vendor-b", "2026-02-28")
+
+
+@pytest.mark.parametrize("feed", ["Vendor-B", "vendor.b", "", "-x", "x" * 32, 7, None, ["a"]])
+def test_an_invalid_feed_is_one_line_naming_it(feed: object) -> None:
+    """A bad `feed` is an InvalidEventError of one line, never a traceback or a default."""
+    with pytest.raises(InvalidEventError, match="'feed' must be a feed name") as refused:
+        parse_event({"feed": feed, "date": "2026-02-28"})
+    assert "\n" not in str(refused.value)

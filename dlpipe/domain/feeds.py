@@ -1,0 +1,204 @@
+"""A feed: one provider's daily delivery, and the one validation every loader of feeds calls.
+
+Plain data, no I/O (zoneinfo reads the system's time zone database, nothing else). The
+default feed is today's single provider: it keeps reading the provider URL, token and key
+from the process's settings (DLPIPE_PROVIDER_URL, ...), so it may leave them unset here; a
+named feed must set them.
+"""
+
+from __future__ import annotations
+
+import re
+import zoneinfo
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+from urllib.parse import urlsplit
+
+DEFAULT_FEED_NAME = "default"
+# Never a '.': keys carry the feed before a '.' (dlpipe/domain/model.py), entities have none.
+_NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,30}")
+# cron(min hour day-of-month month day-of-week year) or rate(N unit), as EventBridge
+# Scheduler takes them; the fields themselves are checked by AWS when the schedule is made.
+_CRON = re.compile(r"cron\(\S+( \S+){5}\)")
+_RATE = re.compile(r"rate\([1-9][0-9]* (minute|minutes|hour|hours|day|days)\)")
+_DEADLINE = re.compile(r"([01][0-9]|2[0-3]):[0-5][0-9]")
+# S3 key segments joined by '/', no leading or trailing '/', no '.' or '..' segment.
+_PREFIX = re.compile(r"[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*")
+# A Secrets Manager name (no ':' is allowed in one) or ARN; locally `file:PATH`.
+_SECRET_NAME = re.compile(r"[A-Za-z0-9/_+=.@-]{1,512}")
+_SECRET_ARN = re.compile(
+    r"arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:[A-Za-z0-9/_+=.@-]+"
+)
+_HOST_PATTERN = re.compile(r"(\*\.)?[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:([0-9]{1,5}|\*))?")
+FILE_SECRET_PREFIX = "file:"  # noqa: S105 (a scheme, not a secret)
+
+
+class FeedError(ValueError):
+    """A feed's configuration is invalid; the message is one line naming the feed and field."""
+
+
+@dataclass(frozen=True)
+class Feed:
+    """One provider's daily delivery. None in an override: the deployment's default."""
+
+    name: str
+    schedule: str
+    time_zone: str
+    # None only for the default feed: the process's settings, as before feeds existed.
+    provider_base_url: str | None = None
+    # A Secrets Manager name or ARN, or locally `file:PATH` (a key may be shared by feeds).
+    token_secret: str | None = None
+    private_key_secret: str | None = None
+    # "" publishes at the bucket's root (the default feed, as before feeds existed).
+    destination_prefix: str = ""
+    # Host patterns as DLPIPE_URL_ALLOWED_HOSTS takes them; empty: the provider's defaults.
+    url_allowed_hosts: tuple[str, ...] = ()
+    deadline: str | None = None  # "HH:MM" local time in time_zone: the day is late after it
+    poll_interval_seconds: int | None = None
+    max_polls: int | None = None
+    large_file_threshold_bytes: int | None = None
+
+    @property
+    def is_default(self) -> bool:
+        """True for the feed whose keys and items keep the formats from before feeds."""
+        return self.name == DEFAULT_FEED_NAME
+
+
+# Today's single provider, scheduled as terraform/variables.tf's defaults schedule it.
+DEFAULT_FEED = Feed(name=DEFAULT_FEED_NAME, schedule="cron(30 6 * * ? *)", time_zone="UTC")
+
+FEED_FIELDS = tuple(f.name for f in fields(Feed))
+
+
+def is_feed_name(value: object) -> bool:
+    """True if `value` is a feed name: `[a-z0-9][a-z0-9-]{0,30}`."""
+    return isinstance(value, str) and _NAME.fullmatch(value) is not None
+
+
+def shown_name(name: object) -> str:
+    """`name` as an error message shows it: as is if valid, else quoted (one line, always)."""
+    return name if isinstance(name, str) and is_feed_name(name) else ascii(name)
+
+
+def feed_from_mapping(name: str, values: Mapping[str, Any]) -> Feed:
+    """A validated Feed from one config table (TOML, or the deployment's map); FeedError."""
+    # "name" too: the table's key names the feed, a second spelling could disagree with it.
+    unknown = sorted(set(values) - set(FEED_FIELDS) | ({"name"} & set(values)))
+    if unknown:
+        raise FeedError(f"feeds.{shown_name(name)}.{shown_name(unknown[0])}: unknown field")
+    kwargs = dict(values)
+    kwargs["name"] = name
+    if isinstance(kwargs.get("url_allowed_hosts"), list):
+        kwargs["url_allowed_hosts"] = tuple(kwargs["url_allowed_hosts"])
+    for required in ("schedule", "time_zone"):
+        kwargs.setdefault(
+            required, getattr(DEFAULT_FEED, required) if name == DEFAULT_FEED_NAME else None
+        )
+    return validate_feed(Feed(**kwargs))
+
+
+def validate_feed(feed: Feed) -> Feed:
+    """Return `feed` if every field is valid, else FeedError naming the first bad field."""
+    name = shown_name(feed.name)
+    for field_name, check in _CHECKS:
+        problem = check(getattr(feed, field_name), feed)
+        if problem:
+            raise FeedError(f"feeds.{name}.{field_name}: {problem}")
+    return feed
+
+
+def _name(value: object, _: Feed) -> str | None:
+    if is_feed_name(value):
+        return None
+    return f"{value!r} is not a feed name ([a-z0-9][a-z0-9-], 1-31 characters)"
+
+
+def _schedule(value: object, _: Feed) -> str | None:
+    if value is None:
+        return "is required"
+    if isinstance(value, str) and (_CRON.fullmatch(value) or _RATE.fullmatch(value)):
+        return None
+    return f"{value!r} is not a cron(6 fields) or rate(N unit) expression"
+
+
+def _time_zone(value: object, _: Feed) -> str | None:
+    if value is None:
+        return "is required"
+    if isinstance(value, str) and value and not value.startswith(("/", ".")):
+        try:
+            zoneinfo.ZoneInfo(value)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            pass
+        else:
+            return None
+    return f"{value!r} is not an IANA time zone"
+
+
+def _provider_base_url(value: object, feed: Feed) -> str | None:
+    if value is None:
+        return None if feed.is_default else "is required for a named feed"
+    # http only for the local stack's stub; the URL itself is never shown (it may hold a token).
+    parts = urlsplit(value) if isinstance(value, str) else None
+    if parts and parts.scheme in ("https", "http") and parts.hostname and not parts.username:
+        return None
+    return "must be an https (or local http) URL with a host and no credentials"
+
+
+def _secret(value: object, feed: Feed) -> str | None:
+    if value is None:
+        return None if feed.is_default else "is required for a named feed"
+    if isinstance(value, str):
+        if value.startswith(FILE_SECRET_PREFIX) and len(value) > len(FILE_SECRET_PREFIX):
+            return None
+        if _SECRET_ARN.fullmatch(value) or (":" not in value and _SECRET_NAME.fullmatch(value)):
+            return None
+    return f"{value!r} is not a Secrets Manager name or ARN, or file:PATH"
+
+
+def _prefix(value: object, feed: Feed) -> str | None:
+    if value == "":
+        return None if feed.is_default else "is required for a named feed"
+    if isinstance(value, str) and len(value) <= 200 and _PREFIX.fullmatch(value):
+        return None
+    return f"{value!r} is not a key prefix (segments of letters, digits, '_', '-' joined by '/')"
+
+
+def _hosts(value: object, _: Feed) -> str | None:
+    if not isinstance(value, tuple):
+        return f"{value!r} is not a list of host patterns"
+    for host in value:
+        if not isinstance(host, str) or not _HOST_PATTERN.fullmatch(host):
+            return f"{host!r} is not a host pattern (host, *.domain, host:port)"
+    return None
+
+
+def _deadline(value: object, _: Feed) -> str | None:
+    if value is None or (isinstance(value, str) and _DEADLINE.fullmatch(value)):
+        return None
+    return f"{value!r} is not a local time HH:MM"
+
+
+def _positive(minimum: int) -> Callable[[object, Feed], str | None]:
+    def check(value: object, _: Feed) -> str | None:
+        if value is None or (type(value) is int and value >= minimum):
+            return None
+        return f"{value!r} is not a whole number >= {minimum}"
+
+    return check
+
+
+_CHECKS = (
+    ("name", _name),
+    ("schedule", _schedule),
+    ("time_zone", _time_zone),
+    ("provider_base_url", _provider_base_url),
+    ("token_secret", _secret),
+    ("private_key_secret", _secret),
+    ("destination_prefix", _prefix),
+    ("url_allowed_hosts", _hosts),
+    ("deadline", _deadline),
+    ("poll_interval_seconds", _positive(1)),
+    ("max_polls", _positive(1)),
+    ("large_file_threshold_bytes", _positive(0)),
+)

@@ -1,0 +1,198 @@
+"""A feed's fields are validated by one rule, whatever loads them; errors are one line
+naming the feed and the field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dlpipe.domain.feeds import DEFAULT_FEED, DEFAULT_FEED_NAME, FeedError, feed_from_mapping
+from dlpipe.domain.model import make_file_id
+from dlpipe.feeds_config import feeds_from_document, feeds_from_env, load_feeds_file
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "feeds.example.toml"
+
+NAMED: dict[str, Any] = {
+    "provider_base_url": "https://api.vendor-b.example/",
+    "token_secret": "dlpipe/vendor-b/token",
+    "private_key_secret": "arn:aws:secretsmanager:eu-west-2:123456789012:secret:dlpipe/key-AbCdEf",
+    "schedule": "cron(0 7 * * ? *)",
+    "time_zone": "Europe/London",
+    "destination_prefix": "vendor-b",
+}
+
+
+def _refused(name: str, values: dict[str, Any]) -> str:
+    with pytest.raises(FeedError) as refused:
+        feed_from_mapping(name, values)
+    message = str(refused.value)
+    assert "\n" not in message
+    return message
+
+
+def test_a_named_feed_with_every_field_loads() -> None:
+    """Every field, overrides included, lands in the record."""
+    feed = feed_from_mapping(
+        "vendor-b",
+        {
+            **NAMED,
+            "url_allowed_hosts": ["a.example", "*.s3.amazonaws.com:443"],
+            "deadline": "09:30",
+            "poll_interval_seconds": 60,
+            "max_polls": 5,
+            "large_file_threshold_bytes": 0,
+        },
+    )
+    assert feed.name == "vendor-b"
+    assert not feed.is_default
+    assert feed.url_allowed_hosts == ("a.example", "*.s3.amazonaws.com:443")
+    assert (feed.deadline, feed.poll_interval_seconds, feed.max_polls) == ("09:30", 60, 5)
+
+
+def test_the_default_feed_is_todays_provider() -> None:
+    """Named default, today's schedule, settings from the environment, keys as before."""
+    assert DEFAULT_FEED.name == DEFAULT_FEED_NAME == "default"
+    assert (DEFAULT_FEED.schedule, DEFAULT_FEED.time_zone) == ("cron(30 6 * * ? *)", "UTC")
+    assert DEFAULT_FEED.provider_base_url is None
+    assert DEFAULT_FEED.destination_prefix == ""
+    assert feed_from_mapping("default", {}) == DEFAULT_FEED
+    assert make_file_id("accounts", "2026-02-28", DEFAULT_FEED.name) == "accounts-2026-02-28"
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "why"),
+    [
+        ("time_zone", "Europe/Nowhere", "'Europe/Nowhere' is not an IANA time zone"),
+        ("time_zone", "../../etc/passwd", "is not an IANA time zone"),
+        ("time_zone", "", "is not an IANA time zone"),
+        ("schedule", "cron(0 7 * * ?)", "is not a cron(6 fields) or rate(N unit)"),
+        ("schedule", "rate(0 days)", "is not a cron(6 fields) or rate(N unit)"),
+        ("schedule", "every day", "is not a cron(6 fields) or rate(N unit)"),
+        ("provider_base_url", "ftp://x.example/", "must be an https (or local http) URL"),
+        ("provider_base_url", "https://user:pw@x.example/", "must be an https (or local http) URL"),
+        ("provider_base_url", None, "is required for a named feed"),
+        ("token_secret", "a:b", "is not a Secrets Manager name or ARN, or file:PATH"),
+        ("token_secret", "file:", "is not a Secrets Manager name or ARN, or file:PATH"),
+        ("private_key_secret", None, "is required for a named feed"),
+        ("private_key_secret", 7, "is not a Secrets Manager name or ARN"),
+        ("destination_prefix", "", "is required for a named feed"),
+        ("destination_prefix", "a/../b", "is not a key prefix"),
+        ("destination_prefix", "/vendor-b", "is not a key prefix"),
+        ("destination_prefix", "vendor-b/", "is not a key prefix"),
+        ("url_allowed_hosts", "a.example", "is not a list of host patterns"),
+        ("url_allowed_hosts", ["https://a.example/"], "is not a host pattern"),
+        ("url_allowed_hosts", ["*"], "is not a host pattern"),
+        ("deadline", "9:30", "is not a local time HH:MM"),
+        ("deadline", "24:00", "is not a local time HH:MM"),
+        ("poll_interval_seconds", 0, "is not a whole number >= 1"),
+        ("max_polls", True, "is not a whole number >= 1"),
+        ("max_polls", "3", "is not a whole number >= 1"),
+        ("large_file_threshold_bytes", -1, "is not a whole number >= 0"),
+    ],
+)
+def test_each_bad_field_is_one_line_naming_feed_and_field(field: str, value: Any, why: str) -> None:
+    """feeds.{feed}.{field}: {why}."""
+    message = _refused("vendor-b", {**NAMED, field: value})
+    assert message.startswith(f"feeds.vendor-b.{field}: ")
+    assert why in message
+
+
+@pytest.mark.parametrize("name", ["Vendor-B", "vendor.b", "-x", "x" * 32, ""])
+def test_a_bad_feed_name_is_refused(name: str) -> None:
+    """Names are [a-z0-9][a-z0-9-]{0,30}: no '.', so keys can carry them."""
+    assert "is not a feed name" in _refused(name, NAMED)
+
+
+def test_an_unknown_field_is_refused_not_ignored() -> None:
+    """A misspelt field would silently fall back to a default."""
+    assert (
+        _refused("vendor-b", {**NAMED, "timezone": "UTC"})
+        == "feeds.vendor-b.timezone: unknown field"
+    )
+
+
+def test_a_secret_may_be_a_local_file_and_shared() -> None:
+    """file:PATH locally; the same key may serve two feeds."""
+    feed = feed_from_mapping(
+        "b", {**NAMED, "token_secret": "file:/t", "private_key_secret": "file:k"}
+    )
+    assert (feed.token_secret, feed.private_key_secret) == ("file:/t", "file:k")
+
+
+def test_the_example_file_loads_two_feeds(tmp_path: Path) -> None:
+    """feeds.example.toml: default and vendor-b, loaded through DLPIPE_FEEDS_FILE."""
+    feeds = feeds_from_env({"DLPIPE_FEEDS_FILE": str(EXAMPLE)})
+    assert list(feeds) == ["default", "vendor-b"]
+    assert feeds["default"] == DEFAULT_FEED
+    assert feeds["vendor-b"].time_zone == "Europe/London"
+
+
+def test_without_a_feeds_file_there_is_the_default_feed_alone() -> None:
+    """The behaviour before feeds."""
+    assert feeds_from_env({}) == {"default": DEFAULT_FEED}
+
+
+_VENDOR_B = "[feeds.vendor-b]\n" + "".join(
+    f'{key} = "{value}"\n' for key, value in NAMED.items() if key != "time_zone"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        (
+            _VENDOR_B + 'time_zone = "Europe/Nowhere"\n',
+            "feeds.vendor-b.time_zone: 'Europe/Nowhere' is not an IANA time zone",
+        ),
+        ("[feeds.b]\nschedule = \n", "not a TOML file: "),
+        ("[other]\n", "'other': unknown top-level key"),
+        ("feeds = 3\n", "feeds: no [feeds.NAME] table"),
+        ("[feeds]\nb = 3\n", "feeds.b: must be a table of fields"),
+    ],
+)
+def test_file_errors_are_one_line_naming_the_file(tmp_path: Path, text: str, why: str) -> None:
+    """{file}: feeds.{feed}.{field}: ..."""
+    path = tmp_path / "feeds.toml"
+    path.write_text(text)
+    with pytest.raises(FeedError) as refused:
+        load_feeds_file(path)
+    assert str(refused.value).startswith(f"{path}: ")
+    assert why in str(refused.value)
+    assert "\n" not in str(refused.value)
+
+
+def test_a_missing_file_is_one_line(tmp_path: Path) -> None:
+    """Not a traceback: the path and why."""
+    with pytest.raises(FeedError, match="cannot be read"):
+        load_feeds_file(tmp_path / "absent.toml")
+
+
+def test_two_feeds_may_not_share_a_destination_prefix() -> None:
+    """Consumers tell feeds apart by prefix."""
+    with pytest.raises(
+        FeedError, match=r"^feeds.c.destination_prefix: 'vendor-b' is feed b's too$"
+    ):
+        feeds_from_document({"feeds": {"b": NAMED, "c": NAMED}})
+
+
+def test_a_name_field_inside_the_table_is_refused() -> None:
+    """The table's key is the feed's one name; a second spelling could disagree."""
+    assert _refused("b", {**NAMED, "name": "c"}) == "feeds.b.name: unknown field"
+
+
+def test_a_named_feed_without_schedule_or_time_zone_is_told_they_are_required() -> None:
+    """Only the default feed falls back to today's schedule."""
+    values = {k: v for k, v in NAMED.items() if k != "schedule"}
+    assert _refused("vendor-b", values) == "feeds.vendor-b.schedule: is required"
+
+
+def test_a_feed_name_with_a_newline_still_makes_one_line(tmp_path: Path) -> None:
+    """TOML allows any quoted key; the message quotes it, and stays one line."""
+    path = tmp_path / "feeds.toml"
+    path.write_text('[feeds."a\\nb"]\ntimezone = "UTC"\n')
+    with pytest.raises(FeedError) as refused:
+        load_feeds_file(path)
+    assert "\n" not in str(refused.value)
+    assert "feeds.'a\\nb'.timezone: unknown field" in str(refused.value)
