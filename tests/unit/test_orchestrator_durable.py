@@ -23,6 +23,7 @@ from aws_durable_execution_sdk_python_testing.runner import (
 )
 from structlog.testing import capture_logs
 
+from dlpipe.domain.events import InvalidEventError
 from dlpipe.domain.outage import OutageBackoff
 from dlpipe.local.durable_runner import LocalRunError, run_durable_locally
 from dlpipe.services.orchestrator.durable import (
@@ -209,6 +210,23 @@ def test_invalid_event_fails_the_execution_with_its_error_and_builds_no_flow() -
     assert error_type == "dlpipe.domain.events.InvalidEventError"
     assert "not a calendar date" in message
     assert built == []
+
+
+def test_an_event_naming_a_feed_this_deployment_does_not_run_fails_and_builds_no_flow() -> None:
+    """Until named feeds are wired, a schedule naming one must not run the default feed's day."""
+    built: list[int] = []
+
+    def factory() -> FakeFlow:
+        built.append(1)
+        return FakeFlow()
+
+    handler = build_durable_handler(factory, poll_interval_seconds=60, max_polls=2)
+    error_type, message = failure_of(run(handler, {"feed": "vendor-b", "date": "2026-02-28"}))
+    assert error_type == "dlpipe.domain.events.InvalidEventError"
+    assert "'vendor-b'" in message
+    assert built == []
+    with pytest.raises(InvalidEventError, match="'vendor-b'"):
+        run_inline(FakeFlow(), {"feed": "vendor-b", "date": "2026-02-28"}, PollingPlan(60, 1))
 
 
 @pytest.mark.usefixtures("fast_reinvoke")

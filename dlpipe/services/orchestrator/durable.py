@@ -63,7 +63,6 @@ from typing import TYPE_CHECKING, Any
 
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
 
-from dlpipe.domain.events import parse_event
 from dlpipe.domain.outage import DEPENDENCY_BACKOFF, OutageBackoff
 from dlpipe.services.orchestrator.durable_steps import (  # the steps' retry policy, re-exported
     Backoffs,
@@ -72,7 +71,7 @@ from dlpipe.services.orchestrator.durable_steps import (  # the steps' retry pol
 )
 from dlpipe.services.orchestrator.ports import BatchFlow
 from dlpipe.services.orchestrator.sdk_logs import quiet_sdk_retry_logs
-from dlpipe.services.orchestrator.sequence import PollingPlan, run_batch
+from dlpipe.services.orchestrator.sequence import PollingPlan, run_batch, served_request
 
 if TYPE_CHECKING:
     from aws_durable_execution_sdk_python.types import LambdaContext
@@ -140,7 +139,7 @@ def build_durable_handler(
     def orchestrate(event: Any, context: DurableContext) -> dict[str, Any]:
         # An invalid event raises InvalidEventError here, in the body: the SDK fails the
         # execution with that error and does not retry it.
-        request = parse_event(event, date_offset_days)
+        request = served_request(event, date_offset_days)
         # Built lazily inside a step, so a failure to build it (a secret read, say) is a step
         # failure that gets retried, and pure replays build nothing.
         flow = functools.cache(flow_factory)

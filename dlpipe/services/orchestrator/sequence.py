@@ -7,7 +7,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
-from dlpipe.domain.events import PollingRequest, parse_event
+from dlpipe.domain.events import InvalidEventError, PollingRequest, parse_event
+from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.domain.outage import exhausted_message
 from dlpipe.domain.outcome import MAX_CAUSE_CHARS, OutcomeSummary
 from dlpipe.services.orchestrator.ports import (
@@ -201,5 +202,16 @@ def run_inline(
     steps: InlineSteps | None = None,
 ) -> dict[str, Any]:
     """Run the same sequence as the durable handler, without the SDK; return the same dict."""
-    request = parse_event(event, date_offset_days)
+    request = served_request(event, date_offset_days)
     return run_batch(steps or InlineSteps(), lambda: flow, request, plan).to_dict()
+
+
+def served_request(event: object, date_offset_days: int) -> PollingRequest:
+    """The event's request, refused (InvalidEventError) when it names a feed this code does not
+    run yet: only the default feed is wired, and another feed's schedule must not run its day."""
+    request = parse_event(event, date_offset_days)
+    if request.feed != DEFAULT_FEED_NAME:
+        raise InvalidEventError(
+            f"feed {request.feed!r} is not run by this deployment yet: only the default feed is"
+        )
+    return request
