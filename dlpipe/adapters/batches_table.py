@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
@@ -152,7 +152,14 @@ class BatchesTable:
         return sorted(batches, key=lambda b: b.start_time)
 
     def _update(
-        self, batch_id: str, update: str, condition: str, values: dict[str, Any], rule: str
+        self,
+        batch_id: str,
+        update: str,
+        condition: str,
+        values: dict[str, Any],
+        rule: str,
+        *,
+        own: Callable[[Batch], bool] | None = None,
     ) -> Batch:
         return dynamo.conditional_update(
             self._client,
@@ -166,6 +173,8 @@ class BatchesTable:
             refused=lambda state, current: BatchTransitionRefusedError(
                 f"{rule} refused for {batch_id}: {state}", condition=rule, current=current
             ),
+            own=own,
+            rule=rule,
         )
 
     def mark_queued(
@@ -296,16 +305,16 @@ class BatchesTable:
         if outcome is not None:
             update += ", #outcome = :outcome"
             values[":outcome"] = outcome.to_json()
-        try:
-            return self._update(batch_id, update, condition, values, f"finish {status}")
-        except BatchTransitionRefusedError as refused:
-            # A retry after a lost response is refused by its own first send (a final status
-            # is left by no transition). Rule: is_own_batch_write.
-            if not is_own_batch_write(refused.current, status, values[":now"]):
-                raise
-            log.info("record.write_landed_before", table=self.table_name, rule=f"finish {status}")
-            current: Batch = refused.current
-            return current
+        # A retry after a lost response is refused by its own first send (a final status is
+        # left by no transition). Rule: is_own_batch_write.
+        return self._update(
+            batch_id,
+            update,
+            condition,
+            values,
+            f"finish {status}",
+            own=lambda current: is_own_batch_write(current, status, values[":now"]),
+        )
 
     def mark_adopted(self, batch_id: str, adopted_by: str) -> Batch:
         """Record on a finished batch that rerun `adopted_by` took over its unfinished files

@@ -14,10 +14,12 @@ from botocore.exceptions import (
 
 from dlpipe.adapters.aws_errors import is_transient, raise_request_error
 from dlpipe.domain.errors import StoreUnavailableError, TableMissingError
+from dlpipe.log import get_logger
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
+log = get_logger(component="records")
 CONDITION_FAILED = "ConditionalCheckFailedException"
 
 
@@ -109,9 +111,14 @@ def conditional_update(
     values: dict[str, Any],
     parse: Callable[[dict[str, Any]], _R],
     refused: Callable[[str, _R | None], Exception],
+    own: Callable[[_R], bool] | None = None,
+    rule: str = "",
 ) -> _R:
     """UpdateItem under `condition`, returning the new record; a lost condition raises
-    `refused(message, what the item held)`, learned without a second read (ALL_OLD)."""
+    `refused(message, what the item held)`, learned without a second read (ALL_OLD).
+
+    A refusal whose stored record is this very write (`own`, a domain rule), applied by an
+    earlier send that botocore re-sent after a lost response, is the write's success."""
     try:
         response = call(
             table,
@@ -129,6 +136,13 @@ def conditional_update(
             raise
         old = old_item(exc)
         current = parse(old) if old else None
+        if current is not None and own is not None and own(current):
+            log.info("record.write_landed_before", table=table, key=_key_text(key), rule=rule)
+            return current
         state = f"it is {getattr(current, 'status', '?')}" if current else "it does not exist"
         raise refused(state, current) from exc
     return parse(response["Attributes"])
+
+
+def _key_text(key: dict[str, Any]) -> str:
+    return ",".join(str(next(iter(v.values()))) for v in key.values())

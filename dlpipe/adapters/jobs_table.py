@@ -384,33 +384,25 @@ class JobsTable:
         values: dict[str, Any],
         error: type[ClaimRefusedError | LeaseLostError | ListedTwiceError | RequeueRefusedError],
         rule: str,
-        own: Callable[[FileJob | None], bool] | None = None,
+        own: Callable[[FileJob], bool] | None = None,
     ) -> FileJob:
         """The conditional write; a refusal whose stored job is this very write, applied by
         an earlier send of it (`own`: a domain rule), is its success, not an error."""
-        try:
-            return dynamo.conditional_update(
-                self._client,
-                self.table_name,
-                {"FileID": {"S": file_id}},
-                update=update,
-                condition=condition,
-                names=_names(update + condition),
-                values={k: serialize(v) for k, v in values.items()},
-                parse=job_from_item,
-                refused=lambda state, current: error(
-                    f"{rule} refused for {file_id}: {state}", condition=rule, current=current
-                ),
-            )
-        except error as refused:
-            current: FileJob | None = refused.current
-            if own is None or current is None or not own(current):
-                raise
-            # botocore re-sent it after a lost response; the first send is what refused it.
-            log.info(
-                "record.write_landed_before", table=self.table_name, file_id=file_id, rule=rule
-            )
-            return current
+        return dynamo.conditional_update(
+            self._client,
+            self.table_name,
+            {"FileID": {"S": file_id}},
+            update=update,
+            condition=condition,
+            names=_names(update + condition),
+            values={k: serialize(v) for k, v in values.items()},
+            parse=job_from_item,
+            refused=lambda state, current: error(
+                f"{rule} refused for {file_id}: {state}", condition=rule, current=current
+            ),
+            own=own,
+            rule=rule,
+        )
 
     def create(self, job: FileJob) -> FileJob:
         """Write a new job; JobExistsError (with the stored job) if the FileID exists."""
