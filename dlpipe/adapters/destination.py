@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 from botocore.exceptions import BotoCoreError, ClientError
 
 from dlpipe.adapters.sink import SHA256_METADATA, MultipartSink, s3_call
-from dlpipe.domain.destination_key import destination_key as destination_key  # noqa: PLC0414 - re-exported
 from dlpipe.domain.download_errors import DestinationConflictError, DestinationUnavailableError
 from dlpipe.domain.model import FileJob, Verified
 from dlpipe.log import get_logger

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from dlpipe.adapters.destination import already_published, destination_key
+from dlpipe.adapters.destination import already_published
+from dlpipe.domain.destination_key import destination_key
 from dlpipe.domain.download_errors import InvalidJobError
 from dlpipe.domain.model import FileJob, Verified
 

@@ -27,9 +27,6 @@ if TYPE_CHECKING:
 
 SEND_BATCH_MAX = 10  # SendMessageBatch's limit
 
-# QueueSendError is defined in dlpipe.domain.errors (services catch it there); importable here too.
-__all__ = ["SEND_BATCH_MAX", "JobQueue", "QueueSendError"]
-
 
 class _PartialSend(Exception):
     def __init__(self, remaining: list[JobMessage], reasons: list[str], transient: bool) -> None:

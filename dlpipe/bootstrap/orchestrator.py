@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from dlpipe.services.orchestrator.flow import BatchFlowService
     from dlpipe.services.orchestrator.ports import BatchFlow
     from dlpipe.services.orchestrator.store_ports import BatchStore, JobSender, JobStore
-    from dlpipe.services.orchestrator.sweeper import PublishedCheck
+    from dlpipe.services.orchestrator.sweep_ports import PublishedCheck
 
 
 def check_recovery_fits(settings: Settings) -> None:

@@ -22,13 +22,12 @@ from dlpipe.cli.safe_text import error_line
 from dlpipe.cli.ui import ui_command
 from dlpipe.cli.worker import worker_command
 from dlpipe.config import ConfigError
-from dlpipe.domain.errors import RecordsError
+from dlpipe.domain.errors import NotReadyError, RecordsError
 from dlpipe.local.durable_runner import LocalRunError
 from dlpipe.local.dynamodb_local import DynamoDBLocalError
 from dlpipe.local.emulator import EmulatorError
 from dlpipe.local.localstack import use_localstack
 from dlpipe.services.ops.errors import NoBatchForDateError
-from dlpipe.services.orchestrator.preflight import NotReadyError
 
 # Expected failures become one line and exit code 1, never a traceback. Every error line of the
 # CLI starts `dlpipe: ` (ERROR_PREFIX), usage errors included, and shows control characters

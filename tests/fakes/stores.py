@@ -12,7 +12,6 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from dlpipe.adapters.queue import QueueSendError
 from dlpipe.domain.clock import Clock, iso_from_ms
 from dlpipe.domain.errors import (
     BatchExistsError,
@@ -22,6 +21,7 @@ from dlpipe.domain.errors import (
     LeaseLostError,
     ListedTwiceError,
     NotFoundError,
+    QueueSendError,
     RequeueRefusedError,
 )
 from dlpipe.domain.model import (

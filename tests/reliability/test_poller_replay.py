@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from aws_durable_execution_sdk_python_testing.executor import Executor
 
-from dlpipe.adapters.queue import QueueSendError
 from dlpipe.domain.cipher_format import CIPHER_CBC, CIPHER_GCM
+from dlpipe.domain.errors import QueueSendError
 from dlpipe.domain.messages import JobMessage
 from dlpipe.domain.model import BatchStatus, JobStatus
 from dlpipe.local.durable_runner import LocalRunError, run_durable_locally

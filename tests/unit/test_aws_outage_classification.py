@@ -17,8 +17,8 @@ from botocore.exceptions import (
 
 from dlpipe.adapters import aws_errors
 from dlpipe.adapters.dynamo import raise_store_error
-from dlpipe.adapters.queue import JobQueue, QueueSendError
-from dlpipe.domain.errors import AwsRequestError, StoreUnavailableError
+from dlpipe.adapters.queue import JobQueue
+from dlpipe.domain.errors import AwsRequestError, QueueSendError, StoreUnavailableError
 from tests.support import make_job
 
 URL = "http://127.0.0.1:1/000000000000/q"

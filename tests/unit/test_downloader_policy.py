@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from tenacity import RetryCallState, Retrying
 
-from dlpipe.adapters.destination import destination_key
+from dlpipe.domain.destination_key import destination_key
 from dlpipe.domain.download_errors import (
     ChecksumMismatchError,
     DestinationUnavailableError,

@@ -30,8 +30,8 @@ from dlpipe.services.orchestrator.durable import (
     PollingBudgetError,
     assert_polling_fits,
     build_durable_handler,
-    step_retry_strategy,
 )
+from dlpipe.services.orchestrator.durable_steps import step_retry_strategy
 from dlpipe.services.orchestrator.ports import (
     CompletionCheck,
     FetchFailed,

@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from dlpipe.adapters.download_queue import MessageVisibility
-from dlpipe.adapters.queue import JobQueue, QueueSendError
+from dlpipe.adapters.queue import JobQueue
 from dlpipe.domain.download_errors import TooLargeForWorkerError, TransientError
+from dlpipe.domain.errors import QueueSendError
 from dlpipe.domain.messages import JobMessage, encode_message
 from dlpipe.domain.model import FileJob
 from dlpipe.domain.routing import (

@@ -64,11 +64,7 @@ from typing import TYPE_CHECKING, Any
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
 
 from dlpipe.domain.outage import DEPENDENCY_BACKOFF, OutageBackoff
-from dlpipe.services.orchestrator.durable_steps import (  # the steps' retry policy, re-exported
-    Backoffs,
-    DurableSteps,
-    step_retry_strategy,  # noqa: F401
-)
+from dlpipe.services.orchestrator.durable_steps import Backoffs, DurableSteps
 from dlpipe.services.orchestrator.ports import BatchFlow
 from dlpipe.services.orchestrator.sdk_logs import quiet_sdk_retry_logs
 from dlpipe.services.orchestrator.sequence import PollingPlan, run_batch, served_request

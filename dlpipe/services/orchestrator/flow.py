@@ -29,7 +29,7 @@ from dlpipe.services.orchestrator import create, finish, poll, queueing
 from dlpipe.services.orchestrator.fanout import CHUNK_ENTRIES, FileLister, ListingPosition
 from dlpipe.services.orchestrator.ports import CompletionCheck, QueueResult
 from dlpipe.services.orchestrator.store_ports import BatchStore, JobSender, JobStore
-from dlpipe.services.orchestrator.sweeper import PublishedCheck
+from dlpipe.services.orchestrator.sweep_ports import PublishedCheck
 
 
 @dataclass

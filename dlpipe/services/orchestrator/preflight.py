@@ -37,8 +37,6 @@ from dlpipe.domain.provider_errors import (
 )
 from dlpipe.services.orchestrator.preflight_ports import ListingProbe, ReadinessProbe
 
-__all__ = ["TRANSIENT_WAIT_S", "NotReadyError", "check_probes", "required_settings"]
-
 TRANSIENT_WAIT_S = 30.0  # how long the checks together wait out throttling, 5xx, timeouts
 
 

@@ -29,8 +29,6 @@ from dlpipe.domain.rules import SweepAction, sweep_action
 from dlpipe.log import get_logger
 from dlpipe.services.orchestrator.sweep_ports import PublishedCheck, SweepJobs, SweepQueue
 
-# PublishedCheck is named here too: the flow and its wiring import it from this module.
-__all__ = ["SWEEP_CHUNK", "PublishedCheck", "Sweeper"]
 log = get_logger(component="orchestrator")
 
 # Jobs acted on at once: the sweeper holds at most this many, whatever the day's size.
