@@ -1,0 +1,58 @@
+"""When a feed's day is due, and whether it arrived on time: one pure rule for the orchestrator's
+`Day Late` event, `dlpipe status` and the web view.
+
+A feed may declare a deadline, a local time "HH:MM" in its IANA time zone. The day D is due at
+that time on the local calendar day D + date_offset_days: the day the schedule runs for D (with
+the default offset of 1, Monday's files are due on Tuesday at the deadline). A day completed at
+or before that instant is on time; a day not completed by it is late, and stays late (by the
+minutes between the deadline and its completion) once it completes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import zoneinfo
+from dataclasses import dataclass
+from typing import Literal
+
+FreshnessKind = Literal["due", "on_time", "late"]
+
+
+def deadline_ms(polling_date: str, deadline: str, time_zone: str, date_offset_days: int = 1) -> int:
+    """Epoch ms at which `polling_date`'s day is due: `deadline` (HH:MM) local time in
+    `time_zone` on `polling_date` + `date_offset_days`. ValueError on a malformed input.
+
+    A local time skipped by a daylight-saving change resolves forward (zoneinfo's fold=0
+    rule), a repeated one to its first occurrence: never an error, never a day off.
+    """
+    day = dt.date.fromisoformat(polling_date) + dt.timedelta(days=date_offset_days)
+    hour, _, minute = deadline.partition(":")
+    local = dt.datetime.combine(
+        day, dt.time(int(hour), int(minute)), tzinfo=zoneinfo.ZoneInfo(time_zone)
+    )
+    return int(local.astimezone(dt.UTC).timestamp() * 1000)
+
+
+@dataclass(frozen=True)
+class Freshness:
+    """A day against its deadline: due (not yet complete, deadline ahead), on time, or late."""
+
+    kind: FreshnessKind
+    deadline_ms: int
+    minutes_late: int = 0  # whole minutes past the deadline, rounded up; 0 unless late
+
+    def label(self) -> str:
+        """`due`, `on time` or `late by N min`, as the CLI and the web view show it."""
+        if self.kind == "late":
+            return f"late by {self.minutes_late} min"
+        return "on time" if self.kind == "on_time" else "due"
+
+
+def freshness(deadline_at_ms: int, completed_at_ms: int | None, now_ms: int) -> Freshness:
+    """The day's state at `now_ms`, given when it completed (None: not completed yet)."""
+    finished_or_now = now_ms if completed_at_ms is None else completed_at_ms
+    if finished_or_now <= deadline_at_ms:
+        kind: FreshnessKind = "due" if completed_at_ms is None else "on_time"
+        return Freshness(kind, deadline_at_ms)
+    late_ms = finished_or_now - deadline_at_ms
+    return Freshness("late", deadline_at_ms, -(-late_ms // 60_000))
