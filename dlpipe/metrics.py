@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
+from dlpipe.domain.model import parse_batch_key
 from dlpipe.domain.statuses import FINISHED_BATCH_METRIC, BatchStatus
 
 NAMESPACE = "dlpipe"
@@ -26,18 +27,25 @@ BYTES_PER_SECOND = MetricUnit.BytesPerSecond
 DimensionSets = tuple[tuple[str, ...], ...]
 MetricValues = dict[str, tuple[float, MetricUnit]]  # name -> (value, unit)
 
-# The orchestrator's and the sweeper's metrics: no dimensions (BatchID is only a property),
-# which is what the alarms in terraform/alarms.tf watch.
-NO_DIMENSIONS: DimensionSets = ((),)
+# The feed a batch or file belongs to: its name, "default" for the default feed. A handful
+# of values per deployment (the feeds map's keys), never a BatchID or FileID.
+FEED = "Feed"
+# The orchestrator's and the sweeper's metrics, one per batch (BatchID is only a property):
+# with no dimensions, every feed's total, which the deployment-wide alarms and graphs in
+# terraform/ watch and which stays what it was before feeds; and by Feed, which the per-feed
+# alarms and dashboard rows watch.
+BATCH_DIMENSION_SETS: DimensionSets = ((), (FEED,))
 # The downloader's per-file metrics (dlpipe/services/download/file_metrics.py). Every value
 # is low-cardinality: Component lambda|worker, Outcome completed|failed|error, ErrorCode a
-# DownloadError code or "none"; never a FileID. Each set is what a dashboard widget reads;
-# every set multiplies the custom metrics billed, so a question no widget asks (throughput
-# by cipher, say) is answered from the documents' properties in Logs Insights instead.
+# DownloadError code or "none", Feed a feed's name; never a FileID. Each set is what a
+# dashboard widget reads; every set multiplies the custom metrics billed, so a question no
+# widget asks (throughput by cipher, say) is answered from the documents' properties in Logs
+# Insights instead.
 FILE_DIMENSION_SETS: DimensionSets = (
     ("Outcome",),
     ("Component", "Outcome"),
     ("Outcome", "ErrorCode"),
+    (FEED, "Outcome"),
 )
 
 BATCH_METRICS = (
@@ -68,11 +76,17 @@ FILE_METRICS = (
 # The metric counted once when a batch ends in a final status (the status table's rows).
 BATCH_FINISHED: Mapping[BatchStatus, str] = FINISHED_BATCH_METRIC
 CATALOG: Mapping[str, DimensionSets] = {
-    **dict.fromkeys(BATCH_METRICS, NO_DIMENSIONS),
+    **dict.fromkeys(BATCH_METRICS, BATCH_DIMENSION_SETS),
     **dict.fromkeys(FILE_METRICS, FILE_DIMENSION_SETS),
 }
 
 _sink: Callable[[str], None] = lambda line: print(line, file=sys.stdout, flush=True)  # noqa: E731
+
+
+def batch_dimensions(batch_id: str) -> dict[str, str]:
+    """The dimension values of a batch's metrics: its feed, read from its BatchID."""
+    feed, _ = parse_batch_key(batch_id)
+    return {FEED: feed}
 
 
 def set_sink(sink: Callable[[str], None]) -> None:

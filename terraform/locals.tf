@@ -22,8 +22,9 @@ locals {
   queue_visibility_timeout_seconds = var.downloader_timeout_seconds * 6
 
   # Namespace of the EMF metrics the orchestrator logs (BatchTimedOut, BatchFailed, StuckJobs),
-  # dlpipe/metrics.py's NAMESPACE. They carry no dimensions, which is what the alarms watch:
-  # never set POWERTOOLS_SERVICE_NAME on the functions, it would add a "service" dimension.
+  # dlpipe/metrics.py's NAMESPACE. Each is published with no dimensions and by Feed, which is
+  # what the alarms watch: never set POWERTOOLS_SERVICE_NAME on the functions, it would add a
+  # "service" dimension to every set.
   metric_namespace = "dlpipe"
 
   # Lambda runtime shared by both functions; scripts/package_lambda.py builds for it.

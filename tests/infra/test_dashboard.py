@@ -146,7 +146,7 @@ def test_every_alarm_description_links_to_the_dashboard() -> None:
 
 
 def test_pipeline_alarms_watch_metrics_the_code_emits_without_dimensions() -> None:
-    """The alarms on dlpipe metrics name CATALOG metrics emitted with no dimensions."""
+    """The alarms on dlpipe metrics name CATALOG metrics emitted (also) with no dimensions."""
     watched = MODULE.locals["pipeline_metrics"]
     for name in watched:
-        assert metrics.CATALOG.get(name) == metrics.NO_DIMENSIONS, name
+        assert () in metrics.CATALOG.get(name, ()), name

@@ -39,7 +39,7 @@ pytest_plugins = ["tests.provider_fixtures"]  # rsa_keypair, private_key, stub_f
 
 # Per-file metric names and the dimension values an operator filters on.
 PER_FILE = "FileDownloads"
-DIMENSION_KEYS = {"Component", "Outcome", "ErrorCode"}
+DIMENSION_KEYS = {"Component", "Outcome", "ErrorCode", "Feed"}
 
 
 @pytest.fixture
@@ -158,7 +158,7 @@ def test_a_worker_writes_one_valid_emf_document_per_finished_file(
     for document in files.values():
         assert "FileID" not in dimensions_of(document)
         assert dimensions_of(document) <= DIMENSION_KEYS
-        assert document["Component"] == "worker"
+        assert (document["Component"], document["Feed"]) == ("worker", "default")
         assert value(document, PER_FILE) == 1
         assert value(document, "FileAttempts") == 1
 

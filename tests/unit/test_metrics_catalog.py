@@ -8,7 +8,7 @@ import pytest
 
 from dlpipe import metrics
 
-FILE_DIMENSIONS = {"Component": "worker", "Outcome": "error", "ErrorCode": "x"}
+FILE_DIMENSIONS = {"Component": "worker", "Outcome": "error", "ErrorCode": "x", "Feed": "default"}
 
 
 def test_a_metric_missing_from_the_catalog_is_refused() -> None:
@@ -46,5 +46,5 @@ def test_every_final_batch_status_counts_a_catalogued_metric() -> None:
 
     assert set(metrics.BATCH_FINISHED) == TERMINAL_BATCH_STATUSES
     assert {metrics.CATALOG[name] for name in metrics.BATCH_FINISHED.values()} == {
-        metrics.NO_DIMENSIONS
+        metrics.BATCH_DIMENSION_SETS
     }

@@ -56,6 +56,7 @@ def record_finished(job: FileJob, finish: FileFinish) -> None:
         "Component": component(),
         "Outcome": finish.outcome,
         "ErrorCode": finish.error_code,
+        metrics.FEED: job.feed,
     }
     # Provider input: an unknown cipher is written as "other", never as the provider sent it.
     cipher = job.cipher if job.cipher in SUPPORTED_CIPHERS else "other"

@@ -51,7 +51,11 @@ def fail_batch(flow: BatchFlowService, batch_id: str, reason: str) -> None:
     except BatchTransitionRefusedError:
         log.warning("batch.fail_refused", batch_id=batch_id)
         return
-    metrics.emit({metrics.BATCH_FINISHED[BatchStatus.FAILED]: (1, metrics.COUNT)}, BatchID=batch_id)
+    metrics.emit(
+        {metrics.BATCH_FINISHED[BatchStatus.FAILED]: (1, metrics.COUNT)},
+        dimensions=metrics.batch_dimensions(batch_id),
+        BatchID=batch_id,
+    )
     log.error("batch.failed", batch_id=batch_id, reason=reason)
 
 
@@ -64,6 +68,7 @@ def _emit_finished(batch: Batch, status: BatchStatus, now_ms: int) -> None:
             "FilesFailed": (batch.unsuccessful, metrics.COUNT),
             "BatchDurationSeconds": (max(0, now_ms - started_ms) / 1000, metrics.SECONDS),
         },
+        dimensions={metrics.FEED: batch.feed},
         BatchID=batch.batch_id,
         PollingDate=batch.polling_date,
     )

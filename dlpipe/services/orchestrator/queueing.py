@@ -149,6 +149,7 @@ def _report_queued(
             "FilesQueued": (result.sent, metrics.COUNT),
             "FilesRejected": (position.refusals.count, metrics.COUNT),
         },
+        dimensions=metrics.batch_dimensions(batch_id),
         BatchID=batch_id,
         PollingDate=polling_date,
     )

@@ -86,7 +86,11 @@ class Sweeper:
                 else:
                     seen.idle_overflow = True
         self._take_back(stuck, seen)
-        metrics.emit({"StuckJobs": (seen.stuck, metrics.COUNT)}, BatchID=batch_id)
+        metrics.emit(
+            {"StuckJobs": (seen.stuck, metrics.COUNT)},
+            dimensions=metrics.batch_dimensions(batch_id),
+            BatchID=batch_id,
+        )
         self._resend_idle(batch_id, now_ms, seen)
         if self.requeue and (seen.stuck or seen.idle):
             log.warning(
