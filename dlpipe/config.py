@@ -68,6 +68,8 @@ ENV_PROVIDER_LISTING_MAX_FILES = "DLPIPE_PROVIDER_LISTING_MAX_FILES"
 ENV_PROVIDER_LISTING_MAX_PAGES = "DLPIPE_PROVIDER_LISTING_MAX_PAGES"
 # The local feeds file (TOML), read by dlpipe/feeds_config.py.
 ENV_FEEDS_FILE = "DLPIPE_FEEDS_FILE"
+# On AWS: where each named feed's SSM parameter is, "<path>/<name>" (terraform/feeds.tf).
+ENV_FEEDS_PARAMETER_PATH = "DLPIPE_FEEDS_PARAMETER_PATH"
 
 DEFAULT_REGION = "us-east-1"
 JOBS_TABLE_BASE_NAME = "data-download-jobs"

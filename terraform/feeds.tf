@@ -22,6 +22,21 @@ locals {
 
   # Where the functions find a feed's configuration: one parameter per feed under this path.
   feeds_parameter_path = "/${var.name_prefix}dlpipe/feeds"
+
+  # Merged into the orchestrator's and the downloaders' environments (locals.tf), only when
+  # there are named feeds: with feeds = {} the functions' configuration is what it was before
+  # feeds (an upgrade publishes no new version), and there is no parameter to point at.
+  feeds_environment = {
+    for name, value in { DLPIPE_FEEDS_PARAMETER_PATH = local.feeds_parameter_path } : name => value if length(var.feeds) > 0
+  }
+
+  # Feeds whose polling (their overrides, else the deployment's), with the outage budgets and
+  # the setup margin, would outlast the durable execution: the orchestrator's precondition
+  # (lambda_orchestrator.tf) names them, as it checks the default feed's polling.
+  feeds_past_execution_timeout = sort([
+    for name, feed in var.feeds : name
+    if coalesce(feed.poll_interval_seconds, var.poll_interval_seconds) * coalesce(feed.max_polls, var.max_polls) + var.provider_outage_budget_seconds + var.aws_outage_budget_seconds + var.durable_setup_margin_seconds > var.durable_execution_timeout_seconds
+  ])
 }
 
 # Created empty, like the default feed's two secrets: values never pass through Terraform.

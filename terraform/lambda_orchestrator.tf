@@ -63,6 +63,12 @@ resource "aws_lambda_function" "orchestrator" {
       condition     = var.poll_interval_seconds * var.max_polls + var.provider_outage_budget_seconds + var.aws_outage_budget_seconds + var.durable_setup_margin_seconds <= var.durable_execution_timeout_seconds
       error_message = "poll_interval_seconds * max_polls + provider_outage_budget_seconds + aws_outage_budget_seconds + durable_setup_margin_seconds must not exceed durable_execution_timeout_seconds, or a day that waits out a provider or an SQS / DynamoDB outage times out before the orchestrator can mark its batch failed or timed out."
     }
+
+    # The same budget for each named feed's day, with its own polling overrides.
+    precondition {
+      condition     = length(local.feeds_past_execution_timeout) == 0
+      error_message = "feeds ${join(", ", local.feeds_past_execution_timeout)}: poll_interval_seconds * max_polls (the feed's, else the deployment's) + provider_outage_budget_seconds + aws_outage_budget_seconds + durable_setup_margin_seconds must not exceed durable_execution_timeout_seconds, or the feed's day times out before the orchestrator can mark its batch failed or timed out."
+    }
   }
 
   depends_on = [aws_iam_role_policy.orchestrator]

@@ -30,7 +30,7 @@ locals {
   # Lambda runtime shared by both functions; scripts/package_lambda.py builds for it.
   lambda_runtime = "python3.13"
 
-  orchestrator_environment = {
+  orchestrator_environment = merge({
     DLPIPE_JOBS_TABLE            = aws_dynamodb_table.jobs.name
     DLPIPE_BATCHES_TABLE         = aws_dynamodb_table.batches.name
     DLPIPE_QUEUE_URL             = aws_sqs_queue.downloads.url
@@ -46,7 +46,7 @@ locals {
     # The sweeper: HEAD of a dead worker's destination key, and the lease in its recovery bound.
     DLPIPE_DEST_BUCKET   = aws_s3_bucket.destination.bucket
     DLPIPE_LEASE_SECONDS = tostring(var.lease_seconds)
-  }
+  }, local.feeds_environment)
 
   # Files a downloader Lambda surely finishes: timeout x 20 MiB/s (a conservative minimum,
   # below every throughput BENCHMARKS.md measured) x 1/2 (safety), as dlpipe/domain/routing.py
@@ -61,7 +61,7 @@ locals {
   }
 
   # Shared by the downloader Lambda and the optional ECS worker: both run the same code.
-  downloader_environment = {
+  downloader_environment = merge({
     DLPIPE_JOBS_TABLE            = aws_dynamodb_table.jobs.name
     DLPIPE_QUEUE_URL             = aws_sqs_queue.downloads.url
     DLPIPE_DEST_BUCKET           = aws_s3_bucket.destination.bucket
@@ -70,5 +70,5 @@ locals {
     DLPIPE_PROVIDER_TOKEN_SECRET = aws_secretsmanager_secret.provider_token.arn
     DLPIPE_LEASE_SECONDS         = tostring(var.lease_seconds)
     DLPIPE_LOG_LEVEL             = var.log_level
-  }
+  }, local.feeds_environment)
 }

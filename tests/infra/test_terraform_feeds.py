@@ -15,6 +15,7 @@ from typing import Any
 import hcl2
 import pytest
 
+from dlpipe import config
 from tests.infra.hcl import Module, literal, literal_string, policy_statements, strings
 
 MODULE = Module.load()
@@ -48,11 +49,15 @@ def _render(text: str, name: str, iterator: str = "each") -> str:
 
 
 def _feed_resources() -> dict[tuple[str, str], dict[str, Any]]:
-    """Every resource whose definition reads the feeds map."""
+    """Every resource whose definition reads the feeds map; a lifecycle precondition that
+    checks every feed at once (the orchestrator's) does not make a resource per feed."""
     return {
         address: body
         for address, body in MODULE.resources.items()
-        if any("var.feeds" in s or "local.feed" in s for s in strings(body))
+        if any(
+            "var.feeds" in s or "local.feed" in s
+            for s in strings({k: v for k, v in body.items() if k != "lifecycle"})
+        )
     }
 
 
@@ -265,6 +270,21 @@ def test_each_feed_has_one_parameter_with_its_settings_and_no_secret_value() -> 
     assert "secret_string" not in value
 
 
+# --- where the functions find the parameters -------------------------------------------------
+
+
+def test_the_parameter_path_reaches_every_function_through_their_environments() -> None:
+    """The orchestrator's and the downloaders' environments (Lambda and ECS) merge in
+    local.feeds_environment: the path, set only when var.feeds is non-empty."""
+    environment = MODULE.locals["feeds_environment"]
+    assert KEYED_BY_NAME.match(environment) is None  # keyed by variable name, not feed name
+    assert f"{config.ENV_FEEDS_PARAMETER_PATH} = local.feeds_parameter_path" in environment
+    assert environment.rstrip("}").rstrip().endswith("if length(var.feeds) > 0")
+    for name in ("orchestrator_environment", "downloader_environment"):
+        assert "local.feeds_environment" in MODULE.locals[name], name
+    assert "local.downloader_environment" in MODULE.locals["ecs_worker_environment"]
+
+
 # --- IAM: each secret readable only by who needs it ------------------------------------------
 
 
@@ -324,3 +344,21 @@ def test_no_other_role_names_a_feed_secret_or_parameter() -> None:
         text = " ".join(strings(list(policy_statements(body))))
         assert "feed_" not in text, name
         assert "aws_ssm_parameter" not in text, name
+
+
+def test_the_orchestrator_checks_every_feeds_polling_against_its_execution_timeout() -> None:
+    """A precondition on the orchestrator names each feed whose polling overrides (else the
+    deployment's), budgets and margin overrun durable_execution_timeout_seconds."""
+    (lifecycle,) = MODULE.resource("aws_lambda_function", "orchestrator")["lifecycle"]
+    conditions = [p["condition"] for p in lifecycle["precondition"]]
+    assert "${length(local.feeds_past_execution_timeout) == 0}" in conditions
+    over = MODULE.locals["feeds_past_execution_timeout"]
+    for term in (
+        "coalesce(feed.poll_interval_seconds, var.poll_interval_seconds)",
+        "coalesce(feed.max_polls, var.max_polls)",
+        "var.provider_outage_budget_seconds",
+        "var.aws_outage_budget_seconds",
+        "var.durable_setup_margin_seconds",
+        "> var.durable_execution_timeout_seconds",
+    ):
+        assert term in over, term

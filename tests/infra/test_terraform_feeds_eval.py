@@ -38,6 +38,7 @@ variable "name_prefix" {
 }
 output "tokens" { value = local.feed_token_secret_arns }
 output "keys" { value = local.feed_private_key_secret_arns }
+output "environment" { value = local.feeds_environment }
 """
 
 
@@ -63,8 +64,37 @@ def _block(text: str, header: str, opening: str = "{", closing: str = "}") -> st
         index += 1
 
 
+# The deployment's polling and budgets, which a feed's polling overrides are checked against.
+POLLING_VARIABLES = (
+    "poll_interval_seconds",
+    "max_polls",
+    "provider_outage_budget_seconds",
+    "aws_outage_budget_seconds",
+    "durable_setup_margin_seconds",
+    "durable_execution_timeout_seconds",
+)
+
+
+def _orchestrator_feed_precondition() -> str:
+    """The orchestrator's precondition on the feeds' polling, on an output of its own."""
+    function = _block(
+        (TERRAFORM_DIR / "lambda_orchestrator.tf").read_text(),
+        'resource "aws_lambda_function" "orchestrator"',
+    )
+    preconditions = []
+    while "precondition {" in function:
+        block = _block(function, "precondition {")
+        preconditions.append(block)
+        function = function.replace(block, "", 1)
+    (feeds,) = [p for p in preconditions if "var.feeds" in p or "local.feeds_" in p]
+    return f'output "precondition" {{\n  value = true\n  {feeds}\n}}'
+
+
 def _module(directory: Path) -> Path:
-    variable = _block((TERRAFORM_DIR / "variables.tf").read_text(), 'variable "feeds"')
+    variables_tf = (TERRAFORM_DIR / "variables.tf").read_text()
+    variable = "\n".join(
+        _block(variables_tf, f'variable "{name}"') for name in ("feeds", *POLLING_VARIABLES)
+    )
     feed_locals = _block((TERRAFORM_DIR / "feeds.tf").read_text(), "locals {")
     feed_locals = re.sub(
         r"aws_secretsmanager_secret\.feed_token\b", "local.created_token", feed_locals
@@ -72,7 +102,8 @@ def _module(directory: Path) -> Path:
     feed_locals = re.sub(
         r"aws_secretsmanager_secret\.feed_private_key\b", "local.created_key", feed_locals
     )
-    (directory / "main.tf").write_text("\n".join([variable, feed_locals, STAND_INS, _per_feed()]))
+    parts = [variable, feed_locals, STAND_INS, _per_feed(), _orchestrator_feed_precondition()]
+    (directory / "main.tf").write_text("\n".join(parts))
     subprocess.run(
         [TERRAFORM, "init", "-input=false"], cwd=directory, check=True, capture_output=True
     )
@@ -226,3 +257,33 @@ def test_each_feeds_schedule_input_keeps_the_scheduler_keyword(module: Path) -> 
     assert {n: json.loads(text) for n, text in inputs.items()} == {
         n: {"feed": n, "scheduled_time": keyword} for n in ("vendor-a", "vendor-b")
     }
+
+
+def test_the_functions_get_the_parameter_path_only_when_there_are_feeds(module: Path) -> None:
+    """DLPIPE_FEEDS_PARAMETER_PATH is "/<prefix>dlpipe/feeds" with feeds; with none, unset."""
+    applied = _apply(module, _fixture())
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert _outputs(module)["environment"] == {"DLPIPE_FEEDS_PARAMETER_PATH": "/dlpipe/feeds"}
+    applied = _apply(module, {})
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert _outputs(module)["environment"] == {}
+
+
+def test_a_feeds_polling_past_the_execution_timeout_fails_the_plan_naming_it(
+    module: Path,
+) -> None:
+    """vendor-b polling every 600 s 12 times, plus the budgets and margin, overruns 14,400 s."""
+    applied = _apply(module, _with("vendor-b", "poll_interval_seconds", 600))
+    assert applied.returncode != 0
+    message = " ".join(applied.stderr.split())
+    assert "precondition failed" in message, message
+    assert "feeds vendor-b:" in message, message
+    assert "vendor-a" not in message, message
+
+
+def test_a_feed_polling_longer_but_less_often_fits(module: Path) -> None:
+    """Overrides that keep polls x interval within the default budget pass (the fixture)."""
+    feeds = _with("vendor-a", "poll_interval_seconds", 60)
+    feeds["vendor-a"]["max_polls"] = 60
+    applied = _apply(module, feeds)
+    assert applied.returncode == 0, applied.stdout + applied.stderr

@@ -70,6 +70,8 @@ ORCHESTRATOR_NEEDS = {
     config.ENV_LARGE_FILE_THRESHOLD_BYTES,
     config.ENV_DEST_BUCKET,
     config.ENV_LEASE_SECONDS,
+    # Where a named feed's parameter is (set only when there are named feeds).
+    config.ENV_FEEDS_PARAMETER_PATH,
 }
 DOWNLOADER_NEEDS = {
     config.ENV_JOBS_TABLE,
@@ -82,6 +84,7 @@ DOWNLOADER_NEEDS = {
     # A delayed copy of a message is routed like every send (dlpipe/adapters/download_queue.py).
     config.ENV_LARGE_QUEUE_URL,
     config.ENV_LARGE_FILE_THRESHOLD_BYTES,
+    config.ENV_FEEDS_PARAMETER_PATH,  # a job's feed's parameter (set only with named feeds)
 }
 
 TABLES = [
