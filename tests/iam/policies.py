@@ -14,6 +14,7 @@ from functools import cached_property
 from typing import Any
 
 from dlpipe.local.terraform import LOCAL_DATA_VALUES, TerraformModule, TerraformReadError
+from tests.iam import feeds as per_feed
 from tests.iam import recorder
 from tests.infra.hcl import Module, literal, unquote
 
@@ -41,6 +42,7 @@ _ARN_FORMATS: dict[str, tuple[str, str]] = {
     "aws_secretsmanager_secret": ("name", "arn:{p}:secretsmanager:{r}:{a}:secret:{n}-??????"),
     "aws_cloudwatch_log_group": ("name", "arn:{p}:logs:{r}:{a}:log-group:{n}"),
     "aws_kms_key": ("description", "arn:{p}:kms:{r}:{a}:key/*"),  # the key id exists only on AWS
+    "aws_ssm_parameter": ("name", "arn:{p}:ssm:{r}:{a}:parameter{n}"),  # the name starts with /
 }
 # `x.y.arn`, `x.y[0].arn`, or the splat `x.y[*].arn` of a counted resource (local provisioning
 # always creates it, so the splat's one element is the local name).
@@ -107,10 +109,13 @@ def _direct_call_satisfies(condition: Condition) -> bool:
 class Policies:
     """Every role's statements, and the role(s) of every component."""
 
-    def __init__(self) -> None:
+    def __init__(self, feeds: dict[str, dict[str, Any]] | None = None) -> None:
+        """The stack as local provisioning evaluates it; `feeds` adds named feeds (their
+        per-feed statements), which the local stack never has."""
         self.static = Module.load()
         # Evaluated as dlpipe/local/provision.py does, so that names are the ones it creates.
-        self.module = TerraformModule.load()
+        self.module = TerraformModule.load(**({"feeds": feeds} if feeds else {}))
+        self.feeds = feeds or {}
 
     # --- expressions -------------------------------------------------------------------------
 
@@ -125,6 +130,12 @@ class Policies:
 
     def _interpolation(self, expression: str) -> str:
         expression = expression.strip()
+        secret = per_feed.FEED_SECRET.fullmatch(expression)
+        if secret:
+            return per_feed.secret_arn(self.feeds, *secret.groups(), self._keyed_arn)
+        keyed = per_feed.KEYED_RESOURCE.fullmatch(expression)
+        if keyed:
+            return self._keyed_arn(*keyed.groups()[1:], rtype=keyed.group(1))
         match = _RESOURCE_ATTRIBUTE.fullmatch(expression)
         if match is None:
             value = self.module.value("${" + expression + "}")
@@ -144,6 +155,15 @@ class Policies:
         if isinstance(body.get(attribute), str):
             return self.resolve(body[attribute])
         raise TerraformReadError(f"cannot resolve {expression!r}")
+
+    def _keyed_arn(self, label: str, key: str, rtype: str = "aws_secretsmanager_secret") -> str:
+        """The ARN of `rtype.label[key]`, a resource for_each over the feeds, by feed name."""
+        if key not in self.feeds:
+            raise TerraformReadError(f"no feed {key!r}")
+        name_attribute, form = _ARN_FORMATS[rtype]
+        raw_name = self.module.resource(rtype, label)[name_attribute]
+        name = self.resolve(raw_name.replace("${each.key}", key))
+        return form.format(p=PARTITION, r=REGION, a=ACCOUNT, n=name)
 
     def _resource_patterns(self, raw: Any) -> tuple[tuple[str | None, ...], tuple[str, ...]]:
         items = raw if isinstance(raw, list) else [raw]
@@ -203,16 +223,17 @@ class Policies:
             )
 
     def _present_statements(self, document: dict[str, Any]) -> Iterator[dict[str, Any]]:
-        """The document's statements as the evaluated stack has them: the local stack has no
-        named feeds (feeds = {}), so the statements repeated per feed do not exist there."""
+        """The document's statements as the evaluated stack has them: one per named feed of
+        each per-feed statement (none on the local stack, whose feeds = {})."""
         yield from document.get("statement", [])
-        feeds = self.module.overrides.get("feeds", self.module.variables.get("feeds"))
         for dynamic in document.get("dynamic", []):
             for label, body in dynamic.items():
                 if unquote(label) != "statement":
                     continue
                 if _PER_FEED.search(str(body.get("for_each", ""))):
-                    assert not feeds, "teach tests/iam/policies.py to expand per-feed statements"
+                    assert body["for_each"] == "${var.feeds}", "teach tests/iam/ this for_each"
+                    for name in sorted(self.feeds):
+                        yield from per_feed.for_feed(body.get("content", []), name)
                     continue
                 yield from body.get("content", [])
 

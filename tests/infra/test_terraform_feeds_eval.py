@@ -269,6 +269,15 @@ def test_the_functions_get_the_parameter_path_only_when_there_are_feeds(module: 
     assert _outputs(module)["environment"] == {}
 
 
+def test_adding_a_feed_leaves_the_functions_environment_as_it_was(module: Path) -> None:
+    """The path names no feed: a third feed changes no function's configuration."""
+    feeds = _fixture()
+    feeds["vendor-c"] = feeds["vendor-a"] | {"destination_prefix": "vendor-c/"}
+    applied = _apply(module, feeds)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert _outputs(module)["environment"] == {"DLPIPE_FEEDS_PARAMETER_PATH": "/dlpipe/feeds"}
+
+
 def test_a_feeds_polling_past_the_execution_timeout_fails_the_plan_naming_it(
     module: Path,
 ) -> None:

@@ -1,0 +1,93 @@
+"""With the two-feed fixture (tests/infra/fixtures/two-feeds.tfvars), the roles our code runs
+as may read each feed's parameter and secrets exactly where its code needs them.
+
+The orchestrator lists a feed's files with the feed's token; the downloaders (the Lambda and
+the ECS worker, one shared document) decrypt with the feed's key and re-sign expired URLs with
+its token, as they do for the default feed. Each reads the feed's settings from its parameter.
+Nobody else reads them, and no grant reaches a parameter that is not a feed's.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import pytest
+
+from tests.iam.policies import ACCOUNT, PARTITION, REGION, Policies
+from tests.infra.test_terraform_feeds import FEEDS
+
+ORCHESTRATOR, DOWNLOADER, ECS_TASK = "orchestrator", "downloader", "ecs_task"
+READ_SECRET, READ_PARAMETER = "secretsmanager:GetSecretValue", "ssm:GetParameter"
+SECRETS = f"arn:{PARTITION}:secretsmanager:{REGION}:{ACCOUNT}:secret"
+# What AWS names the secrets Terraform creates (6 random characters after the name).
+VENDOR_A_TOKEN = f"{SECRETS}:dlpipe/feeds/vendor-a/provider-token-AbC123"
+VENDOR_A_KEY = f"{SECRETS}:dlpipe/feeds/vendor-a/rsa-private-key-XyZ789"
+VENDOR_B_TOKEN = str(FEEDS["vendor-b"]["token_secret"])  # an existing secret, by ARN
+
+
+def parameter_arn(name: str) -> str:
+    return f"arn:{PARTITION}:ssm:{REGION}:{ACCOUNT}:parameter/dlpipe/feeds/{name}"
+
+
+@cache
+def policies() -> Policies:
+    return Policies(feeds=FEEDS)
+
+
+def allowed(action: str, arn: str) -> set[str]:
+    """The component roles whose policy allows `action` on `arn`."""
+    found = policies()
+    return {role for role in found.component_roles if found.allowing(role, action, arn)}
+
+
+def test_the_component_roles_are_the_three_the_code_runs_as() -> None:
+    """The checks below speak of these roles: the orchestrator, the downloader, the ECS task."""
+    assert set(policies().component_roles) == {ORCHESTRATOR, DOWNLOADER, ECS_TASK}
+
+
+@pytest.mark.parametrize("token", [VENDOR_A_TOKEN, VENDOR_B_TOKEN], ids=["created", "referenced"])
+def test_a_feeds_token_is_read_by_the_orchestrator_and_the_downloaders(token: str) -> None:
+    """Listing (orchestrator) and re-signing (downloaders) need it."""
+    assert allowed(READ_SECRET, token) == {ORCHESTRATOR, DOWNLOADER, ECS_TASK}
+
+
+def test_a_feeds_key_is_read_by_the_downloaders_only() -> None:
+    """vendor-a's key, which vendor-b shares: the downloaders decrypt, the orchestrator never."""
+    assert allowed(READ_SECRET, VENDOR_A_KEY) == {DOWNLOADER, ECS_TASK}
+
+
+def test_no_feed_reaches_another_secret_under_the_feeds_prefix() -> None:
+    """A secret of a feed not in the map, or vendor-b's own (it shares vendor-a's), is denied."""
+    for arn in (
+        f"{SECRETS}:dlpipe/feeds/vendor-c/provider-token-AbC123",
+        f"{SECRETS}:dlpipe/feeds/vendor-b/rsa-private-key-XyZ789",
+        f"{SECRETS}:dlpipe/feeds/vendor-b/provider-token-AbC123",
+    ):
+        assert allowed(READ_SECRET, arn) == set(), arn
+
+
+@pytest.mark.parametrize("role", [ORCHESTRATOR, DOWNLOADER, ECS_TASK])
+def test_each_role_reads_exactly_the_feeds_parameters(role: str) -> None:
+    """Of the feeds' names and a few that are not feeds, only the feeds' parameters are read."""
+    probes = [*FEEDS, "vendor-c", "vendor-a/extra", "", "default", "*"]
+    readable = {name for name in probes if role in allowed(READ_PARAMETER, parameter_arn(name))}
+    assert readable == set(FEEDS)
+
+
+def test_ssm_grants_are_get_parameter_on_one_named_parameter_each() -> None:
+    """No other SSM action, no wildcard: each statement names one parameter ARN."""
+    for role in policies().component_roles:
+        for statement, action, pattern, raw in policies().grants(role):
+            if action.lower().startswith("ssm:") or "aws_ssm_parameter" in raw:
+                assert action == READ_PARAMETER, (role, statement.sid)
+                assert pattern is not None, (role, statement.sid, raw)
+                assert "*" not in pattern, (role, statement.sid, pattern)
+                assert len(statement.resources) == 1, (role, statement.sid)
+
+
+def test_without_feeds_no_role_reads_a_feed_parameter() -> None:
+    """The local stack's view (feeds = {}): no per-feed grant exists."""
+    plain = Policies()
+    for name in FEEDS:
+        arn = parameter_arn(name)
+        assert [r for r in plain.component_roles if plain.allowing(r, READ_PARAMETER, arn)] == []
