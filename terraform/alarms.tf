@@ -21,11 +21,14 @@ locals {
     orchestrator = aws_sqs_queue.orchestrator_dlq.name
   }
 
-  # EMF metrics the orchestrator logs in namespace local.metric_namespace, without dimensions.
+  # EMF metrics the orchestrator logs in namespace local.metric_namespace, each published
+  # with no dimensions (every feed's total) and by Feed. The batch alarms are the default
+  # feed's, as they were before feeds (a named feed's are below); stuck jobs are every feed's:
+  # the downloaders are shared.
   pipeline_metrics = {
-    BatchTimedOut = { statistic = "Sum", description = "A daily batch timed out before all its files were done." }
-    BatchFailed   = { statistic = "Sum", description = "A daily batch failed." }
-    StuckJobs     = { statistic = "Maximum", description = "Jobs have been `downloading` past their lease (dlpipe CLI: stuck jobs)." }
+    BatchTimedOut = { statistic = "Sum", dimensions = { Feed = "default" }, description = "A daily batch of the default feed timed out before all its files were done." }
+    BatchFailed   = { statistic = "Sum", dimensions = { Feed = "default" }, description = "A daily batch of the default feed failed." }
+    StuckJobs     = { statistic = "Maximum", dimensions = {}, description = "Jobs have been `downloading` past their lease, in any feed (dlpipe CLI: stuck jobs)." }
   }
 }
 
@@ -54,6 +57,7 @@ resource "aws_cloudwatch_metric_alarm" "pipeline" {
   alarm_description   = "${each.value.description} Dashboard: ${local.dashboard_url}"
   namespace           = local.metric_namespace
   metric_name         = each.key
+  dimensions          = each.value.dimensions
   statistic           = each.value.statistic
   period              = 300
   evaluation_periods  = 1
@@ -91,6 +95,45 @@ resource "aws_cloudwatch_metric_alarm" "downloader_errors" {
   statistic           = "Sum"
   period              = 300
   evaluation_periods  = 3
+  comparison_operator = "GreaterThanThreshold"
+  threshold           = 0
+  treat_missing_data  = "notBreaching"
+  alarm_actions       = [aws_sns_topic.alarms.arn]
+}
+
+# --- per named feed: its batch alarms ---------------------------------------------------------
+# The default feed's are aws_cloudwatch_metric_alarm.pipeline's BatchFailed and BatchTimedOut;
+# each named feed gets the same two on its own Feed dimension, keyed by its name, so adding or
+# removing a feed creates or destroys only its own.
+
+resource "aws_cloudwatch_metric_alarm" "feed_batch_failed" {
+  for_each = var.feeds
+
+  alarm_name          = "${var.name_prefix}dlpipe-feed-${each.key}-BatchFailed"
+  alarm_description   = "Feed ${each.key}: a daily batch failed (dlpipe batch show: its outcome says why). Dashboard: ${local.dashboard_url}"
+  namespace           = local.metric_namespace
+  metric_name         = "BatchFailed"
+  dimensions          = { Feed = each.key }
+  statistic           = "Sum"
+  period              = 300
+  evaluation_periods  = 1
+  comparison_operator = "GreaterThanThreshold"
+  threshold           = 0
+  treat_missing_data  = "notBreaching"
+  alarm_actions       = [aws_sns_topic.alarms.arn]
+}
+
+resource "aws_cloudwatch_metric_alarm" "feed_batch_timed_out" {
+  for_each = var.feeds
+
+  alarm_name          = "${var.name_prefix}dlpipe-feed-${each.key}-BatchTimedOut"
+  alarm_description   = "Feed ${each.key}: a daily batch timed out before all its files were done. Dashboard: ${local.dashboard_url}"
+  namespace           = local.metric_namespace
+  metric_name         = "BatchTimedOut"
+  dimensions          = { Feed = each.key }
+  statistic           = "Sum"
+  period              = 300
+  evaluation_periods  = 1
   comparison_operator = "GreaterThanThreshold"
   threshold           = 0
   treat_missing_data  = "notBreaching"

@@ -1,9 +1,10 @@
 # The operators' dashboard: the last day's batches, files by outcome and error code,
-# throughput, the dead-letter queues, stuck jobs and failed orchestrator executions. Every
-# alarm's description links here (alarms.tf). Each dlpipe metric below is one the code emits,
-# under the dimensions graphed: dlpipe/metrics.py's CATALOG, checked by
-# tests/infra/test_dashboard.py. Metric entries are written out one by one (no `for`), so
-# that the test can read every one of them.
+# throughput, the dead-letter queues, stuck jobs and failed orchestrator executions, then one
+# row per feed. Every alarm's description links here (alarms.tf). Each dlpipe metric below is
+# one the code emits, under the dimensions graphed: dlpipe/metrics.py's CATALOG, checked by
+# tests/infra/test_dashboard.py. The fixed widgets' metric entries are written out one by one
+# (no `for`), so that the test can read every one of them; the per-feed rows are rendered by
+# terraform for their test.
 
 locals {
   dashboard_name = "${var.name_prefix}dlpipe"
@@ -198,9 +199,62 @@ locals {
   ]
 }
 
+# --- per feed: one row each, the default feed first, then var.feeds by name ------------------
+# Below the widgets above: the feed's batches and its files by outcome, on the Feed dimension
+# every per-batch and per-file metric carries (dlpipe/metrics.py). A `for` here, so the rows
+# are checked by rendering them with terraform (tests/infra/test_dashboard_feeds.py).
+
+locals {
+  dashboard_feeds = concat(["default"], sort(keys(var.feeds)))
+  dashboard_feed_widgets = flatten([
+    for index, feed in local.dashboard_feeds : [
+      {
+        type   = "metric"
+        x      = 0
+        y      = 24 + 6 * index
+        width  = 12
+        height = 6
+        properties = {
+          title  = "Feed ${feed}: batches ended, and files expected"
+          view   = "timeSeries"
+          region = var.aws_region
+          stat   = "Sum"
+          period = 3600
+          metrics = [
+            [local.metric_namespace, "BatchCompleted", "Feed", feed, { label = "completed", color = "#2ca02c" }],
+            [local.metric_namespace, "BatchFailed", "Feed", feed, { label = "failed", color = "#d62728" }],
+            [local.metric_namespace, "BatchTimedOut", "Feed", feed, { label = "timed out", color = "#ff7f0e" }],
+            [local.metric_namespace, "FilesExpected", "Feed", feed, { label = "files expected", yAxis = "right" }],
+          ]
+        }
+      },
+      {
+        type   = "metric"
+        x      = 12
+        y      = 24 + 6 * index
+        width  = 12
+        height = 6
+        properties = {
+          title   = "Feed ${feed}: files by outcome"
+          view    = "timeSeries"
+          stacked = true
+          region  = var.aws_region
+          stat    = "Sum"
+          period  = 300
+          metrics = [
+            [local.metric_namespace, "FileDownloads", "Feed", feed, "Outcome", "completed", { label = "completed", color = "#2ca02c" }],
+            [local.metric_namespace, "FileDownloads", "Feed", feed, "Outcome", "failed", { label = "failed (retries used up)", color = "#ff7f0e" }],
+            [local.metric_namespace, "FileDownloads", "Feed", feed, "Outcome", "error", { label = "error (permanent)", color = "#d62728" }],
+          ]
+        }
+      },
+    ]
+  ])
+}
+
 resource "aws_cloudwatch_dashboard" "dlpipe" {
   dashboard_name = local.dashboard_name
-  dashboard_body = jsonencode({ widgets = local.dashboard_widgets })
+  dashboard_body = jsonencode({ widgets = concat(local.dashboard_widgets, local.dashboard_feed_widgets) })
 }
 
 output "dashboard_url" {

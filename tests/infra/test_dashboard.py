@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from dlpipe import metrics
+from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.services.download.file_metrics import LAMBDA, NO_ERROR, WORKER
 from dlpipe.services.download.service import Outcome
 from tests.infra.hcl import Module, literal, unquote
@@ -80,9 +81,12 @@ def graphed() -> list[Graphed]:
 
 
 def test_the_dashboard_encodes_the_widgets_local_under_its_name() -> None:
-    """The body is jsonencode of the widgets read here; the name is the one the URL uses."""
+    """The body is jsonencode of the widgets read here, then the feed rows
+    (tests/infra/test_dashboard_feeds.py); the name is the one the URL uses."""
     dashboard = MODULE.resource(*DASHBOARD)
-    assert dashboard["dashboard_body"] == "${jsonencode({widgets = local.dashboard_widgets})}"
+    assert dashboard["dashboard_body"] == (
+        "${jsonencode({widgets = concat(local.dashboard_widgets, local.dashboard_feed_widgets)})}"
+    )
     assert dashboard["dashboard_name"] == "${local.dashboard_name}"
     assert literal(MODULE.locals["dashboard_url"]) == (
         "https://${var.aws_region}.console.aws.amazon.com/cloudwatch/home"
@@ -145,8 +149,47 @@ def test_every_alarm_description_links_to_the_dashboard() -> None:
     assert missing == []
 
 
-def test_pipeline_alarms_watch_metrics_the_code_emits_without_dimensions() -> None:
-    """The alarms on dlpipe metrics name CATALOG metrics emitted (also) with no dimensions."""
-    watched = MODULE.locals["pipeline_metrics"]
-    for name in watched:
-        assert () in metrics.CATALOG.get(name, ()), name
+def dlpipe_alarms() -> list[tuple[str, str, dict[str, str]]]:
+    """(alarm resource, metric name, {dimension: value}) for every alarm on a dlpipe metric;
+    `each.key` stands for each key of the resource's for_each (a local map, or the feeds)."""
+    found = []
+    for (rtype, label), body in MODULE.resources.items():
+        if rtype != "aws_cloudwatch_metric_alarm" or body["namespace"] != NAMESPACE_REF:
+            continue
+        if body.get("for_each") == "${local.pipeline_metrics}":
+            for name, entry in MODULE.locals["pipeline_metrics"].items():
+                dimensions = {k: literal(v) for k, v in entry["dimensions"].items()}
+                found.append((label, name, dimensions))
+            continue
+        dimensions = {k: literal(v) for k, v in body.get("dimensions", {}).items()}
+        found.append((label, literal(body["metric_name"]), dimensions))
+    return found
+
+
+def test_alarms_on_dlpipe_metrics_watch_what_the_code_emits() -> None:
+    """Each alarm's metric is in CATALOG under the alarm's dimension set; a Feed is "default"
+    or the feed of the alarm's own for_each key (the feeds map), never a literal name."""
+    alarms = dlpipe_alarms()
+    assert {name for _, name, _ in alarms} >= {"BatchFailed", "BatchTimedOut", "StuckJobs"}
+    for label, name, dimensions in alarms:
+        assert name in metrics.CATALOG, (label, name)
+        emitted = {frozenset(s) for s in metrics.CATALOG[name]}
+        assert frozenset(dimensions) in emitted, (label, name, sorted(dimensions))
+        if metrics.FEED in dimensions:
+            feed = dimensions[metrics.FEED]
+            assert feed == DEFAULT_FEED_NAME or (
+                feed == "${each.key}"
+                and MODULE.resource("aws_cloudwatch_metric_alarm", label)["for_each"]
+                == "${var.feeds}"
+            ), (label, name, feed)
+
+
+def test_the_default_feeds_batch_alarms_keep_their_names_and_watch_its_feed() -> None:
+    """dlpipe-BatchFailed and dlpipe-BatchTimedOut are still the default feed's: Feed=default,
+    not the all-feeds total (a named feed's batch pages under its own alarm)."""
+    by_metric = {name: d for label, name, d in dlpipe_alarms() if label == "pipeline"}
+    for name in ("BatchFailed", "BatchTimedOut"):
+        assert by_metric[name] == {metrics.FEED: DEFAULT_FEED_NAME}, name
+        description = MODULE.locals["pipeline_metrics"][name]["description"]
+        assert "default feed" in description, description
+    assert by_metric["StuckJobs"] == {}  # the downloaders are shared: every feed's total

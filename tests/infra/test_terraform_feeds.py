@@ -362,3 +362,26 @@ def test_the_orchestrator_checks_every_feeds_polling_against_its_execution_timeo
         "> var.durable_execution_timeout_seconds",
     ):
         assert term in over, term
+
+
+# --- alarms ----------------------------------------------------------------------------------
+
+FEED_ALARMS = {"feed_batch_failed": "BatchFailed", "feed_batch_timed_out": "BatchTimedOut"}
+
+
+@pytest.mark.parametrize(("label", "metric"), FEED_ALARMS.items())
+def test_each_feed_has_its_own_batch_alarms_naming_it(label: str, metric: str) -> None:
+    """One alarm per feed and metric, keyed by the feed's name, on its Feed dimension, with
+    the feed in its name and description."""
+    body = MODULE.resource("aws_cloudwatch_metric_alarm", label)
+    assert body["for_each"] == "${var.feeds}"
+    assert literal(body["metric_name"]) == metric
+    assert body["namespace"] == "${local.metric_namespace}"
+    assert body["dimensions"] == {"Feed": "${each.key}"}
+    for name in FEEDS:
+        assert name in _render(literal(body["alarm_name"]), name)
+        assert f"eed {name}" in _render(literal(body["alarm_description"]), name)
+    assert body["alarm_actions"] == ["${aws_sns_topic.alarms.arn}"]
+    daily = MODULE.resource("aws_cloudwatch_metric_alarm", "pipeline")
+    for key in ("period", "evaluation_periods", "comparison_operator", "threshold"):
+        assert body[key] == daily[key], key

@@ -430,11 +430,12 @@ def test_queue_visibility_is_six_downloader_timeouts() -> None:
 
 
 def test_alarms_watch_the_namespace_the_code_emits_metrics_to() -> None:
-    """The pipeline alarms read dlpipe/metrics.py's namespace, without dimensions."""
+    """The pipeline alarms read dlpipe/metrics.py's namespace, each with its entry's
+    dimensions (tests/infra/test_dashboard.py checks them against the code)."""
     assert literal(MODULE.locals["metric_namespace"]) == metrics.NAMESPACE
     alarm = MODULE.resource("aws_cloudwatch_metric_alarm", "pipeline")
     assert alarm["namespace"] == "${local.metric_namespace}"
-    assert "dimensions" not in alarm
+    assert alarm["dimensions"] == "${each.value.dimensions}"
 
 
 def test_every_queue_is_encrypted_with_the_dlpipe_key() -> None:
