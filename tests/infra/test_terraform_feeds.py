@@ -16,7 +16,16 @@ import hcl2
 import pytest
 
 from dlpipe import config
-from tests.infra.hcl import Module, literal, literal_string, policy_statements, strings
+from tests.infra.hcl import (
+    DATA_REF,
+    LOCAL_REF,
+    RESOURCE_REF,
+    Module,
+    literal,
+    literal_string,
+    policy_statements,
+    strings,
+)
 
 MODULE = Module.load()
 FIXTURE = Path(__file__).parent / "fixtures" / "two-feeds.tfvars"
@@ -220,6 +229,57 @@ def test_every_feed_resource_is_keyed_by_feed_name() -> None:
         assert body["for_each"] == "${var.feeds}" or KEYED_BY_NAME.match(body["for_each"]), address
     numeric_index = re.compile(r"(feed\w*|var\.feeds)\[\d+\]")
     assert [s for p in MODULE.files.values() for s in strings(p) if numeric_index.search(s)] == []
+
+
+# Shared resources that adding or removing a feed updates in place, and why.
+IN_PLACE = {
+    ("aws_iam_role_policy", "orchestrator"): "the feed's statements",
+    ("aws_iam_role_policy", "downloader"): "the feed's statements (downloader_code)",
+    ("aws_iam_role_policy", "ecs_task"): "the feed's statements (downloader_code)",
+    ("aws_cloudwatch_dashboard", "dlpipe"): "the feed's row",
+    # The first feed sets DLPIPE_FEEDS_PARAMETER_PATH; later ones change no function (the
+    # environment names no feed: test_terraform_feeds_eval.py). The orchestrator also checks
+    # every feed's polling in a precondition, which changes nothing.
+    ("aws_lambda_function", "orchestrator"): "the parameter path, from the first feed on",
+    ("aws_lambda_function", "downloader"): "the parameter path, from the first feed on",
+    ("aws_ecs_task_definition", "worker"): "the parameter path, from the first feed on",
+}
+
+
+def _feed_dependent() -> tuple[set[str], set[tuple[str, str]], set[tuple[str, str]]]:
+    """(locals, data sources, resources) whose value follows var.feeds, directly or through
+    locals, policy documents or a per-feed resource; a resource's other attributes (ARNs,
+    versions) are not followed."""
+    keyed = set(_feed_resources())
+    dependent_locals: set[str] = set()
+    dependent_data: set[tuple[str, str]] = set()
+
+    def follows(value: Any) -> bool:
+        text = " ".join(strings(value))
+        return (
+            "var.feeds" in text
+            or bool(set(LOCAL_REF.findall(text)) & dependent_locals)
+            or bool(set(DATA_REF.findall(text)) & dependent_data)
+            or bool(set(RESOURCE_REF.findall(text)) & keyed)
+        )
+
+    grown = True
+    while grown:
+        before = len(dependent_locals) + len(dependent_data)
+        dependent_locals |= {n for n, v in MODULE.locals.items() if follows(v)}
+        dependent_data |= {a for a, b in MODULE.data.items() if follows(b)}
+        grown = len(dependent_locals) + len(dependent_data) > before
+    resources = {a for a, b in MODULE.resources.items() if follows(b)}
+    return dependent_locals, dependent_data, resources
+
+
+def test_adding_a_feed_changes_only_its_own_resources_and_the_listed_shared_ones() -> None:
+    """Whatever follows the feeds map is keyed by feed name, or one of the shared resources
+    updated in place (IN_PLACE says why); nothing else changes when a feed comes or goes."""
+    _, data, resources = _feed_dependent()
+    assert ("aws_iam_policy_document", "downloader_code") in data
+    keyed = set(_feed_resources())
+    assert resources - keyed == set(IN_PLACE)
 
 
 def test_secrets_are_created_only_for_feeds_that_name_none() -> None:
