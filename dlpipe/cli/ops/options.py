@@ -7,7 +7,8 @@ from typing import Any, TypeVar
 
 import click
 
-from dlpipe.cli.ops.durations import DAY, DURATION, default_polling_date, resolve_day
+from dlpipe.cli.ops.durations import DAY, DURATION, FEED, default_polling_date, resolve_day
+from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.services.ops.context import OpsContext
 
 FC = TypeVar("FC", bound=Callable[..., Any])
@@ -48,3 +49,16 @@ def polling_date(ops: OpsContext, day: str | None) -> str:
     if day is None:
         return default_polling_date(ops.now_ms(), ops.settings.date_offset_days)
     return resolve_day(day, ops.now_ms())
+
+
+def feed_option(*, every_by_default: bool) -> Callable[[FC], FC]:
+    """--feed NAME: a listing shows every feed without it, a command on one day the default."""
+    default = "every feed" if every_by_default else f"the {DEFAULT_FEED_NAME} feed"
+    return click.option(
+        "--feed",
+        "feed",
+        type=FEED,
+        default=None if every_by_default else DEFAULT_FEED_NAME,
+        metavar="NAME",
+        help=f"Only this feed's records [default: {default}].",
+    )
