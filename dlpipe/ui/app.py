@@ -6,6 +6,7 @@ from flask import Flask, Response, render_template, request
 from werkzeug.exceptions import HTTPException
 
 from dlpipe.domain.errors import StoreUnavailableError
+from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.domain.waiting import idle_warning
 from dlpipe.log import get_logger
 from dlpipe.services.ops.advice import start_day_command
@@ -82,7 +83,9 @@ def create_app(ops: OpsContext, options: UiOptions | None = None) -> Flask:
     )
     present.register(app)
     app.jinja_env.globals.update(
-        start_day_command=lambda day: start_day_command(ops.settings, day),
+        start_day_command=lambda day, feed=DEFAULT_FEED_NAME: start_day_command(
+            ops.settings, day, feed
+        ),
         idle_warning=idle_warning,
         idle_threshold_s=lambda: ops.settings.idle_warning_seconds,
         duration_span=present.span_text,

@@ -1,4 +1,5 @@
-"""The grid: the last N polling dates, a cell per batch (re-runs stacked), one query a day."""
+"""The grid: the last N polling dates, a row group per feed, a cell per batch (re-runs
+stacked), one query a day (PollingDateIndex returns every feed's batches of a date)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from datetime import UTC, date, datetime, timedelta
 
 from dlpipe.domain.model import Batch
 from dlpipe.services.ops.context import OpsContext
+from dlpipe.services.ops.feeds import batch_feed, feeds_shown
 from dlpipe.services.ops.ports import OpsBatches
 from dlpipe.services.ops.queries import day_batches
 
@@ -27,9 +29,14 @@ class GridDay:
         """True while one of the date's batches has not ended."""
         return any(not b.is_terminal for b in self.batches)
 
-    def run(self, index: int) -> Batch | None:
-        """The date's `index`-th batch (0 = first run), or None."""
-        return self.batches[index] if index < len(self.batches) else None
+    def of_feed(self, feed: str) -> list[Batch]:
+        """The date's batches of `feed`, oldest first."""
+        return [b for b in self.batches if batch_feed(b) == feed]
+
+    def run(self, index: int, feed: str | None = None) -> Batch | None:
+        """The date's `index`-th batch (0 = first run) of `feed` (of any, for None), or None."""
+        found = self.batches if feed is None else self.of_feed(feed)
+        return found[index] if index < len(found) else None
 
 
 @dataclass(frozen=True)
@@ -42,6 +49,7 @@ class Grid:
     next_end: str | None
     latest: str = ""  # the date today's scheduled run polls: where the grid opens by default
     moved: bool = False  # the default window had no batch: it opened on older dates that do
+    feeds: tuple[str, ...] = ("default",)  # a row group each: configured or seen in view
 
     @property
     def first(self) -> str:
@@ -57,6 +65,10 @@ class Grid:
     def runs(self) -> int:
         """How many rows: the most batches any date has (at least one)."""
         return max([1, *(len(d.batches) for d in self.days)])
+
+    def runs_of(self, feed: str) -> int:
+        """How many rows `feed`'s group has: the most batches of it any date has (at least one)."""
+        return max([1, *(len(d.of_feed(feed)) for d in self.days)])
 
     @property
     def live(self) -> bool:
@@ -90,6 +102,7 @@ def grid(ops: OpsContext, days: int, end: str | None = None) -> Grid:
         next_end=None if last.isoformat() >= latest else min(later, latest),
         latest=latest,
         moved=moved,
+        feeds=tuple(feeds_shown(None, ops.feeds, [b for d in shown for b in d.batches])),
     )
 
 

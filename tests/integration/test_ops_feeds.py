@@ -12,8 +12,9 @@ import pytest
 from dlpipe.domain.feeds import DEFAULT_FEED, Feed
 from dlpipe.domain.messages import JobMessage, encode_message
 from dlpipe.domain.model import Batch, BatchStatus, FileJob, make_batch_id, make_file_id
+from dlpipe.domain.rules import batch_ttl_epoch_s, job_ttl_epoch_s
 from tests.integration.test_ops_fixtures import CliRunner, World, dlpipe_cli, no_scan, world
-from tests.support import make_batch, make_job
+from tests.support import BASE_MS, make_batch, make_job
 
 pytestmark = pytest.mark.integration
 __all__ = ["dlpipe_cli", "no_scan", "world"]  # fixtures used by the tests below
@@ -30,10 +31,18 @@ VENDOR_B = Feed(
 )
 
 
-def named_batch(world: World, **changes: Any) -> Batch:
-    """A batch of FEED on the world's day, through the batches table."""
-    batch_id = make_batch_id(world.day, str(uuid.uuid4()), FEED)
-    made = make_batch(world.day, now_ms=world.clock.now, batch_id=batch_id, feed=FEED, **changes)
+# The world's clock lies in the far past; DynamoDB Local deletes items whose TTL has passed in
+# real time, so these expire in the far future instead.
+_JOB_TTL = job_ttl_epoch_s(BASE_MS // 1000)
+_BATCH_TTL = batch_ttl_epoch_s(BASE_MS // 1000)
+
+
+def named_batch(world: World, day: str | None = None, **changes: Any) -> Batch:
+    """A batch of FEED on `day` (the world's day), through the batches table."""
+    day = day or world.day
+    batch_id = make_batch_id(day, str(uuid.uuid4()), FEED)
+    changes = {"ttl_epoch_s": _BATCH_TTL, **changes}
+    made = make_batch(day, now_ms=world.clock.now, batch_id=batch_id, feed=FEED, **changes)
     batch = world.batches.create(made)
     world.created_batches.append(batch.batch_id)
     return batch
@@ -43,7 +52,7 @@ def named_job(world: World, entity: str, **changes: Any) -> FileJob:
     """A job of FEED on the world's day, through the jobs table."""
     file_id = make_file_id(entity, world.day, FEED)
     made = make_job(entity, world.day, now_ms=world.clock.now, file_id=file_id, feed=FEED)
-    job = world.jobs.create(replace(made, **changes))
+    job = world.jobs.create(replace(made, ttl_epoch_s=_JOB_TTL, **changes))
     world.created_jobs.append(job.file_id)
     return job
 
