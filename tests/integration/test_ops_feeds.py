@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from dlpipe.config import ENV_FEEDS_FILE
 from dlpipe.domain.feeds import DEFAULT_FEED, Feed
 from dlpipe.domain.messages import JobMessage, encode_message
 from dlpipe.domain.model import Batch, BatchStatus, FileJob, make_batch_id, make_file_id
@@ -234,3 +236,31 @@ def test_batch_audit_answers_per_feed(world: World, dlpipe_cli: CliRunner) -> No
     days = {d["feed"]: d["complete"] for d in run.json()["dates"]}
     assert days == {"default": True, FEED: False}
     assert run.err == f"dlpipe: 1 date(s) incomplete: {world.day} (feed {FEED})\n", run.err
+
+
+def test_the_feeds_file_names_the_feeds_status_shows(
+    world: World, dlpipe_cli: CliRunner, repo_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DLPIPE_FEEDS_FILE's feeds are shown for a date even before any of their batches exist."""
+    monkeypatch.setenv(ENV_FEEDS_FILE, str(repo_root / "feeds.example.toml"))
+    world.batch(status=BatchStatus.QUEUED)
+    payload = dlpipe_cli("status", "--date", world.day, "--json", obj=world.rewired()).json()
+    (named,) = [d for d in payload["feeds"] if d["feed"] == FEED]
+    assert named["batches"] == []
+    assert named["start_command"] == f"dlpipe run --date {world.day} --feed {FEED}"
+    assert named["freshness"].startswith("late by ")  # 09:30 London the next day, now 10:00Z
+
+
+def test_an_invalid_feeds_file_is_one_line(
+    dlpipe_cli: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A feeds file the domain's rule refuses stops the command with its one line, exit 1."""
+    bad = tmp_path / "feeds.toml"
+    bad.write_text('[feeds.vendor-b]\nschedule = "cron(0 7 * * ? *)"\ntime_zone = "Mars/Base"\n')
+    monkeypatch.setenv(ENV_FEEDS_FILE, str(bad))
+    run = dlpipe_cli("status", from_env=True)
+    assert run.code == 1, run.out
+    assert (
+        run.err
+        == f"dlpipe: {bad}: feeds.vendor-b.time_zone: 'Mars/Base' is not an IANA time zone\n"
+    )

@@ -53,12 +53,11 @@ def polling_date(ops: OpsContext, day: str | None) -> str:
 
 def feed_option(*, every_by_default: bool) -> Callable[[FC], FC]:
     """--feed NAME: a listing shows every feed without it, a command on one day the default."""
-    default = "every feed" if every_by_default else f"the {DEFAULT_FEED_NAME} feed"
-    return click.option(
-        "--feed",
-        "feed",
-        type=FEED,
-        default=None if every_by_default else DEFAULT_FEED_NAME,
-        metavar="NAME",
-        help=f"Only this feed's records [default: {default}].",
-    )
+    if every_by_default:
+        default, text = None, "Only this feed's records [default: every feed]."
+    else:
+        default, text = (
+            DEFAULT_FEED_NAME,
+            f"The feed whose days to act on [default: {DEFAULT_FEED_NAME}].",
+        )
+    return click.option("--feed", "feed", type=FEED, default=default, metavar="NAME", help=text)
