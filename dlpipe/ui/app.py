@@ -15,7 +15,7 @@ from dlpipe.ui import present
 from dlpipe.ui.day import day_view, parse_date, parse_files_query
 from dlpipe.ui.grid import grid
 from dlpipe.ui.job import job_view
-from dlpipe.ui.options import BadRequestError, NotFoundPageError, UiOptions
+from dlpipe.ui.options import BadRequestError, NotFoundPageError, UiOptions, parse_feed
 
 log = get_logger(component="ui")
 # Pages only ever load their own script and style sheet: no CDN, no inline script.
@@ -108,7 +108,8 @@ def create_app(ops: OpsContext, options: UiOptions | None = None) -> Flask:
     @app.get("/")
     def grid_page() -> str:
         end = request.args.get("end")
-        shown = grid(ops, _days_arg(options), parse_date(end) if end else None)
+        feed = parse_feed(request.args.get("feed"))
+        shown = grid(ops, _days_arg(options), parse_date(end) if end else None, feed)
         return render_template("grid.html", grid=shown, live=shown.live)
 
     @app.get("/day/<day>")

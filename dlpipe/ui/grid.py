@@ -50,6 +50,7 @@ class Grid:
     latest: str = ""  # the date today's scheduled run polls: where the grid opens by default
     moved: bool = False  # the default window had no batch: it opened on older dates that do
     feeds: tuple[str, ...] = ("default",)  # a row group each: configured or seen in view
+    feed: str | None = None  # ?feed=: that feed's group alone
 
     @property
     def first(self) -> str:
@@ -82,18 +83,20 @@ def latest_scheduled_date(now_ms: int, date_offset_days: int) -> str:
     return (today - timedelta(days=date_offset_days)).isoformat()
 
 
-def grid(ops: OpsContext, days: int, end: str | None = None) -> Grid:
+def grid(ops: OpsContext, days: int, end: str | None = None, feed: str | None = None) -> Grid:
     """The `days` dates up to `end`; without `end`, up to the latest scheduled date, or, when
-    those dates have no batch at all, up to the latest date that has one (LOOKBACK_DAYS)."""
+    those dates have no batch at all, up to the latest date that has one (LOOKBACK_DAYS).
+    With `feed`, that feed's batches only."""
     latest = latest_scheduled_date(ops.now_ms(), ops.settings.date_offset_days)
     table = ops.batches()
     last = date.fromisoformat(end or latest)
-    shown = _window(table, last, days)
+    shown = _window(table, last, days, feed)
     moved = False
     if end is None and not any(d.batches for d in shown):
-        found = latest_date_with_batches(table, last - timedelta(days=days), LOOKBACK_DAYS)
+        start = last - timedelta(days=days)
+        found = latest_date_with_batches(table, start, LOOKBACK_DAYS, feed)
         if found is not None:
-            last, shown, moved = found, _window(table, found, days), True
+            last, shown, moved = found, _window(table, found, days, feed), True
     later = (last + timedelta(days=days)).isoformat()
     return Grid(
         days=shown,
@@ -102,22 +105,25 @@ def grid(ops: OpsContext, days: int, end: str | None = None) -> Grid:
         next_end=None if last.isoformat() >= latest else min(later, latest),
         latest=latest,
         moved=moved,
-        feeds=tuple(feeds_shown(None, ops.feeds, [b for d in shown for b in d.batches])),
+        feeds=tuple(feeds_shown(feed, ops.feeds, [b for d in shown for b in d.batches])),
+        feed=feed,
     )
 
 
-def _window(table: OpsBatches, last: date, days: int) -> list[GridDay]:
+def _window(table: OpsBatches, last: date, days: int, feed: str | None) -> list[GridDay]:
     """The `days` dates up to `last`, oldest first: one PollingDateIndex query each."""
     dates = [(last - timedelta(days=n)).isoformat() for n in range(days - 1, -1, -1)]
-    return [GridDay(d, day_batches(table, d)) for d in dates]
+    return [GridDay(d, day_batches(table, d, feed=feed)) for d in dates]
 
 
-def latest_date_with_batches(table: OpsBatches, start: date, lookback_days: int) -> date | None:
+def latest_date_with_batches(
+    table: OpsBatches, start: date, lookback_days: int, feed: str | None = None
+) -> date | None:
     """The latest date on or before `start` with a batch, probing PollingDateIndex one date at a
     time over at most `lookback_days` (the table is keyed by batch, so there is no "latest
     batch" query without a Scan; each probe of an empty date reads nothing)."""
     for n in range(lookback_days):
         day = start - timedelta(days=n)
-        if day_batches(table, day.isoformat()):
+        if day_batches(table, day.isoformat(), feed=feed):
             return day
     return None

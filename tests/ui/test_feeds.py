@@ -152,3 +152,19 @@ def test_every_ops_command_a_named_feeds_pages_suggest_runs_as_printed(
         assert argv[0] == "dlpipe", command
         run = dlpipe_cli(*argv[1:])
         assert run.code == 0, (command, run.out, run.err)
+
+
+def test_the_grid_and_the_day_page_narrow_to_one_feed(
+    client: FlaskClient, seeded: SeededDay, named: NamedDays
+) -> None:
+    """?feed=vendor-b: its group and batches alone; a bad name is a one-line 400 page."""
+    grid = client.get(f"/?end={seeded.day}&feed={FEED}").get_data(as_text=True)
+    assert re.findall(r'<tbody class="feed" data-feed="([^"]+)">', grid) == [FEED]
+    assert seeded.running.batch_id not in grid
+    assert f'href="/day/{seeded.day}?feed={FEED}"' in grid
+    day = client.get(f"/day/{seeded.day}?feed={FEED}").get_data(as_text=True)
+    assert named.today.batch_id in day
+    assert seeded.running.batch_id not in day.split('id="stuck"')[0]
+    bad = client.get("/?feed=Vendor_B")
+    assert bad.status_code == 400
+    assert "feed must be" in bad.get_data(as_text=True)
