@@ -166,10 +166,10 @@ def test_requeue_stuck_with_a_feed_leaves_the_other_feeds_jobs(
     assert "--feed applies to --stuck only" in refused.err
 
 
-def test_dlq_show_with_a_feed_shows_its_messages_and_leaves_the_others(
+def test_dlq_commands_with_a_feed_act_on_its_messages_and_leave_the_others(
     world: World, dlpipe_cli: CliRunner, entity: str
 ) -> None:
-    """dlq show --feed vendor-b: its message only; the default feed's stays in the DLQ."""
+    """dlq show and redrive --feed vendor-b: its message only; the default feed's stays."""
     default = world.job(entity, batch_id=world.batch().batch_id)
     named = named_job(world, entity, batch_id=named_batch(world).batch_id)
     dlq = world.ops.settings.dlq_url or ""
@@ -182,6 +182,12 @@ def test_dlq_show_with_a_feed_shows_its_messages_and_leaves_the_others(
     assert sorted(m["file_id"] for m in every["messages"]) == sorted(
         [default.file_id, named.file_id]
     )
+    redriven = dlpipe_cli("dlq", "redrive", "--feed", FEED, "--json")
+    assert redriven.code == 0, redriven.err
+    assert [m["file_id"] for m in redriven.json()["messages"]] == [named.file_id]
+    assert [m.file_id for m in world.queued()] == [named.file_id]
+    left = dlpipe_cli("dlq", "show", "--json").json()
+    assert [m["file_id"] for m in left["messages"]] == [default.file_id]
 
 
 def test_status_suggests_starting_a_named_feeds_day_with_its_feed(
