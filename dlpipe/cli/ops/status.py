@@ -25,6 +25,7 @@ from dlpipe.cli.ops.render import (
     feed_title,
     iso,
     job_dict,
+    stamp,
     stuck_views,
 )
 from dlpipe.cli.ops.waiting import waiting_lines, waiting_payload
@@ -84,8 +85,10 @@ def _feed_views(ops: OpsContext, found: DayStatus, day: FeedDay) -> list[Rendera
     views: list[RenderableType] = [batches_view(feed_title(found.polling_date, day.feed), rows)]
     views += outcome_views(rows)
     if day.freshness is not None:
-        deadline = iso(day.freshness.deadline_ms)
-        views.append(f"freshness: {day.freshness.label()} (deadline {deadline})")
+        config = ops.feeds[day.feed]  # a freshness comes only from a configured deadline
+        local = f"{config.deadline} {config.time_zone}"
+        deadline = f"deadline {stamp(day.freshness.deadline_ms)}, {local}"
+        views.append(f"freshness: {day.freshness.label()} ({deadline})")
     line = advice_line(ops, found.polling_date, day)
     return [*views, line] if line else views
 
