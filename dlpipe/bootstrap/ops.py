@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from dlpipe.adapters.aws import AwsClients
@@ -12,6 +13,8 @@ from dlpipe.adapters.queue import JobQueue
 from dlpipe.adapters.sqs_messages import SqsMessages
 from dlpipe.config import Settings
 from dlpipe.domain.clock import Clock, SystemClock
+from dlpipe.domain.feeds import Feed
+from dlpipe.feeds_config import feeds_from_env
 from dlpipe.services.ops.context import RECEIVE_WAIT_SECONDS, OpsContext
 
 if TYPE_CHECKING:
@@ -25,8 +28,10 @@ def build_ops_context(
     clock: Clock | None = None,
     starter: Starter | None = None,
     receive_wait_seconds: int = RECEIVE_WAIT_SECONDS,
+    feeds: Mapping[str, Feed] | None = None,
 ) -> OpsContext:
-    """The ops context on real clients and the wall clock; each keyword replaces one."""
+    """The ops context on real clients and the wall clock; each keyword replaces one (feeds:
+    DLPIPE_FEEDS_FILE's, else the default feed alone; FeedError if the file is invalid)."""
     aws = clients or AwsClients(settings)
     clock = clock or SystemClock()
     return OpsContext(
@@ -43,4 +48,5 @@ def build_ops_context(
         orchestrator=lambda current: lambda_starter(current, aws),
         starter=starter,
         receive_wait_seconds=receive_wait_seconds,
+        feeds=feeds_from_env() if feeds is None else feeds,
     )

@@ -6,6 +6,7 @@ from flask import Flask, Response, render_template, request
 from werkzeug.exceptions import HTTPException
 
 from dlpipe.domain.errors import StoreUnavailableError
+from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.domain.waiting import idle_warning
 from dlpipe.log import get_logger
 from dlpipe.services.ops.advice import start_day_command
@@ -14,7 +15,7 @@ from dlpipe.ui import present
 from dlpipe.ui.day import day_view, parse_date, parse_files_query
 from dlpipe.ui.grid import grid
 from dlpipe.ui.job import job_view
-from dlpipe.ui.options import BadRequestError, NotFoundPageError, UiOptions
+from dlpipe.ui.options import BadRequestError, NotFoundPageError, UiOptions, parse_feed
 
 log = get_logger(component="ui")
 # Pages only ever load their own script and style sheet: no CDN, no inline script.
@@ -82,7 +83,9 @@ def create_app(ops: OpsContext, options: UiOptions | None = None) -> Flask:
     )
     present.register(app)
     app.jinja_env.globals.update(
-        start_day_command=lambda day: start_day_command(ops.settings, day),
+        start_day_command=lambda day, feed=DEFAULT_FEED_NAME: start_day_command(
+            ops.settings, day, feed
+        ),
         idle_warning=idle_warning,
         idle_threshold_s=lambda: ops.settings.idle_warning_seconds,
         duration_span=present.span_text,
@@ -105,7 +108,8 @@ def create_app(ops: OpsContext, options: UiOptions | None = None) -> Flask:
     @app.get("/")
     def grid_page() -> str:
         end = request.args.get("end")
-        shown = grid(ops, _days_arg(options), parse_date(end) if end else None)
+        feed = parse_feed(request.args.get("feed"))
+        shown = grid(ops, _days_arg(options), parse_date(end) if end else None, feed)
         return render_template("grid.html", grid=shown, live=shown.live)
 
     @app.get("/day/<day>")

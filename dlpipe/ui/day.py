@@ -8,10 +8,11 @@ from typing import Any
 from dlpipe.domain.errors import InvalidIdentifierError
 from dlpipe.domain.model import FileJob, JobStatus, validate_batch_id, validate_date
 from dlpipe.services.ops.context import OpsContext
+from dlpipe.services.ops.feeds import batch_feed
 from dlpipe.services.ops.queries import BatchSummary, DayStatus, day_status
 from dlpipe.ui.cursor import decode_cursor, encode_cursor
 from dlpipe.ui.errors_by_code import ErrorsByCode, errors_by_code
-from dlpipe.ui.options import BadRequestError, NotFoundPageError, UiOptions
+from dlpipe.ui.options import BadRequestError, NotFoundPageError, UiOptions, parse_feed
 from dlpipe.ui.timeline import Timeline, timeline
 
 _STATUS_ORDER = {status: n for n, status in enumerate(JobStatus)}
@@ -35,6 +36,7 @@ class FilesQuery:
     sort: str = "file"
     descending: bool = False
     after: str | None = None  # the page cursor (dlpipe/ui/cursor.py); None: the first page
+    feed: str | None = None  # ?feed=: that feed's batches only; None: every feed's
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,11 @@ class DayView:
     timeline: Timeline | None
     next_cursor: str | None = None  # the next page of files, if there may be one
     errors: ErrorsByCode | None = None
+
+    @property
+    def selected_feed(self) -> str | None:
+        """The feed of the selected batch (from its BatchID)."""
+        return None if self.selected is None else batch_feed(self.selected.batch)
 
     @property
     def live(self) -> bool:
@@ -77,8 +84,9 @@ def parse_files_query(args: dict[str, str]) -> FilesQuery:
         raise BadRequestError(f"status must be one of {', '.join(JobStatus)}, got {status!r}")
     if sort not in SORT_KEYS or order not in ("asc", "desc"):
         raise BadRequestError(f"sort must be one of {', '.join(SORT_KEYS)} with order asc|desc")
-    after = args.get("after") or None
-    return FilesQuery(batch_id, JobStatus(status) if status else None, sort, order == "desc", after)
+    after, feed = args.get("after") or None, parse_feed(args.get("feed"))
+    status_value = JobStatus(status) if status else None
+    return FilesQuery(batch_id, status_value, sort, order == "desc", after, feed)
 
 
 def _select(batches: list[BatchSummary], batch_id: str | None, day: str) -> BatchSummary | None:
@@ -93,7 +101,7 @@ def _select(batches: list[BatchSummary], batch_id: str | None, day: str) -> Batc
 def day_view(ops: OpsContext, day: str, query: FilesQuery, options: UiOptions) -> DayView:
     """The day's batches (PollingDateIndex) and counts (BatchIndex COUNT), stuck jobs
     (StatusIndex), the DLQ depth, and the selected batch's files (BatchIndex)."""
-    found = day_status(ops, day, options.stuck_older_than_s)
+    found = day_status(ops, day, options.stuck_older_than_s, query.feed)
     selected = _select(found.batches, query.batch_id, day)
     if selected is None:
         return DayView(found, None, query, [], False, None)

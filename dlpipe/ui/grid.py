@@ -1,4 +1,5 @@
-"""The grid: the last N polling dates, a cell per batch (re-runs stacked), one query a day."""
+"""The grid: the last N polling dates, a row group per feed, a cell per batch (re-runs
+stacked), one query a day (PollingDateIndex returns every feed's batches of a date)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from datetime import UTC, date, datetime, timedelta
 
 from dlpipe.domain.model import Batch
 from dlpipe.services.ops.context import OpsContext
+from dlpipe.services.ops.feeds import batch_feed, feeds_shown
 from dlpipe.services.ops.ports import OpsBatches
 from dlpipe.services.ops.queries import day_batches
 
@@ -27,9 +29,14 @@ class GridDay:
         """True while one of the date's batches has not ended."""
         return any(not b.is_terminal for b in self.batches)
 
-    def run(self, index: int) -> Batch | None:
-        """The date's `index`-th batch (0 = first run), or None."""
-        return self.batches[index] if index < len(self.batches) else None
+    def of_feed(self, feed: str) -> list[Batch]:
+        """The date's batches of `feed`, oldest first."""
+        return [b for b in self.batches if batch_feed(b) == feed]
+
+    def run(self, index: int, feed: str | None = None) -> Batch | None:
+        """The date's `index`-th batch (0 = first run) of `feed` (of any, for None), or None."""
+        found = self.batches if feed is None else self.of_feed(feed)
+        return found[index] if index < len(found) else None
 
 
 @dataclass(frozen=True)
@@ -42,6 +49,8 @@ class Grid:
     next_end: str | None
     latest: str = ""  # the date today's scheduled run polls: where the grid opens by default
     moved: bool = False  # the default window had no batch: it opened on older dates that do
+    feeds: tuple[str, ...] = ("default",)  # a row group each: configured or seen in view
+    feed: str | None = None  # ?feed=: that feed's group alone
 
     @property
     def first(self) -> str:
@@ -58,6 +67,10 @@ class Grid:
         """How many rows: the most batches any date has (at least one)."""
         return max([1, *(len(d.batches) for d in self.days)])
 
+    def runs_of(self, feed: str) -> int:
+        """How many rows `feed`'s group has: the most batches of it any date has (at least one)."""
+        return max([1, *(len(d.of_feed(feed)) for d in self.days)])
+
     @property
     def live(self) -> bool:
         """True while a batch in view is running: the page refreshes itself."""
@@ -70,18 +83,20 @@ def latest_scheduled_date(now_ms: int, date_offset_days: int) -> str:
     return (today - timedelta(days=date_offset_days)).isoformat()
 
 
-def grid(ops: OpsContext, days: int, end: str | None = None) -> Grid:
+def grid(ops: OpsContext, days: int, end: str | None = None, feed: str | None = None) -> Grid:
     """The `days` dates up to `end`; without `end`, up to the latest scheduled date, or, when
-    those dates have no batch at all, up to the latest date that has one (LOOKBACK_DAYS)."""
+    those dates have no batch at all, up to the latest date that has one (LOOKBACK_DAYS).
+    With `feed`, that feed's batches only."""
     latest = latest_scheduled_date(ops.now_ms(), ops.settings.date_offset_days)
     table = ops.batches()
     last = date.fromisoformat(end or latest)
-    shown = _window(table, last, days)
+    shown = _window(table, last, days, feed)
     moved = False
     if end is None and not any(d.batches for d in shown):
-        found = latest_date_with_batches(table, last - timedelta(days=days), LOOKBACK_DAYS)
+        start = last - timedelta(days=days)
+        found = latest_date_with_batches(table, start, LOOKBACK_DAYS, feed)
         if found is not None:
-            last, shown, moved = found, _window(table, found, days), True
+            last, shown, moved = found, _window(table, found, days, feed), True
     later = (last + timedelta(days=days)).isoformat()
     return Grid(
         days=shown,
@@ -90,21 +105,25 @@ def grid(ops: OpsContext, days: int, end: str | None = None) -> Grid:
         next_end=None if last.isoformat() >= latest else min(later, latest),
         latest=latest,
         moved=moved,
+        feeds=tuple(feeds_shown(feed, ops.feeds, [b for d in shown for b in d.batches])),
+        feed=feed,
     )
 
 
-def _window(table: OpsBatches, last: date, days: int) -> list[GridDay]:
+def _window(table: OpsBatches, last: date, days: int, feed: str | None) -> list[GridDay]:
     """The `days` dates up to `last`, oldest first: one PollingDateIndex query each."""
     dates = [(last - timedelta(days=n)).isoformat() for n in range(days - 1, -1, -1)]
-    return [GridDay(d, day_batches(table, d)) for d in dates]
+    return [GridDay(d, day_batches(table, d, feed=feed)) for d in dates]
 
 
-def latest_date_with_batches(table: OpsBatches, start: date, lookback_days: int) -> date | None:
+def latest_date_with_batches(
+    table: OpsBatches, start: date, lookback_days: int, feed: str | None = None
+) -> date | None:
     """The latest date on or before `start` with a batch, probing PollingDateIndex one date at a
     time over at most `lookback_days` (the table is keyed by batch, so there is no "latest
     batch" query without a Scan; each probe of an empty date reads nothing)."""
     for n in range(lookback_days):
         day = start - timedelta(days=n)
-        if day_batches(table, day.isoformat()):
+        if day_batches(table, day.isoformat(), feed=feed):
             return day
     return None

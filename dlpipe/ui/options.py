@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dlpipe.domain.feeds import is_feed_name
+
 
 @dataclass(frozen=True)
 class UiOptions:
@@ -22,3 +24,12 @@ class BadRequestError(ValueError):
 
 class NotFoundPageError(LookupError):
     """Input that is well formed but names nothing stored: 404."""
+
+
+def parse_feed(text: str | None) -> str | None:
+    """?feed= from the URL: a feed name, None when absent (every feed), else BadRequestError."""
+    if not text:
+        return None
+    if not is_feed_name(text):
+        raise BadRequestError(f"feed must be [a-z0-9][a-z0-9-], 1-31 characters, got {text!a}")
+    return text

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import click
 
-from dlpipe.cli.ops.days import backfill_command, batch_group, status_command
+from dlpipe.cli.ops.days import backfill_command, batch_group
 from dlpipe.cli.ops.dlq import dlq_group
 from dlpipe.cli.ops.jobs import jobs_group
+from dlpipe.cli.ops.status import status_command
 
 COMMANDS: tuple[click.Command, ...] = (
     jobs_group,

@@ -7,11 +7,12 @@ import click
 from dlpipe.cli.ops.context import pass_ops
 from dlpipe.cli.ops.errors import IncompleteRecoveryError
 from dlpipe.cli.ops.layout import Column, FitTable
-from dlpipe.cli.ops.options import dry_run_option, json_option
+from dlpipe.cli.ops.options import dry_run_option, feed_option, json_option
 from dlpipe.cli.ops.render import emit, iso, stamp, table
 from dlpipe.cli.safe_text import error_line
 from dlpipe.services.ops.context import OpsContext
 from dlpipe.services.ops.dlq import DlqEntry, peek, redrive
+from dlpipe.services.ops.feeds import FeedChoice
 
 
 @click.group("dlq")
@@ -21,22 +22,28 @@ def dlq_group() -> None:
 
 @dlq_group.command("show")
 @click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True)
+@feed_option(every_by_default=True)
 @json_option
 @pass_ops
-def dlq_show_command(ops: OpsContext, limit: int, as_json: bool) -> None:
-    """DLQ messages with their job's current status; nothing is consumed."""
-    entries = peek(ops, limit)
+def dlq_show_command(ops: OpsContext, limit: int, feed: FeedChoice, as_json: bool) -> None:
+    """DLQ messages with their job's current status; nothing is consumed (--feed: that feed's
+    among the first --limit)."""
+    entries = peek(ops, limit, feed)
     emit(_payload(entries, None), [_view("DLQ messages", entries)], as_json)
 
 
 @dlq_group.command("redrive")
 @click.option("--limit", type=click.IntRange(1, 10_000), default=1000, show_default=True)
+@feed_option(every_by_default=True)
 @dry_run_option
 @json_option
 @pass_ops
-def dlq_redrive_command(ops: OpsContext, limit: int, dry_run: bool, as_json: bool) -> None:
-    """Send DLQ messages back to the download queue (requeueing failed jobs), then delete them."""
-    entries = redrive(ops, limit, dry_run)
+def dlq_redrive_command(
+    ops: OpsContext, limit: int, feed: FeedChoice, dry_run: bool, as_json: bool
+) -> None:
+    """Send DLQ messages back to the download queue (requeueing failed jobs), then delete them
+    (--feed: that feed's among the first --limit; the others stay)."""
+    entries = redrive(ops, limit, dry_run, feed)
     emit(_payload(entries, dry_run), [_view("DLQ redrive", entries)], as_json)
     left = [e for e in entries if e.outcome == "left"]
     if left:

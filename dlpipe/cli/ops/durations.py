@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from dlpipe.domain.errors import InvalidIdentifierError
+from dlpipe.domain.feeds import is_feed_name
 from dlpipe.domain.model import parse_file_id, validate_batch_id, validate_date
 
 _DURATION = re.compile(r"^(\d+)([smhd])$")
@@ -93,3 +94,13 @@ DURATION = _Parsed("duration", parse_duration)
 DAY = _Parsed("date", parse_day)
 FILE_ID = _Parsed("file_id", lambda v: parse_file_id(v) and v)
 BATCH_ID = _Parsed("batch_id", validate_batch_id)
+
+
+def feed_name(text: str) -> str:
+    """`text` if it is a feed name, else ValueError (one line, the value escaped)."""
+    if not is_feed_name(text):
+        raise ValueError(f"{text!a} is not a feed name ([a-z0-9][a-z0-9-], 1-31 characters)")
+    return text
+
+
+FEED = _Parsed("feed", feed_name)

@@ -8,7 +8,7 @@ from dlpipe.cli.ops.context import pass_ops
 from dlpipe.cli.ops.durations import BATCH_ID, FILE_ID
 from dlpipe.cli.ops.errors import IncompleteRecoveryError
 from dlpipe.cli.ops.layout import Column, FitTable
-from dlpipe.cli.ops.options import dry_run_option, json_option, older_than_option
+from dlpipe.cli.ops.options import dry_run_option, feed_option, json_option, older_than_option
 from dlpipe.cli.ops.render import (
     emit,
     iso,
@@ -20,6 +20,7 @@ from dlpipe.cli.ops.render import (
 )
 from dlpipe.domain.model import SETS_MAX_FILES, JobStatus
 from dlpipe.services.ops.context import OpsContext
+from dlpipe.services.ops.feeds import FeedChoice
 from dlpipe.services.ops.queries import batch_jobs, stuck_jobs
 from dlpipe.services.ops.recovery import Outcome, RequeueResult, requeue_files, stuck_file_ids
 
@@ -35,23 +36,26 @@ def jobs_group() -> None:
 @older_than_option
 @click.option("--status", type=_STUCK_STATUSES, default="downloading", show_default=True)
 @click.option("--limit", type=click.IntRange(1, 10_000), default=100, show_default=True)
+@feed_option(every_by_default=True)
 @json_option
 @pass_ops
-def stuck_command(
-    ops: OpsContext, older_than_s: int, status: str, limit: int, as_json: bool
+def stuck_command(  # noqa: PLR0917 - click passes one argument per option
+    ops: OpsContext, older_than_s: int, status: str, limit: int, feed: FeedChoice, as_json: bool
 ) -> None:
-    """Jobs in STATUS unchanged for --older-than, oldest first, with owner and lease."""
+    """Jobs in STATUS unchanged for --older-than, oldest first, with owner and lease (--feed:
+    that feed's among the first --limit of all feeds)."""
     now_ms = ops.now_ms()
-    found = stuck_jobs(ops, JobStatus(status), now_ms - older_than_s * 1000, limit)
+    found = stuck_jobs(ops, JobStatus(status), now_ms - older_than_s * 1000, limit, feed)
     payload = {
         "status": status,
+        "feed": feed,
         "older_than_s": older_than_s,
         "cutoff": iso(found.cutoff_ms),
         "truncated": found.truncated,
         "unreadable": found.unreadable,
         "jobs": [job_dict(job, now_ms) for job in found.jobs],
     }
-    emit(payload, stuck_views(found, now_ms), as_json)
+    emit(payload, stuck_views(found, now_ms, "" if feed is None else f" (feed {feed})"), as_json)
 
 
 @jobs_group.command("show")
@@ -97,6 +101,7 @@ def list_command(
 )
 @older_than_option
 @click.option("--force", is_flag=True, help="Take the job from a worker whose lease is still live.")
+@feed_option(every_by_default=True)
 @dry_run_option
 @json_option
 @pass_ops
@@ -107,15 +112,19 @@ def requeue_command(
     stuck: bool,
     older_than_s: int,
     force: bool,
+    feed: FeedChoice,
     dry_run: bool,
     as_json: bool,
 ) -> None:
-    """Return jobs to `available` and send them to the download queue again."""
+    """Return jobs to `available` and send them to the download queue again (--stuck
+    --feed: that feed's stuck jobs only; a FileID names its feed itself)."""
     if bool(file_ids) == stuck:
         raise click.UsageError("give FILEIDs or --stuck (one of the two)")
     if stuck and force:
         raise click.UsageError("--force applies to named FILEIDs only")
-    targets = stuck_file_ids(ops, older_than_s) if stuck else list(file_ids)
+    if feed is not None and not stuck:
+        raise click.UsageError("--feed applies to --stuck only (a FileID names its feed)")
+    targets = stuck_file_ids(ops, older_than_s, feed) if stuck else list(file_ids)
     results = requeue_files(ops, targets, force=force, dry_run=dry_run)
     emit(_requeue_payload(results, dry_run), [_requeue_view(results)], as_json)
     _fail_unless_done(results, named=not stuck)

@@ -7,7 +7,8 @@ from typing import Any, TypeVar
 
 import click
 
-from dlpipe.cli.ops.durations import DAY, DURATION, default_polling_date, resolve_day
+from dlpipe.cli.ops.durations import DAY, DURATION, FEED, default_polling_date, resolve_day
+from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.services.ops.context import OpsContext
 
 FC = TypeVar("FC", bound=Callable[..., Any])
@@ -48,3 +49,15 @@ def polling_date(ops: OpsContext, day: str | None) -> str:
     if day is None:
         return default_polling_date(ops.now_ms(), ops.settings.date_offset_days)
     return resolve_day(day, ops.now_ms())
+
+
+def feed_option(*, every_by_default: bool) -> Callable[[FC], FC]:
+    """--feed NAME: a listing shows every feed without it, a command on one day the default."""
+    if every_by_default:
+        default, text = None, "Only this feed's records [default: every feed]."
+    else:
+        default, text = (
+            DEFAULT_FEED_NAME,
+            f"The feed whose days to act on [default: {DEFAULT_FEED_NAME}].",
+        )
+    return click.option("--feed", "feed", type=FEED, default=default, metavar="NAME", help=text)

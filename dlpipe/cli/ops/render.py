@@ -19,8 +19,10 @@ from rich.console import Console, RenderableType
 from dlpipe.cli.ops.layout import Column, FitTable
 from dlpipe.cli.safe_text import plain, visible
 from dlpipe.domain.clock import iso_from_ms
+from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.domain.model import Batch, FileJob
 from dlpipe.log import redact_processor
+from dlpipe.services.ops.feeds import batch_feed, feed_order
 
 if TYPE_CHECKING:
     from dlpipe.services.ops.queries import StuckJobs
@@ -122,10 +124,11 @@ def _job_cells(job: FileJob, now_ms: int) -> dict[str, object]:
     }
 
 
-def stuck_views(found: StuckJobs, now_ms: int) -> list[RenderableType]:
-    """The stuck jobs' table, and a line naming index items that are not valid jobs."""
+def stuck_views(found: StuckJobs, now_ms: int, of_feed: str = "") -> list[RenderableType]:
+    """The stuck jobs' table (`of_feed` ends its title), and a line naming index items that
+    are not valid jobs."""
     more = " (first only)" if found.truncated else ""
-    title = f"{found.status} unchanged since {stamp(found.cutoff_ms)}{more}"
+    title = f"{found.status} unchanged since {stamp(found.cutoff_ms)}{of_feed}{more}"
     views: list[RenderableType] = [jobs_view(title, found.jobs, now_ms)]
     if found.unreadable:
         views.append(
@@ -154,6 +157,7 @@ def batch_dict(batch: Batch, counts: dict[str, int] | None = None) -> dict[str, 
     `job_counts` from BatchIndex if given."""
     data: dict[str, Any] = {
         "batch_id": batch.batch_id,
+        "feed": batch_feed(batch),
         "polling_date": batch.polling_date,
         "status": str(batch.status),
         "start_time": batch.start_time,
@@ -206,6 +210,24 @@ def batches_view(title: str, rows: Sequence[dict[str, Any]]) -> FitTable:
             for r in rows
         ),
     )
+
+
+def feed_title(polling_date: str, feed: str) -> str:
+    """A feed's batches table title (the default feed's is the title from before feeds)."""
+    of_feed = "" if feed == DEFAULT_FEED_NAME else f", feed {feed}"
+    return f"batches of {polling_date}{of_feed}"
+
+
+def batches_by_feed(
+    polling_date: str, rows: Sequence[dict[str, Any]], feed: str | None = None
+) -> list[FitTable]:
+    """A batches table per feed of `rows` (the default feed first); one empty table titled
+    for `feed` (or the default feed) when there is no row."""
+    names = feed_order(r["feed"] for r in rows) or [feed or DEFAULT_FEED_NAME]
+    return [
+        batches_view(feed_title(polling_date, n), [r for r in rows if r["feed"] == n])
+        for n in names
+    ]
 
 
 def _counts_text(counts: dict[str, int] | None) -> str | None:

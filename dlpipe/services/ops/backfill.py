@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.domain.model import Batch, BatchStatus
 from dlpipe.domain.transitions import batch_to_attach
 from dlpipe.log import get_logger
+from dlpipe.services.ops.feeds import chosen
 from dlpipe.services.ops.ports import OpsBatches, Starter
 
 MAX_BACKFILL_DAYS = 92
@@ -44,11 +46,13 @@ def backfill(
     rerun: bool,
     starter: Starter | None,
     advance: Callable[[str], None] = lambda _day: None,
+    feed: str = DEFAULT_FEED_NAME,
 ) -> list[DayPlan]:
-    """Decide each date from PollingDateIndex and start the poller where due (no starter: dry run)."""
+    """Decide each date of `feed` from PollingDateIndex (the date's batches of every feed,
+    those of `feed` kept) and start the poller where due (no starter: dry run)."""
     plans = []
     for day in dates:
-        plan = decide(day, batches.query_by_date(day), rerun)
+        plan = decide(day, chosen(feed, batches.query_by_date(day)), rerun)
         if plan.start and starter is not None:
             plan = DayPlan(day, True, plan.reason, starter.start(day, rerun))
             get_logger(component="ops").info(

@@ -3,11 +3,12 @@ by `dlpipe.bootstrap.ops` (tests build theirs through it, with overrides)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 from dlpipe.config import Settings
 from dlpipe.domain.clock import Clock
+from dlpipe.domain.feeds import DEFAULT_FEED, Feed
 from dlpipe.services.ops.ports import (
     JobSender,
     MessagePeeker,
@@ -40,6 +41,9 @@ class OpsContext:
     orchestrator: Callable[[Settings], Starter]  # ConfigError without DLPIPE_ORCHESTRATOR_ARN
     starter: Starter | None = None  # backfill's poller starter; None: the orchestrator Lambda
     receive_wait_seconds: int = RECEIVE_WAIT_SECONDS
+    # The configured feeds (the feeds file; without one, the default feed alone): which
+    # feeds a day's screen lists besides those its batches name, and their deadlines.
+    feeds: Mapping[str, Feed] = field(default_factory=lambda: {DEFAULT_FEED.name: DEFAULT_FEED})
 
     def now_ms(self) -> int:
         """The current time in epoch milliseconds."""

@@ -15,6 +15,7 @@ from dlpipe.domain.queued import QueuedMessage
 from dlpipe.domain.transitions import lease_live
 from dlpipe.log import get_logger
 from dlpipe.services.ops.context import OpsContext
+from dlpipe.services.ops.feeds import FeedChoice, file_feed
 from dlpipe.services.ops.ports import OpsJobs
 from dlpipe.services.ops.recovery import send_jobs
 
@@ -63,10 +64,24 @@ def plan(message: QueuedMessage, job: FileJob | None, now_ms: int) -> tuple[Acti
     return Action.SEND, f"job {job.status}"
 
 
-def _entries(ops: OpsContext, limit: int, visibility_s: int) -> list[DlqEntry]:
+def _of_feed(message: QueuedMessage, feed: FeedChoice) -> bool:
+    """True if the message is of `feed` (every message for None; a malformed one is no feed's)."""
+    if feed is None:
+        return True
+    return message.job is not None and file_feed(message.job.file_id) == feed
+
+
+def _entries(
+    ops: OpsContext, limit: int, visibility_s: int, feed: FeedChoice = None
+) -> list[DlqEntry]:
     url = ops.settings.require("dlq_url")
     peeker = ops.messages()
-    messages = peeker.receive(url, limit, visibility_s, ops.receive_wait_seconds)
+    received = peeker.receive(url, limit, visibility_s, ops.receive_wait_seconds)
+    # Another feed's messages go back at once, untouched: the DLQ is shared by every feed.
+    messages = [m for m in received if _of_feed(m, feed)]
+    others = [m for m in received if not _of_feed(m, feed)]
+    if others:
+        peeker.give_back(url, others)
     try:
         found = ops.jobs().batch_get([m.job.file_id for m in messages if m.job], consistent=True)
     except BaseException:
@@ -79,9 +94,10 @@ def _entries(ops: OpsContext, limit: int, visibility_s: int) -> list[DlqEntry]:
     return entries
 
 
-def peek(ops: OpsContext, limit: int) -> list[DlqEntry]:
-    """Up to `limit` DLQ messages with their jobs; every message is given back at once."""
-    entries = _entries(ops, limit, PEEK_VISIBILITY_S)
+def peek(ops: OpsContext, limit: int, feed: FeedChoice = None) -> list[DlqEntry]:
+    """Up to `limit` DLQ messages (of `feed` among them, if given) with their jobs; every
+    message is given back at once."""
+    entries = _entries(ops, limit, PEEK_VISIBILITY_S, feed)
     ops.messages().give_back(ops.settings.require("dlq_url"), [e.message for e in entries])
     return entries
 
@@ -118,10 +134,11 @@ def _execute(ops: OpsContext, entries: list[DlqEntry]) -> list[DlqEntry]:
     return [replace(e, outcome=_outcome(e, unsent)) for e in entries]
 
 
-def redrive(ops: OpsContext, limit: int, dry_run: bool) -> list[DlqEntry]:
-    """Send DLQ messages back to the main queue, then delete them; drop those of completed jobs."""
+def redrive(ops: OpsContext, limit: int, dry_run: bool, feed: FeedChoice = None) -> list[DlqEntry]:
+    """Send DLQ messages (of `feed` among the first `limit`, if given) back to the main queue,
+    then delete them; drop those of completed jobs."""
     peeker, url = ops.messages(), ops.settings.require("dlq_url")
-    entries = _entries(ops, limit, REDRIVE_VISIBILITY_S)
+    entries = _entries(ops, limit, REDRIVE_VISIBILITY_S, feed)
     removed: set[str] = set()
     try:
         if dry_run:

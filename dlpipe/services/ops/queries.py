@@ -5,14 +5,19 @@ Every read is a GetItem or an indexed Query (StatusIndex, BatchIndex, PollingDat
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from dlpipe.domain.feeds import DEFAULT_FEED_NAME
+from dlpipe.domain.freshness import Freshness
 from dlpipe.domain.model import Batch, BatchStatus, FileJob, JobStatus
 from dlpipe.domain.transitions import is_stuck
 from dlpipe.domain.waiting import WaitingWork
 from dlpipe.services.ops.context import OpsContext
 from dlpipe.services.ops.errors import NoBatchForDateError
+from dlpipe.services.ops.feeds import FeedChoice, batch_feed, chosen, feeds_shown
+from dlpipe.services.ops.freshness import day_freshness
 from dlpipe.services.ops.ports import OpsBatches, OpsJobs
 from dlpipe.services.ops.waiting import idle_seconds, waiting_work
 
@@ -50,8 +55,18 @@ class BatchJobs:
 
 
 @dataclass(frozen=True)
+class FeedDay:
+    """One feed's part of a polling date: its batches and, if it has a deadline, its freshness."""
+
+    feed: str
+    batches: list[BatchSummary]
+    freshness: Freshness | None = None
+
+
+@dataclass(frozen=True)
 class DayStatus:
-    """One screen about a polling date: its batches, stuck jobs and the DLQ depth."""
+    """One screen about a polling date: its batches (of the chosen feeds), stuck jobs and the
+    DLQ depth; `feeds` holds the batches again, grouped by feed."""
 
     polling_date: str
     batches: list[BatchSummary]
@@ -59,12 +74,19 @@ class DayStatus:
     dlq_depth: int | None
     waiting: WaitingWork | None = None  # the download queue's depth and oldest waiting job
     idle_s: int | None = None  # set when no worker takes the waiting work (domain.waiting)
+    feeds: list[FeedDay] = field(default_factory=list)
+    feed: FeedChoice = None  # the feed chosen; None: every feed
 
 
 def stuck_jobs(
-    ops: OpsContext, status: JobStatus, cutoff_ms: int, limit: int | None = STUCK_LIMIT
+    ops: OpsContext,
+    status: JobStatus,
+    cutoff_ms: int,
+    limit: int | None = STUCK_LIMIT,
+    feed: FeedChoice = None,
 ) -> StuckJobs:
-    """Jobs in `status` last changed before `cutoff_ms` (StatusIndex), oldest first."""
+    """Jobs in `status` last changed before `cutoff_ms` (StatusIndex), oldest first; of
+    `feed` only if given (filtered from the read's `limit` jobs, which `truncated` flags)."""
     probe = None if limit is None else limit + 1  # one more tells us whether we cut the list
     unreadable: list[str] = []
     found = list(
@@ -76,7 +98,7 @@ def stuck_jobs(
         )
     )
     truncated = limit is not None and len(found) > limit
-    return StuckJobs(status, cutoff_ms, found[:limit], truncated, unreadable)
+    return StuckJobs(status, cutoff_ms, chosen(feed, found[:limit]), truncated, unreadable)
 
 
 def batch_jobs(ops: OpsContext, batch_id: str, status: JobStatus | None, limit: int) -> BatchJobs:
@@ -97,6 +119,7 @@ class DayAudit:
 
     polling_date: str
     batch: Batch | None  # the completed batch, else the latest one, else None
+    feed: str = DEFAULT_FEED_NAME
 
     @property
     def missing(self) -> int | None:
@@ -113,29 +136,50 @@ class DayAudit:
         )
 
 
-def audit_days(batches: OpsBatches, dates: list[str]) -> list[DayAudit]:
-    """Per date (PollingDateIndex, one Query a day, no Scan): the completed batch's counts."""
+def audit_days(
+    batches: OpsBatches,
+    dates: list[str],
+    feed: FeedChoice = DEFAULT_FEED_NAME,
+    configured: Iterable[str] = (),
+) -> list[DayAudit]:
+    """Per date (PollingDateIndex, one Query a day, no Scan) and feed (`feed`, or every feed
+    configured or seen: feeds_shown): the completed batch's counts."""
     audits = []
     for polling_date in dates:
-        found = batches.query_by_date(polling_date)
-        completed = [b for b in found if b.status is BatchStatus.COMPLETED]
-        chosen = completed or found
-        audits.append(DayAudit(polling_date, chosen[-1] if chosen else None))
+        every = batches.query_by_date(polling_date)
+        for name in feeds_shown(feed, configured, every):
+            found = chosen(name, every)
+            completed = [b for b in found if b.status is BatchStatus.COMPLETED]
+            picked = completed or found
+            audits.append(DayAudit(polling_date, picked[-1] if picked else None, name))
     return audits
 
 
 def day_batches(
-    batches: OpsBatches, polling_date: str, status: BatchStatus | None = None
+    batches: OpsBatches,
+    polling_date: str,
+    status: BatchStatus | None = None,
+    feed: FeedChoice = None,
 ) -> list[Batch]:
-    """The date's batches (PollingDateIndex), oldest first."""
-    return batches.query_by_date(polling_date, status)
+    """The date's batches (PollingDateIndex: every feed's in one Query), oldest first; of
+    `feed` only if given."""
+    return chosen(feed, batches.query_by_date(polling_date, status))
 
 
-def day_summaries(ops: OpsContext, polling_date: str, *, required: bool) -> list[BatchSummary]:
-    """Every batch of the date with its job counts; NoBatchForDateError if `required` and none."""
-    found = day_batches(ops.batches(), polling_date)
+def no_batch_message(polling_date: str, feed: FeedChoice) -> str:
+    """The one line of a date (of a feed) without a batch."""
+    of_feed = "" if feed is None or feed == DEFAULT_FEED_NAME else f" of feed {feed}"
+    return f"no batch for {polling_date}{of_feed} (has the poller run for it?)"
+
+
+def day_summaries(
+    ops: OpsContext, polling_date: str, *, required: bool, feed: FeedChoice = None
+) -> list[BatchSummary]:
+    """Every batch of the date (of `feed` if given) with its job counts;
+    NoBatchForDateError if `required` and none."""
+    found = day_batches(ops.batches(), polling_date, feed=feed)
     if required and not found:
-        raise NoBatchForDateError(f"no batch for {polling_date} (has the poller run for it?)")
+        raise NoBatchForDateError(no_batch_message(polling_date, feed))
     jobs = ops.jobs()
     return [summarize(jobs, batch) for batch in found]
 
@@ -147,22 +191,48 @@ def dlq_depth(ops: OpsContext) -> int | None:
     return ops.gauge(ops.settings.dlq_url).depth()
 
 
-def day_status(ops: OpsContext, polling_date: str, older_than_s: int) -> DayStatus:
-    """The date's batches and counts, jobs stuck for `older_than_s`, and the DLQ depth."""
+def day_status(
+    ops: OpsContext, polling_date: str, older_than_s: int, feed: FeedChoice = None
+) -> DayStatus:
+    """The date's batches and counts, jobs stuck for `older_than_s`, and the DLQ depth; of
+    `feed` only if given, else every feed's (the queues are shared: their depths are all feeds')."""
     now_ms = ops.now_ms()
     cutoff_ms = now_ms - older_than_s * 1000
     stuck = []
     for status in (JobStatus.DOWNLOADING, JobStatus.AVAILABLE):
-        found = stuck_jobs(ops, status, cutoff_ms)
+        found = stuck_jobs(ops, status, cutoff_ms, feed=feed)
         live = [job for job in found.jobs if is_stuck(job, now_ms)]
         stuck.append(replace(found, jobs=live))
+    summaries = day_summaries(ops, polling_date, required=False, feed=feed)
     return DayStatus(
         polling_date=polling_date,
-        batches=day_summaries(ops, polling_date, required=False),
+        batches=summaries,
         stuck=stuck,
         dlq_depth=dlq_depth(ops),
         **_waiting_fields(ops),
+        feeds=feed_days(ops, polling_date, summaries, feed),
+        feed=feed,
     )
+
+
+def feed_days(
+    ops: OpsContext, polling_date: str, summaries: list[BatchSummary], feed: FeedChoice
+) -> list[FeedDay]:
+    """The date's batches grouped by feed: every feed shown (feeds_shown), with or without a
+    batch, each with its freshness when it has a deadline."""
+    days = []
+    for name in feeds_shown(feed, ops.feeds, [s.batch for s in summaries]):
+        mine = [s for s in summaries if batch_feed(s.batch) == name]
+        fresh = day_freshness(
+            ops.feeds,
+            name,
+            polling_date,
+            [s.batch for s in mine],
+            now_ms=ops.now_ms(),
+            date_offset_days=ops.settings.date_offset_days,
+        )
+        days.append(FeedDay(name, mine, fresh))
+    return days
 
 
 def _waiting_fields(ops: OpsContext) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from dlpipe.domain.model import FileJob, JobStatus
 from dlpipe.domain.transitions import is_stuck, lease_live, may_requeue
 from dlpipe.log import get_logger
 from dlpipe.services.ops.context import OpsContext
+from dlpipe.services.ops.feeds import FeedChoice
 from dlpipe.services.ops.ports import JobSender, OpsJobs
 from dlpipe.services.ops.queries import stuck_jobs
 
@@ -126,12 +127,13 @@ def requeue_files(
     return [_unsent(r) if r.file_id in unsent else r for r in results]
 
 
-def stuck_file_ids(ops: OpsContext, older_than_s: int) -> list[str]:
-    """Downloading jobs with an expired lease and available jobs, unchanged for `older_than_s`."""
+def stuck_file_ids(ops: OpsContext, older_than_s: int, feed: FeedChoice = None) -> list[str]:
+    """Downloading jobs with an expired lease and available jobs, unchanged for `older_than_s`
+    (of `feed` only, if given)."""
     now_ms = ops.now_ms()
     cutoff_ms = now_ms - older_than_s * 1000
     found: list[str] = []
     for status in (JobStatus.DOWNLOADING, JobStatus.AVAILABLE):
-        stale = stuck_jobs(ops, status, cutoff_ms, limit=None)
+        stale = stuck_jobs(ops, status, cutoff_ms, limit=None, feed=feed)
         found.extend(job.file_id for job in stale.jobs if is_stuck(job, now_ms))
     return found

@@ -1,0 +1,104 @@
+"""`dlpipe status`: one screen about a date, a section per feed (its batches, its freshness,
+its repair line), then what the feeds share: stuck jobs and the queues."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+from rich.console import RenderableType
+
+from dlpipe.cli.ops.advice import advice_line, advice_payload, feed_start_command
+from dlpipe.cli.ops.context import pass_ops
+from dlpipe.cli.ops.options import (
+    date_option,
+    feed_option,
+    json_option,
+    older_than_option,
+    polling_date,
+)
+from dlpipe.cli.ops.outcome_view import outcome_views
+from dlpipe.cli.ops.render import (
+    batch_dict,
+    batches_view,
+    emit,
+    feed_title,
+    iso,
+    job_dict,
+    stamp,
+    stuck_views,
+)
+from dlpipe.cli.ops.waiting import waiting_lines, waiting_payload
+from dlpipe.services.ops.context import OpsContext
+from dlpipe.services.ops.errors import NoBatchForDateError
+from dlpipe.services.ops.feeds import FeedChoice
+from dlpipe.services.ops.queries import DayStatus, FeedDay, day_status, no_batch_message
+
+
+@click.command("status")
+@date_option()
+@feed_option(every_by_default=True)
+@older_than_option
+@json_option
+@pass_ops
+def status_command(
+    ops: OpsContext, day: str | None, feed: FeedChoice, older_than_s: int, as_json: bool
+) -> None:
+    """One screen: each feed's batches and counts of the date, stuck jobs, DLQ depth (exit 1,
+    after the screen, if the date has no batch)."""
+    found = day_status(ops, polling_date(ops, day), older_than_s, feed)
+    now_ms = ops.now_ms()
+    payload = {**_payload(ops, found, now_ms), **advice_payload(ops, found)}
+    emit(payload, _views(ops, found, now_ms), as_json)
+    if not found.batches:
+        # The same line and exit code as `batch show`.
+        raise NoBatchForDateError(no_batch_message(found.polling_date, feed))
+
+
+def _feed_dict(ops: OpsContext, found: DayStatus, day: FeedDay) -> dict[str, Any]:
+    fresh = day.freshness
+    return {
+        "feed": day.feed,
+        "batches": [batch_dict(s.batch, s.counts) for s in day.batches],
+        "freshness": None if fresh is None else fresh.label(),
+        "deadline": None if fresh is None else iso(fresh.deadline_ms),
+        "start_command": feed_start_command(ops, found.polling_date, day),
+    }
+
+
+def _payload(ops: OpsContext, found: DayStatus, now_ms: int) -> dict[str, object]:
+    return {
+        "date": found.polling_date,
+        "feed": found.feed,
+        "batches": [batch_dict(s.batch, s.counts) for s in found.batches],
+        "feeds": [_feed_dict(ops, found, d) for d in found.feeds],
+        "stuck": {str(s.status): [job_dict(j, now_ms) for j in s.jobs] for s in found.stuck},
+        "stuck_truncated": {str(s.status): s.truncated for s in found.stuck},
+        "unreadable": {str(s.status): s.unreadable for s in found.stuck},
+        "dlq_depth": found.dlq_depth,
+        **waiting_payload(found),
+    }
+
+
+def _feed_views(ops: OpsContext, found: DayStatus, day: FeedDay) -> list[RenderableType]:
+    rows = [batch_dict(s.batch, s.counts) for s in day.batches]
+    views: list[RenderableType] = [batches_view(feed_title(found.polling_date, day.feed), rows)]
+    views += outcome_views(rows)
+    if day.freshness is not None:
+        config = ops.feeds[day.feed]  # a freshness comes only from a configured deadline
+        local = f"{config.deadline} {config.time_zone}"
+        deadline = f"deadline {stamp(day.freshness.deadline_ms)}, {local}"
+        views.append(f"freshness: {day.freshness.label()} ({deadline})")
+    line = advice_line(ops, found.polling_date, day)
+    return [*views, line] if line else views
+
+
+def _views(ops: OpsContext, found: DayStatus, now_ms: int) -> list[RenderableType]:
+    views: list[RenderableType] = []
+    for day in found.feeds:
+        views += _feed_views(ops, found, day)
+    of_feed = "" if found.feed is None else f" (feed {found.feed})"
+    for stuck in found.stuck:
+        views += stuck_views(stuck, now_ms, of_feed)
+    depth = "not configured" if found.dlq_depth is None else found.dlq_depth
+    return [*views, f"DLQ depth: {depth}", *waiting_lines(found)]
