@@ -10,9 +10,9 @@ from rich.console import Console, RenderableType
 from rich.progress import Progress
 
 from dlpipe.cli.ops.advice import advice_lines, advice_payload
+from dlpipe.cli.ops.audit import batch_audit_command
 from dlpipe.cli.ops.context import pass_ops
 from dlpipe.cli.ops.durations import DAY, date_range, resolve_day
-from dlpipe.cli.ops.errors import IncompleteDaysError
 from dlpipe.cli.ops.layout import Column
 from dlpipe.cli.ops.options import (
     date_option,
@@ -29,20 +29,19 @@ from dlpipe.services.ops.backfill import MAX_BACKFILL_DAYS, DayPlan, backfill
 from dlpipe.services.ops.context import OpsContext
 from dlpipe.services.ops.errors import NoBatchForDateError
 from dlpipe.services.ops.queries import (
-    DayAudit,
     DayStatus,
-    audit_days,
     day_batches,
     day_status,
     day_summaries,
 )
 
-MAX_AUDIT_DAYS = 366  # one PollingDateIndex query a day
-
 
 @click.group("batch")
 def batch_group() -> None:
     """Inspect daily batches (PollingDateIndex, BatchIndex)."""
+
+
+batch_group.add_command(batch_audit_command)  # its own module: the manifests' audit
 
 
 @batch_group.command("show")
@@ -71,55 +70,6 @@ def batch_list_command(ops: OpsContext, day: str, status: str | None, as_json: b
     views: list[RenderableType] = [batches_view(f"batches of {polling}", rows)]
     views += outcome_views(rows)
     emit({"date": polling, "status": status, "batches": rows}, views, as_json)
-
-
-@batch_group.command("audit")
-@click.option("--from", "first", type=DAY, required=True, help="First date (YYYY-MM-DD).")
-@click.option("--to", "last", type=DAY, required=True, help="Last date, inclusive.")
-@json_option
-@pass_ops
-def batch_audit_command(ops: OpsContext, *, first: str, last: str, as_json: bool) -> None:
-    """Per date: did the completed batch receive every listed file? (exit 1 if any did not)."""
-    now_ms = ops.now_ms()
-    try:
-        dates = date_range(resolve_day(first, now_ms), resolve_day(last, now_ms), MAX_AUDIT_DAYS)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--from/--to") from exc
-    days = [_audit_dict(a) for a in audit_days(ops.batches(), dates)]
-    rows = [tuple(d[c.name] for c in _AUDIT_COLUMNS) for d in days]
-    emit(
-        {"from": dates[0], "to": dates[-1], "dates": days},
-        [table("audit", _AUDIT_COLUMNS, rows)],
-        as_json,
-    )
-    incomplete = [str(d["date"]) for d in days if not d["complete"]]
-    if incomplete:
-        raise IncompleteDaysError(f"{len(incomplete)} date(s) incomplete: {', '.join(incomplete)}")
-
-
-_AUDIT_COLUMNS = (
-    Column("date", "time"),
-    Column("batch", "id", drop=1),
-    Column("status"),
-    Column("expected", drop=2),
-    Column("completed", drop=3),
-    Column("unsuccessful", drop=4),
-    Column("missing"),
-)
-
-
-def _audit_dict(audit: DayAudit) -> dict[str, object]:
-    batch = audit.batch
-    return {
-        "date": audit.polling_date,
-        "batch": batch.batch_id if batch else None,
-        "status": str(batch.status) if batch else None,
-        "expected": batch.expected if batch else None,
-        "completed": batch.completed if batch else None,
-        "unsuccessful": batch.unsuccessful if batch else None,
-        "missing": audit.missing,
-        "complete": audit.complete,
-    }
 
 
 @click.command("status")

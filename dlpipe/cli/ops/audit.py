@@ -1,0 +1,80 @@
+"""`dlpipe batch audit --from D --to D [--feed NAME]`: each date's completed batch and its
+manifest checked (dlpipe/services/ops/audit.py); exit 1 with one line per problem."""
+
+from __future__ import annotations
+
+import click
+
+from dlpipe.cli.ops.context import pass_ops
+from dlpipe.cli.ops.durations import DAY, date_range, resolve_day
+from dlpipe.cli.ops.layout import Column
+from dlpipe.cli.ops.options import json_option
+from dlpipe.cli.ops.render import emit, table
+from dlpipe.cli.safe_text import visible
+from dlpipe.domain.feeds import DEFAULT_FEED_NAME, is_feed_name, shown_name
+from dlpipe.services.ops.audit import AuditDeps, DayCheck, audit_manifests
+from dlpipe.services.ops.context import OpsContext
+
+MAX_AUDIT_DAYS = 366  # one PollingDateIndex query and one pointer GET a day
+
+
+@click.command("audit")
+@click.option("--from", "first", type=DAY, required=True, help="First date (YYYY-MM-DD).")
+@click.option("--to", "last", type=DAY, required=True, help="Last date, inclusive.")
+@click.option("--feed", default=DEFAULT_FEED_NAME, show_default=True, help="The feed to audit.")
+@json_option
+@pass_ops
+def batch_audit_command(
+    ops: OpsContext, *, first: str, last: str, feed: str, as_json: bool
+) -> None:
+    """Per date: a completed batch received every listed file, and its manifest verifies
+    (each object at its version, size and SHA-256; counts as the jobs'). Exit 1 if not."""
+    if not is_feed_name(feed):
+        raise click.BadParameter(f"{shown_name(feed)} is not a feed name", param_hint="--feed")
+    now_ms = ops.now_ms()
+    try:
+        dates = date_range(resolve_day(first, now_ms), resolve_day(last, now_ms), MAX_AUDIT_DAYS)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--from/--to") from exc
+    deps = AuditDeps(ops.batches(), ops.jobs(), ops.manifests())
+    checks = audit_manifests(deps, dates, feed)
+    days = [_audit_dict(c) for c in checks]
+    rows = [tuple(d[c.name] for c in _AUDIT_COLUMNS) for d in days]
+    emit(
+        {"from": dates[0], "to": dates[-1], "feed": feed, "dates": days},
+        [table("audit", _AUDIT_COLUMNS, rows)],
+        as_json,
+    )
+    lines = [line for check in checks for line in check.lines()]
+    for line in lines:
+        click.echo(visible(line), err=True)
+    if lines:
+        raise click.exceptions.Exit(1)
+
+
+_AUDIT_COLUMNS = (
+    Column("date", "time"),
+    Column("batch", "id", drop=1),
+    Column("status"),
+    Column("expected", drop=2),
+    Column("completed", drop=3),
+    Column("entries", drop=4),
+    Column("problems"),
+)
+
+
+def _audit_dict(check: DayCheck) -> dict[str, object]:
+    batch = check.batch
+    return {
+        "date": check.date,
+        "feed": check.feed,
+        "batch": batch.batch_id if batch else None,
+        "status": str(batch.status) if batch else None,
+        "expected": batch.expected if batch else None,
+        "completed": batch.completed if batch else None,
+        "manifest": check.manifest_key,
+        "entries": check.entries,
+        "problems": len(check.problems),
+        "problem_lines": check.lines(),
+        "complete": check.ok,
+    }
