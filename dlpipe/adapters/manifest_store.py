@@ -19,14 +19,15 @@ import contextlib
 import hashlib
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
 from dlpipe.adapters.manifest_sort import merged, sorted_runs
 from dlpipe.adapters.sink import MIN_PART_BYTES, SHA256_METADATA, MultipartSink, s3_call
-from dlpipe.domain.download_errors import ObjectExists
+from dlpipe.domain.download_errors import DestinationUnavailableError, ObjectExists
+from dlpipe.domain.errors import AwsRequestError, DependencyUnavailableError
 from dlpipe.domain.manifest import (
     DayPointer,
     ManifestConflictError,
@@ -110,13 +111,10 @@ class S3ManifestStore:
     def head(self, key: str, version_id: str | None = None) -> StoredObject | None:
         """The object's current version (or `version_id`), size and SHA-256 metadata; None if
         there is none."""
-        extra = {"VersionId": version_id} if version_id else {}
-        try:
-            head = s3_call("HeadObject", self._s3.head_object, Bucket=self.bucket, Key=key, **extra)
-        except ClientError as exc:
-            if _code(exc) in _MISSING:
-                return None
-            raise
+        extra: dict[str, Any] = {"VersionId": version_id} if version_id else {}
+        head = _call("HeadObject", self._s3.head_object, Bucket=self.bucket, Key=key, **extra)
+        if head is None:
+            return None
         version = head.get("VersionId")
         sha256 = head.get("Metadata", {}).get(SHA256_METADATA)
         return StoredObject(
@@ -125,45 +123,33 @@ class S3ManifestStore:
 
     def read_object(self, key: str, version_id: str | None = None) -> bytes | None:
         """An object's bytes (a manifest's, for the audit); None if there is none."""
-        extra = {"VersionId": version_id} if version_id else {}
-        try:
-            got = s3_call("GetObject", self._s3.get_object, Bucket=self.bucket, Key=key, **extra)
-        except ClientError as exc:
-            if _code(exc) in _MISSING:
-                return None
-            raise
-        return got["Body"].read()
+        extra: dict[str, Any] = {"VersionId": version_id} if version_id else {}
+        got = _call("GetObject", self._s3.get_object, Bucket=self.bucket, Key=key, **extra)
+        return None if got is None else bytes(got["Body"].read())
 
     def read_pointer(self, feed: str, date: str) -> tuple[DayPointer, str] | None:
-        try:
-            got = s3_call(
-                "GetObject", self._s3.get_object, Bucket=self.bucket, Key=pointer_key(feed, date)
-            )
-        except ClientError as exc:
-            if _code(exc) in _MISSING:
-                return None
-            raise
-        return DayPointer.from_bytes(got["Body"].read()), got["ETag"]
+        key = pointer_key(feed, date)
+        got = _call("GetObject", self._s3.get_object, Bucket=self.bucket, Key=key)
+        return None if got is None else (DayPointer.from_bytes(got["Body"].read()), got["ETag"])
 
     def put_pointer(self, pointer: DayPointer, *, etag: str | None) -> bool:
         # The condition makes this a compare-and-swap: a pointer another batch wrote since we
         # read it is never overwritten blindly.
         condition = {"IfMatch": etag} if etag else {"IfNoneMatch": "*"}
         try:
-            s3_call(
+            written = _call(
                 "PutObject",
                 self._s3.put_object,
+                refused=_REFUSED,
                 Bucket=self.bucket,
                 Key=pointer_key(pointer.feed, pointer.date),
                 Body=pointer.to_bytes(),
                 ContentType="application/json",
                 **condition,
             )
-        except ClientError as exc:
-            if _code(exc) in _REFUSED or (etag and _code(exc) in _MISSING):
-                return False
-            raise
-        return True
+        except _Refused:
+            return False
+        return written is not None  # None: If-Match found no pointer (it was deleted)
 
 
 def _spool(header: ManifestHeader, runs: list[str], path: str) -> tuple[str, int, int]:
@@ -184,5 +170,29 @@ def _spool(header: ManifestHeader, runs: list[str], path: str) -> tuple[str, int
     return digest.hexdigest(), size, counted[0]
 
 
-def _code(exc: ClientError) -> str:
-    return str(exc.response.get("Error", {}).get("Code", ""))
+class _Refused(Exception):
+    """A conditional write lost its condition."""
+
+
+def _call(
+    operation: str,
+    call: Callable[..., Any],
+    *,
+    refused: frozenset[str] = frozenset(),
+    **request: Any,
+) -> Any:
+    """One S3 call; None if the key (or version) is missing. AWS's errors become the domain's:
+    an outage DependencyUnavailableError (the orchestrator waits it out within its budget), any
+    other refusal AwsRequestError (one line in the CLI)."""
+    try:
+        return s3_call(operation, call, **request)
+    except DestinationUnavailableError as exc:
+        raise DependencyUnavailableError(str(exc), dependency="S3") from exc
+    except ClientError as exc:
+        code = str(exc.response.get("Error", {}).get("Code", ""))
+        if code in refused:
+            raise _Refused(code) from exc
+        if code in _MISSING:
+            return None
+        message = str(exc.response.get("Error", {}).get("Message", ""))
+        raise AwsRequestError("s3", operation, code, message, resource=request.get("Key")) from exc

@@ -129,3 +129,15 @@ def test_the_audit_names_a_manifest_whose_bytes_changed(
             f"{world.day} default: manifest {day.manifest_key} does not verify (SHA-256 or size differs)"
         ],
     )
+
+
+def test_an_unreadable_pointer_is_one_line_not_a_traceback(
+    world: World, dlpipe_cli: CliRunner, day: Day
+) -> None:
+    """Bytes at latest.json that are not a pointer are a problem line, exit 1."""
+    pointer = pointer_key("default", world.day)
+    world.clients.s3.put_object(Bucket=day.bucket, Key=pointer, Body=b"not json")
+    code, lines = _audit(world, dlpipe_cli)
+    assert code == 1
+    (line,) = lines
+    assert line.startswith(f"{world.day} default: latest.json unreadable: malformed pointer")

@@ -73,7 +73,11 @@ def _audit_day(deps: AuditDeps, day: str, feed: str) -> DayCheck:
         check.problems.append(f"no completed batch{latest}")
     elif (missing := completed[-1].expected - completed[-1].completed) > 0:
         check.problems.append(f"{missing} listed file(s) not completed")
-    pointed = deps.manifests.read_pointer(feed, day)
+    try:
+        pointed = deps.manifests.read_pointer(feed, day)
+    except ManifestError as exc:
+        check.problems.append(f"latest.json unreadable: {exc}")
+        return check
     if pointed is None:
         check.problems.append("manifest missing (no latest.json)")
         return check
