@@ -49,6 +49,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import manifest_scale  # bench/: the script's own folder is on sys.path
 import psutil
 
 DAY = "2026-02-28"
@@ -428,6 +429,7 @@ def run_size(files: int, *, listing_only: bool = False, lean: bool = False) -> d
                 last, marks = run_child("orchestrate", cfg, cpu)
             finally:
                 workers.stop()
+            out["manifest"] = _manifest_phase(stack, cfg, cpu, last["result"]["batch_id"], files)
         out["orchestration"] = {
             **{k: last[k] for k in ("result", "rss_kib", "hwm_kib", "checkpoints", "step_s")},
             "query_rcu_meter": last["query_rcu_meter"],
@@ -441,6 +443,17 @@ def run_size(files: int, *, listing_only: bool = False, lean: bool = False) -> d
             },
         }
     return out
+
+
+def _manifest_phase(
+    stack: Any, cfg: dict[str, Any], cpu: Cpu, batch_id: str, files: int
+) -> dict[str, Any]:
+    """The day's objects stored (not measured), then the write-manifest step in a child."""
+    stored = manifest_scale.store_objects(stack.clients, stack.settings, batch_id, EMPTY_SHA256)
+    bucket = stack.settings.destination_bucket
+    last, marks = run_child("manifest", {**cfg, "batch_id": batch_id, "bucket": bucket}, cpu)
+    row = manifest_scale.figures(files, last) | {"objects_stored": stored}
+    return row | {"phases": phase_table(marks)}
 
 
 # ---- figures -------------------------------------------------------------------------------
@@ -509,6 +522,9 @@ def print_run(run: dict[str, Any]) -> None:
     for key, value in per_file(run).items():
         print(f"  {key:<40} {value:10.3f}")
     print("requests and capacity by phase:", json.dumps(o["meter"]))
+    if manifest := run.get("manifest"):
+        shown = {k: v for k, v in manifest.items() if k != "phases"}
+        print(f"manifest (write-manifest, after the day): {json.dumps(shown)}")
     steps = sorted(o["step_s"].items(), key=lambda kv: -kv[1])[:3]
     print(f"slowest steps (s): {steps}; checkpoint bytes: {sorted(set(o['checkpoints'].values()))}")
 
@@ -550,6 +566,9 @@ def verdicts(runs: list[dict[str, Any]]) -> list[str]:
 def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "child":
         cfg = json.loads(sys.argv[3])
+        if sys.argv[2] == "manifest":
+            manifest_scale.child_manifest(cfg, Meter, status_kib, mark)
+            return 0
         (child_listing if sys.argv[2] == "listing" else child_orchestrate)(cfg)
         return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

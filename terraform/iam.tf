@@ -160,6 +160,14 @@ data "aws_iam_policy_document" "orchestrator" {
     resources = ["${aws_s3_bucket.destination.arn}/*"]
   }
 
+  # write-manifest: the day manifests and their latest.json pointers, under their own prefix
+  # only (multipart parts are s3:PutObject too); reading them back is FindPublishedFiles.
+  statement {
+    sid       = "WriteDayManifests"
+    actions   = ["s3:PutObject", "s3:AbortMultipartUpload"]
+    resources = ["${aws_s3_bucket.destination.arn}/_dlpipe/manifests/*"]
+  }
+
   statement {
     sid       = "TellMissingFromForbidden"
     actions   = ["s3:ListBucket"]

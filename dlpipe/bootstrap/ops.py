@@ -9,9 +9,10 @@ from dlpipe.adapters.aws import AwsClients
 from dlpipe.adapters.batches_table import BatchesTable
 from dlpipe.adapters.jobs_table import JobsTable
 from dlpipe.adapters.lambda_starter import lambda_starter
+from dlpipe.adapters.manifest_store import S3ManifestStore
 from dlpipe.adapters.queue import JobQueue
 from dlpipe.adapters.sqs_messages import SqsMessages
-from dlpipe.config import Settings
+from dlpipe.config import ConfigError, Settings
 from dlpipe.domain.clock import Clock, SystemClock
 from dlpipe.domain.feeds import Feed
 from dlpipe.feeds_config import feeds_from_env
@@ -47,6 +48,13 @@ def build_ops_context(
         # Built when backfill starts a day: a dry run needs no DLPIPE_ORCHESTRATOR_ARN.
         orchestrator=lambda current: lambda_starter(current, aws),
         starter=starter,
+        manifest_reader=lambda current: S3ManifestStore(aws.s3, _bucket(current)),
         receive_wait_seconds=receive_wait_seconds,
         feeds=feeds_from_env() if feeds is None else feeds,
     )
+
+
+def _bucket(settings: Settings) -> str:
+    if not settings.destination_bucket:
+        raise ConfigError("DLPIPE_DEST_BUCKET is not set (the day manifests live in it)")
+    return settings.destination_bucket

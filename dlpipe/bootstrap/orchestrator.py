@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     # Only for annotations: the Lambda's init must not import the flow (or boto3's clients).
     from dlpipe.services.orchestrator.fanout import FileLister
     from dlpipe.services.orchestrator.flow import BatchFlowService
+    from dlpipe.services.orchestrator.manifest_ports import ManifestStore
     from dlpipe.services.orchestrator.ports import BatchFlow
     from dlpipe.services.orchestrator.store_ports import BatchStore, JobSender, JobStore
     from dlpipe.services.orchestrator.sweep_ports import PublishedCheck
@@ -50,6 +51,7 @@ def build_flow(
     clock: Clock | None = None,
     new_uuid: Callable[[], str] | None = None,
     published: PublishedCheck | None = None,
+    manifests: ManifestStore | None = None,
 ) -> BatchFlowService:
     """The batch flow on the tables, queues, bucket and provider named by `settings`; each
     keyword replaces one real dependency (a fake in tests, a wrapper in benchmarks)."""
@@ -57,6 +59,7 @@ def build_flow(
     from dlpipe.adapters.batches_table import BatchesTable  # noqa: PLC0415
     from dlpipe.adapters.jobs_table import JobsTable  # noqa: PLC0415
     from dlpipe.adapters.listing_stream import ListingLimits  # noqa: PLC0415
+    from dlpipe.adapters.manifest_store import S3ManifestStore  # noqa: PLC0415
     from dlpipe.adapters.provider_client import ProviderClient, token_from_settings  # noqa: PLC0415
     from dlpipe.adapters.published import published_check  # noqa: PLC0415
     from dlpipe.adapters.queue import JobQueue  # noqa: PLC0415
@@ -76,6 +79,8 @@ def build_flow(
     bucket = settings.destination_bucket
     if published is None and bucket:
         published = published_check(aws().s3, bucket)
+    if manifests is None and bucket:
+        manifests = S3ManifestStore(aws().s3, bucket)
     return BatchFlowService(
         jobs=jobs or JobsTable(aws().dynamodb, settings.jobs_table, clock),
         batches=batches or BatchesTable(aws().dynamodb, settings.batches_table, clock),
@@ -86,6 +91,7 @@ def build_flow(
         sweep_requeue=settings.sweep_requeue,
         resend_after_seconds=settings.resend_after_seconds,
         published=published,
+        manifests=manifests,
     )
 
 

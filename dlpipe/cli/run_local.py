@@ -129,3 +129,5 @@ def render_report(out: Console, report: DayReport) -> None:
         f"batch status: {report.status}; {verified}/{len(report.files)} files verified by SHA-256"
     )
     out.print(plain(result_line(report.result)), highlight=False, soft_wrap=True)
+    if manifest := report.result.get("manifest"):  # the hand-off (README, "Hand-off: manifests")
+        out.print(plain(f"day manifest: {manifest.get('uri')}"), highlight=False, soft_wrap=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 from rich.console import Console
@@ -137,3 +138,7 @@ class ReportingFlow:
     def fail_batch(self, batch_id: str, reason: str) -> None:
         """The inner flow's fail_batch."""
         self._inner.fail_batch(batch_id, reason)
+
+    def write_manifest(self, batch_id: str) -> dict[str, Any] | None:
+        """The inner flow's write_manifest."""
+        return self._inner.write_manifest(batch_id)

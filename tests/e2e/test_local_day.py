@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -125,6 +126,9 @@ def test_make_run_command_completes_a_day_and_verifies_every_file(tmp_path: Path
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "6/6 files verified by SHA-256" in done.stdout
+    assert re.search(
+        r"^day manifest: s3://\S+/_dlpipe/manifests/default/\S+/batch-\S+\.json$", done.stdout, re.M
+    )
     assert "Traceback" not in done.stderr
     ignored = next(line for line in done.stderr.splitlines() if "ignores" in line)
     assert all(name in ignored for name in nonsense), ignored

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from dlpipe.domain.messages import JobMessage, encode_message
 from dlpipe.domain.model import BatchStatus, JobStatus
+from dlpipe.local.provision import Provisioned
 from tests.integration.test_ops_fixtures import CliRunner, World, dlpipe_cli, no_scan, world
 
 pytestmark = pytest.mark.integration
@@ -116,33 +119,45 @@ def test_status_table_says_when_the_date_has_no_batch(dlpipe_cli: CliRunner) -> 
     assert run.err.strip() == "dlpipe: no batch for 1912-04-15 (has the poller run for it?)"
 
 
+def _with_bucket(world: World, provisioned: Provisioned) -> None:
+    """The audit reads the day manifests in the destination bucket."""
+    bucket = str(provisioned.destination_bucket)
+    world.ops = world.rewired(replace(world.ops.settings, destination_bucket=bucket))
+
+
 def test_batch_audit_answers_from_the_completed_batch_counts(
-    world: World, dlpipe_cli: CliRunner, entity: str
+    world: World, dlpipe_cli: CliRunner, entity: str, provisioned: Provisioned
 ) -> None:
-    """batch audit reports ExpectedCount vs CompletedCount per date and exits 0 when complete."""
+    """batch audit reports ExpectedCount vs CompletedCount per date; a completed day without a
+    manifest is one problem line (tests/integration/test_manifest_audit.py: with one)."""
+    _with_bucket(world, provisioned)
     batch = world.batch()
     files = {world.job(f"{entity}{n}", batch_id=batch.batch_id).file_id for n in range(3)}
     world.batches.mark_queued(batch.batch_id, files)
     world.batches.record_counts(batch.batch_id, completed=3, failed=0, error=0)
     world.batches.finish(batch.batch_id, BatchStatus.COMPLETED)
     run = dlpipe_cli("batch", "audit", "--from", world.day, "--to", world.day, "--json")
-    assert run.code == 0, run.err
+    assert run.code == 1
     (day,) = run.json()["dates"]
-    assert (day["batch"], day["expected"], day["completed"], day["missing"], day["complete"]) == (
+    assert (day["batch"], day["expected"], day["completed"], day["complete"]) == (
         batch.batch_id,
         3,
         3,
-        0,
-        True,
+        False,
     )
+    assert run.err.strip() == f"{world.day} default: manifest missing (no latest.json)"
 
 
 def test_batch_audit_names_the_dates_that_did_not_receive_everything(
-    world: World, dlpipe_cli: CliRunner, entity: str
+    world: World, dlpipe_cli: CliRunner, entity: str, provisioned: Provisioned
 ) -> None:
-    """A timed-out day with files missing makes the audit exit 1 with a one-line reason."""
-    old, _new = _seed_day(world, entity)
+    """A timed-out day (a later batch still initiated) makes the audit exit 1, a line a problem."""
+    _with_bucket(world, provisioned)
+    old, new = _seed_day(world, entity)
     run = dlpipe_cli("batch", "audit", "--from", world.day, "--to", world.day)
     assert run.code == 1
-    assert run.err.strip() == f"dlpipe: 1 date(s) incomplete: {world.day}"
+    assert run.err.strip().splitlines() == [
+        f"{world.day} default: no completed batch (latest batch {new} is initiated)",
+        f"{world.day} default: manifest missing (no latest.json)",
+    ]
     assert old not in run.err

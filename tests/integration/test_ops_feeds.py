@@ -15,6 +15,7 @@ from dlpipe.domain.feeds import DEFAULT_FEED, Feed
 from dlpipe.domain.messages import JobMessage, encode_message
 from dlpipe.domain.model import Batch, BatchStatus, FileJob, make_batch_id, make_file_id
 from dlpipe.domain.rules import batch_ttl_epoch_s, job_ttl_epoch_s
+from dlpipe.local.provision import Provisioned
 from tests.integration.test_ops_fixtures import CliRunner, World, dlpipe_cli, no_scan, world
 from tests.support import BASE_MS, make_batch, make_job
 
@@ -233,15 +234,25 @@ def test_backfill_decides_a_named_feed_from_its_own_batches(
     assert refused.err.count("\n") == 1
 
 
-def test_batch_audit_answers_per_feed(world: World, dlpipe_cli: CliRunner) -> None:
-    """The default feed complete, vendor-b without a batch: the audit names vendor-b's day."""
+def test_batch_audit_answers_per_feed(
+    world: World, dlpipe_cli: CliRunner, provisioned: Provisioned
+) -> None:
+    """Without --feed the audit checks every feed: the default feed's completed batch has no
+    manifest, vendor-b has no batch at all; a line names each, its feed after the date."""
+    bucket = str(provisioned.destination_bucket)
+    world.ops = world.rewired(replace(world.ops.settings, destination_bucket=bucket))
     with_feeds(world, VENDOR_B)
     world.batch(status=BatchStatus.COMPLETED)
     run = dlpipe_cli("batch", "audit", "--from", world.day, "--to", world.day, "--json")
     assert run.code == 1
-    days = {d["feed"]: d["complete"] for d in run.json()["dates"]}
-    assert days == {"default": True, FEED: False}
-    assert run.err == f"dlpipe: 1 date(s) incomplete: {world.day} (feed {FEED})\n", run.err
+    assert [d["feed"] for d in run.json()["dates"]] == ["default", FEED]
+    lines = run.err.splitlines()
+    named = [line for line in lines if line.startswith(f"{world.day} {FEED}: ")]
+    assert named, lines
+    assert len(lines) > len(named), lines  # the default feed's lines too
+    assert all(line.startswith(f"{world.day} default: ") for line in lines if line not in named)
+    narrowed = dlpipe_cli("batch", "audit", "--from", world.day, "--to", world.day, "--feed", FEED)
+    assert narrowed.err.splitlines() == named
 
 
 def test_the_feeds_file_names_the_feeds_status_shows(

@@ -180,6 +180,7 @@ def dlpipe_cli(
 
         monkeypatch.setattr(dlpipe.cli.main, "cli", cli)
         code = 0
+        capsys.readouterr()  # what the test's own set-up printed (its logs) is not this run's
         with capture_logs() as logs:
             try:
                 dlpipe.cli.main.main()

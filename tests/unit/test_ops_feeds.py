@@ -12,7 +12,7 @@ from dlpipe.domain.model import Batch, BatchStatus, make_batch_id, make_file_id
 from dlpipe.services.ops.backfill import backfill
 from dlpipe.services.ops.feeds import batch_feed, feeds_shown, file_feed
 from dlpipe.services.ops.freshness import day_freshness
-from dlpipe.services.ops.queries import audit_days, day_batches
+from dlpipe.services.ops.queries import day_batches
 from tests.fakes.stores import FakeBatchesTable
 from tests.support import ManualClock, make_batch
 
@@ -80,14 +80,6 @@ def test_backfill_decides_each_feed_from_its_own_batches() -> None:
     (default,) = backfill(table, [DAY], rerun=False, starter=None)
     (named,) = backfill(table, [DAY], rerun=False, starter=None, feed=FEED)
     assert (default.start, named.start) == (False, True)
-
-
-def test_audit_answers_per_date_and_feed() -> None:
-    """Without a feed: a row for each configured or seen feed; with one: that feed's."""
-    table = _table([make_batch(DAY, status=BatchStatus.COMPLETED)])
-    every = audit_days(table, [DAY], None, FEEDS)
-    assert [(a.feed, a.complete) for a in every] == [("default", True), (FEED, False)]
-    assert [a.feed for a in audit_days(table, [DAY], FEED, FEEDS)] == [FEED]
 
 
 def _fresh(batches: Sequence[Batch], now_ms: int, feed: str = FEED) -> str | None:

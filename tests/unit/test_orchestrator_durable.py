@@ -105,6 +105,11 @@ class FakeFlow:
         self._enter("fail_batch", batch_id, reason)
         self._leave("fail_batch")
 
+    def write_manifest(self, batch_id: str) -> dict[str, Any] | None:
+        self._enter("write_manifest", batch_id)
+        self._leave("write_manifest")
+        return {"key": f"{batch_id}.json"}
+
     def named(self, method: str) -> list[tuple[Any, ...]]:
         return [call for call in self.calls if call[0] == method]
 
@@ -158,6 +163,7 @@ def test_happy_path_completes_after_n_polls_with_the_step_sequence() -> None:
         "rerun": False,
         "error": 0,
         "outcome": None,
+        "manifest": {"key": "batch-2026-02-28-1.json"},
     }
     assert names(outcome) == [
         "create-batch",
@@ -166,6 +172,7 @@ def test_happy_path_completes_after_n_polls_with_the_step_sequence() -> None:
         "check-completion-1",
         "poll-wait-2",
         "check-completion-2",
+        "write-manifest",
     ]
 
 
@@ -195,7 +202,12 @@ def test_fetch_failed_fails_the_batch_once_without_retry() -> None:
     assert flow.named("fail_batch") == [
         ("fail_batch", "batch-2026-02-28-1", "provider returned 503 after 5 tries")
     ]
-    assert names(outcome) == ["create-batch", "fetch-and-queue-files", "fail-batch"]
+    assert names(outcome) == [
+        "create-batch",
+        "fetch-and-queue-files",
+        "fail-batch",
+        "write-manifest",
+    ]
 
 
 def test_invalid_event_fails_the_execution_with_its_error_and_builds_no_flow() -> None:
@@ -459,7 +471,12 @@ def test_an_outage_past_the_budget_fails_the_batch_with_provider_unavailable() -
         f"provider_unavailable: {OUTAGE_CAUSE} after {attempts} attempts "
         f"over {round(sum(delays) / 60)} min"
     )
-    assert names(outcome) == ["create-batch", "fetch-and-queue-files", "fail-batch"]
+    assert names(outcome) == [
+        "create-batch",
+        "fetch-and-queue-files",
+        "fail-batch",
+        "write-manifest",
+    ]
 
 
 def test_a_zero_outage_budget_fails_the_day_at_the_first_outage() -> None:
@@ -500,7 +517,7 @@ def test_a_check_failing_for_good_ends_the_batch_failed_and_the_run_cleanly() ->
             "ProvisionedThroughputExceededException",
         )
     ]
-    assert names(outcome)[-2:] == ["check-completion-1", "fail-batch"]
+    assert names(outcome)[-3:] == ["check-completion-1", "fail-batch", "write-manifest"]
 
 
 class UnrecordableFlow(FakeFlow):

@@ -9,10 +9,10 @@ import click
 from rich.console import Console, RenderableType
 from rich.progress import Progress
 
+from dlpipe.cli.ops.audit import batch_audit_command
 from dlpipe.cli.ops.context import pass_ops
 from dlpipe.cli.ops.durations import DAY, date_range, resolve_day
-from dlpipe.cli.ops.errors import IncompleteDaysError
-from dlpipe.cli.ops.layout import Column, FitTable
+from dlpipe.cli.ops.layout import Column
 from dlpipe.cli.ops.options import (
     date_option,
     dry_run_option,
@@ -26,20 +26,19 @@ from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.domain.model import BatchStatus
 from dlpipe.services.ops.backfill import MAX_BACKFILL_DAYS, DayPlan, backfill
 from dlpipe.services.ops.context import OpsContext
-from dlpipe.services.ops.feeds import FeedChoice, feed_order
+from dlpipe.services.ops.feeds import FeedChoice
 from dlpipe.services.ops.queries import (
-    DayAudit,
-    audit_days,
     day_batches,
     day_summaries,
 )
-
-MAX_AUDIT_DAYS = 366  # one PollingDateIndex query a day
 
 
 @click.group("batch")
 def batch_group() -> None:
     """Inspect daily batches (PollingDateIndex, BatchIndex)."""
+
+
+batch_group.add_command(batch_audit_command)  # its own module: the manifests' audit
 
 
 @batch_group.command("show")
@@ -72,74 +71,6 @@ def batch_list_command(
     rows = [batch_dict(b) for b in found]
     views: list[RenderableType] = [*batches_by_feed(polling, rows, feed), *outcome_views(rows)]
     emit({"date": polling, "status": status, "feed": feed, "batches": rows}, views, as_json)
-
-
-@batch_group.command("audit")
-@click.option("--from", "first", type=DAY, required=True, help="First date (YYYY-MM-DD).")
-@click.option("--to", "last", type=DAY, required=True, help="Last date, inclusive.")
-@feed_option(every_by_default=True)
-@json_option
-@pass_ops
-def batch_audit_command(
-    ops: OpsContext, *, first: str, last: str, feed: FeedChoice, as_json: bool
-) -> None:
-    """Per date and feed: did the completed batch receive every listed file? (exit 1 if any
-    did not)."""
-    now_ms = ops.now_ms()
-    try:
-        dates = date_range(resolve_day(first, now_ms), resolve_day(last, now_ms), MAX_AUDIT_DAYS)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--from/--to") from exc
-    days = [_audit_dict(a) for a in audit_days(ops.batches(), dates, feed, ops.feeds)]
-    emit(
-        {"from": dates[0], "to": dates[-1], "feed": feed, "dates": days},
-        _audit_views(days),
-        as_json,
-    )
-    incomplete = [_day_name(d) for d in days if not d["complete"]]
-    if incomplete:
-        raise IncompleteDaysError(f"{len(incomplete)} date(s) incomplete: {', '.join(incomplete)}")
-
-
-_AUDIT_COLUMNS = (
-    Column("date", "time"),
-    Column("batch", "id", drop=1),
-    Column("status"),
-    Column("expected", drop=2),
-    Column("completed", drop=3),
-    Column("unsuccessful", drop=4),
-    Column("missing"),
-)
-
-
-def _audit_views(days: list[dict[str, object]]) -> list[FitTable]:
-    """A table per feed (the default feed's titled as before feeds)."""
-    views = []
-    for name in feed_order(str(d["feed"]) for d in days) or [DEFAULT_FEED_NAME]:
-        rows = [tuple(d[c.name] for c in _AUDIT_COLUMNS) for d in days if d["feed"] == name]
-        title = "audit" if name == DEFAULT_FEED_NAME else f"audit, feed {name}"
-        views.append(table(title, _AUDIT_COLUMNS, rows))
-    return views
-
-
-def _day_name(day: dict[str, object]) -> str:
-    feed = day["feed"]
-    return str(day["date"]) if feed == DEFAULT_FEED_NAME else f"{day['date']} (feed {feed})"
-
-
-def _audit_dict(audit: DayAudit) -> dict[str, object]:
-    batch = audit.batch
-    return {
-        "date": audit.polling_date,
-        "feed": audit.feed,
-        "batch": batch.batch_id if batch else None,
-        "status": str(batch.status) if batch else None,
-        "expected": batch.expected if batch else None,
-        "completed": batch.completed if batch else None,
-        "unsuccessful": batch.unsuccessful if batch else None,
-        "missing": audit.missing,
-        "complete": audit.complete,
-    }
 
 
 @click.command("backfill")

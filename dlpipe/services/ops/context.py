@@ -6,9 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from dlpipe.config import Settings
+from dlpipe.config import ConfigError, Settings
 from dlpipe.domain.clock import Clock
 from dlpipe.domain.feeds import DEFAULT_FEED, Feed
+from dlpipe.services.ops.manifest_ports import ManifestReader
 from dlpipe.services.ops.ports import (
     JobSender,
     MessagePeeker,
@@ -40,6 +41,8 @@ class OpsContext:
     messages: Callable[[], MessagePeeker]  # looks at the DLQ's messages without consuming them
     orchestrator: Callable[[Settings], Starter]  # ConfigError without DLPIPE_ORCHESTRATOR_ARN
     starter: Starter | None = None  # backfill's poller starter; None: the orchestrator Lambda
+    # The day manifests in the destination bucket (ConfigError without DLPIPE_DEST_BUCKET).
+    manifest_reader: Callable[[Settings], ManifestReader] | None = None
     receive_wait_seconds: int = RECEIVE_WAIT_SECONDS
     # The configured feeds (the feeds file; without one, the default feed alone): which
     # feeds a day's screen lists besides those its batches name, and their deadlines.
@@ -65,3 +68,9 @@ class OpsContext:
         """Backfill's starter: the one handed in, else the orchestrator Lambda (ConfigError
         if DLPIPE_ORCHESTRATOR_ARN is unset)."""
         return self.starter or self.orchestrator(self.settings)
+
+    def manifests(self) -> ManifestReader:
+        """The day manifests' reader (ConfigError if none is wired or the bucket is unset)."""
+        if self.manifest_reader is None:
+            raise ConfigError("no destination bucket reader is wired for the manifests")
+        return self.manifest_reader(self.settings)

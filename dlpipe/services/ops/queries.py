@@ -5,7 +5,6 @@ Every read is a GetItem or an indexed Query (StatusIndex, BatchIndex, PollingDat
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -111,48 +110,6 @@ def summarize(jobs: OpsJobs, batch: Batch) -> BatchSummary:
     """Count the batch's jobs by status: one BatchIndex COUNT query per status, live, at any
     size (no job item is returned, only counted)."""
     return BatchSummary(batch, {str(s): jobs.count_by_batch(batch.batch_id, s) for s in JobStatus})
-
-
-@dataclass(frozen=True)
-class DayAudit:
-    """Did a polling date receive everything the provider listed? From the batch item's counts."""
-
-    polling_date: str
-    batch: Batch | None  # the completed batch, else the latest one, else None
-    feed: str = DEFAULT_FEED_NAME
-
-    @property
-    def missing(self) -> int | None:
-        """Listed files not completed (ExpectedCount - CompletedCount); None without a batch."""
-        return None if self.batch is None else max(0, self.batch.expected - self.batch.completed)
-
-    @property
-    def complete(self) -> bool:
-        """True when the date's batch completed and every listed file completed."""
-        return (
-            self.batch is not None
-            and self.batch.status is BatchStatus.COMPLETED
-            and self.missing == 0
-        )
-
-
-def audit_days(
-    batches: OpsBatches,
-    dates: list[str],
-    feed: FeedChoice = DEFAULT_FEED_NAME,
-    configured: Iterable[str] = (),
-) -> list[DayAudit]:
-    """Per date (PollingDateIndex, one Query a day, no Scan) and feed (`feed`, or every feed
-    configured or seen: feeds_shown): the completed batch's counts."""
-    audits = []
-    for polling_date in dates:
-        every = batches.query_by_date(polling_date)
-        for name in feeds_shown(feed, configured, every):
-            found = chosen(name, every)
-            completed = [b for b in found if b.status is BatchStatus.COMPLETED]
-            picked = completed or found
-            audits.append(DayAudit(polling_date, picked[-1] if picked else None, name))
-    return audits
 
 
 def day_batches(

@@ -16,6 +16,7 @@ from aws_durable_execution_sdk_python.retries import (
 )
 
 from dlpipe.domain.errors import DependencyUnavailableError
+from dlpipe.domain.manifest import ManifestConflictError
 from dlpipe.domain.outage import OutageBackoff, dependency_exhausted_message, exhausted_message
 from dlpipe.log import get_logger
 from dlpipe.services.orchestrator.ports import (
@@ -46,8 +47,8 @@ _TRANSIENT_RETRY = create_retry_strategy(
     )
 )
 # Retrying these cannot help: the provider said no for good, an outage outlasted its budget,
-# or the flow broke its contract.
-_PERMANENT_ERRORS = (FetchFailed, DependencyBudgetSpent, FlowContractError)
+# the flow broke its contract, or the batch's manifest exists with other bytes.
+_PERMANENT_ERRORS = (FetchFailed, DependencyBudgetSpent, FlowContractError, ManifestConflictError)
 
 
 def step_retry_strategy(error: Exception, attempts_made: int) -> RetryDecision:

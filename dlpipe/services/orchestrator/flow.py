@@ -21,12 +21,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from dlpipe.config import DEFAULT_RESEND_AFTER_SECONDS, DEFAULT_SWEEP_REQUEUE
 from dlpipe.domain.clock import Clock
 from dlpipe.domain.model import FileJob
-from dlpipe.services.orchestrator import create, finish, poll, queueing
+from dlpipe.services.orchestrator import create, finish, manifest, poll, queueing
 from dlpipe.services.orchestrator.fanout import CHUNK_ENTRIES, FileLister, ListingPosition
+from dlpipe.services.orchestrator.manifest_ports import ManifestStore
 from dlpipe.services.orchestrator.ports import CompletionCheck, QueueResult
 from dlpipe.services.orchestrator.store_ports import BatchStore, JobSender, JobStore
 from dlpipe.services.orchestrator.sweep_ports import PublishedCheck
@@ -47,6 +49,7 @@ class BatchFlowService:
     resend_after_seconds: int = DEFAULT_RESEND_AFTER_SECONDS
     published: PublishedCheck | None = None  # the sweeper's HEAD of a destination key
     chunk_entries: int = CHUNK_ENTRIES  # listing entries per fetch-and-queue step
+    manifests: ManifestStore | None = None  # the day manifests; None: none are written
     # This invocation's open listing stream, continued by the next chunk (fanout.py).
     listing: ListingPosition | None = field(default=None, init=False, repr=False)
     # Earlier batches this invocation already marked AdoptedBy (placement.py).
@@ -77,3 +80,8 @@ class BatchFlowService:
     def fail_batch(self, batch_id: str, reason: str) -> None:
         """fail-batch: end the batch failed with `reason` (e.g. the provider stayed down)."""
         finish.fail_batch(self, batch_id, reason)
+
+    def write_manifest(self, batch_id: str) -> dict[str, Any] | None:
+        """write-manifest: the ended batch's manifest and the day's pointer (manifest.py)."""
+        ref = manifest.write_manifest(self, batch_id)
+        return None if ref is None else ref.to_dict()

@@ -147,6 +147,8 @@ class BatchRunResult:
     error: int = 0
     # Why it ended so: {"cause": ..., "codes": [{"code", "count", "files"}]} (bounded).
     outcome: dict[str, Any] | None = None
+    # The write-manifest step's ManifestRef.to_dict() (dlpipe/domain/manifest.py), or None.
+    manifest: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON form, the handler's return value."""
@@ -179,6 +181,11 @@ class BatchFlow(Protocol):
 
     def fail_batch(self, batch_id: str, reason: str) -> None:
         """End the batch as failed with `reason` as its ErrorMessage."""
+        ...
+
+    def write_manifest(self, batch_id: str) -> dict[str, Any] | None:
+        """Write the ended batch's manifest (ManifestRef.to_dict()), or None if none is
+        written; a replay verifies the stored one and writes nothing new."""
         ...
 
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar, cast
 
 from dlpipe.domain.events import InvalidEventError, PollingRequest, parse_event
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.domain.outage import exhausted_message
 from dlpipe.domain.outcome import MAX_CAUSE_CHARS, OutcomeSummary
+from dlpipe.log import get_logger
 from dlpipe.services.orchestrator.ports import (
     BatchFlow,
     BatchRunResult,
@@ -24,11 +25,13 @@ from dlpipe.services.orchestrator.ports import (
 )
 
 _T = TypeVar("_T")
+log = get_logger(component="orchestrator")
 
 # Step names are part of every in-flight execution's history: renaming one breaks replay.
 STEP_CREATE_BATCH = "create-batch"
 STEP_FETCH_AND_QUEUE = "fetch-and-queue-files"
 STEP_FAIL_BATCH = "fail-batch"
+STEP_WRITE_MANIFEST = "write-manifest"
 
 
 def fetch_step_name(chunk: int) -> str:
@@ -93,7 +96,7 @@ def run_batch(
         check = CompletionCheck.from_dict(checked)
         if check.status is not None:
             counts = (check.completed, check.failed, check.pending)
-            return BatchRunResult(
+            ended = BatchRunResult(
                 batch_id,
                 date,
                 check.status,
@@ -103,6 +106,7 @@ def run_batch(
                 error=check.error,
                 outcome=check.outcome,
             )
+            return _hand_on(steps, flow, ended)
     raise FlowContractError(f"batch {batch_id}: no final status after the last poll")
 
 
@@ -147,7 +151,7 @@ def _fail(
     steps.step(STEP_FAIL_BATCH, lambda: flow().fail_batch(batch_id, reason))
     counts = (last.completed, last.failed, last.pending) if last else (0, 0, 0)
     # The cause the batch item now carries (its codes are on the item: `dlpipe batch show`).
-    return BatchRunResult(
+    ended = BatchRunResult(
         batch_id,
         request.polling_date,
         "failed",
@@ -157,6 +161,23 @@ def _fail(
         error=last.error if last else 0,
         outcome=OutcomeSummary(cause=reason[:MAX_CAUSE_CHARS]).to_dict(),
     )
+    return _hand_on(steps, flow, ended)
+
+
+def _hand_on(
+    steps: StepRunner, flow: Callable[[], BatchFlow], ended: BatchRunResult
+) -> BatchRunResult:
+    """The write-manifest step, once the batch's final status is written, on every path that
+    ends it. A manifest that cannot be written leaves the ended batch as it is: the run
+    reports it without one (the audit then names the day's missing manifest)."""
+    try:
+        ref = steps.step(STEP_WRITE_MANIFEST, lambda: flow().write_manifest(ended.batch_id))
+    except StepFailed as exc:
+        log.error(  # noqa: TRY400 (the cause is the message; a traceback says nothing more)
+            "batch.manifest_failed", batch_id=ended.batch_id, cause=str(exc)
+        )
+        return ended
+    return replace(ended, manifest=ref)
 
 
 def _checker(

@@ -1,0 +1,283 @@
+"""The day manifest's format: one immutable JSON object per ended batch, and the per-date pointer
+that names the day's current one (docs/ARCHITECTURE.md, "Hand-off: the day manifest").
+
+The top-level `entries` list is Redshift COPY's manifest as it is: each entry has exactly
+`url`, `mandatory` and `meta.content_length`, so `COPY ... MANIFEST` (and Spectrum, which needs
+the length) reads the object unchanged. COPY documents only those entry keys, so our per-file
+facts go in a parallel top-level list, `files` (same order, same length); extra top-level keys
+are what UNLOAD's own verbose manifests carry too. Rendering is pure and ordered by FileID, so
+the same batch always renders the same bytes (a replayed step can verify, not rewrite).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from dlpipe.domain.feeds import is_feed_name
+from dlpipe.domain.model import validate_batch_id, validate_date
+
+MANIFEST_ROOT = "_dlpipe/manifests"
+FORMAT = "dlpipe-day-manifest/1"
+POINTER_NAME = "latest.json"
+
+
+class ManifestError(ValueError):
+    """A manifest or pointer that is not in this format (one line, names what is wrong)."""
+
+
+class ManifestConflictError(RuntimeError):
+    """The batch's manifest already exists with other bytes: it is never overwritten."""
+
+
+def day_prefix(feed: str, date: str) -> str:
+    """`_dlpipe/manifests/{feed}/{date}/`: every manifest of one feed's day, and its pointer."""
+    if not is_feed_name(feed):
+        raise ManifestError(f"feed must be a feed name, got {feed!r}")
+    return f"{MANIFEST_ROOT}/{feed}/{validate_date(date)}/"
+
+
+def manifest_key(feed: str, date: str, batch_id: str) -> str:
+    """Where the manifest of `batch_id` lives (feed `default` for the default feed)."""
+    return f"{day_prefix(feed, date)}{validate_batch_id(batch_id)}.json"
+
+
+def pointer_key(feed: str, date: str) -> str:
+    """Where the pointer to the day's current manifest lives."""
+    return f"{day_prefix(feed, date)}{POINTER_NAME}"
+
+
+@dataclass(frozen=True)
+class ManifestHeader:
+    """The batch's facts: who, which day, how it ended, and the counts over all its files."""
+
+    feed: str
+    date: str
+    batch_id: str
+    status: str
+    expected: int
+    completed: int
+    failed: int
+    error: int
+    created_at: str
+    finished_at: str
+
+    def fields(self) -> dict[str, Any]:
+        """The top-level keys besides `entries` and `files`."""
+        counts = {k: getattr(self, k) for k in ("expected", "completed", "failed", "error")}
+        return {
+            "format": FORMAT,
+            "feed": self.feed,
+            "date": self.date,
+            "batch_id": self.batch_id,
+            "status": self.status,
+            "counts": counts,
+            "created_at": self.created_at,
+            "finished_at": self.finished_at,
+        }
+
+
+@dataclass(frozen=True)
+class ManifestEntry:
+    """One published, verified file: its object (and version) and what the job verified."""
+
+    file_id: str
+    entity: str
+    bucket: str
+    key: str
+    size: int
+    sha256: str
+    version_id: str | None
+
+    @property
+    def url(self) -> str:
+        """The object's S3 URI, as COPY reads it."""
+        return f"s3://{self.bucket}/{self.key}"
+
+    def copy_entry(self) -> dict[str, Any]:
+        """The Redshift COPY entry: nothing else, so COPY reads it as it is."""
+        return {"url": self.url, "mandatory": True, "meta": {"content_length": self.size}}
+
+    def file_record(self) -> dict[str, Any]:
+        """Our facts about the same file (the `files` list, index for index)."""
+        return {
+            "file_id": self.file_id,
+            "entity": self.entity,
+            "key": self.key,
+            "version_id": self.version_id,
+            "size": self.size,
+            "sha256": self.sha256,
+        }
+
+
+def _dumps(value: Any) -> str:
+    # One spelling for every value: sorted keys, no spaces, ASCII only.
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+def render(
+    header: ManifestHeader, entries: Callable[[], Iterable[ManifestEntry]]
+) -> Iterator[bytes]:
+    """The manifest's bytes, a line per entry; `entries` is called twice (once per list) and
+    must yield the same entries in FileID order both times."""
+    head = _dumps(header.fields())[:-1]  # the header object, left open for the two lists
+    yield f'{head},\n"entries":['.encode()
+    yield from _list(entry.copy_entry() for entry in entries())
+    yield b'],\n"files":['
+    yield from _list(entry.file_record() for entry in entries())
+    yield b"]}\n"
+
+
+def _list(items: Iterable[Mapping[str, Any]]) -> Iterator[bytes]:
+    separator = "\n"
+    for item in items:
+        yield f"{separator}{_dumps(item)}".encode()
+        separator = ",\n"
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A manifest read back: its header fields and its entries."""
+
+    header: ManifestHeader
+    entries: tuple[ManifestEntry, ...]
+
+
+def parse_manifest(data: bytes) -> Manifest:
+    """Read a manifest's bytes; ManifestError if they are not one in this format."""
+    try:
+        doc = _document(data, "manifest")
+        entries, files = doc["entries"], doc["files"]
+        pairs = zip(entries, files, strict=True)  # ValueError if their lengths differ
+        return Manifest(_header(doc), tuple(_entry(e, f) for e, f in pairs))
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        if isinstance(exc, ManifestError):
+            raise
+        raise ManifestError(f"malformed manifest: {type(exc).__name__}: {exc}") from exc
+
+
+def _document(data: bytes, what: str) -> dict[str, Any]:
+    doc = json.loads(data)
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise ManifestError(f"not a {FORMAT} {what}")
+    return doc
+
+
+def _header(doc: Mapping[str, Any]) -> ManifestHeader:
+    counts = doc["counts"]
+    return ManifestHeader(
+        str(doc["feed"]), str(doc["date"]), str(doc["batch_id"]), str(doc["status"]),
+        int(counts["expected"]), int(counts["completed"]), int(counts["failed"]),
+        int(counts["error"]), str(doc["created_at"]), str(doc["finished_at"]),
+    )  # fmt: skip
+
+
+def _entry(copy_entry: Mapping[str, Any], record: Mapping[str, Any]) -> ManifestEntry:
+    url = str(copy_entry["url"])
+    bucket, _, key = url.removeprefix("s3://").partition("/")
+    if not url.startswith("s3://") or key != record["key"]:
+        raise ManifestError(f"entry {url!r} does not match its file record")
+    size = int(copy_entry["meta"]["content_length"])
+    return ManifestEntry(
+        str(record["file_id"]), str(record["entity"]), bucket, key, size,
+        str(record["sha256"]), record["version_id"],
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class DayPointer:
+    """`latest.json`: which batch's manifest is the day's current one, and how to check it
+    (its own SHA-256 and version are recorded here, as the object cannot carry a hash of
+    itself)."""
+
+    feed: str
+    date: str
+    batch_id: str
+    status: str
+    created_at: str  # the batch's: a rerun is always created after the batches it follows
+    finished_at: str
+    key: str
+    version_id: str | None
+    sha256: str
+    size: int
+
+    def to_bytes(self) -> bytes:
+        """Its JSON object, one spelling."""
+        return (_dumps({"format": FORMAT, **asdict(self)}) + "\n").encode()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> DayPointer:
+        """Read a pointer back; ManifestError if it is not one."""
+        try:
+            doc = _document(data, "pointer")
+            return cls(**{k: v for k, v in doc.items() if k != "format"})
+        except (ValueError, TypeError, AttributeError) as exc:
+            if isinstance(exc, ManifestError):
+                raise
+            raise ManifestError(f"malformed pointer: {type(exc).__name__}: {exc}") from exc
+
+
+def supersedes(new: DayPointer, current: DayPointer | None) -> bool:
+    """The pointer rule: a completed batch's manifest replaces any earlier one (a rerun's
+    supersedes); a failed or timed-out batch's is the day's only while no completed one is,
+    so a failed rerun never hides a completed day. Among equals the later-created batch wins,
+    so a late retry of an older batch's step cannot take the pointer back."""
+    if current is None:
+        return True
+    if current.batch_id == new.batch_id:
+        return False  # one manifest per batch: its pointer is already written
+    if (current.status == "completed") != (new.status == "completed"):
+        return new.status == "completed"
+    return new.created_at > current.created_at
+
+
+@dataclass(frozen=True)
+class ManifestRef:
+    """Where a written manifest is and how to check it: the write-manifest step's result."""
+
+    bucket: str
+    key: str
+    version_id: str | None
+    sha256: str
+    size: int
+    entries: int
+
+    @property
+    def uri(self) -> str:
+        """s3://bucket/key."""
+        return f"s3://{self.bucket}/{self.key}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The step's JSON result (uri included, for consumers that want one string)."""
+        return {**asdict(self), "uri": self.uri}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ManifestRef:
+        """Rebuild from `to_dict` output (a checkpoint)."""
+        version = data.get("version_id")
+        return cls(
+            str(data["bucket"]), str(data["key"]), None if version is None else str(version),
+            str(data["sha256"]), int(data["size"]), int(data["entries"]),
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class PublishedFile:
+    """What a completed job says about its object (before the store looks at the object)."""
+
+    file_id: str
+    entity: str
+    key: str
+    size: int
+    sha256: str
+
+
+@dataclass(frozen=True)
+class StoredObject:
+    """What a HEAD says about an object: its current version, size and our SHA-256 metadata."""
+
+    version_id: str | None
+    size: int
+    sha256: str | None

@@ -1,0 +1,150 @@
+"""`dlpipe batch audit`: per date and feed, is the day complete and does its manifest hold?
+
+For each date: a completed batch exists and every file it listed completed; the day's pointer
+names that batch's manifest; the manifest's bytes hash to the SHA-256 the pointer recorded
+and parse; each entry's object is there at the entry's version, with its size and SHA-256
+metadata (HEAD only: no file is read twice); and the manifest's counts agree with the batch
+item and with the jobs (BatchIndex COUNTs). Each problem is one line."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from dlpipe.domain.manifest import (
+    DayPointer,
+    Manifest,
+    ManifestEntry,
+    ManifestError,
+    parse_manifest,
+)
+from dlpipe.domain.model import Batch, BatchStatus, JobStatus
+from dlpipe.services.ops.manifest_ports import ManifestReader
+from dlpipe.services.ops.ports import OpsBatches, OpsJobs
+
+HEAD_WORKERS = 8  # the entries' HEADs in flight at once
+
+
+@dataclass(frozen=True)
+class AuditDeps:
+    """The stores the audit reads."""
+
+    batches: OpsBatches
+    jobs: OpsJobs
+    manifests: ManifestReader
+
+
+@dataclass
+class DayCheck:
+    """One date of one feed: its completed batch, its manifest and what is wrong."""
+
+    date: str
+    feed: str
+    batch: Batch | None = None
+    manifest_key: str | None = None
+    entries: int | None = None
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing is wrong."""
+        return not self.problems
+
+    def lines(self) -> list[str]:
+        """`2026-02-28 vendor-b: object ... missing`, one per problem."""
+        return [f"{self.date} {self.feed}: {problem}" for problem in self.problems]
+
+
+def audit_manifests(deps: AuditDeps, dates: list[str], feed: str) -> list[DayCheck]:
+    """Check each date of `feed` (module docstring): one DayCheck per date."""
+    return [_audit_day(deps, day, feed) for day in dates]
+
+
+def _audit_day(deps: AuditDeps, day: str, feed: str) -> DayCheck:
+    check = DayCheck(day, feed)
+    found = [b for b in deps.batches.query_by_date(day) if b.feed == feed]
+    completed = [b for b in found if b.status is BatchStatus.COMPLETED]
+    chosen = completed or found
+    check.batch = chosen[-1] if chosen else None
+    if not completed:
+        latest = f" (latest batch {found[-1].batch_id} is {found[-1].status})" if found else ""
+        check.problems.append(f"no completed batch{latest}")
+    elif (missing := completed[-1].expected - completed[-1].completed) > 0:
+        check.problems.append(f"{missing} listed file(s) not completed")
+    try:
+        pointed = deps.manifests.read_pointer(feed, day)
+    except ManifestError as exc:
+        check.problems.append(f"latest.json unreadable: {exc}")
+        return check
+    if pointed is None:
+        check.problems.append("manifest missing (no latest.json)")
+        return check
+    pointer = pointed[0]
+    check.manifest_key = pointer.key
+    if completed and pointer.batch_id != completed[-1].batch_id:
+        check.problems.append(
+            f"latest.json names batch {pointer.batch_id}, not the completed {completed[-1].batch_id}"
+        )
+    manifest = _read_manifest(deps.manifests, pointer, check)
+    if manifest is not None:
+        check.entries = len(manifest.entries)
+        check.problems += _object_problems(deps.manifests, manifest.entries)
+        check.problems += _count_problems(deps, found, manifest)
+    return check
+
+
+def _read_manifest(reader: ManifestReader, pointer: DayPointer, check: DayCheck) -> Manifest | None:
+    # The current object, as a consumer following the pointer's key reads it: a delete marker
+    # over the recorded version is a missing manifest, other bytes fail the SHA-256.
+    data = reader.read_object(pointer.key)
+    if data is None:
+        check.problems.append(f"manifest {pointer.key} missing")
+        return None
+    if hashlib.sha256(data).hexdigest() != pointer.sha256 or len(data) != pointer.size:
+        check.problems.append(f"manifest {pointer.key} does not verify (SHA-256 or size differs)")
+        return None
+    try:
+        return parse_manifest(data)
+    except ManifestError as exc:
+        check.problems.append(f"manifest {pointer.key} unreadable: {exc}")
+        return None
+
+
+def _object_problems(reader: ManifestReader, entries: tuple[ManifestEntry, ...]) -> Iterator[str]:
+    with ThreadPoolExecutor(HEAD_WORKERS) as pool:
+        for entry, found in zip(
+            entries, pool.map(lambda e: reader.head(e.key), entries), strict=True
+        ):
+            if found is None:
+                yield f"object {entry.key} missing"
+            elif found.version_id != entry.version_id:
+                yield (
+                    f"object {entry.key} changed: version {found.version_id},"
+                    f" the manifest lists {entry.version_id}"
+                )
+            elif found.size != entry.size or found.sha256 != entry.sha256:
+                yield f"object {entry.key} differs from its manifest entry (size or SHA-256)"
+
+
+def _count_problems(deps: AuditDeps, found: list[Batch], manifest: Manifest) -> list[str]:
+    head = manifest.header
+    batch = next((b for b in found if b.batch_id == head.batch_id), None)
+    if batch is None:
+        return [f"the manifest's batch {head.batch_id} is not in the batches table"]
+    problems = []
+    recorded = (batch.expected, batch.completed, batch.unsuccessful)
+    listed = (head.expected, head.completed, head.failed + head.error)
+    if recorded != listed:
+        problems.append(
+            f"manifest counts {listed} (expected, completed, unsuccessful) differ from"
+            f" the batch's {recorded}"
+        )
+    # The day's completed jobs sit in this batch's partition and its predecessors' (a rerun
+    # never adopts a completed job): count them where the manifest was built from.
+    day = [b for b in found if b.created_at <= batch.created_at]
+    jobs = sum(deps.jobs.count_by_batch(b.batch_id, JobStatus.COMPLETED) for b in day)
+    if jobs != len(manifest.entries):
+        problems.append(f"{len(manifest.entries)} manifest entries, {jobs} completed jobs")
+    return problems

@@ -1,0 +1,94 @@
+"""write-manifest: the end of a batch handed on, as one immutable manifest object of the day's
+published files and a pointer naming the day's current manifest (docs/ARCHITECTURE.md,
+"Hand-off: the day manifest")."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from dlpipe.domain.manifest import (
+    DayPointer,
+    ManifestHeader,
+    ManifestRef,
+    PublishedFile,
+    supersedes,
+)
+from dlpipe.domain.model import Batch, JobStatus
+from dlpipe.log import get_logger
+
+if TYPE_CHECKING:
+    from dlpipe.services.orchestrator.flow import BatchFlowService
+    from dlpipe.services.orchestrator.manifest_ports import ManifestStore
+    from dlpipe.services.orchestrator.store_ports import JobStore
+
+log = get_logger(component="orchestrator")
+
+# Pointer writes are compare-and-swap on its ETag: a lost race re-reads and decides again.
+POINTER_ATTEMPTS = 5
+
+
+class PointerContendedError(RuntimeError):
+    """The day's pointer kept changing under this write (transient: the step is retried)."""
+
+
+def write_manifest(flow: BatchFlowService, batch_id: str) -> ManifestRef | None:
+    """The ended batch's manifest (None when no destination bucket is wired) and the day's
+    pointer, if this manifest is now the day's current one."""
+    if flow.manifests is None:
+        return None
+    batch = flow.batches.require(batch_id)
+    day = _day_batches(flow, batch)
+    ref = flow.manifests.write(header_of(batch), _published(flow.jobs, day))
+    _point(flow.manifests, batch, ref)
+    log.info("batch.manifest_written", batch_id=batch_id, key=ref.key, entries=ref.entries)
+    return ref
+
+
+def header_of(batch: Batch) -> ManifestHeader:
+    """The manifest's header from the ended batch's item (stable once it has ended)."""
+    return ManifestHeader(
+        batch.feed, batch.polling_date, batch.batch_id, str(batch.status),
+        batch.expected, batch.completed, batch.failed_count or 0, batch.error_count or 0,
+        batch.created_at, batch.timeout_at or batch.updated_at,
+    )  # fmt: skip
+
+
+def _day_batches(flow: BatchFlowService, batch: Batch) -> list[Batch]:
+    """This batch and the feed's earlier batches of the date: a rerun never adopts completed
+    jobs, so the day's completed files sit in these partitions, each FileID in one of them.
+    Later batches are left out, so a replay renders what the first attempt did."""
+    earlier = [
+        b
+        for b in flow.batches.query_by_date(batch.polling_date)
+        if b.feed == batch.feed and b.created_at < batch.created_at
+    ]
+    return [*earlier, batch]
+
+
+def _published(jobs: JobStore, day: list[Batch]) -> Iterator[PublishedFile]:
+    for batch in day:
+        for job in jobs.query_by_batch(batch.batch_id, JobStatus.COMPLETED):
+            if job.destination_key is None or job.sha256 is None or job.byte_count is None:
+                log.error("manifest.job_incomplete", batch_id=batch.batch_id, file_id=job.file_id)
+                continue
+            yield PublishedFile(
+                job.file_id, job.entity, job.destination_key, job.byte_count, job.sha256
+            )
+
+
+def _point(store: ManifestStore, batch: Batch, ref: ManifestRef) -> None:
+    header = header_of(batch)
+    new = DayPointer(
+        header.feed, header.date, header.batch_id, header.status, header.created_at,
+        header.finished_at, ref.key, ref.version_id, ref.sha256, ref.size,
+    )  # fmt: skip
+    for _ in range(POINTER_ATTEMPTS):
+        found = store.read_pointer(header.feed, header.date)
+        current, etag = found if found else (None, None)
+        if not supersedes(new, current):
+            return
+        if store.put_pointer(new, etag=etag):
+            log.info("batch.manifest_pointed", batch_id=batch.batch_id, key=ref.key)
+            return
+    raise PointerContendedError(f"the pointer of {header.feed} {header.date} kept changing")

@@ -1,0 +1,60 @@
+"""An in-memory ManifestStore: manifests rendered by the domain, the pointer compare-and-swap
+on a counter standing in for the ETag."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from dlpipe.domain.manifest import (
+    DayPointer,
+    ManifestConflictError,
+    ManifestEntry,
+    ManifestHeader,
+    ManifestRef,
+    PublishedFile,
+    manifest_key,
+    render,
+)
+
+BUCKET = "fake-bucket"
+
+
+@dataclass
+class FakeManifestStore:
+    """Objects by key; `refuse_pointer` refuses that many pointer writes (a racing writer)."""
+
+    objects: dict[str, bytes] = field(default_factory=dict)
+    pointers: dict[tuple[str, str], tuple[DayPointer, str]] = field(default_factory=dict)
+    refuse_pointer: int = 0
+    writes: int = 0
+
+    def write(self, header: ManifestHeader, files: Iterable[PublishedFile]) -> ManifestRef:
+        entries = sorted(
+            (
+                ManifestEntry(f.file_id, f.entity, BUCKET, f.key, f.size, f.sha256, "v1")
+                for f in files
+            ),
+            key=lambda e: e.file_id,
+        )
+        data = b"".join(render(header, lambda: iter(entries)))
+        key = manifest_key(header.feed, header.date, header.batch_id)
+        if key in self.objects and self.objects[key] != data:
+            raise ManifestConflictError(f"the manifest {key} conflicts")
+        if key not in self.objects:
+            self.objects[key] = data
+            self.writes += 1
+        digest = hashlib.sha256(data).hexdigest()
+        return ManifestRef(BUCKET, key, "v1", digest, len(data), len(entries))
+
+    def read_pointer(self, feed: str, date: str) -> tuple[DayPointer, str] | None:
+        return self.pointers.get((feed, date))
+
+    def put_pointer(self, pointer: DayPointer, *, etag: str | None) -> bool:
+        current = self.pointers.get((pointer.feed, pointer.date))
+        if self.refuse_pointer or (current[1] if current else None) != etag:
+            self.refuse_pointer = max(0, self.refuse_pointer - 1)
+            return False
+        self.pointers[(pointer.feed, pointer.date)] = (pointer, f"etag-{self.writes}-{id(pointer)}")
+        return True

@@ -1,0 +1,143 @@
+"""`dlpipe batch audit` against the emulator: a day whose manifest the real write-manifest step
+wrote (moto S3, DynamoDB Local), then broken one way at a time."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from dataclasses import dataclass, replace
+
+import pytest
+
+from dlpipe.adapters.manifest_store import S3ManifestStore
+from dlpipe.domain.manifest import pointer_key
+from dlpipe.domain.model import BatchStatus
+from dlpipe.local.provision import Provisioned
+from dlpipe.services.orchestrator.flow import BatchFlowService
+from dlpipe.services.orchestrator.manifest import write_manifest
+from tests.integration.test_ops_fixtures import CliRunner, World, dlpipe_cli, no_scan, world
+
+pytestmark = pytest.mark.integration
+__all__ = ["dlpipe_cli", "no_scan", "world"]  # fixtures used by the tests below
+
+
+@dataclass(frozen=True)
+class Day:
+    """The seeded day: its batch, its objects' keys and the manifest's key."""
+
+    batch_id: str
+    keys: list[str]
+    manifest_key: str
+    bucket: str
+
+
+@pytest.fixture
+def day(world: World, provisioned: Provisioned) -> Day:
+    """A completed day of three published files and its manifest, written by write-manifest."""
+    bucket = str(provisioned.destination_bucket)
+    world.ops = world.rewired(replace(world.ops.settings, destination_bucket=bucket))
+    entity = f"aud{uuid.uuid4().hex[:8]}"
+    batch = world.batch()
+    keys = []
+    for n in range(3):
+        job = world.job(f"{entity}{n}", batch_id=batch.batch_id)
+        body = f"file {n} of {entity}".encode()
+        sha = hashlib.sha256(body).hexdigest()
+        key = f"{job.entity}/{world.day}/{job.file_id}"
+        world.clients.s3.put_object(Bucket=bucket, Key=key, Body=body, Metadata={"sha256": sha})
+        world.jobs.claim(job.file_id, "w", 60)
+        world.jobs.complete(job.file_id, "w", byte_count=len(body), sha256=sha, destination_key=key)
+        keys.append(key)
+    world.batches.mark_queued(batch.batch_id, [k.rsplit("/", 1)[1] for k in keys])
+    world.batches.record_counts(batch.batch_id, completed=3, failed=0, error=0)
+    world.batches.finish(batch.batch_id, BatchStatus.COMPLETED)
+    flow = BatchFlowService(
+        jobs=world.jobs,
+        batches=world.batches,
+        provider=None,  # type: ignore[arg-type]  # write-manifest lists nothing
+        queue=None,  # type: ignore[arg-type]
+        clock=world.clock,
+        new_uuid=lambda: str(uuid.uuid4()),
+        manifests=S3ManifestStore(world.clients.s3, bucket),
+    )
+    ref = write_manifest(flow, batch.batch_id)
+    assert ref is not None
+    assert ref.entries == 3
+    return Day(batch.batch_id, keys, ref.key, bucket)
+
+
+def _audit(world: World, dlpipe_cli: CliRunner) -> tuple[int, list[str]]:
+    run = dlpipe_cli("batch", "audit", "--from", world.day, "--to", world.day, "--json")
+    return run.code, run.err.strip().splitlines()
+
+
+def test_an_intact_day_audits_clean(world: World, dlpipe_cli: CliRunner, day: Day) -> None:
+    """The completed day, its manifest and every object agree: exit 0, no problem line."""
+    run = dlpipe_cli("batch", "audit", "--from", world.day, "--to", world.day, "--json")
+    assert run.code == 0, run.err
+    (checked,) = run.json()["dates"]
+    assert (checked["batch"], checked["manifest"], checked["entries"]) == (
+        day.batch_id,
+        day.manifest_key,
+        3,
+    )
+    assert checked["complete"] is True
+
+
+def test_the_audit_names_a_deleted_object(world: World, dlpipe_cli: CliRunner, day: Day) -> None:
+    """A deleted file (a delete marker in the versioned bucket) is one line, exit 1."""
+    world.clients.s3.delete_object(Bucket=day.bucket, Key=day.keys[1])
+    assert _audit(world, dlpipe_cli) == (1, [f"{world.day} default: object {day.keys[1]} missing"])
+
+
+def test_the_audit_names_an_overwritten_object(
+    world: World, dlpipe_cli: CliRunner, day: Day
+) -> None:
+    """An object written over (a new version, other bytes) no longer is the manifest's."""
+    world.clients.s3.put_object(Bucket=day.bucket, Key=day.keys[0], Body=b"other bytes")
+    code, lines = _audit(world, dlpipe_cli)
+    assert code == 1
+    (line,) = lines
+    assert line.startswith(f"{world.day} default: object {day.keys[0]} changed: version ")
+
+
+def test_the_audit_names_a_missing_manifest(world: World, dlpipe_cli: CliRunner, day: Day) -> None:
+    """No pointer: the day's manifest is missing; a pointer to a deleted manifest: that."""
+    pointer = pointer_key("default", world.day)
+    got = world.clients.s3.get_object(Bucket=day.bucket, Key=pointer)["Body"].read()
+    world.clients.s3.delete_object(Bucket=day.bucket, Key=pointer)
+    assert _audit(world, dlpipe_cli) == (
+        1,
+        [f"{world.day} default: manifest missing (no latest.json)"],
+    )
+    world.clients.s3.put_object(Bucket=day.bucket, Key=pointer, Body=got)
+    world.clients.s3.delete_object(Bucket=day.bucket, Key=day.manifest_key)
+    assert _audit(world, dlpipe_cli) == (
+        1,
+        [f"{world.day} default: manifest {day.manifest_key} missing"],
+    )
+
+
+def test_the_audit_names_a_manifest_whose_bytes_changed(
+    world: World, dlpipe_cli: CliRunner, day: Day
+) -> None:
+    """A manifest rewritten behind the pointer's back does not verify against its SHA-256."""
+    world.clients.s3.put_object(Bucket=day.bucket, Key=day.manifest_key, Body=b"{}")
+    assert _audit(world, dlpipe_cli) == (
+        1,
+        [
+            f"{world.day} default: manifest {day.manifest_key} does not verify (SHA-256 or size differs)"
+        ],
+    )
+
+
+def test_an_unreadable_pointer_is_one_line_not_a_traceback(
+    world: World, dlpipe_cli: CliRunner, day: Day
+) -> None:
+    """Bytes at latest.json that are not a pointer are a problem line, exit 1."""
+    pointer = pointer_key("default", world.day)
+    world.clients.s3.put_object(Bucket=day.bucket, Key=pointer, Body=b"not json")
+    code, lines = _audit(world, dlpipe_cli)
+    assert code == 1
+    (line,) = lines
+    assert line.startswith(f"{world.day} default: latest.json unreadable: malformed pointer")

@@ -1,0 +1,113 @@
+"""The write-manifest step on in-memory fakes: which files, which batch the pointer names."""
+
+from __future__ import annotations
+
+import pytest
+
+from dlpipe.bootstrap.orchestrator import build_flow
+from dlpipe.config import Settings
+from dlpipe.domain.manifest import parse_manifest, pointer_key
+from dlpipe.domain.model import Batch, BatchStatus, JobStatus, make_file_id
+from dlpipe.services.orchestrator.flow import BatchFlowService
+from dlpipe.services.orchestrator.manifest import PointerContendedError
+from tests.fakes.manifests import FakeManifestStore
+from tests.fakes.provider import FakeLister
+from tests.fakes.stores import FakeBatchesTable, FakeJobsTable, FakeQueue
+from tests.support import ManualClock, make_batch, make_job
+
+DAY = "2026-02-28"
+
+
+class Day:
+    """A flow on fakes with a manifest store, and helpers to end batches."""
+
+    def __init__(self) -> None:
+        self.clock = ManualClock()
+        self.jobs, self.batches = FakeJobsTable(self.clock), FakeBatchesTable(self.clock)
+        self.store = FakeManifestStore()
+        self.flow: BatchFlowService = build_flow(
+            Settings(), jobs=self.jobs, batches=self.batches, provider=FakeLister([]),
+            queue=FakeQueue(), clock=self.clock, new_uuid=lambda: "unused",
+            manifests=self.store,
+        )  # fmt: skip
+
+    def batch(self, status: BatchStatus, done: list[str], failed: tuple[str, ...] = ()) -> Batch:
+        """A batch of the day that ended `status` with these entities completed / failed."""
+        self.clock.advance(60)
+        batch = self.batches.create(make_batch(DAY, now_ms=self.clock.now))
+        for entity in [*done, *failed]:
+            file_id = make_file_id(entity, DAY)
+            if self.jobs.get(file_id) is None:
+                self.jobs.create(
+                    make_job(entity, DAY, batch_id=batch.batch_id, now_ms=self.clock.now)
+                )
+            else:
+                self.jobs.requeue(file_id, force=True)
+                self.jobs.adopt(file_id, batch.batch_id)
+            self.jobs.claim(file_id, "w", 60)
+            if entity in done:
+                key = f"{entity}/{DAY}/{file_id}"
+                self.jobs.complete(file_id, "w", byte_count=1, sha256="0" * 64, destination_key=key)
+            else:
+                self.jobs.finish_unsuccessfully(file_id, "w", JobStatus.FAILED, "gone")
+        self.batches.mark_queued(batch.batch_id, [make_file_id(e, DAY) for e in [*done, *failed]])
+        return self.batches.finish(batch.batch_id, status)
+
+    def pointed(self) -> str:
+        found = self.store.read_pointer("default", DAY)
+        assert found is not None
+        return found[0].batch_id
+
+
+def test_a_failed_day_then_a_completed_rerun_lists_the_whole_day_and_takes_the_pointer() -> None:
+    """The rerun's manifest lists the first batch's completed files too; the pointer moves."""
+    day = Day()
+    first = day.batch(BatchStatus.FAILED, ["accounts"], ("zones",))
+    day.flow.write_manifest(first.batch_id)
+    assert day.pointed() == first.batch_id
+    rerun = day.batch(BatchStatus.COMPLETED, ["zones"])
+    ref = day.flow.write_manifest(rerun.batch_id)
+    assert ref is not None
+    assert day.pointed() == rerun.batch_id
+    listed = parse_manifest(day.store.objects[ref["key"]]).entries
+    assert [e.file_id for e in listed] == [make_file_id(e, DAY) for e in ("accounts", "zones")]
+    assert pointer_key("default", DAY).endswith("/latest.json")
+
+
+def test_a_failed_rerun_never_replaces_a_completed_days_pointer() -> None:
+    """A completed day stays pointed at after a rerun that failed."""
+    day = Day()
+    first = day.batch(BatchStatus.COMPLETED, ["accounts"])
+    day.flow.write_manifest(first.batch_id)
+    rerun = day.batch(BatchStatus.FAILED, [], ("billing",))
+    day.flow.write_manifest(rerun.batch_id)
+    assert day.pointed() == first.batch_id
+
+
+def test_an_earlier_batchs_replay_leaves_out_later_batches_and_the_pointer() -> None:
+    """Replaying the first batch's step after a rerun renders the same bytes, writes nothing."""
+    day = Day()
+    first = day.batch(BatchStatus.FAILED, ["accounts"], ("zones",))
+    first_ref = day.flow.write_manifest(first.batch_id)
+    rerun = day.batch(BatchStatus.COMPLETED, ["zones"])
+    day.flow.write_manifest(rerun.batch_id)
+    writes = day.store.writes
+    assert day.flow.write_manifest(first.batch_id) == first_ref
+    assert day.store.writes == writes
+    assert day.pointed() == rerun.batch_id
+
+
+def test_a_pointer_that_keeps_changing_is_a_transient_error() -> None:
+    """Lost compare-and-swaps are retried a few times, then the step fails (and is retried)."""
+    day = Day()
+    first = day.batch(BatchStatus.COMPLETED, ["accounts"])
+    day.store.refuse_pointer = 100
+    with pytest.raises(PointerContendedError):
+        day.flow.write_manifest(first.batch_id)
+
+
+def test_without_a_bucket_no_manifest_is_written() -> None:
+    """A flow wired without a destination bucket returns no manifest."""
+    day = Day()
+    day.flow.manifests = None
+    assert day.flow.write_manifest(day.batch(BatchStatus.COMPLETED, ["a"]).batch_id) is None
