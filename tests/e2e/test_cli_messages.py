@@ -108,3 +108,20 @@ def test_a_usage_error_has_the_same_prefix_as_every_error(tmp_path: Path) -> Non
     run = _dlpipe("jobs", "show", "not a file id", cwd=tmp_path)
     assert (run.returncode, run.stderr.count("\n")) == (2, 1), run.stderr
     assert _one_error_line(run).endswith("(see `dlpipe jobs show --help`)")
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--feeds", "9"], "9 is not in the range 1<=x<=8"),
+        (["--feeds", "0"], "0 is not in the range 1<=x<=8"),
+        (["--feeds", "2", "--no-stub"], "--feeds serves stub providers"),
+    ],
+)
+def test_local_up_feeds_out_of_bounds_is_one_line(
+    tmp_path: Path, args: list[str], expected: str
+) -> None:
+    """`dlpipe local up --feeds N` takes 1 to 8 feeds, each a stub: one line, exit 2, else."""
+    run = _dlpipe("local", "up", "--port", "0", "--dynamodb-port", "0", *args, cwd=tmp_path)
+    line = _one_error_line(run)
+    assert (run.returncode, expected in line) == (2, True), line
