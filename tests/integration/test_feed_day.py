@@ -4,6 +4,8 @@ providers, the downloader (one DownloadService for both feeds) between the polls
 
 from __future__ import annotations
 
+import queue
+import threading
 import uuid
 from collections.abc import Iterator
 from dataclasses import replace
@@ -97,12 +99,31 @@ def test_a_named_feeds_day_runs_in_its_own_keys_items_and_prefix(
     keys.clear_cache()
     service = build_service(settings, clients, tuning=FAST, feeds=feeds)
     runs = feed_runs(settings, feeds, lambda own: build_flow(own, clients))
-    steps = InlineSteps(sleep=lambda _s: _download_queued(clients, queue_url, service))
-
+    # The poller runs on a thread of its own and hands each wait to this thread, which
+    # downloads what is queued: each side's AWS calls are made as its own component.
+    turns: queue.Queue[str | None] = queue.Queue()
+    done: queue.Queue[bool] = queue.Queue()
     results: dict[str, Any] = {}
-    for event in ({"date": day}, {"date": day, "feed": "vendor-b"}):
-        request, run = served_request(event, 1, runs)
-        results[request.feed] = run_batch(steps, run.flow, request, run.plan).to_dict()
+
+    def wait_for_downloads(_seconds: float) -> None:
+        turns.put("poll")
+        done.get(timeout=60)
+
+    def poller() -> None:
+        try:
+            steps = InlineSteps(sleep=wait_for_downloads)
+            for event in ({"date": day}, {"date": day, "feed": "vendor-b"}):
+                request, run = served_request(event, 1, runs)
+                results[request.feed] = run_batch(steps, run.flow, request, run.plan).to_dict()
+        finally:
+            turns.put(None)
+
+    thread = threading.Thread(target=poller, daemon=True)
+    thread.start()
+    while turns.get(timeout=120) is not None:
+        _download_queued(clients, queue_url, service)
+        done.put(True)
+    thread.join(timeout=10)
     keys.clear_cache()
 
     assert results["vendor-b"]["batch_id"].startswith(f"vendor-b.batch-{day}-")
