@@ -143,7 +143,7 @@ def _run_remote(day: str, poll_interval: int | None, log_path: Path) -> int:
     # Wired as the Lambda is (the outage budgets from the settings); the run's own timeout
     # holds an SQS / DynamoDB outage waited out within its budget.
     handler = build_orchestrator_handler(
-        settings, lambda: ReportingFlow(build_flow(settings), reporter)
+        settings, lambda own: ReportingFlow(build_flow(own), reporter)
     )
     budget_s = (
         settings.poll_interval_seconds * settings.max_polls

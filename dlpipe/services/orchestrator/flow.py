@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from dlpipe.config import DEFAULT_RESEND_AFTER_SECONDS, DEFAULT_SWEEP_REQUEUE
 from dlpipe.domain.clock import Clock
+from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.domain.model import FileJob
 from dlpipe.services.orchestrator import create, finish, poll, queueing
 from dlpipe.services.orchestrator.fanout import CHUNK_ENTRIES, FileLister, ListingPosition
@@ -47,6 +48,8 @@ class BatchFlowService:
     resend_after_seconds: int = DEFAULT_RESEND_AFTER_SECONDS
     published: PublishedCheck | None = None  # the sweeper's HEAD of a destination key
     chunk_entries: int = CHUNK_ENTRIES  # listing entries per fetch-and-queue step
+    # The feed whose days it runs: its BatchIDs carry it, and its jobs' keys from them.
+    feed: str = DEFAULT_FEED_NAME
     # This invocation's open listing stream, continued by the next chunk (fanout.py).
     listing: ListingPosition | None = field(default=None, init=False, repr=False)
     # Earlier batches this invocation already marked AdoptedBy (placement.py).
