@@ -1,5 +1,6 @@
-"""`dlpipe local up`'s stack: the emulator, provisioned, and a stub provider with its own key
-pair and token, plus every variable another shell needs to run workers and days against it."""
+"""`dlpipe local up`'s stack: the emulator, provisioned, and a stub provider per feed, each with
+its own key pair and token, plus every variable another shell needs to run workers and days
+against it (a named feed's stub, key and token in the feeds file DLPIPE_FEEDS_FILE names)."""
 
 from __future__ import annotations
 
