@@ -14,8 +14,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from dlpipe.bootstrap.ops import build_ops_context
-from dlpipe.bootstrap.orchestrator import build_flow, feed_runs
-from dlpipe.config import ENV_FEEDS_FILE, Settings
+from dlpipe.bootstrap.orchestrator import build_flow, check_recovery_fits, feed_runs
+from dlpipe.config import ENV_FEEDS_FILE, ConfigError, Settings
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME, Feed
 from dlpipe.feed_settings import FileFeeds, settings_for_feed
 from dlpipe.local.day import (
@@ -26,7 +26,11 @@ from dlpipe.local.day import (
     day_report,
     running_workers,
 )
-from dlpipe.local.durable_runner import enforce_checkpoint_size_limit, run_durable_locally
+from dlpipe.local.durable_runner import (
+    LocalRunError,
+    enforce_checkpoint_size_limit,
+    run_durable_locally,
+)
 from dlpipe.local.feeds import FeedKeys, FeedTables, named_feed_keys, write_feeds_file
 from dlpipe.local.stack import LocalStack
 from dlpipe.local.stub.faults import Faults
@@ -35,6 +39,7 @@ from dlpipe.local.stub.server import StubProvider
 from dlpipe.services.orchestrator.durable import build_durable_handler
 
 FEEDS_FILE_NAME = "feeds.toml"
+RUN_FAILED = "run failed"  # a feed's durable execution failed: no batch status to report
 
 
 @dataclass(frozen=True)
@@ -117,14 +122,26 @@ def _serving(stack: LocalStack, local: LocalFeeds, options: DayOptions) -> Itera
         path = local.folder / FEEDS_FILE_NAME
         allowed = (urlsplit(stack.emulator.endpoint_url).netloc,)
         feeds = write_feeds_file(path, local.tables, local.keys, urls, allowed)
+        settings = _day_settings(stack, urls, options)
+        _check_polling(settings, feeds)
         os.environ[ENV_FEEDS_FILE] = str(path.resolve())
         try:
-            yield _Running(feeds, started, _day_settings(stack, urls, options))
+            yield _Running(feeds, started, settings)
         finally:
             if previous is None:
                 os.environ.pop(ENV_FEEDS_FILE, None)
             else:
                 os.environ[ENV_FEEDS_FILE] = previous
+
+
+def _check_polling(settings: Settings, feeds: Mapping[str, Feed]) -> None:
+    """A feed whose polling overrides leave no time to recover a crashed worker's file is
+    refused now, in one line naming it, not after its execution's retries."""
+    for name, feed in feeds.items():
+        try:
+            check_recovery_fits(settings_for_feed(settings, feed))
+        except ConfigError as exc:
+            raise ConfigError(f"feeds.{name}: {exc}") from exc
 
 
 def _stub(stack: LocalStack, local: LocalFeeds, name: str, seed: int) -> StubProvider:
@@ -171,7 +188,12 @@ def _run_one(
         event["feed"] = name
     own = settings_for_feed(settings, running.feeds[name])
     budget_s = own.poll_interval_seconds * own.max_polls + 300.0
-    return run_durable_locally(handler, event, skip_time=False, timeout_seconds=budget_s)
+    try:
+        return run_durable_locally(handler, event, skip_time=False, timeout_seconds=budget_s)
+    except LocalRunError as exc:
+        # This feed's execution failed as a whole (a bad override, say): its day says so,
+        # and the other feeds' days still end and are reported.
+        return {"batch_id": None, "status": RUN_FAILED, "outcome": {"cause": str(exc)[:500]}}
 
 
 def _report(

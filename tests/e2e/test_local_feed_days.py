@@ -13,6 +13,7 @@ import pytest
 from dlpipe.adapters.batches_table import BatchesTable
 from dlpipe.adapters.crypto import load_private_key, unwrap_aes_key
 from dlpipe.adapters.jobs_table import JobsTable
+from dlpipe.config import ConfigError
 from dlpipe.domain.cipher_format import CIPHER_CBC, CIPHER_GCM
 from dlpipe.domain.clock import ms_from_iso
 from dlpipe.domain.download_errors import WrongKeyError
@@ -122,3 +123,18 @@ def test_one_feeds_provider_down_never_delays_or_touches_the_other_feeds_day(
     took_ms = ms_from_iso(mine.updated_at) - started_ms
     assert took_ms < 8_000, took_ms
     assert ms_from_iso(theirs.updated_at) - ms_from_iso(mine.updated_at) > 4_000
+
+
+def test_a_feed_whose_polling_cannot_recover_a_file_is_refused_before_any_day_starts(
+    stack: LocalStack, tmp_path: Path
+) -> None:
+    """vendor-b's max_polls = 2 leaves no time to recover a crashed worker's file: one line
+    naming the feed, before any batch is written (not after its execution's retries)."""
+    day = unique_day()
+    tables = read_template()
+    tables["vendor-b"]["max_polls"] = 2
+    local = local_feeds(stack, tables, tmp_path / "feeds", FILES)
+    with pytest.raises(ConfigError, match=r"^feeds\.vendor-b: 2 polls x 1s = 2s is shorter"):
+        run_feed_days(stack, local, replace(QUICK, date=day))
+    batches = BatchesTable(stack.clients.dynamodb, stack.settings.batches_table)
+    assert batches.query_by_date(day) == []
