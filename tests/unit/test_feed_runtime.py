@@ -6,9 +6,11 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from dlpipe.adapters.provider_client import token_from_settings
 from dlpipe.bootstrap.orchestrator import feed_runs
+from dlpipe.cli.worker import worker_command
 from dlpipe.config import ConfigError, Settings
 from dlpipe.domain.events import parse_event
 from dlpipe.domain.feeds import DEFAULT_FEED, Feed
@@ -135,3 +137,19 @@ def test_an_event_naming_an_unconfigured_feed_fails_at_once_naming_it() -> None:
     assert error_type == "dlpipe.domain.events.InvalidEventError"
     assert message == "feed 'vendor-x' is not configured in the feeds file"
     assert built == []
+
+
+def test_a_worker_with_an_invalid_feeds_file_stops_with_one_line(tmp_path: Path) -> None:
+    feeds_file = tmp_path / "feeds.toml"
+    feeds_file.write_text('[feeds.vendor-b]\nschedule = "nope"\n')
+    env = {
+        "DLPIPE_FEEDS_FILE": str(feeds_file),
+        "DLPIPE_QUEUE_URL": "http://127.0.0.1:9/queue",
+        "DLPIPE_DEST_BUCKET": "bucket",
+    }
+    result = CliRunner().invoke(worker_command, ["--exit-when-idle", "1"], env=env)
+    assert result.exit_code == 1
+    assert result.output.strip() == (
+        f"Error: {feeds_file}: feeds.vendor-b.schedule: 'nope' is not a cron(6 fields)"
+        " or rate(N unit) expression"
+    )
