@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
+import boto3
 import pytest
+from botocore.stub import Stubber
 from click.testing import CliRunner
 
+from dlpipe.adapters.lambda_starter import LambdaStarter
 from dlpipe.adapters.provider_client import token_from_settings
 from dlpipe.bootstrap.orchestrator import feed_runs
 from dlpipe.cli.worker import worker_command
@@ -153,3 +157,38 @@ def test_a_worker_with_an_invalid_feeds_file_stops_with_one_line(tmp_path: Path)
         f"Error: {feeds_file}: feeds.vendor-b.schedule: 'nope' is not a cron(6 fields)"
         " or rate(N unit) expression"
     )
+
+
+def test_a_named_feeds_polling_window_shorter_than_the_recovery_bound_fails_at_once() -> None:
+    built: list[Settings] = []
+    runs = feed_runs(
+        Settings(), FileFeeds({"vendor-b": replace(VENDOR, max_polls=1)}), built.append
+    )
+    handler = build_durable_handler(FakeFlow, 300, 4, runs=runs)
+    error_type, message = failure_of(run(handler, {"date": "2026-02-28", "feed": "vendor-b"}))
+    assert error_type == "dlpipe.domain.events.InvalidEventError"
+    assert message.startswith("feeds.vendor-b: 1 polls x 600s = 600s is shorter than the recovery")
+    assert built == []
+
+
+@pytest.mark.parametrize(
+    ("feed", "payload"),
+    [
+        ("default", {"date": "2026-02-27", "rerun": True}),
+        ("vendor-b", {"date": "2026-02-27", "rerun": True, "feed": "vendor-b"}),
+    ],
+)
+def test_backfill_starts_a_named_feeds_day_naming_the_feed(
+    feed: str, payload: dict[str, object]
+) -> None:
+    client = boto3.client(
+        "lambda", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    alias = "arn:aws:lambda:us-east-1:123456789012:function:dlpipe-orchestrator:live"
+    with Stubber(client) as stub:
+        request = {"FunctionName": alias, "InvocationType": "Event"}
+        stub.add_response(
+            "invoke", {"StatusCode": 202}, {**request, "Payload": json.dumps(payload).encode()}
+        )
+        LambdaStarter(client, alias).start("2026-02-27", rerun=True, feed=feed)
+        stub.assert_no_pending_responses()
