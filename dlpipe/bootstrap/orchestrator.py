@@ -13,6 +13,7 @@ from dlpipe.adapters.aws import AwsClients
 from dlpipe.bootstrap.feeds import feed_source
 from dlpipe.config import ConfigError, Settings
 from dlpipe.domain.clock import Clock, SystemClock
+from dlpipe.domain.feeds import FeedError
 from dlpipe.domain.outage import OutageBackoff
 from dlpipe.domain.rules import RecoveryBudgetError, assert_recovery_fits, visibility_margin_seconds
 from dlpipe.feed_settings import FeedSource, settings_for_feed
@@ -165,11 +166,19 @@ def feed_runs(
 ) -> FeedRuns:
     """Each feed's run by its name: its flow on its own settings (keys, provider, token,
     destination prefix), its polling plan and its time zone; FeedError (one line) for a
-    feed that is not configured. build_flow checks the feed's settings (the recovery bound)."""
+    feed that is not configured, or whose polling window is shorter than the recovery bound
+    (the default feed's settings are checked by build_flow, as before feeds)."""
 
     def run_of(name: str) -> FeedRun:
         feed = feeds.feed(name)
         own = settings_for_feed(settings, feed)
+        if not feed.is_default:
+            # A named feed's own polling overrides are refused now, in one line, rather than
+            # by build_flow inside the first step (retried, then failing the run as a step).
+            try:
+                check_recovery_fits(own)
+            except ConfigError as exc:
+                raise FeedError(f"feeds.{name}: {exc}") from exc
         plan = PollingPlan(own.poll_interval_seconds, own.max_polls)
         return FeedRun(lambda: build(own), plan, feed.time_zone)
 

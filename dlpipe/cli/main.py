@@ -23,6 +23,7 @@ from dlpipe.cli.ui import ui_command
 from dlpipe.cli.worker import worker_command
 from dlpipe.config import ConfigError
 from dlpipe.domain.errors import NotReadyError, RecordsError
+from dlpipe.domain.feeds import FeedError
 from dlpipe.local.durable_runner import LocalRunError
 from dlpipe.local.dynamodb_local import DynamoDBLocalError
 from dlpipe.local.emulator import EmulatorError
@@ -38,6 +39,7 @@ _EXPECTED: dict[type[Exception], str] = {
     PartialCredentialsError: "incomplete AWS credentials: {exc}",
     NoRegionError: "no AWS region configured (set AWS_REGION)",
     ConfigError: "configuration error: {exc}",
+    FeedError: "configuration error: {exc}",
     RecordsError: "{exc}",
     DynamoDBLocalError: "{exc}",
     EmulatorError: "{exc}",

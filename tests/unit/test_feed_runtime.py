@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
+import boto3
 import pytest
+from botocore.stub import Stubber
+from click.testing import CliRunner
 
+from dlpipe.adapters.lambda_starter import LambdaStarter
 from dlpipe.adapters.provider_client import token_from_settings
 from dlpipe.bootstrap.orchestrator import feed_runs
+from dlpipe.cli.worker import worker_command
 from dlpipe.config import ConfigError, Settings
 from dlpipe.domain.events import parse_event
 from dlpipe.domain.feeds import DEFAULT_FEED, Feed
@@ -135,3 +141,54 @@ def test_an_event_naming_an_unconfigured_feed_fails_at_once_naming_it() -> None:
     assert error_type == "dlpipe.domain.events.InvalidEventError"
     assert message == "feed 'vendor-x' is not configured in the feeds file"
     assert built == []
+
+
+def test_a_worker_with_an_invalid_feeds_file_stops_with_one_line(tmp_path: Path) -> None:
+    feeds_file = tmp_path / "feeds.toml"
+    feeds_file.write_text('[feeds.vendor-b]\nschedule = "nope"\n')
+    env = {
+        "DLPIPE_FEEDS_FILE": str(feeds_file),
+        "DLPIPE_QUEUE_URL": "http://127.0.0.1:9/queue",
+        "DLPIPE_DEST_BUCKET": "bucket",
+    }
+    result = CliRunner().invoke(worker_command, ["--exit-when-idle", "1"], env=env)
+    assert result.exit_code == 1
+    assert result.output.strip() == (
+        f"Error: {feeds_file}: feeds.vendor-b.schedule: 'nope' is not a cron(6 fields)"
+        " or rate(N unit) expression"
+    )
+
+
+def test_a_named_feeds_polling_window_shorter_than_the_recovery_bound_fails_at_once() -> None:
+    built: list[Settings] = []
+    runs = feed_runs(
+        Settings(), FileFeeds({"vendor-b": replace(VENDOR, max_polls=1)}), built.append
+    )
+    handler = build_durable_handler(FakeFlow, 300, 4, runs=runs)
+    error_type, message = failure_of(run(handler, {"date": "2026-02-28", "feed": "vendor-b"}))
+    assert error_type == "dlpipe.domain.events.InvalidEventError"
+    assert message.startswith("feeds.vendor-b: 1 polls x 600s = 600s is shorter than the recovery")
+    assert built == []
+
+
+@pytest.mark.parametrize(
+    ("feed", "payload"),
+    [
+        ("default", {"date": "2026-02-27", "rerun": True}),
+        ("vendor-b", {"date": "2026-02-27", "rerun": True, "feed": "vendor-b"}),
+    ],
+)
+def test_backfill_starts_a_named_feeds_day_naming_the_feed(
+    feed: str, payload: dict[str, object]
+) -> None:
+    client = boto3.client(
+        "lambda", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    alias = "arn:aws:lambda:us-east-1:123456789012:function:dlpipe-orchestrator:live"
+    with Stubber(client) as stub:
+        request = {"FunctionName": alias, "InvocationType": "Event"}
+        stub.add_response(
+            "invoke", {"StatusCode": 202}, {**request, "Payload": json.dumps(payload).encode()}
+        )
+        LambdaStarter(client, alias).start("2026-02-27", rerun=True, feed=feed)
+        stub.assert_no_pending_responses()
