@@ -150,7 +150,7 @@ def up(  # noqa: PLR0917 - click passes one argument per option
             _print_exports(running, options)
             while not stop.wait(0.5):
                 pass
-            console.print("stopping: the stub provider, moto and DynamoDB Local")
+            console.print("stopping: the stub provider(s), moto and DynamoDB Local")
     except (EmulatorError, DynamoDBLocalError) as exc:
         hint = "; --port 0 --dynamodb-port 0 --stub-port 0 pick free ports"
         raise click.ClickException(f"{exc}{hint if 'in use' in str(exc) else ''}") from exc
@@ -175,7 +175,7 @@ def _print_exports(running: LocalUp, options: StubOptions | None) -> None:
         )
         for name, url in list(running.stub_urls.items())[1:]:
             console.print(
-                f"feed {name}: stub provider at {url}, its key and token in "
+                f"feed {name}: stub provider at {url}; its key and token files are named in "
                 f"{running.environment[ENV_FEEDS_FILE]}",
                 highlight=False,
             )
