@@ -24,7 +24,8 @@ $(STAMP): pyproject.toml
 $(DDB_LOCAL): $(STAMP)
 	$(BIN)/python -m dlpipe.local.dynamodb_local install
 
-## run: the main job on the embedded local stack (moto + DynamoDB Local + stub provider, no Docker).
+## run: the main job on the embedded local stack (moto + DynamoDB Local, no Docker): the two feeds of
+## dlpipe/local/feeds.local.toml at once, each on its own stub provider, key pair and token.
 run: $(STAMP) $(DDB_LOCAL)
 	$(BIN)/dlpipe run --local
 

@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 
 # Tests only: seconds this process's wall clock runs ahead (named and read in dlpipe.domain.clock).
 from dlpipe.domain.clock import ENV_TEST_CLOCK_OFFSET_SECONDS  # noqa: F401 (re-exported: tests set it)
+from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.domain.outage import (
     DEFAULT_DEPENDENCY_BUDGET_SECONDS,
     OutageBackoff,
@@ -68,7 +69,8 @@ ENV_PROVIDER_LISTING_MAX_FILES = "DLPIPE_PROVIDER_LISTING_MAX_FILES"
 ENV_PROVIDER_LISTING_MAX_PAGES = "DLPIPE_PROVIDER_LISTING_MAX_PAGES"
 # The local feeds file (TOML), read by dlpipe/feeds_config.py.
 ENV_FEEDS_FILE = "DLPIPE_FEEDS_FILE"
-# On AWS: where each named feed's SSM parameter is, "<path>/<name>" (terraform/feeds.tf).
+# On AWS: the SSM path under which each named feed is one parameter, `{path}/{name}`
+# (`/<prefix>dlpipe/feeds`), read by dlpipe/adapters/feed_parameters.py.
 ENV_FEEDS_PARAMETER_PATH = "DLPIPE_FEEDS_PARAMETER_PATH"
 
 DEFAULT_REGION = "us-east-1"
@@ -168,6 +170,13 @@ class Settings:
     provider_listing_max_entry_bytes: int = 64 * 1024
     provider_listing_max_files: int = 200_000
     provider_listing_max_pages: int = 10_000
+    # The feed these settings run (dlpipe/feed_settings.py makes a named feed's); the default
+    # feed publishes at the bucket's root, a named feed under its destination prefix.
+    feed: str = DEFAULT_FEED_NAME
+    destination_prefix: str = ""
+    # Locally, a named feed's token as `file:PATH` (never in the environment).
+    provider_token_file: str | None = None
+    feeds_parameter_path: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -225,6 +234,7 @@ class Settings:
             ),
             provider_listing_max_files=_int_setting(env, ENV_PROVIDER_LISTING_MAX_FILES, 200_000),
             provider_listing_max_pages=_int_setting(env, ENV_PROVIDER_LISTING_MAX_PAGES, 10_000),
+            feeds_parameter_path=env.get(ENV_FEEDS_PARAMETER_PATH) or None,
         )
 
     def aws_outage_backoff(self) -> OutageBackoff:

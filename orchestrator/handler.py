@@ -14,9 +14,9 @@ from dlpipe.config import Settings
 def durable_handler() -> Callable[[Any, Any], Any]:
     """The durable handler, built once per Lambda container from Settings.from_env()."""
     settings = Settings.from_env()
-    # The flow itself is built inside the first step that runs (a name looked up then, so a
-    # test may replace it).
-    return build_orchestrator_handler(settings, lambda: build_flow(settings))
+    # The flow itself is built, from the event's feed's settings, inside the first step that
+    # runs (a name looked up then, so a test may replace it).
+    return build_orchestrator_handler(settings, lambda own: build_flow(own))  # noqa: PLW0108
 
 
 def handler(event: Any, context: Any) -> Any:

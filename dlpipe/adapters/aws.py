@@ -78,6 +78,11 @@ class AwsClients:
         return self._client("secretsmanager")  # type: ignore[return-value]
 
     @cached_property
+    def ssm(self) -> Any:
+        """SSM client (a named feed's parameter: dlpipe/adapters/feed_parameters.py)."""
+        return self._client("ssm")
+
+    @cached_property
     def lambda_(self) -> Any:
         """Lambda client (starting the orchestrator for a backfill)."""
         return self._client("lambda")

@@ -13,6 +13,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from dlpipe.adapters.aws import AwsClients
 from dlpipe.adapters.aws_errors import raise_request_error
 from dlpipe.config import ConfigError, Settings
+from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 
 
 class LambdaInvoker(Protocol):
@@ -35,13 +36,17 @@ class LambdaStarter:
         self._client = client
         self.function_arn = function_arn
 
-    def start(self, polling_date: str, rerun: bool) -> str:
-        """Invoke with `{"date": D, "rerun": bool}` as an Event (fire and forget)."""
+    def start(self, polling_date: str, rerun: bool, feed: str = DEFAULT_FEED_NAME) -> str:
+        """Invoke with `{"date": D, "rerun": bool}` as an Event (fire and forget); a named
+        feed's day also says `"feed"` (the default feed's event is as before feeds)."""
+        event: dict[str, object] = {"date": polling_date, "rerun": rerun}
+        if feed != DEFAULT_FEED_NAME:
+            event["feed"] = feed
         try:
             response = self._client.invoke(
                 FunctionName=self.function_arn,
                 InvocationType="Event",
-                Payload=json.dumps({"date": polling_date, "rerun": rerun}).encode(),
+                Payload=json.dumps(event).encode(),
             )
         except (ClientError, BotoCoreError) as exc:
             raise_request_error(exc, "Lambda", "Invoke", self.function_arn.split(":")[6])

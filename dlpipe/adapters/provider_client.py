@@ -13,6 +13,7 @@ import json
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import requests
@@ -322,9 +323,12 @@ def _check_status(response: requests.Response, path: str, not_found: str) -> Non
 
 
 def token_from_settings(settings: Settings, clients: AwsClients) -> str:
-    """The bearer token: from the local setting, else from the Secrets Manager secret."""
+    """The bearer token: from the local setting or a named feed's `file:PATH`, else from the
+    Secrets Manager secret."""
     if settings.provider_token:
         return settings.provider_token
+    if settings.provider_token_file:
+        return _token_from_file(settings.provider_token_file)
     secret_id = settings.provider_token_secret_id
     if not secret_id:
         raise ConfigError(
@@ -339,4 +343,15 @@ def token_from_settings(settings: Settings, clients: AwsClients) -> str:
     token = (secret.get("SecretString") or "").strip()
     if not token:
         raise ConfigError(f"secret {secret_id!r} holds no provider token")
+    return token
+
+
+def _token_from_file(path: str) -> str:
+    """A feed's token file (local use): its text, stripped; ConfigError in one line."""
+    try:
+        token = Path(path).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"provider token file {path!r} cannot be read ({exc})") from exc
+    if not token:
+        raise ConfigError(f"provider token file {path!r} holds no provider token")
     return token

@@ -14,13 +14,15 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
 
-def published_check(s3: S3Client, bucket: str) -> Callable[[FileJob], tuple[str, Verified] | None]:
+def published_check(
+    s3: S3Client, bucket: str, prefix: str = ""
+) -> Callable[[FileJob], tuple[str, Verified] | None]:
     """(key, verified object) when a job's file is already published at its key, else None
     (also when the HEAD fails: already_published logs it, and not knowing costs a download)."""
 
     def check(job: FileJob) -> tuple[str, Verified] | None:
         try:
-            key = destination_key(job)
+            key = destination_key(job, prefix)
         except InvalidJobError:
             return None
         verified = already_published(s3, bucket, key, job)

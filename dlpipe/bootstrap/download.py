@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from dlpipe.adapters.aws import AwsClients
@@ -18,9 +19,12 @@ from dlpipe.adapters.jobs_table import JobsTable
 from dlpipe.adapters.keys import private_key_from_settings
 from dlpipe.adapters.queue import JobQueue
 from dlpipe.adapters.source import HttpSource
+from dlpipe.bootstrap.feeds import feed_source
 from dlpipe.config import Settings
 from dlpipe.domain.clock import Clock, SystemClock
+from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.domain.url_policy import UrlPolicy, default_allowed_hosts
+from dlpipe.feed_settings import FeedSource, settings_for_feed
 from dlpipe.log import configure_logging
 from dlpipe.services.download.deps import ServiceDeps, no_pause
 from dlpipe.services.download.service import DownloadService
@@ -75,10 +79,15 @@ def build_service(
     provider: Callable[[], UrlSigner] | None = None,
     clock: Clock | None = None,
     pause: Callable[[str, str], None] | None = None,
+    feeds: FeedSource | None = None,
 ) -> DownloadService:
     """A DownloadService on the configured table, bucket, key and provider; each keyword
-    replaces one real dependency (`pause`: the dev kit's test pause points, none by default)."""
+    replaces one real dependency (`pause`: the dev kit's test pause points, none by default).
+    A job of another feed runs on that feed's parts (`feeds`: default, the feeds file, then
+    the SSM parameters), built on its first job and kept for the process."""
     clients = clients or AwsClients(settings)
+    known = feeds or feed_source(settings, clients)
+    settings = settings_for_feed(settings, known.feed(DEFAULT_FEED_NAME))
     bucket = settings.require("destination_bucket")
     deps = ServiceDeps(
         jobs=jobs or JobsTable(clients.dynamodb, settings.jobs_table),
@@ -92,8 +101,43 @@ def build_service(
         stop=stop or threading.Event(),
         clock=clock or SystemClock(),
         pause=pause or no_pause,
+        destination_prefix=settings.destination_prefix,
     )
-    return DownloadService(deps)
+    return DownloadService(deps, FeedParts(settings, clients, deps, known))
+
+
+class FeedParts:
+    """Each named feed's download service: the default's table, bucket, queues and tuning,
+    with that feed's key, provider, URL allowlist and destination prefix. Built once per
+    feed and process; a feed that cannot be found is asked for again on its next job."""
+
+    def __init__(
+        self, settings: Settings, clients: AwsClients, base: ServiceDeps, feeds: FeedSource
+    ) -> None:
+        self._settings, self._clients, self._base, self._feeds = settings, clients, base, feeds
+        self._lock = threading.Lock()
+        self._services: dict[str, DownloadService] = {}
+
+    def __call__(self, name: str) -> DownloadService:
+        """The service of feed `name`; FeedError (one line) if it is not configured."""
+        with self._lock:
+            if name not in self._services:
+                self._services[name] = self._build(name)
+            return self._services[name]
+
+    def _build(self, name: str) -> DownloadService:
+        own = settings_for_feed(self._settings, self._feeds.feed(name))
+        # The key comes from the feed's own source (adapters/keys.py caches by source): a
+        # job is only ever decrypted with the key of the feed its FileID names.
+        deps = replace(
+            self._base,
+            decryption=KeyDecryption(private_key_from_settings(own, self._clients)),
+            provider=provider_factory(own, self._clients),
+            url_policy=url_policy_from_settings(own),
+            feed=own.feed,
+            destination_prefix=own.destination_prefix,
+        )
+        return DownloadService(deps)
 
 
 def build_lambda_wiring(

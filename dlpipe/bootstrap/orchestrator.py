@@ -10,11 +10,15 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from dlpipe.adapters.aws import AwsClients
+from dlpipe.bootstrap.feeds import feed_source
 from dlpipe.config import ConfigError, Settings
 from dlpipe.domain.clock import Clock, SystemClock
+from dlpipe.domain.feeds import FeedError
 from dlpipe.domain.outage import OutageBackoff
 from dlpipe.domain.rules import RecoveryBudgetError, assert_recovery_fits, visibility_margin_seconds
+from dlpipe.feed_settings import FeedSource, settings_for_feed
 from dlpipe.services.orchestrator.durable import build_durable_handler
+from dlpipe.services.orchestrator.feed_runs import FeedRun, FeedRuns, PollingPlan
 
 if TYPE_CHECKING:
     # Only for annotations: the Lambda's init must not import the flow (or boto3's clients).
@@ -78,7 +82,7 @@ def build_flow(
         )
     bucket = settings.destination_bucket
     if published is None and bucket:
-        published = published_check(aws().s3, bucket)
+        published = published_check(aws().s3, bucket, settings.destination_prefix)
     if manifests is None and bucket:
         manifests = S3ManifestStore(aws().s3, bucket)
     return BatchFlowService(
@@ -92,6 +96,7 @@ def build_flow(
         resend_after_seconds=settings.resend_after_seconds,
         published=published,
         manifests=manifests,
+        feed=settings.feed,
     )
 
 
@@ -139,15 +144,48 @@ def check_ready(settings: Settings, date: str) -> None:
 
 
 def build_orchestrator_handler(
-    settings: Settings, flow: Callable[[], BatchFlow] | None = None
+    settings: Settings,
+    flow: Callable[[Settings], BatchFlow] | None = None,
+    *,
+    feeds: FeedSource | None = None,
 ) -> Callable[[Any, Any], Any]:
-    """The orchestrator Lambda's durable handler for `settings`; `flow` builds the flow on first
-    use (default: the real one, built inside the first step, so init touches no AWS)."""
+    """The orchestrator Lambda's durable handler for `settings`; `flow` builds a feed's flow
+    from that feed's settings on first use (default: the real one, built inside the first
+    step, so init touches no AWS); `feeds` finds the event's feed (default: the feeds file,
+    then the SSM parameters)."""
+    build = flow or build_flow
+    source = feeds or feed_source(settings)
+    runs = feed_runs(settings, source, build)
     return build_durable_handler(
-        flow or (lambda: build_flow(settings)),
+        lambda: build(settings),
         settings.poll_interval_seconds,
         settings.max_polls,
         date_offset_days=settings.date_offset_days,
         outage=OutageBackoff(budget_seconds=settings.provider_outage_budget_seconds),
         dependency_outage=settings.aws_outage_backoff(),
+        runs=runs,
     )
+
+
+def feed_runs(
+    settings: Settings, feeds: FeedSource, build: Callable[[Settings], BatchFlow]
+) -> FeedRuns:
+    """Each feed's run by its name: its flow on its own settings (keys, provider, token,
+    destination prefix), its polling plan and its time zone; FeedError (one line) for a
+    feed that is not configured, or whose polling window is shorter than the recovery bound
+    (the default feed's settings are checked by build_flow, as before feeds)."""
+
+    def run_of(name: str) -> FeedRun:
+        feed = feeds.feed(name)
+        own = settings_for_feed(settings, feed)
+        if not feed.is_default:
+            # A named feed's own polling overrides are refused now, in one line, rather than
+            # by build_flow inside the first step (retried, then failing the run as a step).
+            try:
+                check_recovery_fits(own)
+            except ConfigError as exc:
+                raise FeedError(f"feeds.{name}: {exc}") from exc
+        plan = PollingPlan(own.poll_interval_seconds, own.max_polls)
+        return FeedRun(lambda: build(own), plan, feed.time_zone)
+
+    return run_of

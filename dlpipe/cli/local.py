@@ -14,9 +14,10 @@ from rich.table import Table
 
 from dlpipe.adapters.aws import AwsClients
 from dlpipe.cli.ops.durations import DAY, resolve_day, wall_clock_ms
-from dlpipe.config import ENV_PRIVATE_KEY_FILE, SERVICE_ENDPOINT_ENV, Settings
+from dlpipe.config import ENV_FEEDS_FILE, ENV_PRIVATE_KEY_FILE, SERVICE_ENDPOINT_ENV, Settings
 from dlpipe.local.dynamodb_local import DynamoDBLocalError
 from dlpipe.local.emulator import EmulatorError
+from dlpipe.local.feeds import MAX_LOCAL_FEEDS
 from dlpipe.local.provision import Provisioned, provision
 from dlpipe.local.up import LocalUp, StubOptions, local_up
 
@@ -120,16 +121,26 @@ def _port_free(port: int) -> bool:
     type=click.IntRange(0, 500),
     default=20,
     show_default=True,
-    help="Files per day the stub publishes.",
+    help="Files per day each stub publishes.",
+)
+@click.option(
+    "--feeds",
+    type=click.IntRange(1, MAX_LOCAL_FEEDS),
+    default=1,
+    show_default=True,
+    help="Feeds served, one stub provider each (own key pair and token): the default feed,"
+    " then feed-2 .. feed-N, written to the feeds file DLPIPE_FEEDS_FILE names.",
 )
 def up(  # noqa: PLR0917 - click passes one argument per option
-    port: int, dynamodb_port: int, stub: bool, stub_port: int, day: str, files: int
+    port: int, dynamodb_port: int, stub: bool, stub_port: int, day: str, files: int, feeds: int
 ) -> None:
     """Start the local AWS (moto + DynamoDB Local) and a stub provider in the foreground,
     provision it, and print the `export` lines another shell pastes to use it."""
     ports = {"--port": port, "--dynamodb-port": dynamodb_port}
     _refuse_taken_ports({**ports, "--stub-port": stub_port} if stub else ports)
-    options = StubOptions(date=day, files=files, port=stub_port) if stub else None
+    if feeds > 1 and not stub:
+        raise click.UsageError("--feeds serves stub providers: it cannot go with --no-stub")
+    options = StubOptions(date=day, files=files, port=stub_port, feeds=feeds) if stub else None
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
@@ -139,7 +150,7 @@ def up(  # noqa: PLR0917 - click passes one argument per option
             _print_exports(running, options)
             while not stop.wait(0.5):
                 pass
-            console.print("stopping: the stub provider, moto and DynamoDB Local")
+            console.print("stopping: the stub provider(s), moto and DynamoDB Local")
     except (EmulatorError, DynamoDBLocalError) as exc:
         hint = "; --port 0 --dynamodb-port 0 --stub-port 0 pick free ports"
         raise click.ClickException(f"{exc}{hint if 'in use' in str(exc) else ''}") from exc
@@ -162,6 +173,12 @@ def _print_exports(running: LocalUp, options: StubOptions | None) -> None:
             f"{options.date}; private key {running.environment[ENV_PRIVATE_KEY_FILE]} (0600)",
             highlight=False,
         )
+        for name, url in list(running.stub_urls.items())[1:]:
+            console.print(
+                f"feed {name}: stub provider at {url}; its key and token files are named in "
+                f"{running.environment[ENV_FEEDS_FILE]}",
+                highlight=False,
+            )
         click.echo(
             "# then: dlpipe worker --exit-when-idle 30 > .dlpipe/worker.log 2>&1 &"
             f"  dlpipe run --date {options.date}"

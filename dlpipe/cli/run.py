@@ -20,11 +20,13 @@ from dlpipe.bootstrap.ops import build_ops_context
 from dlpipe.bootstrap.orchestrator import build_flow, build_orchestrator_handler, check_ready
 from dlpipe.cli.ops.durations import DAY, resolve_day, wall_clock_ms
 from dlpipe.cli.outcome_text import result_line
-from dlpipe.cli.run_local import render_report, run_local
+from dlpipe.cli.run_local import render_reports, run_local
 from dlpipe.cli.run_progress import PollReporter, ReportingFlow
 from dlpipe.cli.safe_text import plain
 from dlpipe.config import Settings
+from dlpipe.domain.feeds import FeedError
 from dlpipe.local.durable_runner import run_durable_locally
+from dlpipe.local.feeds import LOCAL_FEEDS_TEMPLATE
 from dlpipe.log import configure_logging
 from dlpipe.services.ops.waiting import idle_seconds, waiting_work
 
@@ -32,7 +34,8 @@ err = Console(stderr=True)
 out = Console()
 
 LOCAL_POLL_INTERVAL_S = 2
-_LOCAL_ONLY = ("files", "workers")  # the stub's day and the in-process downloaders
+# The stub's day, the in-process downloaders and the feeds the local stack serves.
+_LOCAL_ONLY = ("files", "workers", "feeds_file")
 
 
 def _log_file(day: str) -> Path:
@@ -51,8 +54,9 @@ def _refuse_local_only_options(ctx: click.Context, local: bool) -> None:
         return
     for name in _LOCAL_ONLY:
         if ctx.get_parameter_source(name) is not ParameterSource.DEFAULT:
+            flag = name.replace("_", "-")
             raise click.UsageError(
-                f"--{name} applies to --local runs only (deployed downloaders do the files)"
+                f"--{flag} applies to --local runs only (deployed downloaders do the files)"
             )
 
 
@@ -88,6 +92,13 @@ def _refuse_local_only_options(ctx: click.Context, local: bool) -> None:
     help=f"Seconds between completion checks [default: {LOCAL_POLL_INTERVAL_S} with --local,"
     " else DLPIPE_POLL_INTERVAL_SECONDS].",
 )
+@click.option(
+    "--feeds-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=LOCAL_FEEDS_TEMPLATE,
+    help="--local only: the feeds to run, each on its own stub provider [default: the shipped"
+    " two feeds, default and vendor-b].",
+)
 @click.pass_context
 def run_command(  # noqa: PLR0917 - click passes one argument per option
     ctx: click.Context,
@@ -96,6 +107,7 @@ def run_command(  # noqa: PLR0917 - click passes one argument per option
     files: int,
     workers: int,
     poll_interval: int | None,
+    feeds_file: Path,
 ) -> None:
     """Run one day's batch: create it, queue its files, download them, wait for the end."""
     _refuse_local_only_options(ctx, local)
@@ -106,9 +118,14 @@ def run_command(  # noqa: PLR0917 - click passes one argument per option
         if local:
             err.print(f"logs and metrics: {log_path}", highlight=False)
             interval = poll_interval or LOCAL_POLL_INTERVAL_S
-            report = run_local(err, polling_date, files, max(workers, 1), interval)
-            render_report(out, report)
-            code = 0 if report.ok else 1
+            try:
+                reports = run_local(
+                    err, polling_date, files, max(workers, 1), interval, feeds_template=feeds_file
+                )
+            except FeedError as exc:
+                raise click.ClickException(str(exc)) from exc
+            render_reports(out, reports)
+            code = 0 if all(report.ok for report in reports) else 1
         else:
             code = _run_remote(polling_date, poll_interval, log_path)
     raise SystemExit(code)
@@ -143,7 +160,7 @@ def _run_remote(day: str, poll_interval: int | None, log_path: Path) -> int:
     # Wired as the Lambda is (the outage budgets from the settings); the run's own timeout
     # holds an SQS / DynamoDB outage waited out within its budget.
     handler = build_orchestrator_handler(
-        settings, lambda: ReportingFlow(build_flow(settings), reporter)
+        settings, lambda own: ReportingFlow(build_flow(own), reporter)
     )
     budget_s = (
         settings.poll_interval_seconds * settings.max_polls

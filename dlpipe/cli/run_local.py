@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import MutableMapping
 from dataclasses import replace
+from pathlib import Path
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -17,8 +18,10 @@ from dlpipe.config import (
     ENV_LOG_LEVEL,
 )
 from dlpipe.domain.clock import ENV_TEST_CLOCK_OFFSET_SECONDS
-from dlpipe.local.day import DayOptions, DayProgress, DayReport, run_day
+from dlpipe.local.day import DayOptions, DayProgress, DayReport
 from dlpipe.local.dynamodb_local import ENV_HOME as ENV_DYNAMODB_LOCAL_HOME
+from dlpipe.local.feed_days import local_feeds, run_feed_days
+from dlpipe.local.feeds import LOCAL_FEEDS_TEMPLATE, read_template
 from dlpipe.local.stack import LocalStack, local_stack
 from dlpipe.local.stub.publish import default_day
 from dlpipe.local.testpoints import ENV_TEST_PAUSE_AT
@@ -54,8 +57,17 @@ def drop_caller_settings(environ: MutableMapping[str, str]) -> list[str]:
     return ignored
 
 
-def run_local(err: Console, day: str, files: int, workers: int, poll_interval: int) -> DayReport:
-    """Start the stack, run the day with a progress bar of completed files, stop the stack."""
+def run_local(
+    err: Console,
+    day: str,
+    files: int,
+    workers: int,
+    poll_interval: int,
+    *,
+    feeds_template: Path = LOCAL_FEEDS_TEMPLATE,
+) -> list[DayReport]:
+    """Start the stack, run every feed's day with a progress bar each, stop the stack."""
+    tables = read_template(feeds_template)  # a bad template: one line, before anything starts
     ignored = drop_caller_settings(os.environ)
     if ignored:
         err.print(
@@ -70,26 +82,30 @@ def run_local(err: Console, day: str, files: int, workers: int, poll_interval: i
         aws = stack.emulator
         err.print(
             f"moto {aws.endpoint_url} (pid {aws.moto.pid}), DynamoDB Local "
-            f"{aws.dynamodb_endpoint_url} (pid {aws.dynamodb.pid}), day {day}"
+            f"{aws.dynamodb_endpoint_url} (pid {aws.dynamodb.pid}), day {day}, "
+            f"feeds {', '.join(tables)}"
         )
-        task = progress.add_task("files completed", total=None)
+        tasks = {name: progress.add_task(f"{name}: files completed", total=None) for name in tables}
 
-        def show(now: DayProgress) -> None:
+        def show(name: str, now: DayProgress) -> None:
             # The jobs table's words: `failed` (transient) and `error` (permanent) apart.
             counted = ((now.failed, "failed"), (now.error, "error"))
             failed = "".join(f", {n} {word}" for n, word in counted if n)
             progress.update(
-                task,
+                tasks[name],
                 completed=now.completed,
                 total=now.total or None,
-                description=f"files completed{failed}",
+                description=f"{name}: files completed{failed}",
             )
 
-        report, _ = run_day(stack, default_day(files), options, on_progress=show)
-        verified = sum(1 for f in report.files if f.verified)
-        error = sum(1 for f in report.files if f.status == "error")
-        show(DayProgress(verified, len(report.files) - verified, len(report.files), error))
-    return report
+        local = local_feeds(stack, tables, Path(".dlpipe") / "run-local", default_day(files))
+        reports = run_feed_days(stack, local, options, on_progress=show)
+        for report in reports:
+            verified = sum(1 for f in report.files if f.verified)
+            error = sum(1 for f in report.files if f.status == "error")
+            total = len(report.files)
+            show(report.feed, DayProgress(verified, total - verified, total, error))
+    return reports
 
 
 def _with_local_threshold(stack: LocalStack) -> LocalStack:
@@ -109,10 +125,27 @@ def _progress(err: Console) -> Progress:
     )
 
 
-def render_report(out: Console, report: DayReport) -> None:
-    """The table of files and the verdict line."""
+def render_reports(out: Console, reports: list[DayReport]) -> None:
+    """Each feed's table and verdict, then one line on all the feeds' days together."""
+    for report in reports:
+        render_report(out, report, named=True)
+    done = [r.feed for r in reports if r.ok]
+    short = [f"{r.feed} {r.status}" for r in reports if not r.ok]
+    if not short:
+        out.print(
+            f"all {len(reports)} feeds' days completed, every file verified: {', '.join(done)}"
+        )
+    else:
+        out.print(
+            f"{len(short)} of {len(reports)} feeds' days did not complete: {', '.join(short)}"
+        )
+
+
+def render_report(out: Console, report: DayReport, *, named: bool = False) -> None:
+    """The table of files and the verdict line (each naming the feed when `named`)."""
+    feed = f"feed {report.feed}: " if named else ""
     # A job's ErrorMessage may quote a provider's value: plain text, never markup (safe_text).
-    table = Table(title=plain(f"batch {report.batch_id}: {report.status}"))
+    table = Table(title=plain(f"{feed}batch {report.batch_id}: {report.status}"))
     for column in ("FileID", "status", "bytes", "verified", "error"):
         table.add_column(column)
     for f in report.files:
@@ -126,7 +159,8 @@ def render_report(out: Console, report: DayReport) -> None:
     out.print(table)
     verified = sum(1 for f in report.files if f.verified)
     out.print(
-        f"batch status: {report.status}; {verified}/{len(report.files)} files verified by SHA-256"
+        f"{feed}batch status: {report.status}; {verified}/{len(report.files)} files verified"
+        " by SHA-256"
     )
     out.print(plain(result_line(report.result)), highlight=False, soft_wrap=True)
     if manifest := report.result.get("manifest"):  # the hand-off (README, "Hand-off: manifests")

@@ -10,6 +10,7 @@ import click
 from dlpipe.adapters.aws import AwsClients
 from dlpipe.bootstrap.download import build_service
 from dlpipe.config import ConfigError, Settings
+from dlpipe.domain.feeds import FeedError
 from dlpipe.entrypoints.pool import build_worker_pool
 from dlpipe.entrypoints.worker import WorkerOptions
 from dlpipe.local.testpoints import pause_from_env
@@ -75,7 +76,7 @@ def worker_command(  # noqa: PLR0917 - click passes one argument per option
         clients = AwsClients(settings)
         settings.require("queue_url")
         service = build_service(settings, clients, pause=pause_from_env())
-    except ConfigError as exc:
+    except (ConfigError, FeedError) as exc:  # the feeds file, too, is read before any work
         raise click.ClickException(str(exc)) from exc
     options = WorkerOptions(
         concurrency, wait_seconds, max_messages, exit_when_idle, grace_seconds, time_budget_seconds

@@ -1,5 +1,6 @@
 """Where a verified file is published in the destination bucket: one key per job, derived
-from its entity and date, never from a stored path."""
+from its feed, entity and date, never from a stored path. The default feed publishes at the
+bucket's root, as before feeds; a named feed under its destination prefix."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ from dlpipe.domain.errors import InvalidIdentifierError
 from dlpipe.domain.model import FileJob, make_file_id
 
 
-def destination_key(job: FileJob) -> str:
-    """`{entity}/{YYYY-MM-DD}/{FileID}`, every part re-validated: no stored value shapes a path."""
+def destination_key(job: FileJob, prefix: str = "") -> str:
+    """`{entity}/{YYYY-MM-DD}/{FileID}`, under `prefix/` when the job's feed has one (its
+    feed's destination prefix, from configuration, validated there), every part of the job
+    re-validated: no stored value shapes a path."""
     try:
-        file_id = make_file_id(job.entity, job.download_date)
+        file_id = make_file_id(job.entity, job.download_date, job.feed)
     except InvalidIdentifierError as exc:
         raise InvalidJobError(f"the job's entity or date is invalid: {exc}") from exc
     # The validators' `$` lets one trailing newline through; no whitespace may reach a key.
@@ -19,4 +22,5 @@ def destination_key(job: FileJob) -> str:
         raise InvalidJobError(
             f"the job's entity and date make {file_id!r}, not its FileID {job.file_id!r}"
         )
-    return f"{job.entity}/{job.download_date}/{file_id}"
+    key = f"{job.entity}/{job.download_date}/{file_id}"
+    return f"{prefix}/{key}" if prefix else key

@@ -163,6 +163,14 @@ class InvalidJobError(PermanentError):
     default_message = "the job record is malformed"
 
 
+class FeedNotConfiguredError(PermanentError):
+    """The job's feed is configured nowhere this downloader looks: no key, provider or
+    destination of its own, and another feed's must never stand in."""
+
+    code = "unknown_feed"
+    default_message = "the job's feed is not configured"
+
+
 class DestinationConflictError(PermanentError):
     """The destination key already holds different bytes: it is never overwritten."""
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import zoneinfo
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -29,31 +30,41 @@ class PollingRequest:
     feed: str = DEFAULT_FEED_NAME
 
 
-def parse_event(event: object, date_offset_days: int = 1) -> PollingRequest:
-    """Read `{"date": "YYYY-MM-DD"}`, or a schedule's time (its UTC day minus the offset).
+def parse_event(event: object, date_offset_days: int = 1, time_zone: str = "UTC") -> PollingRequest:
+    """Read `{"date": "YYYY-MM-DD"}`, or a schedule's time (its calendar day in the feed's
+    `time_zone`, an IANA name, minus the offset).
 
     An explicit `date` wins over a schedule time; `rerun`, if present, must be a boolean;
     `feed`, if present, a feed name (absent: the default feed, as before feeds).
     """
-    if not isinstance(event, Mapping):
-        raise InvalidEventError(f"event must be a JSON object, got {type(event).__name__}")
+    feed = event_feed(event)
+    assert isinstance(event, Mapping)  # event_feed refused anything else
     rerun = event.get("rerun", False)
     if not isinstance(rerun, bool):
         raise InvalidEventError(f"'rerun' must be true or false, got {rerun!r}")
+    if "date" in event:
+        return PollingRequest(parse_polling_date(event["date"]), rerun, feed)
+    for key in _SCHEDULE_TIME_KEYS:
+        if key in event:
+            day = _date_from_schedule(key, event[key], date_offset_days, time_zone)
+            return PollingRequest(day, rerun, feed)
+    raise InvalidEventError(
+        "event needs 'date' (YYYY-MM-DD) or a scheduled 'scheduled_time' / 'time' (ISO 8601)"
+    )
+
+
+def event_feed(event: object) -> str:
+    """The feed the event names (absent: the default feed); InvalidEventError if it is not
+    a JSON object or the name is not a feed name. Read first: the feed's time zone decides
+    a scheduled event's day."""
+    if not isinstance(event, Mapping):
+        raise InvalidEventError(f"event must be a JSON object, got {type(event).__name__}")
     feed = event.get("feed", DEFAULT_FEED_NAME)
     if not is_feed_name(feed):
         raise InvalidEventError(
             f"'feed' must be a feed name ([a-z0-9][a-z0-9-]{{0,30}}), got {feed!r}"
         )
-    if "date" in event:
-        return PollingRequest(parse_polling_date(event["date"]), rerun, feed)
-    for key in _SCHEDULE_TIME_KEYS:
-        if key in event:
-            day = _date_from_schedule(key, event[key], date_offset_days)
-            return PollingRequest(day, rerun, feed)
-    raise InvalidEventError(
-        "event needs 'date' (YYYY-MM-DD) or a scheduled 'scheduled_time' / 'time' (ISO 8601)"
-    )
+    return str(feed)
 
 
 def parse_polling_date(value: object) -> str:
@@ -66,8 +77,9 @@ def parse_polling_date(value: object) -> str:
         raise InvalidEventError(f"'date' {value!r} is not a calendar date") from exc
 
 
-def _date_from_schedule(key: str, value: object, date_offset_days: int) -> str:
-    """The UTC calendar day of the schedule time `value`, minus `date_offset_days`."""
+def _date_from_schedule(key: str, value: object, date_offset_days: int, time_zone: str) -> str:
+    """The calendar day in `time_zone` of the schedule time `value`, minus `date_offset_days`
+    (a feed's schedule runs in its own zone: 01:00 in Tokyo is still yesterday in UTC)."""
     if not isinstance(value, str):
         raise InvalidEventError(f"{key!r} must be an ISO 8601 string, got {value!r}")
     try:
@@ -78,7 +90,8 @@ def _date_from_schedule(key: str, value: object, date_offset_days: int) -> str:
         # EventBridge always sends UTC ("...Z"); a naive time would make the day ambiguous.
         raise InvalidEventError(f"{key!r} {value!r} has no UTC offset")
     try:
-        day = scheduled.astimezone(dt.UTC).date() - dt.timedelta(days=date_offset_days)
+        zone = dt.UTC if time_zone == "UTC" else zoneinfo.ZoneInfo(time_zone)
+        day = scheduled.astimezone(zone).date() - dt.timedelta(days=date_offset_days)
     except OverflowError as exc:
         raise InvalidEventError(
             f"{key!r} {value!r} minus {date_offset_days} days is out of range"

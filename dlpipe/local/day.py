@@ -13,7 +13,9 @@ from dlpipe.bootstrap.download import build_service
 from dlpipe.bootstrap.ops import build_ops_context
 from dlpipe.bootstrap.orchestrator import build_flow
 from dlpipe.config import Settings
-from dlpipe.domain.model import TERMINAL_JOB_STATUSES, FileJob, JobStatus
+from dlpipe.domain.feeds import DEFAULT_FEED_NAME
+from dlpipe.domain.model import TERMINAL_JOB_STATUSES, FileJob, JobStatus, parse_batch_key
+from dlpipe.domain.outage import OutageBackoff
 from dlpipe.entrypoints.pool import WorkerPool, build_worker_pool
 from dlpipe.entrypoints.worker import WorkerOptions
 from dlpipe.local.durable_runner import run_durable_locally
@@ -39,6 +41,8 @@ class DayOptions:
     # its polling window, as build_flow's recovery check demands (RELIABILITY.md, bounds).
     lease_seconds: int = 30
     resend_after_seconds: int = 30
+    # How long a feed's day waits out its provider's outage (None: the orchestrator's default).
+    outage: OutageBackoff | None = None
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,7 @@ class DayReport:
     status: str
     files: list[FileReport]
     result: dict[str, Any] = field(default_factory=dict)  # the run's own result (counts, outcome)
+    feed: str = DEFAULT_FEED_NAME
 
     @property
     def ok(self) -> bool:
@@ -107,16 +112,17 @@ def run_day(
             lambda: build_flow(settings, stack.clients),
             options.poll_interval_seconds,
             options.max_polls,
+            outage=options.outage,
         )
         tables = build_ops_context(settings, stack.clients)
-        watcher = _ProgressWatcher(tables.jobs(), tables.batches(), options.date, on_progress)
+        watcher = ProgressWatcher(tables.jobs(), tables.batches(), options.date, on_progress)
         budget_s = options.poll_interval_seconds * options.max_polls + 300.0
         with running_workers(stack, options.workers, settings), watcher.watching():
             result = run_durable_locally(
                 handler, {"date": options.date}, skip_time=False, timeout_seconds=budget_s
             )
         expected = {f: e.sha256 for f, e in stub.expected(options.date).items()}
-    return _report(stack, result, expected), result
+    return day_report(stack, result, expected), result
 
 
 @dataclass(frozen=True)
@@ -143,7 +149,7 @@ def day_progress(jobs: Iterable[FileJob]) -> DayProgress:
     return DayProgress(completed, ended - completed, len(statuses), error)
 
 
-class _ProgressWatcher:
+class ProgressWatcher:
     """Reports the day's progress from the BatchIndex while the poller runs."""
 
     def __init__(
@@ -152,8 +158,9 @@ class _ProgressWatcher:
         batches: OpsBatches,
         date: str,
         on_progress: Callable[[DayProgress], None] | None,
+        feed: str = DEFAULT_FEED_NAME,
     ) -> None:
-        self._jobs, self._batches, self._date = jobs, batches, date
+        self._jobs, self._batches, self._date, self._feed = jobs, batches, date, feed
         self._on_progress = on_progress
         self._stop = threading.Event()
 
@@ -175,21 +182,41 @@ class _ProgressWatcher:
             self._on_progress(day_progress(self._batch_jobs()))
 
     def _batch_jobs(self) -> Iterator[FileJob]:
-        batches = self._batches.query_by_date(self._date)
+        # A date's batches are every feed's (PollingDateIndex): only this feed's is its progress.
+        batches = [
+            b
+            for b in self._batches.query_by_date(self._date)
+            if batch_feed(b.batch_id) == self._feed
+        ]
         if batches:
             yield from self._jobs.query_by_batch(batches[-1].batch_id)
 
 
-def _report(stack: LocalStack, result: dict[str, Any], expected: dict[str, str]) -> DayReport:
+def batch_feed(batch_id: str) -> str:
+    """The feed a BatchID carries."""
+    return parse_batch_key(batch_id)[0]
+
+
+def day_report(
+    stack: LocalStack,
+    result: dict[str, Any],
+    expected: dict[str, str],
+    feed: str = DEFAULT_FEED_NAME,
+    destination_prefix: str = "",
+) -> DayReport:
+    """Each expected file's job, verified against the bucket: completed, published under the
+    feed's prefix, and its object's bytes hash to the provider's SHA-256."""
     jobs = build_ops_context(stack.settings, stack.clients).jobs()
     found = jobs.batch_get(expected)
     reports = []
+    under = f"{destination_prefix}/" if destination_prefix else ""
     for file_id in sorted(expected):
         job = found.get(file_id)
         verified = (
             job is not None
             and job.status is JobStatus.COMPLETED
             and job.destination_key is not None
+            and job.destination_key.startswith(under)
             and _object_sha256(stack, job.destination_key) == expected[file_id]
         )
         reports.append(
@@ -206,6 +233,7 @@ def _report(stack: LocalStack, result: dict[str, Any], expected: dict[str, str])
         status=str(result.get("status")),
         files=reports,
         result=dict(result),
+        feed=feed,
     )
 
 

@@ -1,5 +1,6 @@
-"""`dlpipe local up`'s stack: the emulator, provisioned, and a stub provider with its own key
-pair and token, plus every variable another shell needs to run workers and days against it."""
+"""`dlpipe local up`'s stack: the emulator, provisioned, and a stub provider per feed, each with
+its own key pair and token, plus every variable another shell needs to run workers and days
+against it (a named feed's stub, key and token in the feeds file DLPIPE_FEEDS_FILE names)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,14 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from dlpipe.adapters.aws import AwsClients
 from dlpipe.config import (
     ENV_BATCHES_TABLE,
     ENV_DEST_BUCKET,
     ENV_DLQ_URL,
+    ENV_FEEDS_FILE,
     ENV_JOBS_TABLE,
     ENV_LARGE_QUEUE_URL,
     ENV_LEASE_SECONDS,
@@ -27,9 +30,16 @@ from dlpipe.config import (
     ENV_RESEND_AFTER_SECONDS,
     Settings,
 )
+from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.local.emulator import LocalAws
+from dlpipe.local.feeds import (
+    FeedKeys,
+    named_feed_keys,
+    numbered_feeds,
+    write_feeds_file,
+    write_key_pair,
+)
 from dlpipe.local.provision import Provisioned, provision
-from dlpipe.local.stub.crypto import generate_rsa_keypair
 from dlpipe.local.stub.publish import default_day
 from dlpipe.local.stub.server import StubProvider
 
@@ -41,8 +51,6 @@ LOCAL_POLLING = {
     ENV_LEASE_SECONDS: "30",
     ENV_RESEND_AFTER_SECONDS: "30",
 }
-PRIVATE_KEY_NAME = "provider-rsa-private.pem"
-PUBLIC_KEY_NAME = "provider-rsa-public.pem"
 
 
 @dataclass(frozen=True)
@@ -51,8 +59,9 @@ class StubOptions:
 
     date: str
     files: int = 20
-    port: int = 0
+    port: int = 0  # the default feed's stub; the others' are free ports
     key_dir: Path = field(default_factory=lambda: Path(".dlpipe") / "local-up")
+    feeds: int = 1  # the default feed, then feed-2 .. feed-N (dlpipe/local/feeds.py)
 
 
 @dataclass(frozen=True)
@@ -64,21 +73,7 @@ class LocalUp:
     provisioned: Provisioned
     environment: dict[str, str]
     stub_url: str | None = None
-
-
-def write_key_pair(folder: Path) -> tuple[Path, bytes]:
-    """A fresh RSA key pair in `folder`: the private PEM readable by its owner only (0600),
-    and the public PEM; returns the private key's path and the public PEM."""
-    folder.mkdir(parents=True, exist_ok=True)
-    private_pem, public_pem = generate_rsa_keypair()
-    private_path = folder / PRIVATE_KEY_NAME
-    private_path.unlink(missing_ok=True)
-    # Created with 0600, never readable by others even for an instant.
-    descriptor = os.open(private_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(descriptor, "wb") as private_file:
-        private_file.write(private_pem)
-    (folder / PUBLIC_KEY_NAME).write_bytes(public_pem)
-    return private_path, public_pem
+    stub_urls: dict[str, str] = field(default_factory=dict)  # per feed
 
 
 def provisioned_environment(emulator: LocalAws, provisioned: Provisioned) -> dict[str, str]:
@@ -111,21 +106,47 @@ def local_up(
         clients = AwsClients(Settings.from_env())
         provisioned = provision(clients)
         env = provisioned_environment(emulator, provisioned)
-        stub_url = None
+        stub_urls: dict[str, str] = {}
         if stub is not None:
-            key_path, public_pem = write_key_pair(stub.key_dir)
-            token = secrets.token_urlsafe(32)
-            provider = StubProvider(
-                clients, public_pem, token, default_day(stub.files), port=stub.port
-            )
-            stub_url = stack.enter_context(provider).base_url
-            provider.publish(stub.date)
-            env.update(
-                {
-                    ENV_PROVIDER_URL: stub_url,
-                    ENV_PROVIDER_TOKEN: token,
-                    ENV_PRIVATE_KEY_FILE: str(key_path.resolve()),
-                    **LOCAL_POLLING,
-                }
-            )
-        yield LocalUp(emulator, clients, provisioned, env, stub_url)
+            stub_urls = _serve_stubs(stack, clients, stub, env, emulator.endpoint_url)
+        yield LocalUp(
+            emulator, clients, provisioned, env, stub_urls.get(DEFAULT_FEED_NAME), stub_urls
+        )
+
+
+def _serve_stubs(
+    stack: ExitStack, clients: AwsClients, stub: StubOptions, env: dict[str, str], aws_url: str
+) -> dict[str, str]:
+    """One stub per feed, each with its own key pair and token, having published `stub.date`;
+    the default feed's provider in `env` as before feeds, the others in the feeds file."""
+    tables = numbered_feeds(stub.feeds)
+    key_path, public_pem = write_key_pair(stub.key_dir)
+    keys = {DEFAULT_FEED_NAME: FeedKeys(public_pem, key_path, secrets.token_urlsafe(32))}
+    keys |= {name: named_feed_keys(stub.key_dir / "feeds" / name) for name in list(tables)[1:]}
+    urls: dict[str, str] = {}
+    for seed, (name, feed_keys) in enumerate(keys.items()):
+        provider = StubProvider(
+            clients,
+            feed_keys.public_key_pem,
+            feed_keys.token,
+            default_day(stub.files),
+            port=stub.port if name == DEFAULT_FEED_NAME else 0,
+            seed=seed,
+            key_prefix="" if name == DEFAULT_FEED_NAME else f"{name}/",
+            feed=name,
+        )
+        urls[name] = stack.enter_context(provider).base_url
+        provider.publish(stub.date)
+    env.update(
+        {
+            ENV_PROVIDER_URL: urls[DEFAULT_FEED_NAME],
+            ENV_PROVIDER_TOKEN: keys[DEFAULT_FEED_NAME].token,
+            ENV_PRIVATE_KEY_FILE: str(key_path.resolve()),
+            **LOCAL_POLLING,
+        }
+    )
+    if stub.feeds > 1:
+        path = (stub.key_dir / "feeds.toml").resolve()
+        write_feeds_file(path, tables, keys, urls, (urlsplit(aws_url).netloc,))
+        env[ENV_FEEDS_FILE] = str(path)
+    return urls

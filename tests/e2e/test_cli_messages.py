@@ -108,3 +108,43 @@ def test_a_usage_error_has_the_same_prefix_as_every_error(tmp_path: Path) -> Non
     run = _dlpipe("jobs", "show", "not a file id", cwd=tmp_path)
     assert (run.returncode, run.stderr.count("\n")) == (2, 1), run.stderr
     assert _one_error_line(run).endswith("(see `dlpipe jobs show --help`)")
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--feeds", "9"], "9 is not in the range 1<=x<=8"),
+        (["--feeds", "0"], "0 is not in the range 1<=x<=8"),
+        (["--feeds", "2", "--no-stub"], "--feeds serves stub providers"),
+    ],
+)
+def test_local_up_feeds_out_of_bounds_is_one_line(
+    tmp_path: Path, args: list[str], expected: str
+) -> None:
+    """`dlpipe local up --feeds N` takes 1 to 8 feeds, each a stub: one line, exit 2, else."""
+    run = _dlpipe("local", "up", "--port", "0", "--dynamodb-port", "0", *args, cwd=tmp_path)
+    line = _one_error_line(run)
+    assert (run.returncode, expected in line) == (2, True), line
+
+
+def test_run_local_with_a_bad_feeds_file_is_one_line_before_anything_starts(tmp_path: Path) -> None:
+    """A feeds template that sets what the stack fills, or none at all: one line naming the
+    file and field, exit 1, no emulator started."""
+    template = tmp_path / "feeds.toml"
+    template.write_text(
+        '[feeds.b]\nschedule = "rate(1 day)"\ntime_zone = "UTC"\ntoken_secret = "x"\n'
+    )
+    bad = _dlpipe("run", "--local", "--feeds-file", str(template), cwd=tmp_path)
+    assert _one_error_line(bad) == (
+        f"dlpipe: {template}: feeds.b.token_secret: set by the local stack, leave it out"
+    )
+    missing = _dlpipe("run", "--local", "--feeds-file", "nowhere.toml", cwd=tmp_path)
+    assert "nowhere.toml: cannot be read" in _one_error_line(missing)
+    assert (bad.returncode, missing.returncode) == (1, 1)
+    assert "moto" not in bad.stderr + missing.stderr
+
+
+def test_feeds_file_is_refused_without_local(tmp_path: Path) -> None:
+    """--feeds-file names the local stack's feeds: without --local it is a usage error."""
+    run = _dlpipe("run", "--feeds-file", "feeds.toml", cwd=tmp_path)
+    assert "--feeds-file applies to --local runs only" in _one_error_line(run)

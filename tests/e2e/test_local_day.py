@@ -106,7 +106,8 @@ def _run(
 
 
 def test_make_run_command_completes_a_day_and_verifies_every_file(tmp_path: Path) -> None:
-    """`dlpipe run --local` exits 0 and reports every file verified by SHA-256, no traceback,
+    """`dlpipe run --local` runs both shipped feeds' days, exits 0 and reports every file of
+    each verified by SHA-256 and one line on both days, no traceback,
     in a shell whose provider token, provider URL and AWS endpoint point elsewhere: it names
     them as ignored and uses its own."""
     cli = Path(sys.executable).with_name("dlpipe")
@@ -125,10 +126,17 @@ def test_make_run_command_completes_a_day_and_verifies_every_file(tmp_path: Path
         check=False,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "6/6 files verified by SHA-256" in done.stdout
-    assert re.search(
-        r"^day manifest: s3://\S+/_dlpipe/manifests/default/\S+/batch-\S+\.json$", done.stdout, re.M
+    # The shipped feeds file's two feeds, each on its own stub provider, key and token.
+    for feed in ("default", "vendor-b"):
+        assert f"feed {feed}: batch status: completed; 6/6 files verified by SHA-256" in done.stdout
+    last = done.stdout.strip().splitlines()[-1]
+    assert last == "all 2 feeds' days completed, every file verified: default, vendor-b", last
+    manifests = re.findall(
+        r"^day manifest: s3://\S+/_dlpipe/manifests/(\S+)/\S+/\S*batch-\S+\.json$",
+        done.stdout,
+        re.M,
     )
+    assert manifests == ["default", "vendor-b"], done.stdout[-3000:]
     assert "Traceback" not in done.stderr
     ignored = next(line for line in done.stderr.splitlines() if "ignores" in line)
     assert all(name in ignored for name in nonsense), ignored

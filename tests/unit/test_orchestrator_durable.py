@@ -225,7 +225,7 @@ def test_invalid_event_fails_the_execution_with_its_error_and_builds_no_flow() -
 
 
 def test_an_event_naming_a_feed_this_deployment_does_not_run_fails_and_builds_no_flow() -> None:
-    """Until named feeds are wired, a schedule naming one must not run the default feed's day."""
+    """A feed no configuration names fails at once: it must never run the default feed's day."""
     built: list[int] = []
 
     def factory() -> FakeFlow:

@@ -19,6 +19,7 @@ from functools import cached_property
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.domain.model import make_file_id
 from dlpipe.local.provision import ensure_bucket
 from dlpipe.local.stub.crypto import (
@@ -79,6 +80,7 @@ class StubProvider:
         port: int = 0,
         page_size: int | None = None,
         synthetic_files: int = 0,
+        feed: str = DEFAULT_FEED_NAME,
     ) -> None:
         if len({spec.entity for spec in files}) != len(files):
             raise ValueError("stub file specs repeat an entity")
@@ -87,6 +89,7 @@ class StubProvider:
         self.page_size = page_size  # may be changed while it runs
         self._synthetic_files = synthetic_files
         self._key_prefix = key_prefix
+        self._feed = feed  # whose FileIDs `expected` names: a provider does not know our keys
         self.faults = faults or Faults()
         self._clients, self._token, self._bucket, self._port = clients, token, bucket, port
         self._public_key = load_public_key(public_key_pem)
@@ -157,7 +160,8 @@ class StubProvider:
 
     def expected(self, date: str) -> dict[str, ExpectedFile]:
         """Per FileID, what a correct download yields (publishing the date if needed)."""
-        return {make_file_id(e, date): p.expected for e, p in self._days.get(date).items()}
+        days = self._days.get(date).items()
+        return {make_file_id(e, date, self._feed): p.expected for e, p in days}
 
     def purge(self) -> None:
         """Delete every object this stub stored (keeps a test session's emulator small)."""

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from dlpipe.domain.clock import Clock, SystemClock
+from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.domain.url_policy import UrlPolicy
 from dlpipe.services.download.ports import Decryption, Destination, JobLeases, Source, UrlSigner
 from dlpipe.services.download.transfer import TransferTuning
@@ -43,3 +44,7 @@ class ServiceDeps:
     # Called at named points of a file's processing (`received`, `claimed`, `published`); the
     # chaos tests' workers get a pauser there from the dev kit (dlpipe.local.testpoints).
     pause: Callable[[str, str], None] = no_pause
+    # The feed whose jobs these parts serve: its key (decryption), provider, allowlist and
+    # destination prefix ("" for the default feed: the bucket's root).
+    feed: str = DEFAULT_FEED_NAME
+    destination_prefix: str = ""

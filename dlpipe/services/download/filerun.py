@@ -71,7 +71,7 @@ class FileRun:
 
     def produce(self) -> tuple[str, Verified]:
         """The destination key and the verified object there, published by us or before us."""
-        key = destination_key(self._job)
+        key = destination_key(self._job, self._deps.destination_prefix)
         if self._reclaimed:
             self._deps.destination.abort_stale_uploads(key)
         existing = self._deps.destination.already_published(key, self._job)

@@ -15,11 +15,18 @@ from enum import StrEnum
 
 from structlog.contextvars import bound_contextvars
 
-from dlpipe.domain.download_errors import PermanentError, TooLargeForWorkerError, TransientError
-from dlpipe.domain.errors import ClaimRefusedError, LeaseLostError
-from dlpipe.domain.model import FileJob, JobStatus, Verified
+from dlpipe.domain.download_errors import (
+    FeedNotConfiguredError,
+    PermanentError,
+    TooLargeForWorkerError,
+    TransientError,
+)
+from dlpipe.domain.errors import ClaimRefusedError, InvalidIdentifierError, LeaseLostError
+from dlpipe.domain.feeds import DEFAULT_FEED_NAME, FeedError
+from dlpipe.domain.model import FileJob, JobStatus, Verified, parse_file_key
 from dlpipe.domain.routing import Budget, TimeBudget, too_large_message
 from dlpipe.domain.rules import ClaimDecision, claim_decision
+from dlpipe.feed_settings import UnknownFeedError
 from dlpipe.log import get_logger
 from dlpipe.services.download.deps import ServiceDeps
 from dlpipe.services.download.file_metrics import (
@@ -70,11 +77,18 @@ class ProcessResult:
         return self.outcome in _ACKNOWLEDGED
 
 
-class DownloadService:
-    """Claims, downloads, decrypts, verifies and publishes the file a message names."""
+# Another feed's service by the feed's name (built once per feed by the wiring); FeedError
+# when the feed is not configured.
+FeedServices = Callable[[str], "DownloadService"]
 
-    def __init__(self, deps: ServiceDeps) -> None:
+
+class DownloadService:
+    """Claims, downloads, decrypts, verifies and publishes the file a message names, with
+    the parts of the FileID's feed: its own, or another feed's service from `feeds`."""
+
+    def __init__(self, deps: ServiceDeps, feeds: FeedServices | None = None) -> None:
         self.deps = deps
+        self._feeds = feeds
 
     def process(
         self,
@@ -85,6 +99,36 @@ class DownloadService:
     ) -> ProcessResult:
         """Process one FileID; `on_heartbeat(seconds)` keeps the message hidden that long;
         a file that cannot finish in `budget` is not started (see dlpipe.domain.routing)."""
+        feed = _feed_of(file_id)
+        if feed == self.deps.feed:
+            return self._process(file_id, on_heartbeat, budget)
+        try:
+            if self._feeds is None:
+                raise UnknownFeedError(feed, " for this downloader")
+            service = self._feeds(feed)
+        except FeedError as exc:
+            return self._refuse(file_id, FeedNotConfiguredError(str(exc)))
+        return service.process(file_id, on_heartbeat=on_heartbeat, budget=budget)
+
+    def _refuse(self, file_id: str, error: PermanentError) -> ProcessResult:
+        """End the job `error` under a claim of its own, without fetching anything."""
+        with bound_contextvars(file_id=file_id):
+            job = self.deps.jobs.get(file_id)
+            if job is None:
+                log.warning("job.not_found")
+                return ProcessResult(Outcome.NOT_FOUND)
+            owner = f"{self.deps.owner_prefix}:{uuid.uuid4().hex[:8]}"
+            claimed = self._claim(job, owner)
+            if isinstance(claimed, ProcessResult):
+                return claimed
+            return self._finish(claimed, owner, JobStatus.ERROR, error)
+
+    def _process(
+        self,
+        file_id: str,
+        on_heartbeat: Callable[[int], None] | None,
+        budget: TimeBudget | None,
+    ) -> ProcessResult:
         with bound_contextvars(file_id=file_id):
             self.deps.pause("received", file_id)
             job = self.deps.jobs.get(file_id)
@@ -236,3 +280,12 @@ class DownloadService:
             return ProcessResult(Outcome.RELEASED)
         log.info("job.released")
         return ProcessResult(Outcome.RELEASED)
+
+
+def _feed_of(file_id: str) -> str:
+    """The FileID's feed; a FileID that does not parse is left to the default path (no job
+    has it: NOT_FOUND, as before feeds)."""
+    try:
+        return parse_file_key(file_id)[0]
+    except InvalidIdentifierError:
+        return DEFAULT_FEED_NAME

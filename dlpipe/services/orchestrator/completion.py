@@ -172,7 +172,8 @@ def _resolve_by_counts(
 
 def _earlier(batches: BatchStore, batch: Batch) -> list[Batch]:
     """The date's other batches (a rerun's predecessors), whose partitions may hold its files."""
-    return [b for b in batches.query_by_date(batch.polling_date) if b.batch_id != batch.batch_id]
+    same_feed = (b for b in batches.query_by_date(batch.polling_date) if b.feed == batch.feed)
+    return [b for b in same_feed if b.batch_id != batch.batch_id]
 
 
 def _count(jobs: JobStore, earlier: list[Batch], *statuses: JobStatus, cap: int) -> int:

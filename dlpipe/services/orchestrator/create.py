@@ -19,7 +19,9 @@ log = get_logger(component="orchestrator")
 
 def create_batch(flow: BatchFlowService, polling_date: str, rerun: bool = False) -> str:
     """Create the day's batch (initiated), or attach to the one already running / done."""
-    batch = batch_to_attach(flow.batches.query_by_date(polling_date), rerun=rerun)
+    # Another feed's batch of the same date is not this day: never attach to it.
+    same_feed = [b for b in flow.batches.query_by_date(polling_date) if b.feed == flow.feed]
+    batch = batch_to_attach(same_feed, rerun=rerun)
     if batch is not None:
         log.info(
             "batch.attached",
@@ -30,13 +32,14 @@ def create_batch(flow: BatchFlowService, polling_date: str, rerun: bool = False)
         return batch.batch_id
     now_ms = flow.clock.now_ms()
     batch = Batch(
-        batch_id=make_batch_id(polling_date, flow.new_uuid()),
+        batch_id=make_batch_id(polling_date, flow.new_uuid(), flow.feed),
         polling_date=polling_date,
         status=BatchStatus.INITIATED,
         start_time=iso_from_ms(now_ms),
         created_at=iso_from_ms(now_ms),
         updated_at=iso_from_ms(now_ms),
         ttl_epoch_s=batch_ttl_epoch_s(now_ms // 1000),
+        feed=flow.feed,
     )
     flow.batches.create(batch)
     log.info("batch.created", batch_id=batch.batch_id, date=polling_date, rerun=rerun)

@@ -65,9 +65,15 @@ from aws_durable_execution_sdk_python import DurableContext, durable_execution
 
 from dlpipe.domain.outage import DEPENDENCY_BACKOFF, OutageBackoff
 from dlpipe.services.orchestrator.durable_steps import Backoffs, DurableSteps
+from dlpipe.services.orchestrator.feed_runs import (
+    FeedRuns,
+    PollingPlan,
+    served_request,
+    single_feed,
+)
 from dlpipe.services.orchestrator.ports import BatchFlow
 from dlpipe.services.orchestrator.sdk_logs import quiet_sdk_retry_logs
-from dlpipe.services.orchestrator.sequence import PollingPlan, run_batch, served_request
+from dlpipe.services.orchestrator.sequence import run_batch
 
 if TYPE_CHECKING:
     from aws_durable_execution_sdk_python.types import LambdaContext
@@ -120,25 +126,29 @@ def build_durable_handler(
     date_offset_days: int = 1,
     outage: OutageBackoff | None = None,
     dependency_outage: OutageBackoff = DEPENDENCY_BACKOFF,
+    runs: FeedRuns | None = None,
 ) -> Callable[[Any, LambdaContext], Any]:
-    """Return the Lambda handler that runs one day's batch as a durable execution.
+    """Return the Lambda handler that runs one feed's day as a durable execution.
 
     `flow_factory` is called at most once per invocation, inside the first step that runs.
     `outage`: how long and how often to retry the fetch while the provider is unavailable;
-    `dependency_outage`: any step while SQS or DynamoDB is.
+    `dependency_outage`: any step while SQS or DynamoDB is. `runs`: each feed's flow, plan
+    and time zone by the event's feed (default: the default feed alone, on `flow_factory`
+    and this plan).
     """
     plan = PollingPlan(poll_interval_seconds, max_polls)
+    runs = runs or single_feed(flow_factory, plan)
     backoffs = Backoffs(outage or OutageBackoff(), dependency_outage)
     quiet_sdk_retry_logs()
 
     @durable_execution
     def orchestrate(event: Any, context: DurableContext) -> dict[str, Any]:
-        # An invalid event raises InvalidEventError here, in the body: the SDK fails the
-        # execution with that error and does not retry it.
-        request = served_request(event, date_offset_days)
+        # An invalid event or a feed no configuration names raises InvalidEventError here,
+        # in the body: the SDK fails the execution with that error and does not retry it.
+        request, run = served_request(event, date_offset_days, runs)
         # Built lazily inside a step, so a failure to build it (a secret read, say) is a step
         # failure that gets retried, and pure replays build nothing.
-        flow = functools.cache(flow_factory)
-        return run_batch(DurableSteps(context, backoffs), flow, request, plan).to_dict()
+        flow = functools.cache(run.flow)
+        return run_batch(DurableSteps(context, backoffs), flow, request, run.plan).to_dict()
 
     return orchestrate

@@ -50,6 +50,7 @@ from contextvars import copy_context
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
+from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.domain.listing import FileDescriptor, ListingResult, RejectedFile
 from dlpipe.domain.model import SETS_MAX_FILES
 from dlpipe.services.orchestrator.jobs_from_listing import listed_file_id
@@ -164,6 +165,7 @@ class ListingPosition:
     ended: bool = False
     expected: ExpectedFiles = field(default_factory=ExpectedFiles)
     refusals: Refusals = field(default_factory=Refusals)
+    feed: str = DEFAULT_FEED_NAME  # its batch's, and so its jobs' (keys never cross feeds)
 
     def at(self, batch_id: str, date: str, offset: int) -> bool:
         """True if this stream can go on from `offset` for that batch and day."""
@@ -188,7 +190,7 @@ class ListingPosition:
         while self.offset < offset and not self.ended:
             for entry in self.take(min(CHUNK_ENTRIES, offset - self.offset)):
                 if self.expected.ids is not None:
-                    file_id = listed_file_id(entry, self.date)
+                    file_id = listed_file_id(entry, self.date, self.feed)
                     if file_id is not None:
                         self.expected.add(file_id)
         return self.offset == offset

@@ -25,6 +25,7 @@ from typing import Any
 
 from dlpipe.config import DEFAULT_RESEND_AFTER_SECONDS, DEFAULT_SWEEP_REQUEUE
 from dlpipe.domain.clock import Clock
+from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.domain.model import FileJob
 from dlpipe.services.orchestrator import create, finish, manifest, poll, queueing
 from dlpipe.services.orchestrator.fanout import CHUNK_ENTRIES, FileLister, ListingPosition
@@ -50,6 +51,8 @@ class BatchFlowService:
     published: PublishedCheck | None = None  # the sweeper's HEAD of a destination key
     chunk_entries: int = CHUNK_ENTRIES  # listing entries per fetch-and-queue step
     manifests: ManifestStore | None = None  # the day manifests; None: none are written
+    # The feed whose days it runs: its BatchIDs carry it, and its jobs' keys from them.
+    feed: str = DEFAULT_FEED_NAME
     # This invocation's open listing stream, continued by the next chunk (fanout.py).
     listing: ListingPosition | None = field(default=None, init=False, repr=False)
     # Earlier batches this invocation already marked AdoptedBy (placement.py).

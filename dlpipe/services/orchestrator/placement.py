@@ -42,7 +42,7 @@ def write_jobs(
             places.setdefault(entry.entity, []).append(index)
     duplicated = {entity: found for entity, found in places.items() if len(found) > 1}
     jobs = [
-        job_from_descriptor(entry, batch_id, now_ms, index)
+        job_from_descriptor(entry, batch_id, now_ms, index, feed=position.feed)
         for index, entry in enumerate(chunk, start)
         if isinstance(entry, FileDescriptor) and entry.entity not in duplicated
     ]
@@ -88,7 +88,7 @@ def _record_refusal(
 ) -> None:
     """An error job for a refused entry (counted as expected), or a line on the batch when
     it has no safe FileID or its FileID belongs to another job."""
-    job = error_job(rejected, batch_id, position.date, now_ms, index)
+    job = error_job(rejected, batch_id, position.date, now_ms, index, feed=position.feed)
     if job is None:
         _refuse(flow, batch_id, position, refusal(rejected))
         return

@@ -94,6 +94,7 @@ def _next_chunk(
                 open_listing(flow.provider, polling_date),
                 expected=ExpectedFiles.resumed(before.expected),
                 refusals=Refusals(before.refused, list(before.refusals_shown)),
+                feed=batch.feed,
             )
             if not position.skip_to(offset):
                 raise FetchFailed(

@@ -7,11 +7,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar, cast
 
-from dlpipe.domain.events import InvalidEventError, PollingRequest, parse_event
-from dlpipe.domain.feeds import DEFAULT_FEED_NAME
+from dlpipe.domain.events import PollingRequest
 from dlpipe.domain.outage import exhausted_message
 from dlpipe.domain.outcome import MAX_CAUSE_CHARS, OutcomeSummary
 from dlpipe.log import get_logger
+from dlpipe.services.orchestrator.feed_runs import (
+    FeedRuns,
+    PollingPlan,
+    served_request,
+    single_feed,
+)
 from dlpipe.services.orchestrator.ports import (
     BatchFlow,
     BatchRunResult,
@@ -52,18 +57,6 @@ def check_step_name(poll_number: int) -> str:
 def wait_name(poll_number: int) -> str:
     """Name of the wait before the n-th completion check."""
     return f"poll-wait-{poll_number}"
-
-
-@dataclass(frozen=True)
-class PollingPlan:
-    """How often and how many times to check a batch for completion."""
-
-    poll_interval_seconds: int
-    max_polls: int
-
-    def __post_init__(self) -> None:
-        if self.poll_interval_seconds < 1 or self.max_polls < 1:
-            raise ValueError(f"poll interval and max polls must be at least 1, got {self}")
 
 
 def run_batch(
@@ -221,18 +214,9 @@ def run_inline(
     *,
     date_offset_days: int = 1,
     steps: InlineSteps | None = None,
+    runs: FeedRuns | None = None,
 ) -> dict[str, Any]:
-    """Run the same sequence as the durable handler, without the SDK; return the same dict."""
-    request = served_request(event, date_offset_days)
-    return run_batch(steps or InlineSteps(), lambda: flow, request, plan).to_dict()
-
-
-def served_request(event: object, date_offset_days: int) -> PollingRequest:
-    """The event's request, refused (InvalidEventError) when it names a feed this code does not
-    run yet: only the default feed is wired, and another feed's schedule must not run its day."""
-    request = parse_event(event, date_offset_days)
-    if request.feed != DEFAULT_FEED_NAME:
-        raise InvalidEventError(
-            f"feed {request.feed!r} is not run by this deployment yet: only the default feed is"
-        )
-    return request
+    """Run the same sequence as the durable handler, without the SDK; return the same dict.
+    `runs` answers the event's feed (default: the default feed alone, on `flow` and `plan`)."""
+    request, run = served_request(event, date_offset_days, runs or single_feed(lambda: flow, plan))
+    return run_batch(steps or InlineSteps(), run.flow, request, run.plan).to_dict()

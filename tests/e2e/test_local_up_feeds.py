@@ -1,0 +1,164 @@
+"""`dlpipe local up --feeds N`: one stub provider per feed, each with its own port, token and
+key pair, and the feeds file (DLPIPE_FEEDS_FILE) that names them in the export lines, enough
+for a second shell to run a named feed's day."""
+
+from __future__ import annotations
+
+import base64
+import os
+import signal
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+import requests
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from dlpipe.adapters.aws import AwsClients
+from dlpipe.bootstrap.orchestrator import build_orchestrator_handler
+from dlpipe.config import Settings
+from dlpipe.feed_settings import FileFeeds
+from dlpipe.feeds_config import load_feeds_file
+from dlpipe.local.durable_runner import run_durable_locally
+from dlpipe.local.stub.crypto import oaep_sha256
+from tests.e2e.test_two_shells import DLPIPE, _exports, _lines
+from tests.support import unique_day
+
+pytestmark = pytest.mark.e2e
+
+
+def _secret(value: str | None) -> Path:
+    assert value is not None
+    assert value.startswith("file:"), value
+    return Path(value.removeprefix("file:"))
+
+
+def _accounts_key(url: str, token: str, day: str) -> tuple[int, bytes | None]:
+    """The listing's answer code, and the wrapped AES key of its `accounts` entry."""
+    answer = requests.get(
+        f"{url}/v1/files",
+        params={"date": day},
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=10,
+    )
+    if answer.status_code != 200:
+        return answer.status_code, None
+    entry = next(e for e in answer.json()["files"] if e["entity"] == "accounts")
+    return 200, base64.b64decode(entry["encrypted_key"])
+
+
+def _unwraps(private_pem: bytes, wrapped: bytes) -> bool:
+    key = serialization.load_pem_private_key(private_pem, password=None)
+    assert isinstance(key, rsa.RSAPrivateKey)
+    try:
+        return len(key.decrypt(wrapped, oaep_sha256())) == 32
+    except ValueError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def up3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[str, str], str, Path]]:
+    """`dlpipe local up --feeds 3` on free ports: its exports, its day, its folder. SIGINT
+    after the module's tests stops it and every child it started."""
+    day, folder = unique_day(), tmp_path_factory.mktemp("up3")
+    ports = ["--port", "0", "--dynamodb-port", "0", "--stub-port", "0"]
+    with (folder / "local-up.err").open("w") as err:
+        up = subprocess.Popen(  # stopped by PID below
+            [str(DLPIPE), "local", "up", *ports, "--date", day, "--files", "2", "--feeds", "3"],
+            cwd=folder,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+        )
+    try:
+        exports = _exports(_lines(up.stdout), timeout_s=90)
+        children = psutil.Process(up.pid).children(recursive=True)
+        yield exports, day, folder
+        up.send_signal(signal.SIGINT)
+        assert up.wait(30) == 0
+        _, alive = psutil.wait_procs(children, timeout=10)
+        assert alive == []
+    finally:
+        if up.poll() is None:
+            for child in psutil.Process(up.pid).children(recursive=True):
+                child.kill()
+            up.kill()
+            up.wait(10)
+
+
+def test_local_up_serves_one_stub_per_feed_each_with_its_own_token_and_key(
+    up3: tuple[dict[str, str], str, Path],
+) -> None:
+    """--feeds 3: the exports name a feeds file with feed-2 and feed-3; every stub answers its
+    own token only, and its `accounts` key unwraps with its own feed's private key only."""
+    exports, day, _ = up3
+    feeds = load_feeds_file(exports["DLPIPE_FEEDS_FILE"])
+    assert list(feeds) == ["default", "feed-2", "feed-3"]
+    secrets = {
+        "default": (
+            exports["DLPIPE_PROVIDER_URL"],
+            exports["DLPIPE_PROVIDER_TOKEN"],
+            Path(exports["DLPIPE_PRIVATE_KEY_FILE"]).read_bytes(),
+        )
+    }
+    for name in ("feed-2", "feed-3"):
+        feed = feeds[name]
+        assert feed.provider_base_url is not None
+        token = _secret(feed.token_secret).read_text()
+        secrets[name] = (
+            feed.provider_base_url,
+            token,
+            _secret(feed.private_key_secret).read_bytes(),
+        )
+    assert len({url for url, _, _ in secrets.values()}) == 3
+    for name, (url, token, private_pem) in secrets.items():
+        code, wrapped = _accounts_key(url, token, day)
+        assert (code, wrapped is not None) == (200, True), name
+        assert wrapped is not None
+        others = [s for other, s in secrets.items() if other != name]
+        assert [_accounts_key(url, o_token, day)[0] for _, o_token, _ in others] == [401, 401]
+        assert _unwraps(private_pem, wrapped), name
+        assert not any(_unwraps(o_pem, wrapped) for _, _, o_pem in others), name
+
+
+def test_a_second_shell_runs_a_named_feeds_day_with_only_the_printed_exports(
+    up3: tuple[dict[str, str], str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `dlpipe worker` started with the exports alone downloads feed-2's day (its key, its
+    prefix), the poller run on the same exports with `"feed": "feed-2"` completes it."""
+    exports, day, folder = up3
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION", "AWS_DEFAULT_REGION"):
+        monkeypatch.setenv(name, exports[name])  # the poller here: the exports' dummy credentials
+    shell = {"PATH": os.environ["PATH"], "HOME": os.environ["HOME"], **exports}
+    settings = Settings.from_env(exports)
+    handler = build_orchestrator_handler(settings, feeds=FileFeeds.from_env(exports))
+    with (folder / "worker.err").open("w") as worker_err:
+        worker = subprocess.Popen(  # exits by itself once idle; killed by PID if not
+            [str(DLPIPE), "worker", "--concurrency", "2", "--exit-when-idle", "5"],
+            env=shell,
+            cwd=folder,
+            stdout=subprocess.DEVNULL,
+            stderr=worker_err,
+        )
+    try:
+        result = run_durable_locally(
+            handler, {"date": day, "feed": "feed-2"}, skip_time=False, timeout_seconds=120
+        )
+        assert (result["status"], result["completed"]) == ("completed", 2), result
+        assert str(result["batch_id"]).startswith(f"feed-2.batch-{day}-")
+        listed = AwsClients(settings).s3.list_objects_v2(
+            Bucket=settings.require("destination_bucket"), Prefix="feed-2/"
+        )
+        keys = sorted(o["Key"] for o in listed.get("Contents", []))
+        assert keys == [
+            f"feed-2/accounts/{day}/feed-2.accounts-{day}",
+            f"feed-2/positions/{day}/feed-2.positions-{day}",
+        ]
+        assert worker.wait(60) == 0
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait(10)
