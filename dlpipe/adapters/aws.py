@@ -78,6 +78,11 @@ class AwsClients:
         return self._client("secretsmanager")  # type: ignore[return-value]
 
     @cached_property
+    def events(self) -> Any:
+        """EventBridge client (the hand-off events)."""
+        return self._client("events")
+
+    @cached_property
     def lambda_(self) -> Any:
         """Lambda client (starting the orchestrator for a backfill)."""
         return self._client("lambda")

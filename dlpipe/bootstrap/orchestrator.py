@@ -7,19 +7,23 @@ from __future__ import annotations
 import functools
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from dlpipe.adapters.aws import AwsClients
-from dlpipe.config import ConfigError, Settings
+from dlpipe.config import ENV_DAY_DEADLINE, ENV_DAY_DEADLINE_TIME_ZONE, ConfigError, Settings
 from dlpipe.domain.clock import Clock, SystemClock
+from dlpipe.domain.feeds import DEFAULT_FEED, FeedError, validate_feed
 from dlpipe.domain.outage import OutageBackoff
 from dlpipe.domain.rules import RecoveryBudgetError, assert_recovery_fits, visibility_margin_seconds
 from dlpipe.services.orchestrator.durable import build_durable_handler
+from dlpipe.services.orchestrator.handoff import DayDeadline
 
 if TYPE_CHECKING:
     # Only for annotations: the Lambda's init must not import the flow (or boto3's clients).
     from dlpipe.services.orchestrator.fanout import FileLister
     from dlpipe.services.orchestrator.flow import BatchFlowService
+    from dlpipe.services.orchestrator.handoff import EventSender
     from dlpipe.services.orchestrator.ports import BatchFlow
     from dlpipe.services.orchestrator.store_ports import BatchStore, JobSender, JobStore
     from dlpipe.services.orchestrator.sweep_ports import PublishedCheck
@@ -50,11 +54,13 @@ def build_flow(
     clock: Clock | None = None,
     new_uuid: Callable[[], str] | None = None,
     published: PublishedCheck | None = None,
+    events: EventSender | None = None,
 ) -> BatchFlowService:
     """The batch flow on the tables, queues, bucket and provider named by `settings`; each
     keyword replaces one real dependency (a fake in tests, a wrapper in benchmarks)."""
     # Imported here so that importing this module (the Lambda's init) builds and loads nothing.
     from dlpipe.adapters.batches_table import BatchesTable  # noqa: PLC0415
+    from dlpipe.adapters.events import EventBus  # noqa: PLC0415
     from dlpipe.adapters.jobs_table import JobsTable  # noqa: PLC0415
     from dlpipe.adapters.listing_stream import ListingLimits  # noqa: PLC0415
     from dlpipe.adapters.provider_client import ProviderClient, token_from_settings  # noqa: PLC0415
@@ -86,7 +92,31 @@ def build_flow(
         sweep_requeue=settings.sweep_requeue,
         resend_after_seconds=settings.resend_after_seconds,
         published=published,
+        # Always a bus: the configured one, else the account's default (creating no client
+        # until the first event is sent).
+        events=events or EventBus(lambda: aws().events, settings.event_bus),
     )
+
+
+def day_deadline(settings: Settings) -> DayDeadline | None:
+    """The default feed's deadline from DLPIPE_DAY_DEADLINE(_TIME_ZONE), checked by the feeds'
+    own rule; None when unset; ConfigError naming the variable when malformed."""
+    if settings.day_deadline is None:
+        return None
+    try:
+        feed = validate_feed(
+            replace(
+                DEFAULT_FEED,
+                deadline=settings.day_deadline,
+                time_zone=settings.day_deadline_time_zone,
+            )
+        )
+    except FeedError as exc:
+        field = str(exc).split(":", 1)[0].rsplit(".", 1)[-1]
+        name = ENV_DAY_DEADLINE_TIME_ZONE if field == "time_zone" else ENV_DAY_DEADLINE
+        raise ConfigError(f"{name}: {str(exc).split(': ', 1)[-1]}") from exc
+    assert feed.deadline is not None
+    return DayDeadline(feed.deadline, feed.time_zone, settings.date_offset_days)
 
 
 def check_ready(settings: Settings, date: str) -> None:
@@ -144,4 +174,5 @@ def build_orchestrator_handler(
         date_offset_days=settings.date_offset_days,
         outage=OutageBackoff(budget_seconds=settings.provider_outage_budget_seconds),
         dependency_outage=settings.aws_outage_backoff(),
+        deadline=day_deadline(settings),
     )

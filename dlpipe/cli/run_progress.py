@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 from rich.console import Console
@@ -137,3 +138,11 @@ class ReportingFlow:
     def fail_batch(self, batch_id: str, reason: str) -> None:
         """The inner flow's fail_batch."""
         self._inner.fail_batch(batch_id, reason)
+
+    def publish_event(self, event: dict[str, Any]) -> dict[str, Any]:
+        """The inner flow's publish_event."""
+        return self._inner.publish_event(event)
+
+    def publish_if_late(self, event: dict[str, Any], deadline_at_ms: int) -> bool:
+        """The inner flow's publish_if_late."""
+        return self._inner.publish_if_late(event, deadline_at_ms)

@@ -8,8 +8,10 @@ from dlpipe.domain.clock import Clock
 from dlpipe.domain.listing import FileDescriptor
 from dlpipe.services.download.ports import Destination, JobLeases, Source, Upload, UrlSigner
 from dlpipe.services.orchestrator.fanout import FileLister
+from dlpipe.services.orchestrator.handoff import EventSender
 from dlpipe.services.orchestrator.store_ports import BatchStore, JobSender, JobStore, ReadCost
 from tests.fakes.download import FakeDestination, FakeSigner, FakeSource, FakeUpload
+from tests.fakes.events import FakeEventBus
 from tests.fakes.provider import FakeLister
 from tests.fakes.stores import FakeBatchesTable, FakeJobsTable, FakeMeter, FakeQueue
 
@@ -30,4 +32,5 @@ def _orchestrator_ports(clock: Clock) -> None:
     queue: JobSender = FakeQueue()
     meter: ReadCost = FakeMeter()
     lister: FileLister = FakeLister()
-    del jobs, batches, queue, meter, lister
+    events: EventSender = FakeEventBus()
+    del jobs, batches, queue, meter, lister, events

@@ -105,6 +105,16 @@ class FakeFlow:
         self._enter("fail_batch", batch_id, reason)
         self._leave("fail_batch")
 
+    def publish_event(self, event: dict[str, Any]) -> dict[str, Any]:
+        self._enter("publish_event", event["detail"]["batch_id"], event["detail_type"])
+        self._leave("publish_event")
+        return {"sent": True}
+
+    def publish_if_late(self, event: dict[str, Any], deadline_at_ms: int) -> bool:
+        self._enter("publish_if_late", event["detail"]["batch_id"], deadline_at_ms)
+        self._leave("publish_if_late")
+        return False
+
     def named(self, method: str) -> list[tuple[Any, ...]]:
         return [call for call in self.calls if call[0] == method]
 
@@ -166,6 +176,7 @@ def test_happy_path_completes_after_n_polls_with_the_step_sequence() -> None:
         "check-completion-1",
         "poll-wait-2",
         "check-completion-2",
+        "publish-outcome-event",
     ]
 
 
@@ -195,7 +206,12 @@ def test_fetch_failed_fails_the_batch_once_without_retry() -> None:
     assert flow.named("fail_batch") == [
         ("fail_batch", "batch-2026-02-28-1", "provider returned 503 after 5 tries")
     ]
-    assert names(outcome) == ["create-batch", "fetch-and-queue-files", "fail-batch"]
+    assert names(outcome) == [
+        "create-batch",
+        "fetch-and-queue-files",
+        "fail-batch",
+        "publish-outcome-event",
+    ]
 
 
 def test_invalid_event_fails_the_execution_with_its_error_and_builds_no_flow() -> None:
@@ -459,7 +475,12 @@ def test_an_outage_past_the_budget_fails_the_batch_with_provider_unavailable() -
         f"provider_unavailable: {OUTAGE_CAUSE} after {attempts} attempts "
         f"over {round(sum(delays) / 60)} min"
     )
-    assert names(outcome) == ["create-batch", "fetch-and-queue-files", "fail-batch"]
+    assert names(outcome) == [
+        "create-batch",
+        "fetch-and-queue-files",
+        "fail-batch",
+        "publish-outcome-event",
+    ]
 
 
 def test_a_zero_outage_budget_fails_the_day_at_the_first_outage() -> None:
@@ -500,7 +521,7 @@ def test_a_check_failing_for_good_ends_the_batch_failed_and_the_run_cleanly() ->
             "ProvisionedThroughputExceededException",
         )
     ]
-    assert names(outcome)[-2:] == ["check-completion-1", "fail-batch"]
+    assert names(outcome)[-3:] == ["check-completion-1", "fail-batch", "publish-outcome-event"]
 
 
 class UnrecordableFlow(FakeFlow):

@@ -65,6 +65,7 @@ from aws_durable_execution_sdk_python import DurableContext, durable_execution
 
 from dlpipe.domain.outage import DEPENDENCY_BACKOFF, OutageBackoff
 from dlpipe.services.orchestrator.durable_steps import Backoffs, DurableSteps
+from dlpipe.services.orchestrator.handoff import DayDeadline
 from dlpipe.services.orchestrator.ports import BatchFlow
 from dlpipe.services.orchestrator.sdk_logs import quiet_sdk_retry_logs
 from dlpipe.services.orchestrator.sequence import PollingPlan, run_batch, served_request
@@ -120,14 +121,16 @@ def build_durable_handler(
     date_offset_days: int = 1,
     outage: OutageBackoff | None = None,
     dependency_outage: OutageBackoff = DEPENDENCY_BACKOFF,
+    deadline: DayDeadline | None = None,
 ) -> Callable[[Any, LambdaContext], Any]:
     """Return the Lambda handler that runs one day's batch as a durable execution.
 
     `flow_factory` is called at most once per invocation, inside the first step that runs.
     `outage`: how long and how often to retry the fetch while the provider is unavailable;
-    `dependency_outage`: any step while SQS or DynamoDB is.
+    `dependency_outage`: any step while SQS or DynamoDB is; `deadline`: when the day is due
+    (`Day Late` once it passes while the batch runs; None: never late).
     """
-    plan = PollingPlan(poll_interval_seconds, max_polls)
+    plan = PollingPlan(poll_interval_seconds, max_polls, deadline)
     backoffs = Backoffs(outage or OutageBackoff(), dependency_outage)
     quiet_sdk_retry_logs()
 

@@ -21,12 +21,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from dlpipe.config import DEFAULT_RESEND_AFTER_SECONDS, DEFAULT_SWEEP_REQUEUE
 from dlpipe.domain.clock import Clock
+from dlpipe.domain.handoff_events import HandoffEvent
 from dlpipe.domain.model import FileJob
-from dlpipe.services.orchestrator import create, finish, poll, queueing
+from dlpipe.services.orchestrator import create, finish, handoff, poll, queueing
 from dlpipe.services.orchestrator.fanout import CHUNK_ENTRIES, FileLister, ListingPosition
+from dlpipe.services.orchestrator.handoff import EventSender
 from dlpipe.services.orchestrator.ports import CompletionCheck, QueueResult
 from dlpipe.services.orchestrator.store_ports import BatchStore, JobSender, JobStore
 from dlpipe.services.orchestrator.sweep_ports import PublishedCheck
@@ -47,6 +50,7 @@ class BatchFlowService:
     resend_after_seconds: int = DEFAULT_RESEND_AFTER_SECONDS
     published: PublishedCheck | None = None  # the sweeper's HEAD of a destination key
     chunk_entries: int = CHUNK_ENTRIES  # listing entries per fetch-and-queue step
+    events: EventSender | None = None  # the hand-off events' bus (handoff.py)
     # This invocation's open listing stream, continued by the next chunk (fanout.py).
     listing: ListingPosition | None = field(default=None, init=False, repr=False)
     # Earlier batches this invocation already marked AdoptedBy (placement.py).
@@ -77,3 +81,13 @@ class BatchFlowService:
     def fail_batch(self, batch_id: str, reason: str) -> None:
         """fail-batch: end the batch failed with `reason` (e.g. the provider stayed down)."""
         finish.fail_batch(self, batch_id, reason)
+
+    def publish_event(self, event: dict[str, Any]) -> dict[str, Any]:
+        """publish-outcome-event: put the hand-off event on the bus."""
+        return handoff.publish(self.events, HandoffEvent.from_dict(event))
+
+    def publish_if_late(self, event: dict[str, Any], deadline_at_ms: int) -> bool:
+        """day-late-{n}: put `Day Late` on the bus once the deadline has passed."""
+        return handoff.publish_if_late(
+            self.events, self.clock, HandoffEvent.from_dict(event), deadline_at_ms
+        )

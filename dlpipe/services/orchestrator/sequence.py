@@ -11,6 +11,7 @@ from dlpipe.domain.events import InvalidEventError, PollingRequest, parse_event
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.domain.outage import exhausted_message
 from dlpipe.domain.outcome import MAX_CAUSE_CHARS, OutcomeSummary
+from dlpipe.services.orchestrator.handoff import DayDeadline, late_if_due, publish_outcome
 from dlpipe.services.orchestrator.ports import (
     BatchFlow,
     BatchRunResult,
@@ -57,6 +58,8 @@ class PollingPlan:
 
     poll_interval_seconds: int
     max_polls: int
+    # When the feed's day is due: `Day Late` goes out once it passes while the batch runs.
+    deadline: DayDeadline | None = None
 
     def __post_init__(self) -> None:
         if self.poll_interval_seconds < 1 or self.max_polls < 1:
@@ -64,6 +67,18 @@ class PollingPlan:
 
 
 def run_batch(
+    steps: StepRunner, flow: Callable[[], BatchFlow], request: PollingRequest, plan: PollingPlan
+) -> BatchRunResult:
+    """Run the batch to its end, then hand it off: the outcome event (handoff.py)."""
+    result = _run_to_end(steps, flow, request, plan)
+    manifest = None  # the write-manifest step's reference, once that step exists
+    publish_outcome(
+        steps, flow, result, feed=request.feed, deadline=plan.deadline, manifest=manifest
+    )
+    return result
+
+
+def _run_to_end(
     steps: StepRunner, flow: Callable[[], BatchFlow], request: PollingRequest, plan: PollingPlan
 ) -> BatchRunResult:
     """Create the batch, fetch and queue its files, then poll until it is final.
@@ -78,6 +93,7 @@ def run_batch(
     except FetchFailed as exc:
         return _fail(steps, flow, request, batch_id, str(exc) or "provider fetch failed")
     check = CompletionCheck(None, 0, 0, 0)
+    late_sent = plan.deadline is None  # nothing to send without a deadline
     for poll_number in range(1, plan.max_polls + 1):
         steps.wait(wait_name(poll_number), plan.poll_interval_seconds)
         is_last = poll_number == plan.max_polls
@@ -102,6 +118,11 @@ def run_batch(
                 request.rerun,
                 error=check.error,
                 outcome=check.outcome,
+            )
+        if not late_sent and plan.deadline is not None:
+            day = (request.feed, date, batch_id)
+            late_sent = late_if_due(
+                steps, flow, check, day=day, poll_number=poll_number, deadline=plan.deadline
             )
     raise FlowContractError(f"batch {batch_id}: no final status after the last poll")
 
