@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import jsonschema
 import pytest
 
@@ -101,3 +104,11 @@ def test_a_status_that_is_not_final_or_an_unknown_type_has_no_event() -> None:
         detail_type_for("queued")
     with pytest.raises(ValueError, match="Day Done"):
         build_event("Day Done", facts())
+
+
+def test_the_readme_shows_the_schema_the_code_checks() -> None:
+    """README's "Hand-off: events" carries DETAIL_SCHEMA itself, not a copy that drifted."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    after = readme.split("The detail's JSON Schema", 1)[1]
+    block = after.split("```json\n", 1)[1].split("\n```", 1)[0]
+    assert json.loads(block) == DETAIL_SCHEMA
