@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from dlpipe.cli.handoff_text import render_handoff, with_received_events
 from dlpipe.cli.outcome_text import result_line
 from dlpipe.cli.safe_text import plain
 from dlpipe.config import (
@@ -86,6 +87,7 @@ def run_local(err: Console, day: str, files: int, workers: int, poll_interval: i
             )
 
         report, _ = run_day(stack, default_day(files), options, on_progress=show)
+        report = with_received_events(stack, report)
         verified = sum(1 for f in report.files if f.verified)
         error = sum(1 for f in report.files if f.status == "error")
         show(DayProgress(verified, len(report.files) - verified, len(report.files), error))
@@ -129,3 +131,4 @@ def render_report(out: Console, report: DayReport) -> None:
         f"batch status: {report.status}; {verified}/{len(report.files)} files verified by SHA-256"
     )
     out.print(plain(result_line(report.result)), highlight=False, soft_wrap=True)
+    render_handoff(out, report)

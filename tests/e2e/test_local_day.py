@@ -125,6 +125,11 @@ def test_make_run_command_completes_a_day_and_verifies_every_file(tmp_path: Path
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "6/6 files verified by SHA-256" in done.stdout
+    # The hand-off: the downstream stand-in received the day's event through EventBridge.
+    received = [line for line in done.stdout.splitlines() if "downstream queue received" in line]
+    assert len(received) == 1, done.stdout[-2000:]
+    assert received[0].startswith("downstream queue received Day Completed: {")
+    assert '"status":"completed"' in received[0]
     assert "Traceback" not in done.stderr
     ignored = next(line for line in done.stderr.splitlines() if "ignores" in line)
     assert all(name in ignored for name in nonsense), ignored
