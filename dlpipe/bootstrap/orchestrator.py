@@ -17,7 +17,7 @@ from dlpipe.domain.feeds import DEFAULT_FEED, FeedError, validate_feed
 from dlpipe.domain.outage import OutageBackoff
 from dlpipe.domain.rules import RecoveryBudgetError, assert_recovery_fits, visibility_margin_seconds
 from dlpipe.services.orchestrator.durable import build_durable_handler
-from dlpipe.services.orchestrator.handoff import DayDeadline
+from dlpipe.services.orchestrator.handoff import DayDeadline, feed_deadline
 
 if TYPE_CHECKING:
     # Only for annotations: the Lambda's init must not import the flow (or boto3's clients).
@@ -115,8 +115,7 @@ def day_deadline(settings: Settings) -> DayDeadline | None:
         field = str(exc).split(":", 1)[0].rsplit(".", 1)[-1]
         name = ENV_DAY_DEADLINE_TIME_ZONE if field == "time_zone" else ENV_DAY_DEADLINE
         raise ConfigError(f"{name}: {str(exc).split(': ', 1)[-1]}") from exc
-    assert feed.deadline is not None
-    return DayDeadline(feed.deadline, feed.time_zone, settings.date_offset_days)
+    return feed_deadline(feed, settings.date_offset_days)
 
 
 def check_ready(settings: Settings, date: str) -> None:

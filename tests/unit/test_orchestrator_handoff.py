@@ -20,13 +20,14 @@ from aws_durable_execution_sdk_python_testing.runner import (
 from structlog.testing import capture_logs
 
 from dlpipe.adapters.events import EventBus
-from dlpipe.bootstrap.orchestrator import build_flow
-from dlpipe.config import Settings
+from dlpipe.bootstrap.orchestrator import build_flow, day_deadline
+from dlpipe.config import ConfigError, Settings
 from dlpipe.domain.clock import ms_from_iso
+from dlpipe.domain.feeds import Feed
 from dlpipe.domain.handoff_events import DETAIL_SCHEMA, HandoffEvent
 from dlpipe.services.orchestrator.durable import build_durable_handler
 from dlpipe.services.orchestrator.flow import BatchFlowService
-from dlpipe.services.orchestrator.handoff import DayDeadline, EventSender
+from dlpipe.services.orchestrator.handoff import DayDeadline, EventSender, feed_deadline
 from tests.fakes.events import FakeEventBus
 from tests.fakes.provider import FakeLister, descriptor
 from tests.fakes.stores import FakeBatchesTable, FakeJobsTable, FakeQueue
@@ -201,3 +202,35 @@ def test_a_refused_entry_is_transient_or_permanent_by_its_code(code: str, error:
     exc = caught(lambda: EventBus(lambda: PartialPutEvents([code]), "default").send(bus.sent[0]))
     assert type(exc).__name__ == error
     assert code in str(exc)
+
+
+def test_the_default_feeds_deadline_comes_from_its_two_settings() -> None:
+    settings = Settings.from_env(
+        {"DLPIPE_DAY_DEADLINE": "09:30", "DLPIPE_DAY_DEADLINE_TIME_ZONE": "Europe/London"}
+    )
+    assert day_deadline(settings) == DayDeadline("09:30", "Europe/London", 1)
+    assert day_deadline(Settings.from_env({})) is None
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"DLPIPE_DAY_DEADLINE": "9:30"}, "DLPIPE_DAY_DEADLINE: '9:30' is not a local time HH:MM"),
+        (
+            {"DLPIPE_DAY_DEADLINE": "09:30", "DLPIPE_DAY_DEADLINE_TIME_ZONE": "Mars/Base"},
+            "DLPIPE_DAY_DEADLINE_TIME_ZONE: 'Mars/Base' is not an IANA time zone",
+        ),
+    ],
+)
+def test_a_malformed_deadline_setting_is_one_line_naming_the_variable(
+    env: dict[str, str], message: str
+) -> None:
+    with pytest.raises(ConfigError) as raised:
+        day_deadline(Settings.from_env(env))
+    assert str(raised.value) == message
+
+
+def test_a_named_feeds_deadline_is_its_own_in_its_time_zone() -> None:
+    feed = Feed("vendor-b", "cron(0 5 * * ? *)", "America/New_York", deadline="08:00")
+    assert feed_deadline(feed, 1) == DayDeadline("08:00", "America/New_York", 1)
+    assert feed_deadline(Feed("vendor-c", "cron(0 5 * * ? *)", "UTC")) is None

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from dlpipe.domain.clock import Clock, iso_from_ms
+from dlpipe.domain.feeds import Feed
 from dlpipe.domain.freshness import deadline_ms
 from dlpipe.domain.handoff_events import (
     DAY_LATE,
@@ -73,6 +74,14 @@ class DayDeadline:
     def at_ms(self, polling_date: str) -> int:
         """Epoch ms at which `polling_date`'s day is due."""
         return deadline_ms(polling_date, self.local_time, self.time_zone, self.date_offset_days)
+
+
+def feed_deadline(feed: Feed, date_offset_days: int = 1) -> DayDeadline | None:
+    """A validated feed's deadline (None when it declares none): how a named feed's plan gets
+    it, as the default feed's comes from DLPIPE_DAY_DEADLINE."""
+    if feed.deadline is None:
+        return None
+    return DayDeadline(feed.deadline, feed.time_zone, date_offset_days)
 
 
 def publish(events: EventSender | None, event: HandoffEvent) -> dict[str, Any]:
