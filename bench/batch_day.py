@@ -122,6 +122,13 @@ class FlowProbe:
         with phase("fail-batch"):
             self._flow.fail_batch(batch_id, reason)
 
+    def publish_event(self, event: dict[str, Any]) -> dict[str, Any]:
+        with phase("publish-outcome-event"):
+            return self._flow.publish_event(event)
+
+    def publish_if_late(self, event: dict[str, Any], deadline_at_ms: int) -> bool:
+        return self._flow.publish_if_late(event, deadline_at_ms)
+
 
 @dataclass
 class RunResult:

@@ -72,6 +72,11 @@ ENV_FEEDS_FILE = "DLPIPE_FEEDS_FILE"
 # On AWS: the SSM path under which each named feed is one parameter, `{path}/{name}`
 # (`/<prefix>dlpipe/feeds`), read by dlpipe/adapters/feed_parameters.py.
 ENV_FEEDS_PARAMETER_PATH = "DLPIPE_FEEDS_PARAMETER_PATH"
+# The hand-off events' EventBridge bus (name or ARN), and the default feed's deadline.
+ENV_EVENT_BUS = "DLPIPE_EVENT_BUS"
+ENV_DAY_DEADLINE = "DLPIPE_DAY_DEADLINE"  # HH:MM local time; unset: no deadline, no Day Late
+ENV_DAY_DEADLINE_TIME_ZONE = "DLPIPE_DAY_DEADLINE_TIME_ZONE"
+DEFAULT_EVENT_BUS = "default"  # the account's default bus: events always go somewhere
 
 DEFAULT_REGION = "us-east-1"
 JOBS_TABLE_BASE_NAME = "data-download-jobs"
@@ -177,6 +182,10 @@ class Settings:
     # Locally, a named feed's token as `file:PATH` (never in the environment).
     provider_token_file: str | None = None
     feeds_parameter_path: str | None = None
+    # Hand-off events (dlpipe/domain/handoff_events.py) and the default feed's deadline.
+    event_bus: str = DEFAULT_EVENT_BUS
+    day_deadline: str | None = None
+    day_deadline_time_zone: str = "UTC"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -235,6 +244,9 @@ class Settings:
             provider_listing_max_files=_int_setting(env, ENV_PROVIDER_LISTING_MAX_FILES, 200_000),
             provider_listing_max_pages=_int_setting(env, ENV_PROVIDER_LISTING_MAX_PAGES, 10_000),
             feeds_parameter_path=env.get(ENV_FEEDS_PARAMETER_PATH) or None,
+            event_bus=env.get(ENV_EVENT_BUS) or DEFAULT_EVENT_BUS,
+            day_deadline=env.get(ENV_DAY_DEADLINE) or None,
+            day_deadline_time_zone=env.get(ENV_DAY_DEADLINE_TIME_ZONE) or "UTC",
         )
 
     def aws_outage_backoff(self) -> OutageBackoff:

@@ -116,6 +116,13 @@ data "aws_iam_policy_document" "orchestrator" {
     }
   }
 
+  # The hand-off events (events.tf): the orchestrator alone puts them, on the one bus.
+  statement {
+    sid       = "PublishHandoffEvents"
+    actions   = ["events:PutEvents"]
+    resources = [local.event_bus_arn]
+  }
+
   # Lambda sends the events of executions that failed for good to the function's DLQ with
   # the function's own role.
   statement {

@@ -41,7 +41,7 @@ resource "aws_lambda_function" "orchestrator" {
   }
 
   environment {
-    variables = merge(local.orchestrator_environment, local.large_file_environment, {
+    variables = merge(local.orchestrator_environment, local.large_file_environment, local.handoff_environment, {
       DLPIPE_PROVIDER_OUTAGE_BUDGET_SECONDS = tostring(var.provider_outage_budget_seconds)
       DLPIPE_AWS_OUTAGE_BUDGET_SECONDS      = tostring(var.aws_outage_budget_seconds)
     })

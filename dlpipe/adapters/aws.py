@@ -83,6 +83,11 @@ class AwsClients:
         return self._client("ssm")
 
     @cached_property
+    def events(self) -> Any:
+        """EventBridge client (the hand-off events)."""
+        return self._client("events")
+
+    @cached_property
     def lambda_(self) -> Any:
         """Lambda client (starting the orchestrator for a backfill)."""
         return self._client("lambda")

@@ -7,23 +7,26 @@ from __future__ import annotations
 import functools
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from dlpipe.adapters.aws import AwsClients
 from dlpipe.bootstrap.feeds import feed_source
-from dlpipe.config import ConfigError, Settings
+from dlpipe.config import ENV_DAY_DEADLINE, ENV_DAY_DEADLINE_TIME_ZONE, ConfigError, Settings
 from dlpipe.domain.clock import Clock, SystemClock
-from dlpipe.domain.feeds import FeedError
+from dlpipe.domain.feeds import DEFAULT_FEED, FeedError, validate_feed
 from dlpipe.domain.outage import OutageBackoff
 from dlpipe.domain.rules import RecoveryBudgetError, assert_recovery_fits, visibility_margin_seconds
 from dlpipe.feed_settings import FeedSource, settings_for_feed
 from dlpipe.services.orchestrator.durable import build_durable_handler
 from dlpipe.services.orchestrator.feed_runs import FeedRun, FeedRuns, PollingPlan
+from dlpipe.services.orchestrator.handoff import DayDeadline, feed_deadline
 
 if TYPE_CHECKING:
     # Only for annotations: the Lambda's init must not import the flow (or boto3's clients).
     from dlpipe.services.orchestrator.fanout import FileLister
     from dlpipe.services.orchestrator.flow import BatchFlowService
+    from dlpipe.services.orchestrator.handoff import EventSender
     from dlpipe.services.orchestrator.manifest_ports import ManifestStore
     from dlpipe.services.orchestrator.ports import BatchFlow
     from dlpipe.services.orchestrator.store_ports import BatchStore, JobSender, JobStore
@@ -56,11 +59,13 @@ def build_flow(
     new_uuid: Callable[[], str] | None = None,
     published: PublishedCheck | None = None,
     manifests: ManifestStore | None = None,
+    events: EventSender | None = None,
 ) -> BatchFlowService:
     """The batch flow on the tables, queues, bucket and provider named by `settings`; each
     keyword replaces one real dependency (a fake in tests, a wrapper in benchmarks)."""
     # Imported here so that importing this module (the Lambda's init) builds and loads nothing.
     from dlpipe.adapters.batches_table import BatchesTable  # noqa: PLC0415
+    from dlpipe.adapters.events import EventBus  # noqa: PLC0415
     from dlpipe.adapters.jobs_table import JobsTable  # noqa: PLC0415
     from dlpipe.adapters.listing_stream import ListingLimits  # noqa: PLC0415
     from dlpipe.adapters.manifest_store import S3ManifestStore  # noqa: PLC0415
@@ -97,7 +102,30 @@ def build_flow(
         published=published,
         manifests=manifests,
         feed=settings.feed,
+        # Always a bus: the configured one, else the account's default (creating no client
+        # until the first event is sent).
+        events=events or EventBus(lambda: aws().events, settings.event_bus),
     )
+
+
+def day_deadline(settings: Settings) -> DayDeadline | None:
+    """The default feed's deadline from DLPIPE_DAY_DEADLINE(_TIME_ZONE), checked by the feeds'
+    own rule; None when unset; ConfigError naming the variable when malformed."""
+    if settings.day_deadline is None:
+        return None
+    try:
+        feed = validate_feed(
+            replace(
+                DEFAULT_FEED,
+                deadline=settings.day_deadline,
+                time_zone=settings.day_deadline_time_zone,
+            )
+        )
+    except FeedError as exc:
+        field = str(exc).split(":", 1)[0].rsplit(".", 1)[-1]
+        name = ENV_DAY_DEADLINE_TIME_ZONE if field == "time_zone" else ENV_DAY_DEADLINE
+        raise ConfigError(f"{name}: {str(exc).split(': ', 1)[-1]}") from exc
+    return feed_deadline(feed, settings.date_offset_days)
 
 
 def check_ready(settings: Settings, date: str) -> None:
@@ -164,6 +192,7 @@ def build_orchestrator_handler(
         outage=OutageBackoff(budget_seconds=settings.provider_outage_budget_seconds),
         dependency_outage=settings.aws_outage_backoff(),
         runs=runs,
+        deadline=day_deadline(settings),
     )
 
 
@@ -175,6 +204,8 @@ def feed_runs(
     feed that is not configured, or whose polling window is shorter than the recovery bound
     (the default feed's settings are checked by build_flow, as before feeds)."""
 
+    default_deadline = day_deadline(settings)  # ConfigError now, at init, if malformed
+
     def run_of(name: str) -> FeedRun:
         feed = feeds.feed(name)
         own = settings_for_feed(settings, feed)
@@ -185,7 +216,12 @@ def feed_runs(
                 check_recovery_fits(own)
             except ConfigError as exc:
                 raise FeedError(f"feeds.{name}: {exc}") from exc
-        plan = PollingPlan(own.poll_interval_seconds, own.max_polls)
+        # A feed's own deadline (the feeds file, its SSM parameter); the default feed's may
+        # also come from DLPIPE_DAY_DEADLINE, as before feeds had deadlines.
+        deadline = feed_deadline(feed, settings.date_offset_days)
+        if deadline is None and feed.is_default:
+            deadline = default_deadline
+        plan = PollingPlan(own.poll_interval_seconds, own.max_polls, deadline)
         return FeedRun(lambda: build(own), plan, feed.time_zone)
 
     return run_of

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from dlpipe.cli.handoff_text import render_handoff, with_received_events
 from dlpipe.cli.outcome_text import result_line
 from dlpipe.cli.safe_text import plain
 from dlpipe.config import (
@@ -100,6 +101,7 @@ def run_local(
 
         local = local_feeds(stack, tables, Path(".dlpipe") / "run-local", default_day(files))
         reports = run_feed_days(stack, local, options, on_progress=show)
+        reports = with_received_events(stack, reports)
         for report in reports:
             verified = sum(1 for f in report.files if f.verified)
             error = sum(1 for f in report.files if f.status == "error")
@@ -163,5 +165,4 @@ def render_report(out: Console, report: DayReport, *, named: bool = False) -> No
         " by SHA-256"
     )
     out.print(plain(result_line(report.result)), highlight=False, soft_wrap=True)
-    if manifest := report.result.get("manifest"):  # the hand-off (README, "Hand-off: manifests")
-        out.print(plain(f"day manifest: {manifest.get('uri')}"), highlight=False, soft_wrap=True)
+    render_handoff(out, report)

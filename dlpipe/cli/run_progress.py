@@ -142,3 +142,11 @@ class ReportingFlow:
     def write_manifest(self, batch_id: str) -> dict[str, Any] | None:
         """The inner flow's write_manifest."""
         return self._inner.write_manifest(batch_id)
+
+    def publish_event(self, event: dict[str, Any]) -> dict[str, Any]:
+        """The inner flow's publish_event."""
+        return self._inner.publish_event(event)
+
+    def publish_if_late(self, event: dict[str, Any], deadline_at_ms: int) -> bool:
+        """The inner flow's publish_if_late."""
+        return self._inner.publish_if_late(event, deadline_at_ms)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from dlpipe.domain import schema
+from dlpipe.local.events import provision_downstream
 from dlpipe.local.terraform import TerraformModule, TerraformReadError
 
 if TYPE_CHECKING:
@@ -46,6 +47,8 @@ class Provisioned:
     private_key_secret: str | None = None
     provider_token_secret: str | None = None
     large_queue_url: str | None = None
+    # The hand-off events' stand-in consumer (dlpipe/local/events.py).
+    downstream_queue_url: str | None = None
 
 
 def _index_keys(module: TerraformModule, index: dict[str, Any]) -> list[dict[str, str]]:
@@ -220,4 +223,5 @@ def provision(clients: AwsClients, module: TerraformModule | None = None) -> Pro
         private_key_secret=_provision_secret(clients, module, PRIVATE_KEY_SECRET_RESOURCE),
         provider_token_secret=_provision_secret(clients, module, PROVIDER_TOKEN_SECRET_RESOURCE),
         large_queue_url=queues[2] if queues else None,
+        downstream_queue_url=provision_downstream(clients),
     )

@@ -4,6 +4,7 @@ SDK's local runner with real workers, the emulator and the stub provider."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import subprocess
@@ -137,6 +138,16 @@ def test_make_run_command_completes_a_day_and_verifies_every_file(tmp_path: Path
         re.M,
     )
     assert manifests == ["default", "vendor-b"], done.stdout[-3000:]
+    # The hand-off: the downstream stand-in received each day's event through EventBridge.
+    received = [line for line in done.stdout.splitlines() if "downstream queue received" in line]
+    assert len(received) == 2, done.stdout[-2000:]
+    for line in received:
+        assert line.startswith("downstream queue received Day Completed: {"), line
+        assert '"status":"completed"' in line, line
+    assert sorted(json.loads(line.split(": ", 1)[1])["feed"] for line in received) == [
+        "default",
+        "vendor-b",
+    ]
     assert "Traceback" not in done.stderr
     ignored = next(line for line in done.stderr.splitlines() if "ignores" in line)
     assert all(name in ignored for name in nonsense), ignored

@@ -8,9 +8,11 @@ from dlpipe.domain.clock import Clock
 from dlpipe.domain.listing import FileDescriptor
 from dlpipe.services.download.ports import Destination, JobLeases, Source, Upload, UrlSigner
 from dlpipe.services.orchestrator.fanout import FileLister
+from dlpipe.services.orchestrator.handoff import EventSender
 from dlpipe.services.orchestrator.manifest_ports import ManifestStore
 from dlpipe.services.orchestrator.store_ports import BatchStore, JobSender, JobStore, ReadCost
 from tests.fakes.download import FakeDestination, FakeSigner, FakeSource, FakeUpload
+from tests.fakes.events import FakeEventBus
 from tests.fakes.manifests import FakeManifestStore
 from tests.fakes.provider import FakeLister
 from tests.fakes.stores import FakeBatchesTable, FakeJobsTable, FakeMeter, FakeQueue
@@ -33,4 +35,5 @@ def _orchestrator_ports(clock: Clock) -> None:
     meter: ReadCost = FakeMeter()
     lister: FileLister = FakeLister()
     manifests: ManifestStore = FakeManifestStore()
-    del jobs, batches, queue, meter, lister, manifests
+    events: EventSender = FakeEventBus()
+    del jobs, batches, queue, meter, lister, manifests, events

@@ -51,6 +51,8 @@ ACTIONS: dict[tuple[str, str], tuple[str, ...]] = {
     ("lambda", "Invoke"): ("lambda:InvokeFunction",),
     ("lambda", "CheckpointDurableExecution"): ("lambda:CheckpointDurableExecution",),
     ("lambda", "GetDurableExecutionState"): ("lambda:GetDurableExecutionState",),
+    # EventBridge: the hand-off events, authorized against the bus the entry names.
+    ("events", "PutEvents"): ("events:PutEvents",),
     # STS: GetCallerIdentity needs no permission.
     ("sts", "GetCallerIdentity"): (),
 }

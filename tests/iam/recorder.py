@@ -201,6 +201,12 @@ def _function_arn(region: str, name: str, qualifier: str | None) -> str:
     return f"{arn}:{qualifier}" if qualifier else arn
 
 
+def _bus_arn(region: str, bus: str) -> str:
+    if bus.startswith("arn:"):
+        return bus
+    return f"arn:aws:events:{region}:{LOCAL_ACCOUNT}:event-bus/{bus}"
+
+
 def resources(service: str, operation: str, region: str, params: dict[str, Any]) -> list[str]:
     """The ARNs an IAM policy is evaluated against for one call ("*" when none applies)."""
     if service == "dynamodb":
@@ -221,6 +227,9 @@ def resources(service: str, operation: str, region: str, params: dict[str, Any])
         secret_id = params.get("SecretId") or params.get("Name")
         if secret_id:
             return [_secret_arn(region, secret_id)]
+    elif service == "events" and "Entries" in params:  # PutEvents: each entry's bus
+        buses = {entry.get("EventBusName") or "default" for entry in params["Entries"]}
+        return sorted(_bus_arn(region, bus) for bus in buses)
     elif service == "lambda" and "FunctionName" in params:
         return [_function_arn(region, params["FunctionName"], params.get("Qualifier"))]
     return ["*"]

@@ -168,7 +168,7 @@ def dlpipe_alarms() -> list[tuple[str, str, dict[str, str]]]:
 
 def test_alarms_on_dlpipe_metrics_watch_what_the_code_emits() -> None:
     """Each alarm's metric is in CATALOG under the alarm's dimension set; a Feed is "default"
-    or the feed of the alarm's own for_each key (the feeds map), never a literal name."""
+    or the feed of the alarm's own for_each key (the feed names), never a literal name."""
     alarms = dlpipe_alarms()
     assert {name for _, name, _ in alarms} >= {"BatchFailed", "BatchTimedOut", "StuckJobs"}
     for label, name, dimensions in alarms:
@@ -177,10 +177,11 @@ def test_alarms_on_dlpipe_metrics_watch_what_the_code_emits() -> None:
         assert frozenset(dimensions) in emitted, (label, name, sorted(dimensions))
         if metrics.FEED in dimensions:
             feed = dimensions[metrics.FEED]
+            # Keyed by the feeds map, or by every feed's name with the default's (the
+            # dead-man's switch, terraform/deadman.tf).
+            keyed = MODULE.resource("aws_cloudwatch_metric_alarm", label).get("for_each")
             assert feed == DEFAULT_FEED_NAME or (
-                feed == "${each.key}"
-                and MODULE.resource("aws_cloudwatch_metric_alarm", label)["for_each"]
-                == "${var.feeds}"
+                feed == "${each.key}" and keyed in ("${var.feeds}", "${local.feeds_and_default}")
             ), (label, name, feed)
 
 

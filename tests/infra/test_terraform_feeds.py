@@ -47,6 +47,8 @@ FEEDS = _fixture_feeds()
 KEYWORD = "<aws.scheduler.scheduled-time>"
 
 # A for-expression over the feeds that keeps each feed's name as its key.
+# Every feed's name, the default feed's included: keyed by name as well.
+EVERY_FEED_NAME = "${local.feeds_and_default}"
 KEYED_BY_NAME = re.compile(r"^\$\{\{\s*for (\w+), (\w+) in var\.feeds\s*:\s*\1 =>")
 
 
@@ -226,7 +228,11 @@ def test_every_feed_resource_is_keyed_by_feed_name() -> None:
     }
     for address, body in resources.items():
         assert "count" not in body, address
-        assert body["for_each"] == "${var.feeds}" or KEYED_BY_NAME.match(body["for_each"]), address
+        assert body["for_each"] in ("${var.feeds}", EVERY_FEED_NAME) or KEYED_BY_NAME.match(
+            body["for_each"]
+        ), address
+    # The default feed's name and the map's keys (the dead-man's switch, deadman.tf).
+    assert "keys(var.feeds)" in MODULE.locals["feeds_and_default"]
     numeric_index = re.compile(r"(feed\w*|var\.feeds)\[\d+\]")
     assert [s for p in MODULE.files.values() for s in strings(p) if numeric_index.search(s)] == []
 

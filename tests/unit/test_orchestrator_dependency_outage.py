@@ -29,6 +29,7 @@ from dlpipe.services.orchestrator.durable import build_durable_handler
 from dlpipe.services.orchestrator.flow import BatchFlowService
 from dlpipe.services.orchestrator.ports import CompletionCheck
 from orchestrator import handler as handler_module
+from tests.fakes.events import FakeEventBus
 from tests.fakes.provider import FakeLister, descriptor
 from tests.fakes.stores import FakeBatchesTable, FakeJobsTable
 from tests.support import ManualClock
@@ -86,6 +87,7 @@ class Day:
             provider=FakeLister([descriptor(e, DAY) for e in ENTITIES]),
             queue=JobQueue(sqs, QUEUE_URL, max_attempts=1),
             clock=self.clock,
+            events=FakeEventBus(),
         )
         real_check = self.flow.check_completion
 

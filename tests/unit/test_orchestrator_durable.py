@@ -108,7 +108,19 @@ class FakeFlow:
     def write_manifest(self, batch_id: str) -> dict[str, Any] | None:
         self._enter("write_manifest", batch_id)
         self._leave("write_manifest")
-        return {"key": f"{batch_id}.json"}
+        key = f"{batch_id}.json"
+        ref = {"bucket": "b", "key": key, "version_id": None, "sha256": "0" * 64, "size": 2}
+        return ref | {"entries": 0, "uri": f"s3://b/{key}"}
+
+    def publish_event(self, event: dict[str, Any]) -> dict[str, Any]:
+        self._enter("publish_event", event["detail"]["batch_id"], event["detail_type"])
+        self._leave("publish_event")
+        return {"sent": True}
+
+    def publish_if_late(self, event: dict[str, Any], deadline_at_ms: int) -> bool:
+        self._enter("publish_if_late", event["detail"]["batch_id"], deadline_at_ms)
+        self._leave("publish_if_late")
+        return False
 
     def named(self, method: str) -> list[tuple[Any, ...]]:
         return [call for call in self.calls if call[0] == method]
@@ -163,7 +175,7 @@ def test_happy_path_completes_after_n_polls_with_the_step_sequence() -> None:
         "rerun": False,
         "error": 0,
         "outcome": None,
-        "manifest": {"key": "batch-2026-02-28-1.json"},
+        "manifest": FakeFlow().write_manifest("batch-2026-02-28-1"),
     }
     assert names(outcome) == [
         "create-batch",
@@ -173,6 +185,7 @@ def test_happy_path_completes_after_n_polls_with_the_step_sequence() -> None:
         "poll-wait-2",
         "check-completion-2",
         "write-manifest",
+        "publish-outcome-event",
     ]
 
 
@@ -207,6 +220,7 @@ def test_fetch_failed_fails_the_batch_once_without_retry() -> None:
         "fetch-and-queue-files",
         "fail-batch",
         "write-manifest",
+        "publish-outcome-event",
     ]
 
 
@@ -476,6 +490,7 @@ def test_an_outage_past_the_budget_fails_the_batch_with_provider_unavailable() -
         "fetch-and-queue-files",
         "fail-batch",
         "write-manifest",
+        "publish-outcome-event",
     ]
 
 
@@ -517,7 +532,12 @@ def test_a_check_failing_for_good_ends_the_batch_failed_and_the_run_cleanly() ->
             "ProvisionedThroughputExceededException",
         )
     ]
-    assert names(outcome)[-3:] == ["check-completion-1", "fail-batch", "write-manifest"]
+    assert names(outcome)[-4:] == [
+        "check-completion-1",
+        "fail-batch",
+        "write-manifest",
+        "publish-outcome-event",
+    ]
 
 
 class UnrecordableFlow(FakeFlow):

@@ -71,6 +71,7 @@ from dlpipe.services.orchestrator.feed_runs import (
     served_request,
     single_feed,
 )
+from dlpipe.services.orchestrator.handoff import DayDeadline
 from dlpipe.services.orchestrator.ports import BatchFlow
 from dlpipe.services.orchestrator.sdk_logs import quiet_sdk_retry_logs
 from dlpipe.services.orchestrator.sequence import run_batch
@@ -127,16 +128,18 @@ def build_durable_handler(
     outage: OutageBackoff | None = None,
     dependency_outage: OutageBackoff = DEPENDENCY_BACKOFF,
     runs: FeedRuns | None = None,
+    deadline: DayDeadline | None = None,
 ) -> Callable[[Any, LambdaContext], Any]:
     """Return the Lambda handler that runs one feed's day as a durable execution.
 
     `flow_factory` is called at most once per invocation, inside the first step that runs.
     `outage`: how long and how often to retry the fetch while the provider is unavailable;
-    `dependency_outage`: any step while SQS or DynamoDB is. `runs`: each feed's flow, plan
-    and time zone by the event's feed (default: the default feed alone, on `flow_factory`
-    and this plan).
+    `dependency_outage`: any step while SQS or DynamoDB is; `deadline`: when the default
+    feed's day is due (`Day Late` once it passes while the batch runs; None: never late).
+    `runs`: each feed's flow, plan (its own deadline) and time zone by the event's feed
+    (default: the default feed alone, on `flow_factory` and this plan).
     """
-    plan = PollingPlan(poll_interval_seconds, max_polls)
+    plan = PollingPlan(poll_interval_seconds, max_polls, deadline)
     runs = runs or single_feed(flow_factory, plan)
     backoffs = Backoffs(outage or OutageBackoff(), dependency_outage)
     quiet_sdk_retry_logs()

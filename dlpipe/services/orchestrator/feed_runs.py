@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from dlpipe.domain.events import InvalidEventError, PollingRequest, event_feed, parse_event
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME, FeedError
 from dlpipe.feed_settings import UnknownFeedError
+from dlpipe.services.orchestrator.handoff import DayDeadline
 from dlpipe.services.orchestrator.ports import BatchFlow
 
 
@@ -23,6 +24,8 @@ class PollingPlan:
 
     poll_interval_seconds: int
     max_polls: int
+    # When the feed's day is due: `Day Late` goes out once it passes while the batch runs.
+    deadline: DayDeadline | None = None
 
     def __post_init__(self) -> None:
         if self.poll_interval_seconds < 1 or self.max_polls < 1:

@@ -26,9 +26,11 @@ from typing import Any
 from dlpipe.config import DEFAULT_RESEND_AFTER_SECONDS, DEFAULT_SWEEP_REQUEUE
 from dlpipe.domain.clock import Clock
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME
+from dlpipe.domain.handoff_events import HandoffEvent
 from dlpipe.domain.model import FileJob
-from dlpipe.services.orchestrator import create, finish, manifest, poll, queueing
+from dlpipe.services.orchestrator import create, finish, handoff, manifest, poll, queueing
 from dlpipe.services.orchestrator.fanout import CHUNK_ENTRIES, FileLister, ListingPosition
+from dlpipe.services.orchestrator.handoff import EventSender
 from dlpipe.services.orchestrator.manifest_ports import ManifestStore
 from dlpipe.services.orchestrator.ports import CompletionCheck, QueueResult
 from dlpipe.services.orchestrator.store_ports import BatchStore, JobSender, JobStore
@@ -53,6 +55,7 @@ class BatchFlowService:
     manifests: ManifestStore | None = None  # the day manifests; None: none are written
     # The feed whose days it runs: its BatchIDs carry it, and its jobs' keys from them.
     feed: str = DEFAULT_FEED_NAME
+    events: EventSender | None = None  # the hand-off events' bus (handoff.py)
     # This invocation's open listing stream, continued by the next chunk (fanout.py).
     listing: ListingPosition | None = field(default=None, init=False, repr=False)
     # Earlier batches this invocation already marked AdoptedBy (placement.py).
@@ -88,3 +91,13 @@ class BatchFlowService:
         """write-manifest: the ended batch's manifest and the day's pointer (manifest.py)."""
         ref = manifest.write_manifest(self, batch_id)
         return None if ref is None else ref.to_dict()
+
+    def publish_event(self, event: dict[str, Any]) -> dict[str, Any]:
+        """publish-outcome-event: put the hand-off event on the bus."""
+        return handoff.publish(self.events, HandoffEvent.from_dict(event))
+
+    def publish_if_late(self, event: dict[str, Any], deadline_at_ms: int) -> bool:
+        """day-late-{n}: put `Day Late` on the bus once the deadline has passed."""
+        return handoff.publish_if_late(
+            self.events, self.clock, HandoffEvent.from_dict(event), deadline_at_ms
+        )

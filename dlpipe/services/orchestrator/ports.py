@@ -188,6 +188,14 @@ class BatchFlow(Protocol):
         written; a replay verifies the stored one and writes nothing new."""
         ...
 
+    def publish_event(self, event: dict[str, Any]) -> dict[str, Any]:
+        """Put a hand-off event (HandoffEvent.to_dict()) on the bus; what went out."""
+        ...
+
+    def publish_if_late(self, event: dict[str, Any], deadline_at_ms: int) -> bool:
+        """Put the `Day Late` event on the bus if the flow's clock is past the deadline."""
+        ...
+
 
 class StepRunner(Protocol):
     """Runs named steps and waits: durably under the SDK, or inline for tests and tools."""

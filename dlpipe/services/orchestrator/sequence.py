@@ -17,6 +17,7 @@ from dlpipe.services.orchestrator.feed_runs import (
     served_request,
     single_feed,
 )
+from dlpipe.services.orchestrator.handoff import late_if_due, publish_outcome
 from dlpipe.services.orchestrator.ports import (
     BatchFlow,
     BatchRunResult,
@@ -62,6 +63,18 @@ def wait_name(poll_number: int) -> str:
 def run_batch(
     steps: StepRunner, flow: Callable[[], BatchFlow], request: PollingRequest, plan: PollingPlan
 ) -> BatchRunResult:
+    """Run the batch to its end (its manifest written), then hand it off: the outcome event
+    (handoff.py), which names the manifest."""
+    result = _run_to_end(steps, flow, request, plan)
+    publish_outcome(
+        steps, flow, result, feed=request.feed, deadline=plan.deadline, manifest=result.manifest
+    )
+    return result
+
+
+def _run_to_end(
+    steps: StepRunner, flow: Callable[[], BatchFlow], request: PollingRequest, plan: PollingPlan
+) -> BatchRunResult:
     """Create the batch, fetch and queue its files, then poll until it is final.
 
     A fetch that fails for good (FetchFailed) or a check that fails for good (StepFailed)
@@ -74,6 +87,7 @@ def run_batch(
     except FetchFailed as exc:
         return _fail(steps, flow, request, batch_id, str(exc) or "provider fetch failed")
     check = CompletionCheck(None, 0, 0, 0)
+    late_sent = plan.deadline is None  # nothing to send without a deadline
     for poll_number in range(1, plan.max_polls + 1):
         steps.wait(wait_name(poll_number), plan.poll_interval_seconds)
         is_last = poll_number == plan.max_polls
@@ -100,6 +114,11 @@ def run_batch(
                 outcome=check.outcome,
             )
             return _hand_on(steps, flow, ended)
+        if not late_sent and plan.deadline is not None:
+            day = (request.feed, date, batch_id)
+            late_sent = late_if_due(
+                steps, flow, check, day=day, poll_number=poll_number, deadline=plan.deadline
+            )
     raise FlowContractError(f"batch {batch_id}: no final status after the last poll")
 
 

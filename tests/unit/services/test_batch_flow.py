@@ -16,6 +16,7 @@ from dlpipe.domain.provider_errors import ProviderUnavailableError
 from dlpipe.domain.rules import batch_ttl_epoch_s
 from dlpipe.services.orchestrator.flow import BatchFlowService
 from dlpipe.services.orchestrator.ports import ProviderOutage, QueueResult
+from tests.fakes.events import FakeEventBus
 from tests.fakes.provider import FakeLister, descriptor
 from tests.fakes.stores import FakeBatchesTable, FakeJobsTable, FakeQueue
 from tests.support import ManualClock
@@ -70,6 +71,7 @@ def rig() -> Rig:
         queue=queue,
         clock=clock,
         new_uuid=lambda: next(uuids),
+        events=FakeEventBus(),
     )
     flow.chunk_entries = 2
     return Rig(clock, jobs, batches, queue, lister, flow)

@@ -12,6 +12,7 @@ from dlpipe.bootstrap.orchestrator import build_flow
 from dlpipe.config import Settings
 from dlpipe.domain.listing import FileDescriptor, ListingResult, RejectedFile
 from dlpipe.services.orchestrator.sequence import InlineSteps, PollingPlan, run_inline
+from tests.fakes.events import FakeEventBus
 from tests.fakes.provider import FakeLister
 from tests.fakes.stores import FakeBatchesTable, FakeJobsTable, FakeQueue
 from tests.support import ManualClock
@@ -43,7 +44,13 @@ def rig() -> Rig:
         FakeLister(),
     )
     flow = build_flow(
-        Settings(), jobs=jobs, batches=batches, provider=lister, queue=queue, clock=clock
+        Settings(),
+        jobs=jobs,
+        batches=batches,
+        provider=lister,
+        queue=queue,
+        clock=clock,
+        events=FakeEventBus(),
     )
     flow.chunk_entries = 2
     return Rig(clock, jobs, batches, queue, lister, flow)

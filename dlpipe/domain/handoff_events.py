@@ -1,0 +1,215 @@
+"""The hand-off events: what dlpipe tells the next system on EventBridge when a day ends or is late.
+
+Plain data, no I/O. One event per outcome: source `dlpipe`, detail-type `Day Completed`,
+`Day Failed` or `Day Timed Out` when the batch ends, `Day Late` when the feed's deadline passes
+while the batch still runs. The detail (DETAIL_SCHEMA, a JSON Schema the README shows) carries
+the feed, date, batch, status, counts, the errors by code (the batch's outcome summary,
+dlpipe/domain/outcome.py) and the day manifest's URI, version and SHA-256 when there is one.
+
+PutEvents is at-least-once, and a durable step may run again after a crash: `event_id` is
+derived from the outcome alone (feed | date | batch | detail-type), never from a clock or a
+random value, so every copy of one outcome carries the same ID and a consumer de-duplicates on it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+SOURCE = "dlpipe"
+DAY_COMPLETED = "Day Completed"
+DAY_FAILED = "Day Failed"
+DAY_TIMED_OUT = "Day Timed Out"
+DAY_LATE = "Day Late"
+DETAIL_TYPES = (DAY_COMPLETED, DAY_FAILED, DAY_TIMED_OUT, DAY_LATE)
+# A final batch status -> its event; `queued` is the status a Day Late event reports.
+_BY_STATUS = {"completed": DAY_COMPLETED, "failed": DAY_FAILED, "timeout": DAY_TIMED_OUT}
+STILL_RUNNING = "queued"
+DETAIL_VERSION = 1
+
+_COUNT = {"type": "integer", "minimum": 0}
+_NULLABLE_TEXT = {"type": ["string", "null"]}
+# The contract downstream consumers code against: change it only by adding optional fields,
+# or with a new DETAIL_VERSION.
+DETAIL_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "dlpipe hand-off event detail",
+    "type": "object",
+    "additionalProperties": False,
+    "required": [
+        "version",
+        "event_id",
+        "feed",
+        "date",
+        "batch_id",
+        "status",
+        "counts",
+        "errors",
+        "manifest",
+        "deadline_at",
+    ],
+    "properties": {
+        "version": {"const": DETAIL_VERSION},
+        "event_id": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+        "feed": {"type": "string", "pattern": "^[a-z0-9][a-z0-9-]{0,30}$"},
+        "date": {"type": "string", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"},
+        "batch_id": {"type": "string", "minLength": 1},
+        "status": {"enum": ["completed", "failed", "timeout", STILL_RUNNING]},
+        "counts": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["expected", "completed", "failed", "error", "pending"],
+            "properties": dict.fromkeys(
+                ("expected", "completed", "failed", "error", "pending"), _COUNT
+            ),
+        },
+        "errors": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["cause", "codes"],
+            "properties": {
+                "cause": _NULLABLE_TEXT,
+                "codes": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "required": ["code", "count", "files"],
+                        "properties": {
+                            "code": {"type": "string"},
+                            "count": _COUNT,
+                            "files": {"type": "array", "items": {"type": "string"}},
+                        },
+                    },
+                },
+            },
+        },
+        "manifest": {
+            "oneOf": [
+                {"type": "null"},
+                {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["uri", "version_id", "sha256"],
+                    "properties": {
+                        "uri": {"type": "string", "pattern": "^s3://"},
+                        "version_id": _NULLABLE_TEXT,
+                        "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+                    },
+                },
+            ]
+        },
+        "deadline_at": _NULLABLE_TEXT,
+    },
+}
+
+
+@dataclass(frozen=True)
+class DayCounts:
+    """A batch's files by state; `expected` is their sum (what the batch counted)."""
+
+    completed: int
+    failed: int
+    error: int
+    pending: int
+
+    def to_dict(self) -> dict[str, int]:
+        """The detail's `counts`."""
+        total = self.completed + self.failed + self.error + self.pending
+        return {
+            "expected": total,
+            "completed": self.completed,
+            "failed": self.failed,
+            "error": self.error,
+            "pending": self.pending,
+        }
+
+
+@dataclass(frozen=True)
+class HandoffEvent:
+    """One event as it goes on the bus: its detail-type and detail (the ID is in the detail)."""
+
+    detail_type: str
+    detail: Mapping[str, Any]
+
+    @property
+    def event_id(self) -> str:
+        """The outcome's deterministic ID."""
+        return str(self.detail["event_id"])
+
+    def detail_json(self) -> str:
+        """The detail as PutEvents sends it: compact JSON, sorted keys (a replay sends the same)."""
+        return json.dumps(self.detail, sort_keys=True, separators=(",", ":"))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON form, as a durable step's checkpoint carries it."""
+        return {"detail_type": self.detail_type, "detail": dict(self.detail)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> HandoffEvent:
+        """Rebuild from to_dict output."""
+        return cls(str(data["detail_type"]), dict(data["detail"]))
+
+
+def event_id(feed: str, date: str, batch_id: str, detail_type: str) -> str:
+    """sha256 hex of `feed|date|batch_id|detail_type`: one outcome, one ID, however often sent."""
+    return hashlib.sha256(f"{feed}|{date}|{batch_id}|{detail_type}".encode()).hexdigest()
+
+
+def detail_type_for(status: str) -> str:
+    """The event of a final batch status; ValueError for a status that is not final."""
+    try:
+        return _BY_STATUS[status]
+    except KeyError:
+        raise ValueError(f"no hand-off event for batch status {status!r}") from None
+
+
+def manifest_fields(manifest: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The detail's `manifest` from the write-manifest step's reference (None: no manifest)."""
+    if manifest is None:
+        return None
+    return {
+        "uri": str(manifest["uri"]),
+        "version_id": None if manifest.get("version_id") is None else str(manifest["version_id"]),
+        "sha256": str(manifest["sha256"]),
+    }
+
+
+@dataclass(frozen=True)
+class DayFacts:
+    """What an event says about the day: which day, which batch, how it stands."""
+
+    feed: str
+    date: str
+    batch_id: str
+    status: str
+    counts: DayCounts
+    outcome: Mapping[str, Any] | None = None  # the batch's OutcomeSummary.to_dict(), if any
+    manifest: Mapping[str, Any] | None = None  # the write-manifest step's reference, if any
+    deadline_at: str | None = None  # ISO 8601 UTC, when the feed has a deadline
+
+
+def build_event(detail_type: str, day: DayFacts) -> HandoffEvent:
+    """The event `detail_type` for `day`; ValueError for an unknown detail-type."""
+    if detail_type not in DETAIL_TYPES:
+        raise ValueError(f"unknown detail-type {detail_type!r}")
+    outcome = day.outcome or {}
+    detail = {
+        "version": DETAIL_VERSION,
+        "event_id": event_id(day.feed, day.date, day.batch_id, detail_type),
+        "feed": day.feed,
+        "date": day.date,
+        "batch_id": day.batch_id,
+        "status": day.status,
+        "counts": day.counts.to_dict(),
+        "errors": {
+            "cause": outcome.get("cause"),
+            "codes": [dict(code) for code in outcome.get("codes", [])],
+        },
+        "manifest": manifest_fields(day.manifest),
+        "deadline_at": day.deadline_at,
+    }
+    return HandoffEvent(detail_type, detail)
