@@ -19,7 +19,12 @@ _cache: dict[str, RSAPrivateKey] = {}
 
 
 def private_key_from_settings(settings: Settings, clients: AwsClients) -> RSAPrivateKey:
-    """The key named by the settings (the secret wins over the file), cached by its source."""
+    """The key named by the settings (the secret wins over the file), cached by its source.
+
+    The cache key is the source itself (`secret:ID` or `file:PATH`), never a feed or a slot:
+    a feed's settings name exactly one source (dlpipe/feed_settings.py clears the other), so
+    two feeds share a key object only when they name the same secret or file.
+    """
     if settings.private_key_secret_id:
         source = f"secret:{settings.private_key_secret_id}"
     elif settings.private_key_file:

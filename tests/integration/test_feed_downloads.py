@@ -80,6 +80,14 @@ def two_feeds(
         stub.start()
         stubs[name] = stub
         feeds[name] = _feed(name, stub, private_pem, tmp_path)
+    garbage = tmp_path / "garbage.pem"
+    garbage.write_text("not a key at all")
+    feeds["feed-c"] = replace(
+        feeds["feed-a"],
+        name="feed-c",
+        private_key_secret=f"file:{garbage}",
+        destination_prefix="pub-feed-c",
+    )
     default_key = tmp_path / "default.pem"
     default_key.write_bytes(generate_rsa_keypair()[0])
     settings = replace(
@@ -168,3 +176,23 @@ def test_a_job_of_a_feed_configured_nowhere_ends_error_unknown_feed(
     assert stored.status is JobStatus.ERROR
     assert stored.error_message == "unknown_feed: feed 'feed-z' is not configured"
     assert stored.attempts == 1  # claimed once, never fetched
+
+
+def test_a_job_of_a_feed_whose_key_is_unusable_ends_error_not_redelivered(
+    clients: AwsClients,
+    provisioned: Provisioned,
+    two_feeds: tuple[DownloadService, dict[str, StubProvider]],
+) -> None:
+    """feed-c's key file holds no key: its job ends `error` (invalid_private_key), where an
+    exception would return the message until it dead-letters."""
+    service, stubs = two_feeds
+    table = wall_clock_jobs(clients, provisioned)
+    job = _jobs_of(stubs["feed-a"], "feed-c")[0]
+    table.create(job)
+    assert service.process(job.file_id).outcome is Outcome.ERROR
+    stored = table.get(job.file_id)
+    assert stored is not None
+    assert (stored.status, (stored.error_message or "").split(":")[0]) == (
+        JobStatus.ERROR,
+        "invalid_private_key",
+    )

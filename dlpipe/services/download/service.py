@@ -108,6 +108,8 @@ class DownloadService:
             service = self._feeds(feed)
         except FeedError as exc:
             return self._refuse(file_id, FeedNotConfiguredError(str(exc)))
+        except PermanentError as exc:  # its key unusable: no retry can help, say so on the job
+            return self._refuse(file_id, exc)
         return service.process(file_id, on_heartbeat=on_heartbeat, budget=budget)
 
     def _refuse(self, file_id: str, error: PermanentError) -> ProcessResult:
