@@ -66,7 +66,7 @@ class S3ManifestStore:
         self._run_entries, self._head_workers = run_entries, head_workers
 
     def write(self, header: ManifestHeader, files: Iterable[PublishedFile]) -> ManifestRef:
-        key = manifest_key(header.feed, header.date, header.batch_id)
+        key = manifest_key(header.feed, header.date, header.batch_id, header.status)
         with tempfile.TemporaryDirectory(prefix="dlpipe-manifest-") as tmp:
             runs = sorted_runs(
                 files,

@@ -17,11 +17,17 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from dlpipe.domain.feeds import is_feed_name
-from dlpipe.domain.model import validate_batch_id, validate_date
+from dlpipe.domain.model import BatchStatus, validate_batch_id, validate_date
 
 MANIFEST_ROOT = "_dlpipe/manifests"
 FORMAT = "dlpipe-day-manifest/1"
 POINTER_NAME = "latest.json"
+_TIMEOUT = str(BatchStatus.TIMEOUT)
+_FINAL_SUFFIX = {
+    str(BatchStatus.COMPLETED): ".json",
+    str(BatchStatus.FAILED): ".json",
+    _TIMEOUT: ".timeout.json",
+}
 
 
 class ManifestError(ValueError):
@@ -39,9 +45,14 @@ def day_prefix(feed: str, date: str) -> str:
     return f"{MANIFEST_ROOT}/{feed}/{validate_date(date)}/"
 
 
-def manifest_key(feed: str, date: str, batch_id: str) -> str:
-    """Where the manifest of `batch_id` lives (feed `default` for the default feed)."""
-    return f"{day_prefix(feed, date)}{validate_batch_id(batch_id)}.json"
+def manifest_key(feed: str, date: str, batch_id: str, status: str) -> str:
+    """Where the manifest of `batch_id` ended `status` lives (feed `default` for the default
+    feed): `{batch_id}.json` for its final status, completed or failed, and
+    `{batch_id}.timeout.json` for timeout, the one status a batch may leave (repaired to
+    completed or failed), so each of a batch's at most two manifests has its own key."""
+    if status not in _FINAL_SUFFIX:
+        raise ManifestError(f"status must be one a batch ends with, got {status!r}")
+    return f"{day_prefix(feed, date)}{validate_batch_id(batch_id)}{_FINAL_SUFFIX[status]}"
 
 
 def pointer_key(feed: str, date: str) -> str:
@@ -223,11 +234,13 @@ def supersedes(new: DayPointer, current: DayPointer | None) -> bool:
     """The pointer rule: a completed batch's manifest replaces any earlier one (a rerun's
     supersedes); a failed or timed-out batch's is the day's only while no completed one is,
     so a failed rerun never hides a completed day. Among equals the later-created batch wins,
-    so a late retry of an older batch's step cannot take the pointer back."""
+    so a late retry of an older batch's step cannot take the pointer back. The same batch's
+    manifest replaces only its own timeout one (timeout -> completed or failed, repaired)."""
     if current is None:
         return True
     if current.batch_id == new.batch_id:
-        return False  # one manifest per batch: its pointer is already written
+        # Its later status's manifest, never the timeout one back over it (a late retry).
+        return current.status == _TIMEOUT and new.status != _TIMEOUT
     if (current.status == "completed") != (new.status == "completed"):
         return new.status == "completed"
     return new.created_at > current.created_at

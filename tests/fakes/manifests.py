@@ -39,7 +39,7 @@ class FakeManifestStore:
             key=lambda e: e.file_id,
         )
         data = b"".join(render(header, lambda: iter(entries)))
-        key = manifest_key(header.feed, header.date, header.batch_id)
+        key = manifest_key(header.feed, header.date, header.batch_id, header.status)
         if key in self.objects and self.objects[key] != data:
             raise ManifestConflictError(f"the manifest {key} conflicts")
         if key not in self.objects:

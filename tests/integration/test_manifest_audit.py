@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 import pytest
 
 from dlpipe.adapters.manifest_store import S3ManifestStore
+from dlpipe.domain.clock import iso_from_ms
 from dlpipe.domain.manifest import pointer_key
 from dlpipe.domain.model import BatchStatus
 from dlpipe.local.provision import Provisioned
@@ -34,24 +35,42 @@ class Day:
 @pytest.fixture
 def day(world: World, provisioned: Provisioned) -> Day:
     """A completed day of three published files and its manifest, written by write-manifest."""
-    bucket = str(provisioned.destination_bucket)
-    world.ops = world.rewired(replace(world.ops.settings, destination_bucket=bucket))
+    bucket = _wire_bucket(world, provisioned)
     entity = f"aud{uuid.uuid4().hex[:8]}"
     batch = world.batch()
-    keys = []
-    for n in range(3):
-        job = world.job(f"{entity}{n}", batch_id=batch.batch_id)
-        body = f"file {n} of {entity}".encode()
-        sha = hashlib.sha256(body).hexdigest()
-        key = f"{job.entity}/{world.day}/{job.file_id}"
-        world.clients.s3.put_object(Bucket=bucket, Key=key, Body=body, Metadata={"sha256": sha})
-        world.jobs.claim(job.file_id, "w", 60)
-        world.jobs.complete(job.file_id, "w", byte_count=len(body), sha256=sha, destination_key=key)
-        keys.append(key)
+    keys = [_published(world, bucket, f"{entity}{n}", batch.batch_id) for n in range(3)]
     world.batches.mark_queued(batch.batch_id, [k.rsplit("/", 1)[1] for k in keys])
     world.batches.record_counts(batch.batch_id, completed=3, failed=0, error=0)
     world.batches.finish(batch.batch_id, BatchStatus.COMPLETED)
-    flow = BatchFlowService(
+    ref = write_manifest(_flow(world, bucket), batch.batch_id)
+    assert ref is not None
+    assert ref.entries == 3
+    return Day(batch.batch_id, keys, ref.key, bucket)
+
+
+def _wire_bucket(world: World, provisioned: Provisioned) -> str:
+    bucket = str(provisioned.destination_bucket)
+    world.ops = world.rewired(replace(world.ops.settings, destination_bucket=bucket))
+    return bucket
+
+
+def _published(world: World, bucket: str, entity: str, batch_id: str, *, job: bool = True) -> str:
+    """Publish a file of `entity` (its job created first, unless `job` is False) and complete
+    its job; the object's key."""
+    file_id = f"{entity}-{world.day}"
+    if job:
+        world.job(entity, batch_id=batch_id)
+    body = f"file {file_id}".encode()
+    sha = hashlib.sha256(body).hexdigest()
+    key = f"{entity}/{world.day}/{file_id}"
+    world.clients.s3.put_object(Bucket=bucket, Key=key, Body=body, Metadata={"sha256": sha})
+    world.jobs.claim(file_id, "w", 60)
+    world.jobs.complete(file_id, "w", byte_count=len(body), sha256=sha, destination_key=key)
+    return key
+
+
+def _flow(world: World, bucket: str) -> BatchFlowService:
+    return BatchFlowService(
         jobs=world.jobs,
         batches=world.batches,
         provider=None,  # type: ignore[arg-type]  # write-manifest lists nothing
@@ -60,10 +79,6 @@ def day(world: World, provisioned: Provisioned) -> Day:
         new_uuid=lambda: str(uuid.uuid4()),
         manifests=S3ManifestStore(world.clients.s3, bucket),
     )
-    ref = write_manifest(flow, batch.batch_id)
-    assert ref is not None
-    assert ref.entries == 3
-    return Day(batch.batch_id, keys, ref.key, bucket)
 
 
 def _audit(world: World, dlpipe_cli: CliRunner) -> tuple[int, list[str]]:
@@ -141,3 +156,40 @@ def test_an_unreadable_pointer_is_one_line_not_a_traceback(
     assert code == 1
     (line,) = lines
     assert line.startswith(f"{world.day} default: latest.json unreadable: malformed pointer")
+
+
+def test_a_timed_out_day_repaired_to_completed_audits_clean(
+    world: World, dlpipe_cli: CliRunner, provisioned: Provisioned
+) -> None:
+    """A batch that timed out with a file pending, then completed once the file was repaired:
+    its completed manifest is the one latest.json names, the audit passes, and the timeout
+    manifest is still there, one version, unchanged."""
+    bucket = _wire_bucket(world, provisioned)
+    entity = f"aud{uuid.uuid4().hex[:8]}"
+    batch = world.batch()
+    done = _published(world, bucket, f"{entity}0", batch.batch_id)
+    late = world.job(f"{entity}1", batch_id=batch.batch_id)
+    world.batches.mark_queued(batch.batch_id, [done.rsplit("/", 1)[1], late.file_id])
+    world.batches.record_counts(batch.batch_id, completed=1, failed=0, error=0)
+    world.batches.finish(
+        batch.batch_id, BatchStatus.TIMEOUT, timeout_at=iso_from_ms(world.clock.now_ms())
+    )
+    timed_out = write_manifest(_flow(world, bucket), batch.batch_id)
+    assert timed_out is not None
+    first = world.clients.s3.get_object(Bucket=bucket, Key=timed_out.key)["Body"].read()
+    _published(world, bucket, f"{entity}1", batch.batch_id, job=False)
+    world.batches.record_counts(batch.batch_id, completed=2, failed=0, error=0)
+    world.batches.finish(batch.batch_id, BatchStatus.COMPLETED)
+    repaired = write_manifest(_flow(world, bucket), batch.batch_id)
+    assert repaired is not None
+    run = dlpipe_cli("batch", "audit", "--from", world.day, "--to", world.day, "--json")
+    assert run.code == 0, run.err
+    (checked,) = run.json()["dates"]
+    assert (checked["batch"], checked["manifest"], checked["entries"]) == (
+        batch.batch_id,
+        repaired.key,
+        2,
+    )
+    versions = world.clients.s3.list_object_versions(Bucket=bucket, Prefix=timed_out.key)
+    assert [v["Key"] for v in versions["Versions"]] == [timed_out.key]
+    assert world.clients.s3.get_object(Bucket=bucket, Key=timed_out.key)["Body"].read() == first

@@ -74,7 +74,7 @@ def test_the_manifest_lists_exactly_the_verified_objects_and_a_replay_writes_not
     facts = rig.check_day(day, result["batch_id"], stub.expected(day))
     assert crash.crashed
     assert crash.calls == 2  # the step's body ran again on the replay
-    key = manifest_key("default", day, result["batch_id"])
+    key = manifest_key("default", day, result["batch_id"], "completed")
     assert counter.published[key] == 1  # the replay found it and verified it: no second PUT
     assert _versions(rig, key) == 1
     assert counter.calls["s3.PutObject"] == 2  # the manifest and its pointer, once each

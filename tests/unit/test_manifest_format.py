@@ -67,7 +67,7 @@ def test_a_broken_manifest_is_one_manifest_error(data: bytes) -> None:
 
 def test_paths_carry_the_feed_date_and_batch() -> None:
     """The default feed's manifests live under `default/`, next to the day's pointer."""
-    assert manifest_key("default", "2026-02-28", BATCH) == (
+    assert manifest_key("default", "2026-02-28", BATCH, "completed") == (
         f"_dlpipe/manifests/default/2026-02-28/{BATCH}.json"
     )
     assert (
@@ -75,6 +75,31 @@ def test_paths_carry_the_feed_date_and_batch() -> None:
     )
     with pytest.raises(ManifestError):
         pointer_key("../x", "2026-02-28")
+
+
+def test_a_batchs_final_manifest_keeps_its_name_and_a_timeout_one_has_its_own() -> None:
+    """A batch ends completed or failed at `{BatchID}.json`; timeout, the one status it may
+    leave, is `{BatchID}.timeout.json`, so a repaired batch's later manifest has its own key."""
+    day = "_dlpipe/manifests/vendor-b/2026-02-28/"
+    batch = "vendor-b.batch-2026-02-28-0b5e6f3c-9d1a-4c7e-8f2b-1a2b3c4d5e6f"
+    assert manifest_key("vendor-b", "2026-02-28", batch, "failed") == f"{day}{batch}.json"
+    assert manifest_key("vendor-b", "2026-02-28", batch, "timeout") == f"{day}{batch}.timeout.json"
+    with pytest.raises(ManifestError):
+        manifest_key("default", "2026-02-28", BATCH, "queued")
+
+
+def test_the_same_batchs_later_status_replaces_its_timeout_manifest() -> None:
+    """timeout -> completed or failed moves the pointer to the batch's final manifest; the
+    timeout one never takes it back, and a completed rerun still outranks a repaired failure."""
+    timed_out = _pointer("a", "timeout", "2026-03-01T06:00:00.000Z")
+    repaired = _pointer("a", "completed", "2026-03-01T06:00:00.000Z")
+    repaired_failed = _pointer("a", "failed", "2026-03-01T06:00:00.000Z")
+    rerun_ok = _pointer("b", "completed", "2026-03-01T07:00:00.000Z")
+    assert supersedes(repaired, timed_out)
+    assert supersedes(repaired_failed, timed_out)
+    assert not supersedes(timed_out, repaired)
+    assert not supersedes(timed_out, repaired_failed)
+    assert not supersedes(repaired_failed, rerun_ok)
 
 
 def _pointer(batch: str, status: str, created: str) -> DayPointer:

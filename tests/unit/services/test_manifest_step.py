@@ -111,3 +111,26 @@ def test_without_a_bucket_no_manifest_is_written() -> None:
     day = Day()
     day.flow.manifests = None
     assert day.flow.write_manifest(day.batch(BatchStatus.COMPLETED, ["a"]).batch_id) is None
+
+
+def test_a_timed_out_batch_repaired_to_completed_gets_its_own_manifest_and_the_pointer() -> None:
+    """timeout -> completed: a second manifest for the same batch, named by the pointer; the
+    timeout manifest stays as it was, and a replay of either step writes nothing."""
+    day = Day()
+    batch = day.batch(BatchStatus.TIMEOUT, ["accounts"])
+    timed_out = day.flow.write_manifest(batch.batch_id)
+    assert timed_out is not None
+    first_bytes = day.store.objects[timed_out["key"]]
+    day.clock.advance(60)
+    day.batches.finish(batch.batch_id, BatchStatus.COMPLETED)
+    completed = day.flow.write_manifest(batch.batch_id)
+    assert completed is not None
+    assert completed["key"] != timed_out["key"]
+    assert parse_manifest(day.store.objects[completed["key"]]).header.status == "completed"
+    pointer = day.store.read_pointer("default", DAY)
+    assert pointer is not None
+    assert (pointer[0].key, pointer[0].status) == (completed["key"], "completed")
+    assert day.store.objects[timed_out["key"]] == first_bytes
+    writes = day.store.writes
+    assert day.flow.write_manifest(batch.batch_id) == completed
+    assert day.store.writes == writes
