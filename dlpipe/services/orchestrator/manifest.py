@@ -14,7 +14,7 @@ from dlpipe.domain.manifest import (
     PublishedFile,
     supersedes,
 )
-from dlpipe.domain.model import Batch, JobStatus
+from dlpipe.domain.model import Batch, BatchStatus, JobStatus
 from dlpipe.log import get_logger
 
 if TYPE_CHECKING:
@@ -50,8 +50,17 @@ def header_of(batch: Batch) -> ManifestHeader:
     return ManifestHeader(
         batch.feed, batch.polling_date, batch.batch_id, str(batch.status),
         batch.expected, batch.completed, batch.failed_count or 0, batch.error_count or 0,
-        batch.created_at, batch.timeout_at or batch.updated_at,
+        batch.created_at, _finished_at(batch),
     )  # fmt: skip
+
+
+def _finished_at(batch: Batch) -> str:
+    # A timed-out batch's UpdatedAt moves with each later check's counts, so its end is the
+    # TimeoutAt it recorded; the item keeps that after a repair, when UpdatedAt (not moved
+    # once the status is completed or failed) is the end.
+    if batch.status is BatchStatus.TIMEOUT and batch.timeout_at:
+        return batch.timeout_at
+    return batch.updated_at
 
 
 def _day_batches(flow: BatchFlowService, batch: Batch) -> list[Batch]:

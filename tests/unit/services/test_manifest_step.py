@@ -6,6 +6,7 @@ import pytest
 
 from dlpipe.bootstrap.orchestrator import build_flow
 from dlpipe.config import Settings
+from dlpipe.domain.clock import iso_from_ms
 from dlpipe.domain.manifest import parse_manifest, pointer_key
 from dlpipe.domain.model import Batch, BatchStatus, JobStatus, make_file_id
 from dlpipe.services.orchestrator.flow import BatchFlowService
@@ -51,7 +52,9 @@ class Day:
             else:
                 self.jobs.finish_unsuccessfully(file_id, "w", JobStatus.FAILED, "gone")
         self.batches.mark_queued(batch.batch_id, [make_file_id(e, DAY) for e in [*done, *failed]])
-        return self.batches.finish(batch.batch_id, status)
+        # finish.py records when a batch timed out; the item keeps it after a repair.
+        timeout_at = iso_from_ms(self.clock.now) if status is BatchStatus.TIMEOUT else None
+        return self.batches.finish(batch.batch_id, status, timeout_at=timeout_at)
 
     def pointed(self) -> str:
         found = self.store.read_pointer("default", DAY)
@@ -134,3 +137,24 @@ def test_a_timed_out_batch_repaired_to_completed_gets_its_own_manifest_and_the_p
     writes = day.store.writes
     assert day.flow.write_manifest(batch.batch_id) == completed
     assert day.store.writes == writes
+
+
+def test_a_repaired_batchs_manifest_says_when_it_ended_not_when_it_timed_out() -> None:
+    """The completed manifest's finished_at is the completion's time; the timeout one's, the
+    timeout's (the item keeps TimeoutAt after the repair)."""
+    day = Day()
+    batch = day.batch(BatchStatus.TIMEOUT, ["accounts"])
+    timed_out = day.flow.write_manifest(batch.batch_id)
+    day.clock.advance(60)
+    repaired = day.batches.finish(batch.batch_id, BatchStatus.COMPLETED)
+    completed = day.flow.write_manifest(batch.batch_id)
+    assert timed_out is not None
+    assert completed is not None
+    assert batch.timeout_at is not None
+    assert repaired.timeout_at == batch.timeout_at != repaired.updated_at
+    assert parse_manifest(day.store.objects[timed_out["key"]]).header.finished_at == (
+        batch.timeout_at
+    )
+    assert parse_manifest(day.store.objects[completed["key"]]).header.finished_at == (
+        repaired.updated_at
+    )
