@@ -158,12 +158,10 @@ def test_an_unreadable_pointer_is_one_line_not_a_traceback(
     assert line.startswith(f"{world.day} default: latest.json unreadable: malformed pointer")
 
 
-def test_a_timed_out_day_repaired_to_completed_audits_clean(
-    world: World, dlpipe_cli: CliRunner, provisioned: Provisioned
-) -> None:
-    """A batch that timed out with a file pending, then completed once the file was repaired:
-    its completed manifest is the one latest.json names, the audit passes, and the timeout
-    manifest is still there, one version, unchanged."""
+def _repaired_day(world: World, provisioned: Provisioned) -> tuple[str, str, str]:
+    """A batch that timed out with one of its two files pending (its timeout manifest written),
+    then ended completed once the file was published; its ID, the bucket and that manifest's
+    key."""
     bucket = _wire_bucket(world, provisioned)
     entity = f"aud{uuid.uuid4().hex[:8]}"
     batch = world.batch()
@@ -176,20 +174,44 @@ def test_a_timed_out_day_repaired_to_completed_audits_clean(
     )
     timed_out = write_manifest(_flow(world, bucket), batch.batch_id)
     assert timed_out is not None
-    first = world.clients.s3.get_object(Bucket=bucket, Key=timed_out.key)["Body"].read()
     _published(world, bucket, f"{entity}1", batch.batch_id, job=False)
     world.batches.record_counts(batch.batch_id, completed=2, failed=0, error=0)
     world.batches.finish(batch.batch_id, BatchStatus.COMPLETED)
-    repaired = write_manifest(_flow(world, bucket), batch.batch_id)
+    return batch.batch_id, bucket, timed_out.key
+
+
+def test_a_timed_out_day_repaired_to_completed_audits_clean(
+    world: World, dlpipe_cli: CliRunner, provisioned: Provisioned
+) -> None:
+    """A batch that timed out with a file pending, then completed once the file was repaired:
+    its completed manifest is the one latest.json names, the audit passes, and the timeout
+    manifest is still there, one version, unchanged."""
+    batch_id, bucket, timeout_key = _repaired_day(world, provisioned)
+    first = world.clients.s3.get_object(Bucket=bucket, Key=timeout_key)["Body"].read()
+    repaired = write_manifest(_flow(world, bucket), batch_id)
     assert repaired is not None
     run = dlpipe_cli("batch", "audit", "--from", world.day, "--to", world.day, "--json")
     assert run.code == 0, run.err
     (checked,) = run.json()["dates"]
     assert (checked["batch"], checked["manifest"], checked["entries"]) == (
-        batch.batch_id,
+        batch_id,
         repaired.key,
         2,
     )
-    versions = world.clients.s3.list_object_versions(Bucket=bucket, Prefix=timed_out.key)
-    assert [v["Key"] for v in versions["Versions"]] == [timed_out.key]
-    assert world.clients.s3.get_object(Bucket=bucket, Key=timed_out.key)["Body"].read() == first
+    versions = world.clients.s3.list_object_versions(Bucket=bucket, Prefix=timeout_key)
+    assert [v["Key"] for v in versions["Versions"]] == [timeout_key]
+    assert world.clients.s3.get_object(Bucket=bucket, Key=timeout_key)["Body"].read() == first
+
+
+def test_a_repaired_day_still_pointing_at_its_timeout_manifest_is_named(
+    world: World, dlpipe_cli: CliRunner, provisioned: Provisioned
+) -> None:
+    """The batch completed but its completed manifest was never written: the audit says the
+    pointer names the batch's timeout manifest, not a completed one."""
+    batch_id, _, timeout_key = _repaired_day(world, provisioned)
+    code, lines = _audit(world, dlpipe_cli)
+    assert code == 1
+    assert lines[0] == (
+        f"{world.day} default: latest.json names batch {batch_id}'s timeout manifest"
+        f" {timeout_key}, not a completed one"
+    )

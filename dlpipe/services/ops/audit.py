@@ -1,10 +1,11 @@
 """`dlpipe batch audit`: per date and feed, is the day complete and does its manifest hold?
 
 For each date: a completed batch exists and every file it listed completed; the day's pointer
-names that batch's manifest; the manifest's bytes hash to the SHA-256 the pointer recorded
-and parse; each entry's object is there at the entry's version, with its size and SHA-256
-metadata (HEAD only: no file is read twice); and the manifest's counts agree with the batch
-item and with the jobs (BatchIndex COUNTs). Each problem is one line."""
+names that batch's completed manifest (not its timeout one, if it was repaired); the
+manifest's bytes hash to the SHA-256 the pointer recorded and parse; each entry's object is
+there at the entry's version, with its size and SHA-256 metadata (HEAD only: no file is read
+twice); and the manifest's counts agree with the batch item and with the jobs (BatchIndex
+COUNTs). Each problem is one line."""
 
 from __future__ import annotations
 
@@ -83,16 +84,29 @@ def _audit_day(deps: AuditDeps, day: str, feed: str) -> DayCheck:
         return check
     pointer = pointed[0]
     check.manifest_key = pointer.key
-    if completed and pointer.batch_id != completed[-1].batch_id:
-        check.problems.append(
-            f"latest.json names batch {pointer.batch_id}, not the completed {completed[-1].batch_id}"
-        )
+    if completed:
+        check.problems += _pointer_problems(pointer, completed[-1])
     manifest = _read_manifest(deps.manifests, pointer, check)
     if manifest is not None:
         check.entries = len(manifest.entries)
         check.problems += _object_problems(deps.manifests, manifest.entries)
         check.problems += _count_problems(deps, found, manifest)
     return check
+
+
+def _pointer_problems(pointer: DayPointer, completed: Batch) -> list[str]:
+    """The pointer must name the completed batch's completed manifest: a batch repaired from
+    timeout has a timeout manifest too, which its completed one replaces."""
+    if pointer.batch_id != completed.batch_id:
+        return [
+            f"latest.json names batch {pointer.batch_id}, not the completed {completed.batch_id}"
+        ]
+    if pointer.status != str(BatchStatus.COMPLETED):
+        return [
+            f"latest.json names batch {pointer.batch_id}'s {pointer.status} manifest"
+            f" {pointer.key}, not a completed one"
+        ]
+    return []
 
 
 def _read_manifest(reader: ManifestReader, pointer: DayPointer, check: DayCheck) -> Manifest | None:
