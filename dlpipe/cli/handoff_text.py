@@ -45,7 +45,9 @@ def render_handoff(out: Console, report: DayReport) -> None:
     if manifest:  # README, "Hand-off: manifests"
         line = f"day manifest: {manifest.get('uri')}"
         out.print(plain(line), highlight=False, soft_wrap=True)
-    events = report.result.get(RECEIVED, [])
+    if RECEIVED not in report.result:
+        return  # nobody read the downstream queue (a run without the local stack's consumer)
+    events = report.result[RECEIVED]
     if not events:
         out.print("downstream queue: no event received", highlight=False)
     for event in events:
