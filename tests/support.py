@@ -8,6 +8,7 @@ import uuid
 from dataclasses import replace
 
 from dlpipe.domain.clock import iso_from_ms
+from dlpipe.domain.feeds import Feed
 from dlpipe.domain.listing import FileDescriptor
 from dlpipe.domain.model import Batch, BatchStatus, FileJob, JobStatus, make_batch_id, make_file_id
 from dlpipe.domain.rules import batch_ttl_epoch_s, job_ttl_epoch_s
@@ -109,3 +110,16 @@ def descriptor(entity: str, day: str = "2026-02-28") -> FileDescriptor:
         sha256="0" * 64,
         expires_at=None,
     )
+
+
+# A named feed as the operator tests configure it (its deadline: 09:00 Berlin time).
+VENDOR_B = Feed(
+    name="vendor-b",
+    schedule="cron(0 5 * * ? *)",
+    time_zone="Europe/Berlin",
+    provider_base_url="https://b.example.com",
+    token_secret="b-token",
+    private_key_secret="b-key",
+    destination_prefix="vendor-b",
+    deadline="09:00",
+)

@@ -17,21 +17,11 @@ from dlpipe.domain.model import Batch, BatchStatus, FileJob, make_batch_id, make
 from dlpipe.domain.rules import batch_ttl_epoch_s, job_ttl_epoch_s
 from dlpipe.local.provision import Provisioned
 from tests.integration.test_ops_fixtures import CliRunner, World, dlpipe_cli, no_scan, world
-from tests.support import BASE_MS, make_batch, make_job
+from tests.support import BASE_MS, VENDOR_B, make_batch, make_job
 
 pytestmark = pytest.mark.integration
 __all__ = ["dlpipe_cli", "no_scan", "world"]  # fixtures used by the tests below
 FEED = "vendor-b"
-VENDOR_B = Feed(
-    name=FEED,
-    schedule="cron(0 5 * * ? *)",
-    time_zone="Europe/Berlin",
-    provider_base_url="https://b.example.com",
-    token_secret="b-token",
-    private_key_secret="b-key",
-    destination_prefix="vendor-b",
-    deadline="09:00",
-)
 
 
 # The world's clock lies in the far past; DynamoDB Local deletes items whose TTL has passed in

@@ -7,14 +7,14 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from dlpipe.domain.clock import ms_from_iso
-from dlpipe.domain.feeds import DEFAULT_FEED, Feed
+from dlpipe.domain.feeds import DEFAULT_FEED
 from dlpipe.domain.model import Batch, BatchStatus, make_batch_id, make_file_id
 from dlpipe.services.ops.backfill import backfill
 from dlpipe.services.ops.feeds import batch_feed, feeds_shown, file_feed
 from dlpipe.services.ops.freshness import day_freshness
 from dlpipe.services.ops.queries import day_batches
 from tests.fakes.stores import FakeBatchesTable
-from tests.support import ManualClock, make_batch
+from tests.support import VENDOR_B, ManualClock, make_batch
 
 DAY = "2026-02-28"
 FEED = "vendor-b"
@@ -22,16 +22,7 @@ FEED = "vendor-b"
 DEADLINE_MS = ms_from_iso("2026-03-01T08:00:00Z")
 FEEDS = {
     DEFAULT_FEED.name: DEFAULT_FEED,
-    FEED: Feed(
-        name=FEED,
-        schedule="cron(0 5 * * ? *)",
-        time_zone="Europe/Berlin",
-        provider_base_url="https://b.example.com",
-        token_secret="b-token",
-        private_key_secret="b-key",
-        destination_prefix="vendor-b",
-        deadline="09:00",
-    ),
+    FEED: VENDOR_B,
 }
 
 
