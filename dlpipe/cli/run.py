@@ -182,7 +182,7 @@ def _run_remote(day: str, feed: str, poll_interval: int | None, log_path: Path) 
     # Wired as the Lambda is (the outage budgets from the settings); the run's own timeout
     # holds an SQS / DynamoDB outage waited out within its budget.
     handler = build_orchestrator_handler(
-        settings, lambda feed: ReportingFlow(build_flow(feed), reporter), feeds=chosen.source
+        settings, lambda of_feed: ReportingFlow(build_flow(of_feed), reporter), feeds=chosen.source
     )
     budget_s = own.poll_interval_seconds * own.max_polls + own.aws_outage_budget_seconds + 600.0
     err.print(f"day {day}{chosen.of_feed}: starting the batch", highlight=False)
