@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -36,19 +36,16 @@ class Received:
     source_arn: str = ""  # the queue's ARN, in a Lambda event's records
 
 
-class QueueRouter(Protocol):
-    """Names the queue a message of a file of `size_bytes` goes to (JobQueue fits)."""
-
-    def queue_url_for(self, size_bytes: int | None) -> str:
-        """The queue URL for a file of that size."""
-        ...
+# The queue a delayed copy of a message goes to, from its file's size and the message's body
+# (whose FileID names the feed, and so the size threshold, that routed the original).
+CopyRoute = Callable[[int | None, str], str]
 
 
 class MessageVisibility:
     """Sets one received message's visibility timeout; failures are logged, never raised.
 
-    `copy_to(size_bytes)` names the queue a fresh copy goes to (JobQueue.queue_url_for, so
-    a copy is routed like every other send); without it, the queue the message came from.
+    `copy_to(size_bytes, body)` names the queue a fresh copy goes to (routed by the file's
+    feed's threshold, as the orchestrator's send was); without it, the queue it came from.
     """
 
     def __init__(
@@ -56,7 +53,7 @@ class MessageVisibility:
         sqs: SQSClient,
         queue_url: str,
         receipt_handle: str,
-        copy_to: Callable[[int | None], str] | None = None,
+        copy_to: CopyRoute | None = None,
     ) -> None:
         self._sqs, self._queue_url, self._receipt = sqs, queue_url, receipt_handle
         self._copy_to = copy_to
@@ -73,7 +70,7 @@ class MessageVisibility:
 
     def send_copy_later(self, body: str, delay_s: int, size_bytes: int | None = None) -> bool:
         """Queue a fresh copy of `body`, visible after `delay_s` (SQS allows 900 at most)."""
-        queue_url = self._copy_to(size_bytes) if self._copy_to else self._queue_url
+        queue_url = self._copy_to(size_bytes, body) if self._copy_to else self._queue_url
         try:
             self._sqs.send_message(
                 QueueUrl=queue_url,
@@ -109,14 +106,14 @@ def hide_messages(
 class DownloadQueue:
     """One download queue (main or large-file), as the long-poll worker consumes it.
 
-    `copy_to` routes a delayed copy of a message by the file's size (JobQueue.queue_url_for).
+    `copy_to` routes a delayed copy of a message by the file's size and feed (CopyRoute).
     """
 
     def __init__(
         self,
         sqs: SQSClient,
         queue_url: str,
-        copy_to: Callable[[int | None], str] | None = None,
+        copy_to: CopyRoute | None = None,
     ) -> None:
         self._sqs, self.queue_url, self._copy_to = sqs, queue_url, copy_to
 
@@ -157,20 +154,20 @@ class DownloadQueue:
 class EventQueues:
     """The queues an SQS event source's records come from, found by their ARN (the Lambda).
 
-    `queue_url` set: every record is taken to come from it (no GetQueueUrl call).
+    `queue_url` set: every record is taken to come from it (no GetQueueUrl call); `copy_to`
+    routes delayed copies (CopyRoute).
     """
 
     def __init__(
-        self, sqs: SQSClient, queue_url: str | None, router: QueueRouter | None = None
+        self, sqs: SQSClient, queue_url: str | None, copy_to: CopyRoute | None = None
     ) -> None:
-        self._sqs, self._queue_url, self._router = sqs, queue_url, router
+        self._sqs, self._queue_url, self._copy_to = sqs, queue_url, copy_to
         self._urls: dict[str, str] = {}
 
     def queue_for(self, arn: str) -> DownloadQueue:
         """The queue of an event source ARN (arn:aws:sqs:region:account:name); an error if
         GetQueueUrl fails."""
-        copy_to = self._router.queue_url_for if self._router else None
-        return DownloadQueue(self._sqs, self._url_for(arn), copy_to)
+        return DownloadQueue(self._sqs, self._url_for(arn), self._copy_to)
 
     def _url_for(self, arn: str) -> str:
         if self._queue_url:

@@ -22,7 +22,10 @@ from dlpipe.adapters.source import HttpSource
 from dlpipe.bootstrap.feeds import feed_source
 from dlpipe.config import Settings
 from dlpipe.domain.clock import Clock, SystemClock
-from dlpipe.domain.feeds import DEFAULT_FEED_NAME
+from dlpipe.domain.errors import InvalidIdentifierError
+from dlpipe.domain.feeds import DEFAULT_FEED_NAME, FeedError
+from dlpipe.domain.messages import MalformedMessageError, decode_message
+from dlpipe.domain.model import parse_file_key
 from dlpipe.domain.url_policy import UrlPolicy, default_allowed_hosts
 from dlpipe.feed_settings import FeedSource, settings_for_feed
 from dlpipe.log import configure_logging
@@ -32,6 +35,7 @@ from dlpipe.services.download.transfer import TransferTuning
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
+    from mypy_boto3_sqs import SQSClient
 
     from dlpipe.services.download.ports import Destination, JobLeases, Source, UrlSigner
 
@@ -140,22 +144,56 @@ class FeedParts:
         return DownloadService(deps)
 
 
+class FeedRouter:
+    """Routes a delayed copy of a message as the orchestrator routed its file: by its size
+    against the threshold of the feed its FileID names (that feed's settings); a body or a
+    feed that cannot be read falls back to the process's threshold (asked again next time)."""
+
+    def __init__(self, sqs: SQSClient, settings: Settings, feeds: FeedSource) -> None:
+        self._sqs, self._settings, self._feeds = sqs, settings, feeds
+        self.default = JobQueue.from_settings(sqs, settings)  # ConfigError without a queue
+        self._lock = threading.Lock()
+        self._queues: dict[str, JobQueue] = {}
+
+    def copy_queue_url(self, size_bytes: int | None, body: str) -> str:
+        """The queue a copy of `body`, a file of `size_bytes`, goes to."""
+        try:
+            feed = parse_file_key(decode_message(body).file_id)[0]
+        except (MalformedMessageError, InvalidIdentifierError):
+            return self.default.queue_url_for(size_bytes)
+        return self._queue_of(feed).queue_url_for(size_bytes)
+
+    def _queue_of(self, feed: str) -> JobQueue:
+        with self._lock:
+            if feed not in self._queues:
+                try:
+                    own = settings_for_feed(self._settings, self._feeds.feed(feed))
+                except FeedError:
+                    return self.default  # the job itself then ends error (unknown_feed)
+                self._queues[feed] = JobQueue.from_settings(self._sqs, own)
+            return self._queues[feed]
+
+
 def build_lambda_wiring(
     settings: Settings | None = None,
 ) -> tuple[DownloadService, EventQueues]:
     """The downloader Lambda's service and the queues its records come from (logging set up);
-    delayed copies of messages are routed by size."""
+    delayed copies of messages are routed by size and feed."""
     settings = settings or Settings.from_env()
     configure_logging(settings.log_level)
     clients = AwsClients(settings)
-    router = JobQueue.from_settings(clients.sqs, settings) if settings.queue_url else None
-    queues = EventQueues(clients.sqs, settings.queue_url, router)
-    return build_service(settings, clients), queues
+    feeds = feed_source(settings, clients)
+    copy_to = (
+        FeedRouter(clients.sqs, settings, feeds).copy_queue_url if settings.queue_url else None
+    )
+    queues = EventQueues(clients.sqs, settings.queue_url, copy_to)
+    return build_service(settings, clients, feeds=feeds), queues
 
 
 def build_worker_queues(settings: Settings, clients: AwsClients) -> list[DownloadQueue]:
     """The main queue, and the large-file queue if it is configured (`dlpipe worker`, and the
-    local day's downloaders); delayed copies of messages are routed by size."""
-    router = JobQueue.from_settings(clients.sqs, settings)
-    urls = [router.queue_url, *([router.large_queue_url] if router.large_queue_url else [])]
-    return [DownloadQueue(clients.sqs, url, router.queue_url_for) for url in urls]
+    local day's downloaders); delayed copies of messages are routed by size and feed."""
+    router = FeedRouter(clients.sqs, settings, feed_source(settings, clients))
+    main = router.default
+    urls = [main.queue_url, *([main.large_queue_url] if main.large_queue_url else [])]
+    return [DownloadQueue(clients.sqs, url, router.copy_queue_url) for url in urls]

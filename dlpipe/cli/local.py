@@ -15,6 +15,7 @@ from rich.table import Table
 from dlpipe.adapters.aws import AwsClients
 from dlpipe.cli.ops.durations import DAY, resolve_day, wall_clock_ms
 from dlpipe.config import ENV_FEEDS_FILE, ENV_PRIVATE_KEY_FILE, SERVICE_ENDPOINT_ENV, Settings
+from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.local.dynamodb_local import DynamoDBLocalError
 from dlpipe.local.emulator import EmulatorError
 from dlpipe.local.feeds import MAX_LOCAL_FEEDS
@@ -179,12 +180,22 @@ def _print_exports(running: LocalUp, options: StubOptions | None) -> None:
                 f"{running.environment[ENV_FEEDS_FILE]}",
                 highlight=False,
             )
-        click.echo(
-            "# then: dlpipe worker --exit-when-idle 30 > .dlpipe/worker.log 2>&1 &"
-            f"  dlpipe run --date {options.date}"
-        )
+        for line in next_steps(options.date, list(running.stub_urls)):
+            click.echo(f"# then: {line}")
+    downstream = running.provisioned.downstream_queue_url
+    if downstream:
+        click.echo(f"# hand-off events (Day Completed, ...) arrive on the queue {downstream}")
     click.echo("# Ctrl-C here stops everything", nl=True)
     sys.stdout.flush()
+
+
+def next_steps(day: str, feeds: list[str]) -> list[str]:
+    """A worker and the default feed's day, then one `dlpipe run` per named feed."""
+    first = (
+        f"dlpipe worker --exit-when-idle 30 > .dlpipe/worker.log 2>&1 &  dlpipe run --date {day}"
+    )
+    named = [name for name in feeds if name != DEFAULT_FEED_NAME]
+    return [first, *(f"dlpipe run --date {day} --feed {name}" for name in named)]
 
 
 @local_group.command("provision")

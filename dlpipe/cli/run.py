@@ -1,5 +1,5 @@
-"""`dlpipe run`: one day's batch end to end. `--local` brings up the embedded stack first;
-without it the poller runs here against the configured endpoint and provider."""
+"""`dlpipe run`: one feed's day end to end. `--local` brings up the embedded stack first;
+without it the poller runs here against the configured endpoint and that feed's provider."""
 
 from __future__ import annotations
 
@@ -18,13 +18,14 @@ from rich.console import Console
 from dlpipe import metrics
 from dlpipe.bootstrap.ops import build_ops_context
 from dlpipe.bootstrap.orchestrator import build_flow, build_orchestrator_handler, check_ready
-from dlpipe.cli.ops.durations import DAY, resolve_day, wall_clock_ms
+from dlpipe.cli.ops.durations import DAY, FEED, resolve_day, wall_clock_ms
 from dlpipe.cli.outcome_text import result_line
+from dlpipe.cli.run_feed import run_feed
 from dlpipe.cli.run_local import render_reports, run_local
 from dlpipe.cli.run_progress import PollReporter, ReportingFlow
 from dlpipe.cli.safe_text import plain
 from dlpipe.config import Settings
-from dlpipe.domain.feeds import FeedError
+from dlpipe.domain.feeds import DEFAULT_FEED_NAME, FeedError
 from dlpipe.local.durable_runner import run_durable_locally
 from dlpipe.local.feeds import LOCAL_FEEDS_TEMPLATE
 from dlpipe.log import configure_logging
@@ -99,6 +100,15 @@ def _refuse_local_only_options(ctx: click.Context, local: bool) -> None:
     help="--local only: the feeds to run, each on its own stub provider [default: the shipped"
     " two feeds, default and vendor-b].",
 )
+@click.option(
+    "--feed",
+    "feed",
+    type=FEED,
+    default=DEFAULT_FEED_NAME,
+    metavar="NAME",
+    help=f"The feed whose day to run [default: {DEFAULT_FEED_NAME}]; with --local, only this"
+    " feed of the feeds file [default: every feed].",
+)
 @click.pass_context
 def run_command(  # noqa: PLR0917 - click passes one argument per option
     ctx: click.Context,
@@ -108,9 +118,12 @@ def run_command(  # noqa: PLR0917 - click passes one argument per option
     workers: int,
     poll_interval: int | None,
     feeds_file: Path,
+    feed: str,
 ) -> None:
-    """Run one day's batch: create it, queue its files, download them, wait for the end."""
+    """Run one feed's day: create its batch, queue its files, download them, wait for the end."""
     _refuse_local_only_options(ctx, local)
+    # --local runs every feed of its template unless one is named.
+    only = feed if ctx.get_parameter_source("feed") is not ParameterSource.DEFAULT else None
     polling_date = _polling_date(day)
     log_path = _log_file(polling_date)
     with log_path.open("a") as log_stream:
@@ -120,14 +133,20 @@ def run_command(  # noqa: PLR0917 - click passes one argument per option
             interval = poll_interval or LOCAL_POLL_INTERVAL_S
             try:
                 reports = run_local(
-                    err, polling_date, files, max(workers, 1), interval, feeds_template=feeds_file
+                    err,
+                    polling_date,
+                    files,
+                    max(workers, 1),
+                    interval,
+                    feeds_template=feeds_file,
+                    only=only,
                 )
             except FeedError as exc:
                 raise click.ClickException(str(exc)) from exc
             render_reports(out, reports)
             code = 0 if all(report.ok for report in reports) else 1
         else:
-            code = _run_remote(polling_date, poll_interval, log_path)
+            code = _run_remote(polling_date, feed, poll_interval, log_path)
     raise SystemExit(code)
 
 
@@ -145,32 +164,31 @@ def _idle_probe(settings: Settings) -> Callable[[], int | None]:
     return lambda: idle_seconds(ops, waiting_work(ops))
 
 
-def _run_remote(day: str, poll_interval: int | None, log_path: Path) -> int:
-    """Run the poller here against the configured endpoint; deployed downloaders do the files.
-    A run that cannot start says why in one line (check_ready) before anything else."""
+def _run_remote(day: str, feed: str, poll_interval: int | None, log_path: Path) -> int:
+    """Run the feed's poller here against the configured endpoint; deployed downloaders do the
+    files. A run that cannot start says why in one line (an unknown feed, check_ready) before
+    anything else."""
     settings = Settings.from_env()
     if poll_interval is not None:
         settings = replace(settings, poll_interval_seconds=poll_interval)
-    check_ready(settings, day)
-    build_flow(settings)  # the settings' own checks (recovery bound), before any step
+    chosen = run_feed(settings, feed, poll_interval)
+    own = chosen.settings(settings)  # the feed's provider, token and polling; FeedError if unknown
+    check_ready(own, day)
+    build_flow(own)  # the feed's settings' own checks (recovery bound), before any step
     err.print(f"logs and metrics: {log_path}", highlight=False)
     reporter = PollReporter(
-        err, settings.poll_interval_seconds, settings.max_polls, idle_probe=_idle_probe(settings)
+        err, own.poll_interval_seconds, own.max_polls, idle_probe=_idle_probe(settings)
     )
     # Wired as the Lambda is (the outage budgets from the settings); the run's own timeout
     # holds an SQS / DynamoDB outage waited out within its budget.
     handler = build_orchestrator_handler(
-        settings, lambda own: ReportingFlow(build_flow(own), reporter)
+        settings, lambda of_feed: ReportingFlow(build_flow(of_feed), reporter), feeds=chosen.source
     )
-    budget_s = (
-        settings.poll_interval_seconds * settings.max_polls
-        + settings.aws_outage_budget_seconds
-        + 600.0
-    )
-    err.print(f"day {day}: starting the batch", highlight=False)
+    budget_s = own.poll_interval_seconds * own.max_polls + own.aws_outage_budget_seconds + 600.0
+    err.print(f"day {day}{chosen.of_feed}: starting the batch", highlight=False)
     with reporter.live():
         result = run_durable_locally(
-            handler, {"date": day}, skip_time=False, timeout_seconds=budget_s
+            handler, chosen.event(day), skip_time=False, timeout_seconds=budget_s
         )
     out.print_json(json.dumps(result))
     err.print(plain(result_line(result)), highlight=False, soft_wrap=True)

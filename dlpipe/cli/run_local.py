@@ -19,10 +19,11 @@ from dlpipe.config import (
     ENV_LOG_LEVEL,
 )
 from dlpipe.domain.clock import ENV_TEST_CLOCK_OFFSET_SECONDS
+from dlpipe.domain.feeds import FeedError
 from dlpipe.local.day import DayOptions, DayProgress, DayReport
 from dlpipe.local.dynamodb_local import ENV_HOME as ENV_DYNAMODB_LOCAL_HOME
 from dlpipe.local.feed_days import local_feeds, run_feed_days
-from dlpipe.local.feeds import LOCAL_FEEDS_TEMPLATE, read_template
+from dlpipe.local.feeds import LOCAL_FEEDS_TEMPLATE, FeedTables, read_template
 from dlpipe.local.stack import LocalStack, local_stack
 from dlpipe.local.stub.publish import default_day
 from dlpipe.local.testpoints import ENV_TEST_PAUSE_AT
@@ -66,9 +67,13 @@ def run_local(
     poll_interval: int,
     *,
     feeds_template: Path = LOCAL_FEEDS_TEMPLATE,
+    only: str | None = None,
 ) -> list[DayReport]:
-    """Start the stack, run every feed's day with a progress bar each, stop the stack."""
+    """Start the stack, run every feed's day (`only`'s alone if given) with a progress bar
+    each, stop the stack."""
     tables = read_template(feeds_template)  # a bad template: one line, before anything starts
+    if only is not None:
+        tables = _only(tables, only, feeds_template)
     ignored = drop_caller_settings(os.environ)
     if ignored:
         err.print(
@@ -108,6 +113,16 @@ def run_local(
             total = len(report.files)
             show(report.feed, DayProgress(verified, total - verified, total, error))
     return reports
+
+
+def _only(tables: FeedTables, name: str, template: Path) -> FeedTables:
+    """The template's feed `name` alone; FeedError (one line) if the template has none."""
+    if name not in tables:
+        raise FeedError(
+            f"feed {name!a} is not in the local feeds template {template}"
+            f" (its feeds: {', '.join(tables)})"
+        )
+    return {name: tables[name]}
 
 
 def _with_local_threshold(stack: LocalStack) -> LocalStack:

@@ -148,3 +148,23 @@ def test_feeds_file_is_refused_without_local(tmp_path: Path) -> None:
     """--feeds-file names the local stack's feeds: without --local it is a usage error."""
     run = _dlpipe("run", "--feeds-file", "feeds.toml", cwd=tmp_path)
     assert "--feeds-file applies to --local runs only" in _one_error_line(run)
+
+
+def test_run_of_a_feed_no_configuration_names_is_one_line(tmp_path: Path) -> None:
+    """`run --feed nope` without a feeds file naming it: one line naming the feed, exit 1,
+    before any setting or endpoint is looked at."""
+    run = _dlpipe("run", "--date", "2026-02-27", "--feed", "nope", cwd=tmp_path)
+    line = _one_error_line(run)
+    assert (run.returncode, line) == (1, "dlpipe: feed 'nope' is not configured in the feeds file")
+
+
+def test_run_local_of_a_feed_not_in_the_template_is_one_line_before_anything_starts(
+    tmp_path: Path,
+) -> None:
+    """`run --local --feed nope`: one line naming the template's feeds, exit 1, no emulator."""
+    run = _dlpipe("run", "--local", "--feed", "nope", cwd=tmp_path)
+    line = _one_error_line(run)
+    assert run.returncode == 1, run.stderr
+    assert "feed 'nope' is not in the local feeds template" in line, line
+    assert line.endswith("(its feeds: default, vendor-b)"), line
+    assert "moto" not in run.stderr

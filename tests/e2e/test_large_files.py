@@ -157,7 +157,7 @@ def test_a_file_above_the_threshold_is_downloaded_by_the_worker_never_by_the_lam
     by_lambda, by_worker = Publisher(), Publisher()
     runtime = lambda_handler.Runtime(
         make_service(clients, provisioned, private_key, s3=by_lambda.client),
-        EventQueues(clients.sqs, main_url, router),
+        EventQueues(clients.sqs, main_url, lambda size, _body: router.queue_url_for(size)),
     )
     event = event_of(clients, main_url)
     assert [large_id in r["body"] for r in event["Records"]] == [False]  # only the small one

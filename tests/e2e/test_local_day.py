@@ -153,6 +153,21 @@ def test_make_run_command_completes_a_day_and_verifies_every_file(tmp_path: Path
     assert all(name in ignored for name in nonsense), ignored
 
 
+def test_run_local_with_a_feed_runs_that_feeds_day_alone(tmp_path: Path) -> None:
+    """`dlpipe run --local --feed vendor-b`: the template's vendor-b day runs and completes,
+    the default feed's is never started."""
+    cli = Path(sys.executable).with_name("dlpipe")
+    done = subprocess.run(
+        [str(cli), "run", "--local", "--feed", "vendor-b", "--files", "2", "--workers", "2"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "feed vendor-b: batch status: completed; 2/2 files verified by SHA-256" in done.stdout
+    assert "feed default:" not in done.stdout
+    last = done.stdout.strip().splitlines()[-1]
+    assert last == "all 1 feeds' days completed, every file verified: vendor-b", last
+
+
 def test_published_objects_match_the_providers_plaintext(
     stack: LocalStack, stub_factory: StubFactory, entity: str
 ) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import os
+import queue
 import signal
 import subprocess
 from collections.abc import Iterator
@@ -23,8 +24,9 @@ from dlpipe.config import Settings
 from dlpipe.feed_settings import FileFeeds
 from dlpipe.feeds_config import load_feeds_file
 from dlpipe.local.durable_runner import run_durable_locally
+from dlpipe.local.events import HANDOFF_RULE_NAME
 from dlpipe.local.stub.crypto import oaep_sha256
-from tests.e2e.test_two_shells import DLPIPE, _exports, _lines
+from tests.e2e.test_two_shells import DLPIPE, _exports, _lines, _until
 from tests.support import unique_day
 
 pytestmark = pytest.mark.e2e
@@ -59,6 +61,19 @@ def _unwraps(private_pem: bytes, wrapped: bytes) -> bool:
         return False
 
 
+def _printed(lines: queue.Queue[str | None], timeout_s: float) -> list[str]:
+    """The stdout lines up to and with the closing comment (`# Ctrl-C ...`)."""
+    return _until(lines, "# Ctrl-C", timeout_s)
+
+
+def _replayed(printed: list[str]) -> queue.Queue[str | None]:
+    """`printed` as a stream of lines, for the shared parser of the export lines."""
+    lines: queue.Queue[str | None] = queue.Queue()
+    for line in [*printed, None]:
+        lines.put(line)
+    return lines
+
+
 @pytest.fixture(scope="module")
 def up3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[str, str], str, Path]]:
     """`dlpipe local up --feeds 3` on free ports: its exports, its day, its folder. SIGINT
@@ -74,7 +89,9 @@ def up3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[str, st
             text=True,
         )
     try:
-        exports = _exports(_lines(up.stdout), timeout_s=90)
+        printed = _printed(_lines(up.stdout), timeout_s=90)
+        (folder / "local-up.out").write_text("".join(printed))
+        exports = _exports(_replayed(printed), timeout_s=1)
         children = psutil.Process(up.pid).children(recursive=True)
         yield exports, day, folder
         up.send_signal(signal.SIGINT)
@@ -162,3 +179,23 @@ def test_a_second_shell_runs_a_named_feeds_day_with_only_the_printed_exports(
         if worker.poll() is None:
             worker.kill()
             worker.wait(10)
+
+
+def test_local_up_names_each_feeds_run_and_the_queue_the_hand_off_events_reach(
+    up3: tuple[dict[str, str], str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The closing hints name `dlpipe run --date D --feed NAME` for feed-2 and feed-3 besides
+    the default feed's run, and the downstream queue URL, which the hand-off rule delivers to."""
+    exports, day, folder = up3
+    printed = (folder / "local-up.out").read_text().splitlines()
+    hints = [line.removeprefix("# then: ") for line in printed if line.startswith("# then: ")]
+    assert hints[0].endswith(f"&  dlpipe run --date {day}"), hints
+    assert hints[1:] == [f"dlpipe run --date {day} --feed feed-{n}" for n in (2, 3)]
+    (events,) = [line for line in printed if line.startswith("# hand-off events")]
+    url = events.rsplit(" ", 1)[-1]
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION"):
+        monkeypatch.setenv(name, exports[name])  # the exports' dummy credentials
+    clients = AwsClients(Settings.from_env(exports))
+    arn = clients.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])
+    targets = clients.events.list_targets_by_rule(Rule=HANDOFF_RULE_NAME)["Targets"]
+    assert [t["Arn"] for t in targets] == [arn["Attributes"]["QueueArn"]]

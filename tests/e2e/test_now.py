@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import requests
 
+from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from tests.e2e.test_two_shells import DLPIPE, FILES, _exports, _lines, _until, local_up
 from tests.ui.test_command import _announced_url
 
@@ -64,14 +65,25 @@ def _code(page: str, element_id: str) -> str:
     return found.group(1)
 
 
+@pytest.mark.parametrize(
+    ("local_up", "feed"), [(1, DEFAULT_FEED_NAME), (2, "feed-2")], indirect=["local_up"]
+)
 def test_no_worker_is_warned_about_and_the_suggested_start_command_completes_the_day(
-    local_up: tuple[subprocess.Popen[str], str], shell: dict[str, str], ui: str, tmp_path: Path
+    local_up: tuple[subprocess.Popen[str], str],
+    feed: str,
+    shell: dict[str, str],
+    ui: str,
+    tmp_path: Path,
 ) -> None:
-    """No batch: the day page and status suggest `dlpipe run --date D`; run as printed without a worker,
-    it warns within the threshold, so do status and the day page; a worker then finishes it."""
+    """No batch: the day page and status suggest `dlpipe run --date D` (`--feed feed-2` for the
+    second feed of `local up --feeds 2`); run as printed without a worker, it warns within the
+    threshold, so do status and the day page; a worker then finishes it."""
     _, day = local_up
-    suggested = _code(requests.get(f"{ui}/day/{day}", timeout=10).text, "no-batch")
-    assert suggested == f"dlpipe run --date {day}"  # no orchestrator here: not backfill
+    named = feed != DEFAULT_FEED_NAME
+    element = f"no-batch-{feed}" if named else "no-batch"
+    suggested = _code(requests.get(f"{ui}/day/{day}", timeout=10).text, element)
+    # No orchestrator here: not backfill.
+    assert suggested == f"dlpipe run --date {day}" + (f" --feed {feed}" if named else "")
     status = subprocess.run(
         [str(DLPIPE), "status", "--date", day], env=shell, cwd=tmp_path,
         capture_output=True, text=True, timeout=60, check=False,
@@ -107,6 +119,11 @@ def test_no_worker_is_warned_about_and_the_suggested_start_command_completes_the
             )  # fmt: skip
         progress += _until(stderr, "batch completed", 120)
         assert run.wait(30) == 0, "".join(progress)
+        assert run.stdout is not None
+        result = json.loads(run.stdout.read())
+        # The suggested feed's day, keyed by its feed (the default feed's keys as before feeds).
+        assert result["batch_id"].startswith(f"{feed}.batch-" if named else "batch-"), result
+        assert result["completed"] == FILES
         page = requests.get(f"{ui}/day/{day}", timeout=10).text
         assert 'id="idle-warning"' not in page
     finally:

@@ -18,6 +18,7 @@ from dlpipe.adapters.aws import AwsClients
 from dlpipe.config import (
     ENV_ALLOW_HTTP_URLS,
     ENV_BATCHES_TABLE,
+    ENV_FEEDS_FILE,
     ENV_JOBS_TABLE,
     ENV_LEASE_SECONDS,
     ENV_MAX_POLLS,
@@ -117,3 +118,44 @@ def test_a_missing_queue_is_refused_at_once_in_one_line(
     assert done.stderr.strip().count("\n") == 0, done.stderr
     assert "the download queue does not exist at" in done.stderr
     assert elapsed_s < 5
+
+
+@pytest.mark.parametrize(
+    ("feed_interval_s", "flags"), [(1, []), (90, ["--poll-interval", "1"])], ids=["own", "flag"]
+)
+def test_a_named_feeds_day_is_checked_and_polled_on_that_feeds_own_provider_and_polling(
+    feed_interval_s: int,
+    flags: list[str],
+    tmp_path: Path,
+    aws_env: dict[str, str],
+    provisioned: Provisioned,
+    queue_url: str,
+    stub_factory: StubFactory,
+) -> None:
+    """`run --feed vendor-b`: the process's provider is unreachable and its token wrong, the
+    feeds file's vendor-b names a stub with its token file and a 1 s polling: the pre-run
+    checks and the day use vendor-b's, so its (empty) day completes within seconds, keyed by
+    the feed. `--poll-interval 1` overrides a feed's own 90 s as well."""
+    stub = stub_factory([])
+    token = tmp_path / "vendor-b.token"
+    token.write_text(TEST_PROVIDER_TOKEN)
+    feeds = tmp_path / "feeds.toml"
+    feeds.write_text(
+        "[feeds.vendor-b]\n"
+        f'provider_base_url = "{stub.base_url}"\n'
+        f'token_secret = "file:{token}"\nprivate_key_secret = "file:{token}.pem"\n'
+        'schedule = "rate(1 day)"\ntime_zone = "UTC"\ndestination_prefix = "vendor-b"\n'
+        f"poll_interval_seconds = {feed_interval_s}\nmax_polls = 12\n"
+    )
+    env = run_env(tmp_path, aws_env, provisioned, queue_url, "http://127.0.0.1:1")
+    env |= {ENV_PROVIDER_TOKEN: "not-vendor-b-s", ENV_FEEDS_FILE: str(feeds)}
+    started = time.monotonic()
+    done = subprocess.run(
+        [str(DLPIPE), "run", "--date", unique_day(), "--feed", "vendor-b", *flags],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["status"] == "completed", result
+    assert result["batch_id"].startswith("vendor-b.batch-"), result
+    assert time.monotonic() - started < 30  # 1 s checks, not the process's or the feed's

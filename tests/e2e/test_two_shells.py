@@ -64,13 +64,17 @@ def _until(lines: queue.Queue[str | None], text: str, timeout_s: float) -> list[
 
 
 @pytest.fixture
-def local_up(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
-    """`dlpipe local up` on free ports, publishing a day of FILES files; stopped by PID after."""
+def local_up(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """`dlpipe local up` on free ports, publishing a day of FILES files (for each of N feeds,
+    the test's indirect parameter, default 1); stopped by PID after."""
     day = unique_day()
     ports = ["--port", "0", "--dynamodb-port", "0", "--stub-port", "0"]
+    feeds = ["--feeds", str(getattr(request, "param", 1))]
     with (tmp_path / "local-up.err").open("w") as err:
         process = subprocess.Popen(  # stopped by PID below
-            [str(DLPIPE), "local", "up", *ports, "--date", day, "--files", str(FILES)],
+            [str(DLPIPE), "local", "up", *ports, "--date", day, "--files", str(FILES), *feeds],
             cwd=tmp_path,
             stdout=subprocess.PIPE,
             stderr=err,

@@ -7,6 +7,7 @@ from datetime import date, timedelta
 
 import pytest
 
+from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.domain.model import BatchStatus
 from tests.integration.test_ops_fixtures import CliRunner, World, dlpipe_cli, no_scan, world
 
@@ -15,13 +16,15 @@ __all__ = ["dlpipe_cli", "no_scan", "world"]  # fixtures used by the tests below
 
 
 class RecordingStarter:
-    """Remembers which dates it was asked to start."""
+    """Remembers which dates it was asked to start, and of which feed."""
 
     def __init__(self) -> None:
         self.started: list[tuple[str, bool]] = []
+        self.feeds: list[str] = []
 
-    def start(self, polling_date: str, rerun: bool) -> str:
+    def start(self, polling_date: str, rerun: bool, feed: str = DEFAULT_FEED_NAME) -> str:
         self.started.append((polling_date, rerun))
+        self.feeds.append(feed)
         return "recorded"
 
 
@@ -58,6 +61,7 @@ def test_backfill_starts_only_days_without_a_completed_or_running_batch(
     )
     assert run.code == 0, run.err
     assert starter.started == [(days[1], False), (days[3], False)]
+    assert starter.feeds == [DEFAULT_FEED_NAME, DEFAULT_FEED_NAME]
     actions = [d["action"] for d in run.json()["dates"]]
     assert actions == ["skipped", "started", "skipped", "started"]
 

@@ -16,6 +16,7 @@ from dlpipe.domain.messages import JobMessage, encode_message
 from dlpipe.domain.model import Batch, BatchStatus, FileJob, make_batch_id, make_file_id
 from dlpipe.domain.rules import batch_ttl_epoch_s, job_ttl_epoch_s
 from dlpipe.local.provision import Provisioned
+from tests.integration.test_ops_backfill import RecordingStarter
 from tests.integration.test_ops_fixtures import CliRunner, World, dlpipe_cli, no_scan, world
 from tests.support import BASE_MS, VENDOR_B, make_batch, make_job
 
@@ -212,16 +213,23 @@ def test_status_shows_a_feeds_day_as_late_by_its_deadline(
 def test_backfill_decides_a_named_feed_from_its_own_batches(
     world: World, dlpipe_cli: CliRunner
 ) -> None:
-    """The default feed's completed day does not make vendor-b's complete."""
+    """The default feed's completed day does not make vendor-b's complete; without --dry-run
+    vendor-b's day is started, the starter told its feed."""
     world.batch(status=BatchStatus.COMPLETED)
     args = ("backfill", "--from", world.day, "--to", world.day, "--dry-run", "--json")
     (default,) = dlpipe_cli(*args).json()["dates"]
     assert default["action"] == "skipped"
     (named,) = dlpipe_cli(*args, "--feed", FEED).json()["dates"]
     assert (named["action"], named["reason"]) == ("would start", "no batch")
-    refused = dlpipe_cli("backfill", "--from", world.day, "--to", world.day, "--feed", FEED)
-    assert refused.code == 2
-    assert refused.err.count("\n") == 1
+    starter = RecordingStarter()
+    run = dlpipe_cli(
+        "backfill", "--from", world.day, "--to", world.day, "--feed", FEED, "--json",
+        obj=replace(world.ops, starter=starter),
+    )  # fmt: skip
+    assert run.code == 0, run.err
+    assert [d["action"] for d in run.json()["dates"]] == ["started"]
+    assert starter.started == [(world.day, False)]
+    assert starter.feeds == [FEED]
 
 
 def test_batch_audit_answers_per_feed(

@@ -183,7 +183,8 @@ class OneResult:
 def test_the_delayed_copy_of_a_busy_large_file_goes_to_the_large_queue() -> None:
     """A message received on the main queue for a large file is copied to the large queue."""
     sqs = FakeSqs()
-    visibility = MessageVisibility(sqs, MAIN, "rh", queue(sqs).queue_url_for)  # type: ignore[arg-type]
+    route = queue(sqs).queue_url_for
+    visibility = MessageVisibility(sqs, MAIN, "rh", lambda size, _body: route(size))  # type: ignore[arg-type]
     result = ProcessResult(Outcome.BUSY, retry_after_s=5, size_bytes=THRESHOLD + 1)
     body = encode_message(JobMessage("big-2026-02-28", new_batch_id()))
     assert dispatch(OneResult(result), body, visibility)  # type: ignore[arg-type]

@@ -93,12 +93,6 @@ def backfill_command(
 ) -> None:
     """Start the poller for each date of the feed without a completed batch (at most 92 days)."""
     dates = _dates(ops, first, last)
-    if feed != DEFAULT_FEED_NAME and not dry_run:
-        # The orchestrator's invocation names no feed yet: it would run the default feed's day.
-        raise click.UsageError(
-            f"backfill starts the {DEFAULT_FEED_NAME} feed's days only for now;"
-            f" --dry-run shows what feed {feed} needs"
-        )
     starter = None if dry_run else ops.poller_starter()
     with _progress(len(dates)) as advance:
         plans = backfill(

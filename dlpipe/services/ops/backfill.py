@@ -49,14 +49,18 @@ def backfill(
     feed: str = DEFAULT_FEED_NAME,
 ) -> list[DayPlan]:
     """Decide each date of `feed` from PollingDateIndex (the date's batches of every feed,
-    those of `feed` kept) and start the poller where due (no starter: dry run)."""
+    those of `feed` kept) and start that feed's poller where due (no starter: dry run)."""
     plans = []
     for day in dates:
         plan = decide(day, chosen(feed, batches.query_by_date(day)), rerun)
         if plan.start and starter is not None:
-            plan = DayPlan(day, True, plan.reason, starter.start(day, rerun))
+            plan = DayPlan(day, True, plan.reason, starter.start(day, rerun, feed=feed))
             get_logger(component="ops").info(
-                "dlpipe.services.ops.backfill.started", date=day, rerun=rerun, result=plan.result
+                "dlpipe.services.ops.backfill.started",
+                date=day,
+                feed=feed,
+                rerun=rerun,
+                result=plan.result,
             )
         plans.append(plan)
         advance(day)

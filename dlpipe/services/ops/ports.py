@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Protocol
 
 from dlpipe.domain.errors import CorruptRecordError
+from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.domain.model import Batch, BatchStatus, FileJob, JobStatus
 from dlpipe.domain.queued import QueuedMessage
 
@@ -134,6 +135,6 @@ class MessagePeeker(Protocol):
 class Starter(Protocol):
     """Starts the poller for one date (the orchestrator Lambda, or a local runner)."""
 
-    def start(self, polling_date: str, rerun: bool) -> str:
-        """Start the run; return a short note on what was started."""
+    def start(self, polling_date: str, rerun: bool, feed: str = DEFAULT_FEED_NAME) -> str:
+        """Start `feed`'s run of the date; return a short note on what was started."""
         ...
