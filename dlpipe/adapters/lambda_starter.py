@@ -5,7 +5,8 @@ A refused Invoke (no such function, access denied) raises AwsRequestError, one l
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import uuid
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -27,7 +28,13 @@ class LambdaInvoker(Protocol):
 class LambdaStarter:
     """Invokes the durable orchestrator asynchronously through its qualified (alias) ARN."""
 
-    def __init__(self, client: LambdaInvoker, function_arn: str) -> None:
+    def __init__(
+        self,
+        client: LambdaInvoker,
+        function_arn: str,
+        *,
+        new_suffix: Callable[[], str] = lambda: uuid.uuid4().hex[:8],
+    ) -> None:
         # Durable functions only run from a qualified ARN: arn:aws:lambda:r:acct:function:name:alias
         if function_arn.count(":") != 7:
             raise ConfigError(
@@ -35,10 +42,17 @@ class LambdaStarter:
             )
         self._client = client
         self.function_arn = function_arn
+        self._new_suffix = new_suffix
 
     def start(self, polling_date: str, rerun: bool, feed: str = DEFAULT_FEED_NAME) -> str:
         """Invoke with `{"date": D, "rerun": bool}` as an Event (fire and forget); a named
-        feed's day also says `"feed"` (the default feed's event is as before feeds)."""
+        feed's day also says `"feed"` (the default feed's event is as before feeds).
+
+        The durable execution is named `{feed}-{date}-{8 hex}`: an operator finds a feed's day
+        among the executions by its name, and two feeds' days never share one. The suffix is
+        new on every start: a name is an idempotency key to Lambda, and an existing one (the
+        day's earlier, failed execution) would hand back that execution instead of a new run;
+        starting a day twice is made harmless by the tables' conditional writes instead."""
         event: dict[str, object] = {"date": polling_date, "rerun": rerun}
         if feed != DEFAULT_FEED_NAME:
             event["feed"] = feed
@@ -47,6 +61,7 @@ class LambdaStarter:
                 FunctionName=self.function_arn,
                 InvocationType="Event",
                 Payload=json.dumps(event).encode(),
+                DurableExecutionName=f"{feed}-{polling_date}-{self._new_suffix()}",
             )
         except (ClientError, BotoCoreError) as exc:
             raise_request_error(exc, "Lambda", "Invoke", self.function_arn.split(":")[6])

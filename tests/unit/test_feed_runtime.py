@@ -186,9 +186,12 @@ def test_backfill_starts_a_named_feeds_day_naming_the_feed(
     )
     alias = "arn:aws:lambda:us-east-1:123456789012:function:dlpipe-orchestrator:live"
     with Stubber(client) as stub:
-        request = {"FunctionName": alias, "InvocationType": "Event"}
+        # The execution's name carries the feed and date: two feeds' days never share one.
+        name = f"{feed}-2026-02-27-0badcafe"
+        request = {"FunctionName": alias, "InvocationType": "Event", "DurableExecutionName": name}
         stub.add_response(
             "invoke", {"StatusCode": 202}, {**request, "Payload": json.dumps(payload).encode()}
         )
-        LambdaStarter(client, alias).start("2026-02-27", rerun=True, feed=feed)
+        starter = LambdaStarter(client, alias, new_suffix=lambda: "0badcafe")
+        starter.start("2026-02-27", rerun=True, feed=feed)
         stub.assert_no_pending_responses()

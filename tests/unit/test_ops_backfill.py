@@ -27,9 +27,15 @@ def test_the_starter_invokes_the_alias_asynchronously_with_date_and_rerun() -> N
         stub.add_response(
             "invoke",
             {"StatusCode": 202},
-            {"FunctionName": ALIAS_ARN, "InvocationType": "Event", "Payload": payload},
+            {
+                "FunctionName": ALIAS_ARN,
+                "InvocationType": "Event",
+                "Payload": payload,
+                "DurableExecutionName": "default-2026-02-27-0badcafe",
+            },
         )
-        note = LambdaStarter(client, ALIAS_ARN).start("2026-02-27", rerun=True)
+        starter = LambdaStarter(client, ALIAS_ARN, new_suffix=lambda: "0badcafe")
+        note = starter.start("2026-02-27", rerun=True)
         stub.assert_no_pending_responses()
     assert note == "invoked (HTTP 202)"
 
