@@ -209,7 +209,7 @@ def child_orchestrate(cfg: dict[str, Any]) -> None:
 
     class MeteredSteps(InlineSteps):
         def step(self, name: str, func: Callable[[], Any]) -> Any:
-            phase = "checks" if name.startswith("check-") else "fan-out"
+            phase = _phase_of(name)
             if phase != meter.phase:
                 mark(phase)
                 meter.phase = phase
@@ -278,6 +278,20 @@ def run_child(mode: str, cfg: dict[str, Any], cpu: Cpu) -> tuple[dict[str, Any],
     if child.returncode != 0:
         raise RuntimeError(f"child {mode} exited {child.returncode}")
     return last, marks
+
+
+def _phase_of(step: str) -> str:
+    """The phase a step's requests and time count in: the checks, the hand-off after the end
+    (write-manifest, the outcome event: after the last check, never the fan-out's), or the
+    fan-out (create-batch and the fetch-and-queue chunks)."""
+    from dlpipe.services.orchestrator.handoff import STEP_PUBLISH_OUTCOME  # noqa: PLC0415
+    from dlpipe.services.orchestrator.sequence import STEP_WRITE_MANIFEST  # noqa: PLC0415
+
+    if step.startswith("check-"):
+        return "checks"
+    if step in (STEP_WRITE_MANIFEST, STEP_PUBLISH_OUTCOME) or step.startswith("day-late"):
+        return "hand-off"
+    return "fan-out"
 
 
 def phase_table(marks: list[Any]) -> dict[str, dict[str, float]]:
@@ -470,7 +484,7 @@ def per_file(run: dict[str, Any]) -> dict[str, float]:
             if service == "dynamodb" and op in _WRITES:
                 req[f"{phase} writes"] += n
     cap = {(p, k): v for p, f in meter.items() for k, v in f["capacity"].items()}
-    orchestrator = ("setup", "fan-out", "checks")
+    orchestrator = ("setup", "fan-out", "checks", "hand-off")
     checks = run["orchestration"]["checkpoints"]
     return {
         "orchestrator_dynamodb_requests": sum(req[f"{p} dynamodb"] for p in orchestrator) / files,
