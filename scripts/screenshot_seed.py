@@ -15,6 +15,7 @@ from dlpipe.adapters.batches_table import BatchesTable
 from dlpipe.adapters.jobs_table import JobsTable
 from dlpipe.config import Settings
 from dlpipe.domain.clock import iso_from_ms
+from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.domain.messages import JobMessage, encode_message
 from dlpipe.domain.model import Batch, BatchStatus, FileJob, JobStatus, make_batch_id, make_file_id
 from dlpipe.domain.rules import batch_ttl_epoch_s, job_ttl_epoch_s
@@ -34,6 +35,12 @@ HISTORY: dict[int, list[tuple[BatchStatus, int, int, str | None]]] = {
 }  # fmt: skip
 
 
+# The named feed's days (the same dates): all complete but one, which timed out.
+NAMED_FEED = "vendor-b"
+NAMED_FILES = 12
+NAMED_HISTORY = {6: (BatchStatus.TIMEOUT, 10, 2, None)}
+
+
 class MovableClock:
     """The time each seeded write pretends to happen at."""
 
@@ -45,11 +52,17 @@ class MovableClock:
         return self.at
 
 
-def _new_batch(batches: BatchesTable, clock: MovableClock, day: str, expected: int) -> str:
-    batch_id = make_batch_id(day, str(uuid.uuid4()))
+def _new_batch(
+    batches: BatchesTable,
+    clock: MovableClock,
+    day: str,
+    expected: int,
+    feed: str = DEFAULT_FEED_NAME,
+) -> str:
+    batch_id = make_batch_id(day, str(uuid.uuid4()), feed)
     at = iso_from_ms(clock.at)
     ttl = batch_ttl_epoch_s(clock.at // 1000)
-    batches.create(Batch(batch_id, day, BatchStatus.INITIATED, at, at, at, ttl))
+    batches.create(Batch(batch_id, day, BatchStatus.INITIATED, at, at, at, ttl, feed=feed))
     batches.mark_queued(batch_id, [], expected_count=expected)
     return batch_id
 
@@ -59,10 +72,12 @@ def _finished_run(
     clock: MovableClock,
     day: str,
     run: tuple[BatchStatus, int, int, str | None],
+    feed: str = DEFAULT_FEED_NAME,
 ) -> None:
     status, completed, unsuccessful, error = run
-    expected = 0 if status is BatchStatus.FAILED else 20
-    batch_id = _new_batch(batches, clock, day, expected)
+    day_files = 20 if feed == DEFAULT_FEED_NAME else NAMED_FILES
+    expected = 0 if status is BatchStatus.FAILED else day_files
+    batch_id = _new_batch(batches, clock, day, expected, feed)
     clock.at += 25 * MINUTE_MS
     batches.record_counts(batch_id, completed=completed, failed=unsuccessful, error=0)
     timeout_at = iso_from_ms(clock.at) if status is BatchStatus.TIMEOUT else None
@@ -155,6 +170,9 @@ def seed_history(clients: AwsClients, settings: Settings, yesterday: str) -> tup
         )
         for run in HISTORY.get(back, [(BatchStatus.COMPLETED, 20, 0, None)]):
             _finished_run(batches, clock, day, run)
+        # A second vendor's feed beside the default: its own row group in the grid.
+        named = NAMED_HISTORY.get(back, (BatchStatus.COMPLETED, 12, 0, None))
+        _finished_run(batches, clock, day, named, NAMED_FEED)
     busy = (last - timedelta(days=1)).isoformat()
     rerun, stuck = _busy_day(jobs, batches, clock, busy, now_ms)
     if settings.dlq_url:  # a message that outlived its receives: what `dlpipe dlq show` lists
