@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
 from types import TracebackType
@@ -54,7 +55,15 @@ class BackgroundServer:
     def stop(self) -> None:
         """Close every socket from waitress's own loop (which then ends), stop its threads."""
         trigger: Any = self._server.trigger  # the stubs call it an int; it is the loop's wake-up
-        trigger.pull_trigger(self._close_all)
+        try:
+            trigger.pull_trigger(self._close_all)
+        except OSError:
+            # The wake-up pipe is gone (its fd closed under waitress): the loop cannot be asked,
+            # so close the sockets from here (the pipe's own close fails the same way); the
+            # loop ends at its next select timeout.
+            for channel in list(self._sockets.values()):
+                with contextlib.suppress(OSError):
+                    channel.close()
         self._thread.join(timeout=10)
         self._server.task_dispatcher.shutdown()
 
