@@ -9,7 +9,9 @@ from dataclasses import replace
 import pytest
 
 from dlpipe.adapters.aws import AwsClients
+from dlpipe.cli.ui import ui_command
 from dlpipe.domain.model import BatchStatus
+from tests.integration import test_ops_fixtures as fixtures
 from tests.integration.test_feed_parameters import AS_TERRAFORM_WRITES, path, put
 from tests.integration.test_ops_fixtures import CliRunner, World, dlpipe_cli, no_scan, world
 
@@ -80,3 +82,27 @@ def test_a_bad_parameter_is_one_line_naming_it(
     assert (
         run.err == f"dlpipe: feeds.vendor-b: SSM parameter {path}/vendor-b is not a JSON object\n"
     )
+
+
+def test_dlpipe_ui_stops_at_a_bad_parameter_before_serving(
+    world: World,
+    dlpipe_cli: CliRunner,
+    clients: AwsClients,
+    path: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The web view reads the feeds once at start: a bad parameter is the command's one line,
+    not an error page on every request."""
+    import dlpipe.ui.server
+
+    monkeypatch.setattr(fixtures, "COMMANDS", [*fixtures.COMMANDS, ui_command])
+
+    def serve(*_: object, **__: object) -> None:
+        raise AssertionError("served with a bad feed parameter")
+
+    monkeypatch.setattr(dlpipe.ui.server, "serve", serve)
+    put(clients, f"{path}/vendor-b", {**AS_TERRAFORM_WRITES, "time_zone": "Mars/Base"})
+    on_aws(world, path)
+    run = dlpipe_cli("ui", "--port", "0")
+    assert run.code == 1, (run.out, run.err)
+    assert run.err == "dlpipe: feeds.vendor-b.time_zone: 'Mars/Base' is not an IANA time zone\n"
