@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from dlpipe.adapters.aws import AwsClients
 from dlpipe.adapters.batches_table import BatchesTable
+from dlpipe.adapters.feed_parameters import feeds_under_path
 from dlpipe.adapters.jobs_table import JobsTable
 from dlpipe.adapters.lambda_starter import lambda_starter
 from dlpipe.adapters.manifest_store import S3ManifestStore
@@ -86,9 +87,6 @@ def _configured_feeds(settings: Settings, aws: AwsClients) -> Mapping[str, Feed]
     def load() -> Mapping[str, Feed]:
         found: dict[str, Feed] = {}
         if path:
-            # Imported here: without a parameter path nothing loads botocore for it.
-            from dlpipe.adapters.feed_parameters import feeds_under_path  # noqa: PLC0415
-
             found = feeds_under_path(aws.ssm, path)
         return _with_default_deadline(settings, {**found, **local})
 
