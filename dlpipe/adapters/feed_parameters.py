@@ -1,6 +1,7 @@
 """A named feed's configuration on AWS: one SSM parameter per feed, `{path}/{name}`, holding
 the JSON terraform/feeds.tf writes (the feed's fields, its secrets as ARNs). Read with one
-GetParameter per feed and process, validated by the domain's one rule (feed_from_mapping)."""
+GetParameter per feed and process, validated by the domain's one rule (feed_from_mapping); the
+operator commands list them all with GetParametersByPath (feeds_under_path)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,33 @@ class ParameterReader(Protocol):
     def get_parameter(self, **request: Any) -> Mapping[str, Any]:
         """SSM GetParameter."""
         ...
+
+
+class ParameterLister(Protocol):
+    """The part of a boto3 SSM client the operators' listing uses."""
+
+    def get_parameters_by_path(self, **request: Any) -> Mapping[str, Any]:
+        """SSM GetParametersByPath (one page)."""
+        ...
+
+
+def feeds_under_path(client: ParameterLister, path: str) -> dict[str, Feed]:
+    """Every feed whose parameter lies directly under `path`, page by page; FeedError (one
+    line naming the parameter) for a parameter that is not a valid feed."""
+    prefix = path.rstrip("/")
+    feeds: dict[str, Feed] = {}
+    request: dict[str, Any] = {"Path": prefix, "Recursive": False}
+    while True:
+        page = client.get_parameters_by_path(**request)
+        for parameter in page.get("Parameters", []):
+            full = str(parameter.get("Name", ""))
+            name = full.rsplit("/", 1)[-1]
+            if not is_feed_name(name):
+                raise FeedError(f"SSM parameter {full}: {shown_name(name)} is not a feed name")
+            feeds[name] = feed_from_parameter(name, full, parameter.get("Value"))
+        if not page.get("NextToken"):
+            return feeds
+        request["NextToken"] = page["NextToken"]
 
 
 class ParameterFeeds:

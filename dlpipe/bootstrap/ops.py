@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from dlpipe.adapters.aws import AwsClients
 from dlpipe.adapters.batches_table import BatchesTable
+from dlpipe.adapters.feed_parameters import feeds_under_path
 from dlpipe.adapters.jobs_table import JobsTable
 from dlpipe.adapters.lambda_starter import lambda_starter
 from dlpipe.adapters.manifest_store import S3ManifestStore
@@ -14,7 +17,7 @@ from dlpipe.adapters.queue import JobQueue
 from dlpipe.adapters.sqs_messages import SqsMessages
 from dlpipe.config import ConfigError, Settings
 from dlpipe.domain.clock import Clock, SystemClock
-from dlpipe.domain.feeds import Feed
+from dlpipe.domain.feeds import DEFAULT_FEED_NAME, Feed
 from dlpipe.feeds_config import feeds_from_env
 from dlpipe.services.ops.context import RECEIVE_WAIT_SECONDS, OpsContext
 
@@ -32,7 +35,8 @@ def build_ops_context(
     feeds: Mapping[str, Feed] | None = None,
 ) -> OpsContext:
     """The ops context on real clients and the wall clock; each keyword replaces one (feeds:
-    DLPIPE_FEEDS_FILE's, else the default feed alone; FeedError if the file is invalid)."""
+    DLPIPE_FEEDS_FILE's, else the default feed alone, FeedError now if the file is invalid;
+    with a parameter path, the SSM parameters' feeds too, read when a command first asks)."""
     aws = clients or AwsClients(settings)
     clock = clock or SystemClock()
     return OpsContext(
@@ -50,8 +54,58 @@ def build_ops_context(
         starter=starter,
         manifest_reader=lambda current: S3ManifestStore(aws.s3, _bucket(current)),
         receive_wait_seconds=receive_wait_seconds,
-        feeds=feeds_from_env() if feeds is None else feeds,
+        feeds=_configured_feeds(settings, aws) if feeds is None else feeds,
     )
+
+
+class _LazyFeeds(Mapping[str, Feed]):
+    """The configured feeds, loaded on first use: commands that never list feeds (jobs show,
+    dlq show) make no SSM call and need no ssm:GetParametersByPath."""
+
+    def __init__(self, load: Callable[[], Mapping[str, Feed]]) -> None:
+        self._load = functools.cache(load)
+
+    def __getitem__(self, name: str) -> Feed:
+        return self._load()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._load())
+
+    def __len__(self) -> int:
+        return len(self._load())
+
+
+def _configured_feeds(settings: Settings, aws: AwsClients) -> Mapping[str, Feed]:
+    """The feeds file's feeds (read now), then, lazily, those under the SSM parameter path
+    (the file wins on a name clash, as the functions' chain does) and the default feed's
+    deadline from DLPIPE_DAY_DEADLINE when neither gives it one."""
+    local = feeds_from_env()
+    path = settings.feeds_parameter_path
+    if not path and settings.day_deadline is None:
+        return local
+
+    def load() -> Mapping[str, Feed]:
+        found: dict[str, Feed] = {}
+        if path:
+            found = feeds_under_path(aws.ssm, path)
+        return _with_default_deadline(settings, {**found, **local})
+
+    return _LazyFeeds(load)
+
+
+def _with_default_deadline(settings: Settings, feeds: dict[str, Feed]) -> dict[str, Feed]:
+    default = feeds.get(DEFAULT_FEED_NAME)
+    if settings.day_deadline is None or default is None or default.deadline is not None:
+        return feeds
+    # The orchestrator's own check of the variables (ConfigError naming the one at fault).
+    from dlpipe.bootstrap.orchestrator import day_deadline  # noqa: PLC0415
+
+    day_deadline(settings)
+    return feeds | {
+        DEFAULT_FEED_NAME: replace(
+            default, deadline=settings.day_deadline, time_zone=settings.day_deadline_time_zone
+        )
+    }
 
 
 def _bucket(settings: Settings) -> str:

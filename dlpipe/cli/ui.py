@@ -52,6 +52,9 @@ def ui_command(ops: OpsContext, port: int, days: int, refresh_s: float, older_th
             f"dlpipe ui needs the `ui` extra ({exc.name} is missing): pip install 'dlpipe[ui]'"
         ) from exc
     options = UiOptions(days=days, refresh_seconds=refresh_s, stuck_older_than_s=older_than_s)
+    # The configured feeds read now (on AWS, the SSM parameters): a bad one stops the command
+    # with its one line rather than failing every page.
+    len(ops.feeds)
     try:
         serve(create_app(ops, options), port, on_ready=_announce)
     except OSError as exc:

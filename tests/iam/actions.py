@@ -47,6 +47,8 @@ ACTIONS: dict[tuple[str, str], tuple[str, ...]] = {
     # Secrets Manager.
     ("secretsmanager", "GetSecretValue"): ("secretsmanager:GetSecretValue",),
     ("secretsmanager", "DescribeSecret"): ("secretsmanager:DescribeSecret",),
+    # SSM: the operator's listing of the feeds' parameters, authorized against the path.
+    ("ssm", "GetParametersByPath"): ("ssm:GetParametersByPath",),
     # Lambda: the Invoke API is the InvokeFunction action.
     ("lambda", "Invoke"): ("lambda:InvokeFunction",),
     ("lambda", "CheckpointDurableExecution"): ("lambda:CheckpointDurableExecution",),

@@ -232,6 +232,8 @@ def resources(service: str, operation: str, region: str, params: dict[str, Any])
         return sorted(_bus_arn(region, bus) for bus in buses)
     elif service == "lambda" and "FunctionName" in params:
         return [_function_arn(region, params["FunctionName"], params.get("Qualifier"))]
+    elif service == "ssm" and "Path" in params:  # GetParametersByPath: the path's own ARN
+        return [f"arn:aws:ssm:{region}:{LOCAL_ACCOUNT}:parameter{params['Path']}"]
     return ["*"]
 
 

@@ -156,9 +156,15 @@ def _terraform_names(service: str) -> frozenset[str]:
     return frozenset(str(module.value(b["name"])) for b in bodies)
 
 
+# A test's own feeds parameter path (/t<hex>-dlpipe/feeds) stands for the deployment's.
+_TEST_PARAMETER_PATH = re.compile(r"(:parameter/)t[0-9a-f]+-(dlpipe/feeds)$")
+
+
 @cache
 def canonical(service: str, arn: str) -> str:
     """The ARN as Terraform names it: a test's own queue or secret becomes the one it stands for."""
+    if service == "ssm":
+        return _TEST_PARAMETER_PATH.sub(r"\1\2", arn)
     name = _resource_name(service, arn)
     if name is None or name in _terraform_names(service):
         return arn
