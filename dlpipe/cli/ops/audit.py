@@ -13,7 +13,7 @@ from dlpipe.cli.ops.render import emit, table
 from dlpipe.cli.safe_text import visible
 from dlpipe.services.ops.audit import AuditDeps, DayCheck, audit_manifests
 from dlpipe.services.ops.context import OpsContext
-from dlpipe.services.ops.feeds import FeedChoice, batch_feed, feed_order
+from dlpipe.services.ops.feeds import FeedChoice, feeds_shown
 
 MAX_AUDIT_DAYS = 366  # one PollingDateIndex query and one pointer GET a day
 
@@ -57,8 +57,8 @@ def batch_audit_command(
 
 def _feeds(ops: OpsContext, dates: list[str]) -> list[str]:
     """Every feed configured or seen in the dates' batches (one PollingDateIndex query a date)."""
-    seen = (batch_feed(b) for day in dates for b in ops.batches().query_by_date(day))
-    return feed_order([*ops.feeds, *seen])
+    batches = [b for day in dates for b in ops.batches().query_by_date(day)]
+    return feeds_shown(None, ops.feeds, batches)
 
 
 _AUDIT_COLUMNS = (
