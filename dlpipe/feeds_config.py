@@ -1,5 +1,7 @@
 """The local feeds file (TOML, DLPIPE_FEEDS_FILE): read once, each feed validated by the
-domain's one rule (dlpipe/domain/feeds.py), errors one line naming the file, feed and field."""
+domain's one rule (dlpipe/domain/feeds.py), errors one line naming the file, feed and field.
+A feeds file is a local-development source: its providers may be on plain http and its
+secrets `file:PATH` (on AWS, feeds come from SSM parameters: adapters/feed_parameters.py)."""
 
 from __future__ import annotations
 
@@ -39,7 +41,7 @@ def feeds_from_document(document: Mapping[str, object]) -> dict[str, Feed]:
     for name, values in tables.items():
         if not isinstance(values, Mapping):
             raise FeedError(f"feeds.{shown_name(name)}: must be a table of fields")
-        feed = feed_from_mapping(name, values)
+        feed = feed_from_mapping(name, values, local=True)
         # Two feeds publishing under one prefix could not be told apart by a consumer.
         if feed.destination_prefix in prefixes:
             other = prefixes[feed.destination_prefix]

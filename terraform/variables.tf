@@ -472,31 +472,33 @@ variable "feeds" {
   }))
   default = {}
 
+  # Each validation is dlpipe/domain/feeds.py's rule for its field, with the same patterns:
+  # tests/infra/test_feed_rule_parity.py holds the two to each other over a table of values.
   validation {
     condition     = alltrue([for name, feed in var.feeds : can(regex("^[a-z0-9][a-z0-9-]{0,30}$", name)) && name != "default"])
     error_message = "feeds: every feed name must match [a-z0-9][a-z0-9-]{0,30} (lower-case letters, digits, hyphens; at most 31) and must not be \"default\", the name of the feed the top-level variables configure."
   }
 
   validation {
-    condition     = alltrue([for name, feed in var.feeds : can(regex("^https://[^\\s/]+[^\\s]*$", feed.provider_base_url))])
-    error_message = "feeds: each feed's provider_base_url must be an https:// URL."
+    condition     = alltrue([for name, feed in var.feeds : can(regex("^https://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*)?$", feed.provider_base_url))])
+    error_message = "feeds: each feed's provider_base_url must be an https:// URL with a host, an optional port and path, and no credentials, query or fragment."
   }
 
   validation {
-    condition     = alltrue([for name, feed in var.feeds : can(regex("^(cron|rate)\\(.+\\)$", feed.schedule))])
-    error_message = "feeds: each feed's schedule must be a cron(...) or rate(...) expression."
+    condition     = alltrue([for name, feed in var.feeds : can(regex("^(cron\\([0-9A-Za-z*?,/#-]+( [0-9A-Za-z*?,/#-]+){5}\\)|rate\\([1-9][0-9]* (minute|minutes|hour|hours|day|days)\\))$", feed.schedule))])
+    error_message = "feeds: each feed's schedule must be a cron expression of 6 fields, cron(0 7 * * ? *), or rate(N minutes|hours|days)."
   }
 
   # Terraform has no zoneinfo database: this checks the shape of an IANA name (Area/Location,
   # letters, digits, _ + -), not that the zone exists; Scheduler refuses an unknown zone at apply.
   validation {
-    condition     = alltrue([for name, feed in var.feeds : can(regex("^[A-Za-z_]+(/[A-Za-z0-9_+-]+)*$", feed.time_zone)) && length(feed.time_zone) <= 50])
+    condition     = alltrue([for name, feed in var.feeds : can(regex("^[A-Za-z_][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+)*$", feed.time_zone)) && length(feed.time_zone) <= 50])
     error_message = "feeds: each feed's time_zone must be an IANA time zone name such as UTC or Europe/London."
   }
 
   validation {
-    condition     = alltrue([for name, feed in var.feeds : can(regex("^[A-Za-z0-9!_.*'()-]+(/[A-Za-z0-9!_.*'()-]+)*/$", feed.destination_prefix))])
-    error_message = "feeds: each feed's destination_prefix must be a relative S3 key prefix ending in \"/\", such as \"vendor-a/\"."
+    condition     = alltrue([for name, feed in var.feeds : can(regex("^[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*/?$", feed.destination_prefix)) && length(trimsuffix(feed.destination_prefix, "/")) <= 200])
+    error_message = "feeds: each feed's destination_prefix must be a relative S3 key prefix of segments of letters, digits, _ and - joined by /, at most 200 characters, such as \"vendor-a/\" (the trailing / is optional)."
   }
 
   validation {
@@ -505,8 +507,8 @@ variable "feeds" {
   }
 
   validation {
-    condition     = alltrue([for name, feed in var.feeds : alltrue([for host in feed.url_allowed_hosts : can(regex("^[a-z0-9.*-]+$", host))])])
-    error_message = "feeds: each entry of a feed's url_allowed_hosts must be a lower-case host name, such as files.example.com."
+    condition     = alltrue([for name, feed in var.feeds : alltrue([for host in feed.url_allowed_hosts : can(regex("^(\\*\\.)?[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:([0-9]{1,5}|\\*))?$", host))])])
+    error_message = "feeds: each entry of a feed's url_allowed_hosts must be a lower-case host name, *.domain or host:port, such as files.example.com."
   }
 
   validation {
@@ -519,14 +521,14 @@ variable "feeds" {
   }
 
   validation {
-    condition     = alltrue([for name, feed in var.feeds : feed.token_secret == null || can(regex("^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:.+$", feed.token_secret))])
+    condition     = alltrue([for name, feed in var.feeds : feed.token_secret == null || can(regex("^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:[A-Za-z0-9/_+=.@-]+$", feed.token_secret))])
     error_message = "feeds: a feed's token_secret must be null (a secret is created for it) or the ARN of an existing Secrets Manager secret."
   }
 
   # Sharing is one level deep: the named feed holds its own key (created or an ARN), so every
   # feed's key is found in one step and no cycle can form.
   validation {
-    condition = alltrue([for name, feed in var.feeds : feed.private_key_secret == null || can(regex("^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:.+$", feed.private_key_secret)) || try(
+    condition = alltrue([for name, feed in var.feeds : feed.private_key_secret == null || can(regex("^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:[A-Za-z0-9/_+=.@-]+$", feed.private_key_secret)) || try(
       feed.private_key_secret != name && contains(keys(var.feeds), feed.private_key_secret) && !contains(keys(var.feeds), coalesce(var.feeds[feed.private_key_secret].private_key_secret, "-")), false
     )])
     error_message = "feeds: a feed's private_key_secret must be null (a secret is created for it), the ARN of an existing Secrets Manager secret, or the name of another feed whose own key (not shared in turn) it shares."

@@ -12,7 +12,14 @@ from typing import Any, Protocol
 
 from botocore.exceptions import ClientError
 
-from dlpipe.domain.feeds import Feed, FeedError, feed_from_mapping, is_feed_name, shown_name
+from dlpipe.domain.feeds import (
+    DEFAULT_FEED_NAME,
+    Feed,
+    FeedError,
+    feed_from_mapping,
+    is_feed_name,
+    shown_name,
+)
 from dlpipe.feed_settings import UnknownFeedError
 
 
@@ -32,7 +39,7 @@ class ParameterLister(Protocol):
         ...
 
 
-def feeds_under_path(client: ParameterLister, path: str) -> dict[str, Feed]:
+def feeds_under_path(client: ParameterLister, path: str, *, local: bool = False) -> dict[str, Feed]:
     """Every feed whose parameter lies directly under `path`, page by page; FeedError (one
     line naming the parameter) for a parameter that is not a valid feed."""
     prefix = path.rstrip("/")
@@ -45,7 +52,7 @@ def feeds_under_path(client: ParameterLister, path: str) -> dict[str, Feed]:
             name = full.rsplit("/", 1)[-1]
             if not is_feed_name(name):
                 raise FeedError(f"SSM parameter {full}: {shown_name(name)} is not a feed name")
-            feeds[name] = feed_from_parameter(name, full, parameter.get("Value"))
+            feeds[name] = feed_from_parameter(name, full, parameter.get("Value"), local=local)
         if not page.get("NextToken"):
             return feeds
         request["NextToken"] = page["NextToken"]
@@ -54,8 +61,9 @@ def feeds_under_path(client: ParameterLister, path: str) -> dict[str, Feed]:
 class ParameterFeeds:
     """Feeds from SSM parameters under `path`, each read once per process (then cached)."""
 
-    def __init__(self, client: ParameterReader, path: str) -> None:
+    def __init__(self, client: ParameterReader, path: str, *, local: bool = False) -> None:
         self._client = client
+        self._local = local
         self._path = path.rstrip("/")
         self._lock = threading.Lock()
         self._cache: dict[str, Feed] = {}
@@ -82,12 +90,16 @@ class ParameterFeeds:
             if exc.response.get("Error", {}).get("Code") == "ParameterNotFound":
                 raise UnknownFeedError(name, f" (no SSM parameter {parameter})") from exc
             raise
-        return feed_from_parameter(name, parameter, response["Parameter"].get("Value", ""))
+        value = response["Parameter"].get("Value", "")
+        return feed_from_parameter(name, parameter, value, local=self._local)
 
 
-def feed_from_parameter(name: str, parameter: str, value: object) -> Feed:
-    """The feed a parameter's JSON describes; FeedError (one line) if it is not one."""
+def feed_from_parameter(name: str, parameter: str, value: object, *, local: bool = False) -> Feed:
+    """The feed a parameter's JSON describes; FeedError (one line) if it is not one. `local`:
+    the local-development switch (DLPIPE_ALLOW_HTTP_URLS), as feed_from_mapping takes it."""
     where = f"feeds.{shown_name(name)}: SSM parameter {parameter}"
+    if name == DEFAULT_FEED_NAME:  # the deployment's own variables configure it, no parameter
+        raise FeedError(f"{where}: the default feed is not configured by a parameter")
     try:
         values = json.loads(value) if isinstance(value, str) else None
     except ValueError:
@@ -100,4 +112,4 @@ def feed_from_parameter(name: str, parameter: str, value: object) -> Feed:
         raise FeedError(f"{where} names feed {shown_name(written)}")
     # Terraform writes null for an unset optional field: the Feed's default, not a value.
     fields = {key: item for key, item in values.items() if item is not None}
-    return feed_from_mapping(name, fields)
+    return feed_from_mapping(name, fields, local=local)

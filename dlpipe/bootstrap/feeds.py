@@ -24,4 +24,4 @@ def feed_source(
     from dlpipe.adapters.feed_parameters import ParameterFeeds  # noqa: PLC0415
 
     aws = clients or AwsClients(settings)
-    return ChainedFeeds(local, ParameterFeeds(aws.ssm, path))
+    return ChainedFeeds(local, ParameterFeeds(aws.ssm, path, local=settings.allow_http_urls))

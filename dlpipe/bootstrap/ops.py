@@ -87,7 +87,7 @@ def _configured_feeds(settings: Settings, aws: AwsClients) -> Mapping[str, Feed]
     def load() -> Mapping[str, Feed]:
         found: dict[str, Feed] = {}
         if path:
-            found = feeds_under_path(aws.ssm, path)
+            found = feeds_under_path(aws.ssm, path, local=settings.allow_http_urls)
         return _with_default_deadline(settings, {**found, **local})
 
     return _LazyFeeds(load)

@@ -13,24 +13,42 @@ import zoneinfo
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
-from urllib.parse import urlsplit
 
 DEFAULT_FEED_NAME = "default"
+# The patterns below are terraform/variables.tf's feed validations, character for character
+# where Terraform can check the same thing (tests/infra/test_feed_rule_parity.py holds the
+# two together): a feed Terraform accepts is a feed the functions load, and no other.
 # Never a '.': keys carry the feed before a '.' (dlpipe/domain/model.py), entities have none.
 _NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,30}")
 # cron(min hour day-of-month month day-of-week year) or rate(N unit), as EventBridge
-# Scheduler takes them; the fields themselves are checked by AWS when the schedule is made.
-_CRON = re.compile(r"cron\(\S+( \S+){5}\)")
-_RATE = re.compile(r"rate\([1-9][0-9]* (minute|minutes|hour|hours|day|days)\)")
+# Scheduler takes them; the fields' values are checked by AWS when the schedule is made.
+_CRON_FIELD = r"[0-9A-Za-z*?,/#-]+"
+_SCHEDULE = re.compile(
+    rf"cron\({_CRON_FIELD}( {_CRON_FIELD}){{5}}\)"
+    r"|rate\([1-9][0-9]* (minute|minutes|hour|hours|day|days)\)"
+)
+# The shape of an IANA name (Terraform checks no more); zoneinfo then says whether it exists.
+_TIME_ZONE = re.compile(r"[A-Za-z_][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+)*")
+_TIME_ZONE_MAX = 50
 _DEADLINE = re.compile(r"([01][0-9]|2[0-3]):[0-5][0-9]")
-# S3 key segments joined by '/', no leading or trailing '/', no '.' or '..' segment.
+# A host name or address, an optional port, an optional path: no credentials, no query or
+# fragment (the client appends its own), nothing a URL parser could read two ways.
+_PROVIDER_URL = re.compile(
+    r"(?P<scheme>https?)://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*)?"
+)
+# S3 key segments joined by '/', no leading '/', no '.' or '..' segment; one trailing '/'
+# (as Terraform's examples write it) is dropped where a feed is read, in feed_from_mapping.
 _PREFIX = re.compile(r"[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*")
-# A Secrets Manager name (no ':' is allowed in one) or ARN; locally `file:PATH`.
+_PREFIX_MAX = 200
+# A Secrets Manager ARN; locally also a secret's name or `file:PATH`.
 _SECRET_NAME = re.compile(r"[A-Za-z0-9/_+=.@-]{1,512}")
 _SECRET_ARN = re.compile(
     r"arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:[A-Za-z0-9/_+=.@-]+"
 )
 _HOST_PATTERN = re.compile(r"(\*\.)?[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:([0-9]{1,5}|\*))?")
+# Whole numbers within these bounds (None: the deployment's value).
+POLL_INTERVAL_RANGE = (10, 86400)
+MAX_POLLS_RANGE = (1, 1000)
 FILE_SECRET_PREFIX = "file:"  # noqa: S105 (a scheme, not a secret)
 
 
@@ -81,8 +99,12 @@ def shown_name(name: object) -> str:
     return name if isinstance(name, str) and is_feed_name(name) else ascii(name)
 
 
-def feed_from_mapping(name: str, values: Mapping[str, Any]) -> Feed:
-    """A validated Feed from one config table (TOML, or the deployment's map); FeedError."""
+def feed_from_mapping(name: str, values: Mapping[str, Any], *, local: bool = False) -> Feed:
+    """A validated Feed from one config table (TOML, or a feed's SSM parameter); FeedError.
+
+    `local` is the local-development switch: a provider on plain http, a secret as a name
+    or `file:PATH`. A trailing '/' of destination_prefix is dropped here, once.
+    """
     # "name" too: the table's key names the feed, a second spelling could disagree with it.
     unknown = sorted(set(values) - set(FEED_FIELDS) | ({"name"} & set(values)))
     if unknown:
@@ -91,99 +113,114 @@ def feed_from_mapping(name: str, values: Mapping[str, Any]) -> Feed:
     kwargs["name"] = name
     if isinstance(kwargs.get("url_allowed_hosts"), list):
         kwargs["url_allowed_hosts"] = tuple(kwargs["url_allowed_hosts"])
+    prefix = kwargs.get("destination_prefix")
+    if isinstance(prefix, str) and prefix.endswith("/") and prefix != "/":
+        kwargs["destination_prefix"] = prefix[:-1]
     for required in ("schedule", "time_zone"):
         kwargs.setdefault(
             required, getattr(DEFAULT_FEED, required) if name == DEFAULT_FEED_NAME else None
         )
-    return validate_feed(Feed(**kwargs))
+    return validate_feed(Feed(**kwargs), local=local)
 
 
-def validate_feed(feed: Feed) -> Feed:
+def validate_feed(feed: Feed, *, local: bool = False) -> Feed:
     """Return `feed` if every field is valid, else FeedError naming the first bad field."""
     name = shown_name(feed.name)
     for field_name, check in _CHECKS:
-        problem = check(getattr(feed, field_name), feed)
+        problem = check(getattr(feed, field_name), feed, local)
         if problem:
             raise FeedError(f"feeds.{name}.{field_name}: {problem}")
     return feed
 
 
-def _name(value: object, _: Feed) -> str | None:
+def _name(value: object, _: Feed, __: bool) -> str | None:
     if is_feed_name(value):
         return None
     return f"{value!r} is not a feed name ([a-z0-9][a-z0-9-], 1-31 characters)"
 
 
-def _schedule(value: object, _: Feed) -> str | None:
+def _schedule(value: object, _: Feed, __: bool) -> str | None:
     if value is None:
         return "is required"
-    if isinstance(value, str) and (_CRON.fullmatch(value) or _RATE.fullmatch(value)):
+    if isinstance(value, str) and _SCHEDULE.fullmatch(value):
         return None
-    return f"{value!r} is not a cron(6 fields) or rate(N unit) expression"
+    return f"{value!a} is not a cron(6 fields) or rate(N unit) expression"
 
 
-def _time_zone(value: object, _: Feed) -> str | None:
+def _time_zone(value: object, _: Feed, __: bool) -> str | None:
     if value is None:
         return "is required"
-    if isinstance(value, str) and value and not value.startswith(("/", ".")):
+    if isinstance(value, str) and len(value) <= _TIME_ZONE_MAX and _TIME_ZONE.fullmatch(value):
         try:
             zoneinfo.ZoneInfo(value)
         except (zoneinfo.ZoneInfoNotFoundError, ValueError):
             pass
         else:
             return None
-    return f"{value!r} is not an IANA time zone"
+    return f"{value!a} is not an IANA time zone"
 
 
-def _provider_base_url(value: object, feed: Feed) -> str | None:
+def _provider_base_url(value: object, feed: Feed, local: bool) -> str | None:
     if value is None:
         return None if feed.is_default else "is required for a named feed"
-    # http only for the local stack's stub; the URL itself is never shown (it may hold a token).
-    parts = urlsplit(value) if isinstance(value, str) else None
-    if parts and parts.scheme in ("https", "http") and parts.hostname and not parts.username:
+    # The URL itself is never shown: it may hold a token.
+    matched = _PROVIDER_URL.fullmatch(value) if isinstance(value, str) else None
+    if matched and (matched["scheme"] == "https" or local):
         return None
-    return "must be an https (or local http) URL with a host and no credentials"
+    if local:
+        return "must be an https or http URL with a host, no credentials, query or fragment"
+    return "must be an https URL with a host, no credentials, query or fragment"
 
 
-def _secret(value: object, feed: Feed) -> str | None:
+def _secret(value: object, feed: Feed, local: bool) -> str | None:
     if value is None:
         return None if feed.is_default else "is required for a named feed"
     if isinstance(value, str):
-        if value.startswith(FILE_SECRET_PREFIX) and len(value) > len(FILE_SECRET_PREFIX):
+        if _SECRET_ARN.fullmatch(value):
             return None
-        if _SECRET_ARN.fullmatch(value) or (":" not in value and _SECRET_NAME.fullmatch(value)):
+        if local and value.startswith(FILE_SECRET_PREFIX) and len(value) > len(FILE_SECRET_PREFIX):
             return None
-    return f"{value!r} is not a Secrets Manager name or ARN, or file:PATH"
+        if local and ":" not in value and _SECRET_NAME.fullmatch(value):
+            return None
+    if local:
+        return f"{value!a} is not a Secrets Manager name or ARN, or file:PATH"
+    return f"{value!a} is not a Secrets Manager secret's ARN"
 
 
-def _prefix(value: object, feed: Feed) -> str | None:
+def _prefix(value: object, feed: Feed, _: bool) -> str | None:
     if value == "":
         return None if feed.is_default else "is required for a named feed"
-    if isinstance(value, str) and len(value) <= 200 and _PREFIX.fullmatch(value):
+    if isinstance(value, str) and len(value) <= _PREFIX_MAX and _PREFIX.fullmatch(value):
         return None
-    return f"{value!r} is not a key prefix (segments of letters, digits, '_', '-' joined by '/')"
+    return (
+        f"{value!a} is not a key prefix (segments of letters, digits, '_', '-' joined by"
+        f" '/', at most {_PREFIX_MAX} characters)"
+    )
 
 
-def _hosts(value: object, _: Feed) -> str | None:
+def _hosts(value: object, _: Feed, __: bool) -> str | None:
     if not isinstance(value, tuple):
-        return f"{value!r} is not a list of host patterns"
+        return f"{value!a} is not a list of host patterns"
     for host in value:
         if not isinstance(host, str) or not _HOST_PATTERN.fullmatch(host):
-            return f"{host!r} is not a host pattern (host, *.domain, host:port)"
+            return f"{host!a} is not a host pattern (host, *.domain, host:port)"
     return None
 
 
-def _deadline(value: object, _: Feed) -> str | None:
+def _deadline(value: object, _: Feed, __: bool) -> str | None:
     if value is None or (isinstance(value, str) and _DEADLINE.fullmatch(value)):
         return None
-    return f"{value!r} is not a local time HH:MM"
+    return f"{value!a} is not a local time HH:MM"
 
 
-def _positive(minimum: int) -> Callable[[object, Feed], str | None]:
-    def check(value: object, _: Feed) -> str | None:
-        if value is None or (type(value) is int and value >= minimum):
+def _whole(minimum: int, maximum: int | None = None) -> Callable[[object, Feed, bool], str | None]:
+    def check(value: object, _: Feed, __: bool) -> str | None:
+        if value is None or (
+            type(value) is int and value >= minimum and (maximum is None or value <= maximum)
+        ):
             return None
-        return f"{value!r} is not a whole number >= {minimum}"
+        upper = f" and <= {maximum}" if maximum is not None else ""
+        return f"{value!a} is not a whole number >= {minimum}{upper}"
 
     return check
 
@@ -198,7 +235,7 @@ _CHECKS = (
     ("destination_prefix", _prefix),
     ("url_allowed_hosts", _hosts),
     ("deadline", _deadline),
-    ("poll_interval_seconds", _positive(1)),
-    ("max_polls", _positive(1)),
-    ("large_file_threshold_bytes", _positive(0)),
+    ("poll_interval_seconds", _whole(*POLL_INTERVAL_RANGE)),
+    ("max_polls", _whole(*MAX_POLLS_RANGE)),
+    ("large_file_threshold_bytes", _whole(0)),
 )

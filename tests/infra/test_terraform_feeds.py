@@ -123,7 +123,7 @@ FIELD_CASES = [
     ("schedule", "rate(1 day)", "at(2026-01-01T00:00:00)"),
     ("time_zone", "America/Argentina/Buenos_Aires", "Europe London"),
     ("time_zone", "Etc/GMT+5", "../etc/passwd"),
-    ("destination_prefix", "vendor-a/daily/", "vendor-a"),
+    ("destination_prefix", "vendor-a/daily/", "vendor-a//"),
     ("destination_prefix", "v/", "/vendor-a/"),
     ("deadline", "09:30", "9:30"),
     ("deadline", "23:59", "24:00"),

@@ -197,7 +197,7 @@ BAD = [
     pytest.param(_with("vendor-a", "schedule", "0 7 * * *"), "schedule", id="schedule"),
     pytest.param(_with("vendor-a", "time_zone", "Europe London"), "time_zone", id="time-zone"),
     pytest.param(
-        _with("vendor-a", "destination_prefix", "vendor-a"), "destination_prefix", id="prefix"
+        _with("vendor-a", "destination_prefix", "/vendor-a"), "destination_prefix", id="prefix"
     ),
     pytest.param(_with("vendor-a", "deadline", "24:00"), "deadline", id="deadline"),
     pytest.param(_with("vendor-a", "max_polls", 0), "max_polls", id="max-polls"),

@@ -24,9 +24,9 @@ NAMED: dict[str, Any] = {
 }
 
 
-def _refused(name: str, values: dict[str, Any]) -> str:
+def _refused(name: str, values: dict[str, Any], *, local: bool = True) -> str:
     with pytest.raises(FeedError) as refused:
-        feed_from_mapping(name, values)
+        feed_from_mapping(name, values, local=local)
     message = str(refused.value)
     assert "\n" not in message
     return message
@@ -44,6 +44,7 @@ def test_a_named_feed_with_every_field_loads() -> None:
             "max_polls": 5,
             "large_file_threshold_bytes": 0,
         },
+        local=True,
     )
     assert feed.name == "vendor-b"
     assert not feed.is_default
@@ -70,8 +71,11 @@ def test_the_default_feed_is_todays_provider() -> None:
         ("schedule", "cron(0 7 * * ?)", "is not a cron(6 fields) or rate(N unit)"),
         ("schedule", "rate(0 days)", "is not a cron(6 fields) or rate(N unit)"),
         ("schedule", "every day", "is not a cron(6 fields) or rate(N unit)"),
-        ("provider_base_url", "ftp://x.example/", "must be an https (or local http) URL"),
-        ("provider_base_url", "https://user:pw@x.example/", "must be an https (or local http) URL"),
+        ("schedule", "cron(0 7 * * ? \U0001f600)", "is not a cron(6 fields) or rate(N unit)"),
+        ("provider_base_url", "ftp://x.example/", "must be an https or http URL"),
+        ("provider_base_url", "https://user:pw@x.example/", "must be an https or http URL"),
+        ("provider_base_url", "https://x.example/?apikey=1", "no credentials, query or fragment"),
+        ("provider_base_url", "https://[oops/", "must be an https or http URL"),
         ("provider_base_url", None, "is required for a named feed"),
         ("token_secret", "a:b", "is not a Secrets Manager name or ARN, or file:PATH"),
         ("token_secret", "file:", "is not a Secrets Manager name or ARN, or file:PATH"),
@@ -80,14 +84,18 @@ def test_the_default_feed_is_todays_provider() -> None:
         ("destination_prefix", "", "is required for a named feed"),
         ("destination_prefix", "a/../b", "is not a key prefix"),
         ("destination_prefix", "/vendor-b", "is not a key prefix"),
-        ("destination_prefix", "vendor-b/", "is not a key prefix"),
+        ("destination_prefix", "vendor-b//", "is not a key prefix"),
+        ("destination_prefix", "/", "is not a key prefix"),
+        ("destination_prefix", "a" * 201, "is not a key prefix"),
         ("url_allowed_hosts", "a.example", "is not a list of host patterns"),
         ("url_allowed_hosts", ["https://a.example/"], "is not a host pattern"),
         ("url_allowed_hosts", ["*"], "is not a host pattern"),
         ("deadline", "9:30", "is not a local time HH:MM"),
         ("deadline", "24:00", "is not a local time HH:MM"),
-        ("poll_interval_seconds", 0, "is not a whole number >= 1"),
+        ("poll_interval_seconds", 9, "is not a whole number >= 10 and <= 86400"),
+        ("poll_interval_seconds", 86401, "is not a whole number >= 10 and <= 86400"),
         ("max_polls", True, "is not a whole number >= 1"),
+        ("max_polls", 1001, "is not a whole number >= 1 and <= 1000"),
         ("max_polls", "3", "is not a whole number >= 1"),
         ("large_file_threshold_bytes", -1, "is not a whole number >= 0"),
     ],
@@ -97,6 +105,32 @@ def test_each_bad_field_is_one_line_naming_feed_and_field(field: str, value: Any
     message = _refused("vendor-b", {**NAMED, field: value})
     assert message.startswith(f"feeds.vendor-b.{field}: ")
     assert why in message
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "why"),
+    [
+        ("provider_base_url", "http://x.example/", "must be an https URL with a host"),
+        ("token_secret", "dlpipe/vendor-b/token", "is not a Secrets Manager secret's ARN"),
+        ("private_key_secret", "file:/k.pem", "is not a Secrets Manager secret's ARN"),
+    ],
+)
+def test_off_the_local_switch_only_https_and_secret_arns_load(
+    field: str, value: Any, why: str
+) -> None:
+    """On AWS a provider is https and a secret an ARN; http, names and files are local."""
+    arns = dict.fromkeys(("token_secret", "private_key_secret"), NAMED["private_key_secret"])
+    message = _refused("vendor-b", {**NAMED, **arns, field: value}, local=False)
+    assert message.startswith(f"feeds.vendor-b.{field}: ")
+    assert why in message
+    assert feed_from_mapping("vendor-b", {**NAMED, **arns}).token_secret == arns["token_secret"]
+
+
+@pytest.mark.parametrize("written", ["vendor-b/daily", "vendor-b/daily/"])
+def test_a_prefix_loads_with_or_without_its_trailing_slash(written: str) -> None:
+    """Terraform's examples write "vendor-b/daily/"; the feed's prefix is "vendor-b/daily"."""
+    feed = feed_from_mapping("vendor-b", {**NAMED, "destination_prefix": written}, local=True)
+    assert feed.destination_prefix == "vendor-b/daily"
 
 
 @pytest.mark.parametrize("name", ["Vendor-B", "vendor.b", "-x", "x" * 32, ""])
@@ -116,7 +150,7 @@ def test_an_unknown_field_is_refused_not_ignored() -> None:
 def test_a_secret_may_be_a_local_file_and_shared() -> None:
     """file:PATH locally; the same key may serve two feeds."""
     feed = feed_from_mapping(
-        "b", {**NAMED, "token_secret": "file:/t", "private_key_secret": "file:k"}
+        "b", {**NAMED, "token_secret": "file:/t", "private_key_secret": "file:k"}, local=True
     )
     assert (feed.token_secret, feed.private_key_secret) == ("file:/t", "file:k")
 

@@ -1,0 +1,191 @@
+"""Deployed as configured: every value terraform/ hands the code, loaded by the code's own loaders.
+
+Rendered by the terraform binary from the sources (tests/infra/terraform_render.py): the
+functions' and the ECS task's environments, each feed's SSM parameter and each schedule's
+input, for the default variables and the fixtures. Each is then read as on AWS: the
+environment by Settings.from_env, a feed by ParameterFeeds at the name the code builds from
+DLPIPE_FEEDS_PARAMETER_PATH, a schedule's input by the orchestrator's event parser with the
+feed's run. A value Terraform writes and the code refuses fails here, not on the first day.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import hcl2
+import pytest
+
+from dlpipe.adapters.feed_parameters import ParameterFeeds
+from dlpipe.bootstrap.orchestrator import check_recovery_fits, day_deadline, feed_runs
+from dlpipe.config import ENV_REGION, Settings, check_provider_url
+from dlpipe.domain.events import parse_event
+from dlpipe.domain.feeds import DEFAULT_FEED_NAME, Feed
+from dlpipe.feed_settings import ChainedFeeds, FileFeeds, settings_for_feed
+from dlpipe.services.orchestrator.feed_runs import served_request
+from tests.infra.terraform_render import TERRAFORM, Rendered, Value
+
+pytestmark = pytest.mark.skipif(TERRAFORM is None, reason="no terraform binary on PATH")
+
+FIXTURES = Path(__file__).parent / "fixtures"
+REQUIRED = {"provider_base_url": "https://provider.example.com"}
+# What EventBridge Scheduler puts in place of its keyword when it invokes the target.
+SCHEDULED_TIME = "2026-11-27T07:00:00Z"
+KEYWORD = "<aws.scheduler.scheduled-time>"
+
+VALUES = {
+    "orchestrator": Value("aws_lambda_function", "orchestrator", ("environment", "variables")),
+    "downloader": Value("aws_lambda_function", "downloader", ("environment", "variables")),
+    "containers": Value("aws_ecs_task_definition", "worker", ("container_definitions",)),
+    "parameters": Value("aws_ssm_parameter", "feed", ("value",)),
+    "parameter_names": Value("aws_ssm_parameter", "feed", ("name",)),
+    "daily_input": Value("aws_scheduler_schedule", "daily", ("target", "input")),
+    "feed_inputs": Value("aws_scheduler_schedule", "feed", ("target", "input")),
+    "jobs": Value("aws_dynamodb_table", "jobs"),
+    "batches": Value("aws_dynamodb_table", "batches"),
+    "queue": Value("aws_sqs_queue", "downloads"),
+    "large_queue": Value("aws_sqs_queue", "downloads_large"),
+    "dlq": Value("aws_sqs_queue", "downloads_dlq"),
+    "bucket": Value("aws_s3_bucket", "destination"),
+    "bus": Value("aws_cloudwatch_event_bus", "handoff"),
+    "token": Value("aws_secretsmanager_secret", "provider_token"),
+    "key": Value("aws_secretsmanager_secret", "rsa_private_key"),
+    "feed_keys": Value("aws_secretsmanager_secret", "feed_private_key"),
+    "feed_tokens": Value("aws_secretsmanager_secret", "feed_token"),
+}
+
+
+def _tfvars(name: str) -> dict[str, Any]:
+    with (FIXTURES / name).open() as handle:
+        raw = hcl2.load(handle)
+    # python-hcl2 keeps the quotes of strings and map keys.
+    return json.loads(json.dumps(raw).replace('\\"', ""))
+
+
+DEPLOYMENTS = {
+    "defaults": REQUIRED,
+    "two-feeds": _tfvars("two-feeds.tfvars"),
+    "all-features": _tfvars("all-features.tfvars"),
+}
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    module = Rendered(tmp_path_factory.mktemp("deployment"), VALUES)
+    return {name: module.outputs(variables) for name, variables in DEPLOYMENTS.items()}
+
+
+class RenderedParameters:
+    """SSM as the deployment leaves it: GetParameter answers the parameters Terraform creates,
+    by the names it gives them, and ParameterNotFound for any other name."""
+
+    def __init__(self, outputs: Mapping[str, Any]) -> None:
+        names, values = outputs["parameter_names"], outputs["parameters"]
+        self.by_name = {names[feed]: values[feed] for feed in names}
+        self.asked: list[str] = []
+
+    def get_parameter(self, **request: Any) -> Mapping[str, Any]:
+        from botocore.exceptions import ClientError
+
+        self.asked.append(request["Name"])
+        if request["Name"] not in self.by_name:
+            error = {"Error": {"Code": "ParameterNotFound", "Message": request["Name"]}}
+            raise ClientError(error, "GetParameter")  # type: ignore[arg-type]
+        return {"Parameter": {"Name": request["Name"], "Value": self.by_name[request["Name"]]}}
+
+
+def _lambda_settings(environment: Mapping[str, str], region: str) -> Settings:
+    """The settings a function builds from its environment (Lambda adds AWS_REGION)."""
+    return Settings.from_env({**environment, ENV_REGION: region})
+
+
+def _region(variables: Mapping[str, Any]) -> str:
+    return str(variables.get("aws_region", "eu-west-1"))
+
+
+def _feeds(outputs: Mapping[str, Any], settings: Settings) -> dict[str, Feed]:
+    """Every feed the deployment names, read as the functions read them."""
+    if not outputs["parameters"]:
+        assert settings.feeds_parameter_path is None
+        return {}
+    assert settings.feeds_parameter_path is not None
+    ssm = RenderedParameters(outputs)
+    source = ParameterFeeds(ssm, settings.feeds_parameter_path)
+    feeds = {name: source.feed(name) for name in outputs["parameters"]}
+    assert sorted(ssm.asked) == sorted(ssm.by_name)  # the code asks exactly the names made
+    return feeds
+
+
+@pytest.mark.parametrize("deployment", DEPLOYMENTS)
+def test_the_orchestrator_runs_every_feed_from_what_terraform_renders(
+    rendered: dict[str, dict[str, Any]], deployment: str
+) -> None:
+    """Its environment loads, names the tables, queues, bucket and bus Terraform creates, and
+    each feed's parameter and schedule input give that feed's run for the scheduled day."""
+    outputs, variables = rendered[deployment], DEPLOYMENTS[deployment]
+    settings = _lambda_settings(outputs["orchestrator"], _region(variables))
+    check_recovery_fits(settings)
+    day_deadline(settings)
+    assert check_provider_url(settings.provider_base_url or "", allow_http=False)
+    assert settings.jobs_table == outputs["jobs"]["name"]
+    assert settings.batches_table == outputs["batches"]["name"]
+    assert settings.queue_url == outputs["queue"]["url"]
+    assert settings.dlq_url == outputs["dlq"]["url"]
+    assert settings.destination_bucket == outputs["bucket"]["bucket"]
+    assert settings.provider_token_secret_id == outputs["token"]["arn"]
+    buses = [bus["name"] for bus in outputs["bus"]] or ["default"]
+    assert settings.event_bus in buses
+    feeds = _feeds(outputs, settings)
+    source = ChainedFeeds(FileFeeds({}), ParameterFeeds(RenderedParameters(outputs), "/x"))
+    if settings.feeds_parameter_path:
+        source = ChainedFeeds(
+            FileFeeds.from_env({}),
+            ParameterFeeds(RenderedParameters(outputs), settings.feeds_parameter_path),
+        )
+    runs = feed_runs(settings, source, lambda own: own)  # type: ignore[arg-type,return-value]
+    inputs = {DEFAULT_FEED_NAME: outputs["daily_input"], **outputs["feed_inputs"]}
+    assert sorted(inputs) == sorted([DEFAULT_FEED_NAME, *feeds])
+    for name, text in inputs.items():
+        event = json.loads(text.replace(KEYWORD, SCHEDULED_TIME))
+        request, run = served_request(event, settings.date_offset_days, runs)
+        own: Settings = run.flow()  # type: ignore[assignment]
+        assert own.feed == request.feed == name
+        zone = feeds[name].time_zone if name in feeds else "UTC"
+        assert request == parse_event(event, settings.date_offset_days, zone)
+        if name in feeds:
+            assert own.destination_prefix == feeds[name].destination_prefix.rstrip("/")
+            assert own.provider_token_secret_id is not None
+            check_provider_url(own.provider_base_url or "", allow_http=False)
+
+
+@pytest.mark.parametrize("deployment", DEPLOYMENTS)
+def test_every_downloader_loads_its_environment_and_each_feeds_secrets(
+    rendered: dict[str, dict[str, Any]], deployment: str
+) -> None:
+    """The downloader Lambda's and the ECS worker's environments load, name the queues, table
+    and bucket Terraform creates, and each feed's settings carry the secrets made for it."""
+    outputs, variables = rendered[deployment], DEPLOYMENTS[deployment]
+    environments = [outputs["downloader"]]
+    for containers in outputs["containers"]:
+        (worker,) = json.loads(containers)
+        environments.append({pair["name"]: pair["value"] for pair in worker["environment"]})
+    assert len(environments) == (2 if variables.get("enable_ecs_worker") else 1)
+    for environment in environments:
+        settings = _lambda_settings(environment, _region(variables))
+        assert settings.jobs_table == outputs["jobs"]["name"]
+        assert settings.queue_url == outputs["queue"]["url"]
+        assert settings.large_queue_url == next(
+            (queue["url"] for queue in outputs["large_queue"]), None
+        )
+        assert settings.destination_bucket == outputs["bucket"]["bucket"]
+        assert settings.private_key_secret_id == outputs["key"]["arn"]
+        secrets = {s["arn"] for s in [*outputs["feed_keys"].values(), outputs["key"]]}
+        tokens = {s["arn"] for s in outputs["feed_tokens"].values()}
+        for name, feed in _feeds(outputs, settings).items():
+            own = settings_for_feed(settings, feed)
+            assert own.feed == name
+            assert own.private_key_secret_id in secrets
+            declared = variables["feeds"][name].get("token_secret")
+            assert own.provider_token_secret_id in (tokens if declared is None else {declared})
