@@ -14,6 +14,7 @@ from botocore.exceptions import ClientError
 
 from dlpipe.domain.feeds import (
     DEFAULT_FEED_NAME,
+    FEED_FIELDS,
     Feed,
     FeedError,
     feed_from_mapping,
@@ -21,6 +22,33 @@ from dlpipe.domain.feeds import (
     shown_name,
 )
 from dlpipe.feed_settings import UnknownFeedError
+
+
+class ParameterWriter(Protocol):
+    """The part of a boto3 SSM client the local stack writes feeds with."""
+
+    def put_parameter(self, **request: Any) -> Mapping[str, Any]:
+        """SSM PutParameter."""
+        ...
+
+
+def parameter_value(feed: Feed) -> str:
+    """The JSON of `feed`'s parameter, in the shape terraform/feeds.tf writes: every field,
+    unset ones null, the name too (tests/infra/test_deployment_contract.py holds the two
+    shapes equal). The local stack writes its named feeds with it."""
+    values = {name: getattr(feed, name) for name in FEED_FIELDS}
+    values["url_allowed_hosts"] = list(feed.url_allowed_hosts)
+    return json.dumps(values, sort_keys=True)
+
+
+def publish_feeds(client: ParameterWriter, path: str, feeds: Mapping[str, Feed]) -> None:
+    """Write each named feed's parameter under `path`, as Terraform does on AWS (the default
+    feed has none: the deployment's own settings configure it)."""
+    prefix = path.rstrip("/")
+    for name, feed in feeds.items():
+        if not feed.is_default:
+            request = {"Name": f"{prefix}/{name}", "Value": parameter_value(feed)}
+            client.put_parameter(**request, Type="String", Overwrite=True)
 
 
 class ParameterReader(Protocol):

@@ -14,7 +14,12 @@ from rich.table import Table
 
 from dlpipe.adapters.aws import AwsClients
 from dlpipe.cli.ops.durations import DAY, resolve_day, wall_clock_ms
-from dlpipe.config import ENV_FEEDS_FILE, ENV_PRIVATE_KEY_FILE, SERVICE_ENDPOINT_ENV, Settings
+from dlpipe.config import (
+    ENV_FEEDS_PARAMETER_PATH,
+    ENV_PRIVATE_KEY_FILE,
+    SERVICE_ENDPOINT_ENV,
+    Settings,
+)
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.local.dynamodb_local import DynamoDBLocalError
 from dlpipe.local.emulator import EmulatorError
@@ -130,7 +135,7 @@ def _port_free(port: int) -> bool:
     default=1,
     show_default=True,
     help="Feeds served, one stub provider each (own key pair and token): the default feed,"
-    " then feed-2 .. feed-N, written to the feeds file DLPIPE_FEEDS_FILE names.",
+    " then feed-2 .. feed-N, each written as an SSM parameter under DLPIPE_FEEDS_PARAMETER_PATH.",
 )
 def up(  # noqa: PLR0917 - click passes one argument per option
     port: int, dynamodb_port: int, stub: bool, stub_port: int, day: str, files: int, feeds: int
@@ -176,8 +181,8 @@ def _print_exports(running: LocalUp, options: StubOptions | None) -> None:
         )
         for name, url in list(running.stub_urls.items())[1:]:
             console.print(
-                f"feed {name}: stub provider at {url}; its key and token files are named in "
-                f"{running.environment[ENV_FEEDS_FILE]}",
+                f"feed {name}: stub provider at {url}; its settings, key and token files are in "
+                f"the SSM parameter {running.environment[ENV_FEEDS_PARAMETER_PATH]}/{name}",
                 highlight=False,
             )
         for line in next_steps(options.date, list(running.stub_urls)):

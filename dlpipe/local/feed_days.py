@@ -4,7 +4,6 @@ per feed, each day verified against the bucket under its feed's prefix."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
@@ -13,11 +12,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from dlpipe.adapters.feed_parameters import publish_feeds
+from dlpipe.adapters.keys import clear_cache as clear_key_cache
+from dlpipe.bootstrap.feeds import feed_source
 from dlpipe.bootstrap.ops import build_ops_context
 from dlpipe.bootstrap.orchestrator import build_flow, check_recovery_fits, feed_runs
-from dlpipe.config import ENV_FEEDS_FILE, ConfigError, Settings
+from dlpipe.config import ConfigError, Settings
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME, Feed
-from dlpipe.feed_settings import FileFeeds, settings_for_feed
+from dlpipe.feed_settings import settings_for_feed
 from dlpipe.local.day import (
     DayOptions,
     DayProgress,
@@ -31,14 +33,19 @@ from dlpipe.local.durable_runner import (
     enforce_checkpoint_size_limit,
     run_durable_locally,
 )
-from dlpipe.local.feeds import FeedKeys, FeedTables, named_feed_keys, write_feeds_file
+from dlpipe.local.feeds import (
+    FeedKeys,
+    FeedTables,
+    effective_feeds,
+    named_feed_keys,
+    store_feed_secrets,
+)
 from dlpipe.local.stack import LocalStack
 from dlpipe.local.stub.faults import Faults
 from dlpipe.local.stub.publish import StubFileSpec
 from dlpipe.local.stub.server import StubProvider
 from dlpipe.services.orchestrator.durable import build_durable_handler
 
-FEEDS_FILE_NAME = "feeds.toml"
 RUN_FAILED = "run failed"  # a feed's durable execution failed: no batch status to report
 
 
@@ -110,28 +117,30 @@ def run_feed_days(
 
 @contextmanager
 def _serving(stack: LocalStack, local: LocalFeeds, options: DayOptions) -> Iterator[_Running]:
-    """Each feed's stub started, the effective feeds file written and named by
-    DLPIPE_FEEDS_FILE (every component builds its feeds from it); all undone on exit."""
-    previous = os.environ.get(ENV_FEEDS_FILE)
+    """Each feed's stub started and each named feed written as an SSM parameter in the
+    emulator, as Terraform writes it on AWS: every component of the run reads it from there
+    (DLPIPE_FEEDS_PARAMETER_PATH). Stubs stopped on exit."""
     with ExitStack() as stubs:
         started = {
             name: stubs.enter_context(_stub(stack, local, name, seed))
             for seed, name in enumerate(local.names)
         }
         urls = {name: stub.base_url for name, stub in started.items()}
-        path = local.folder / FEEDS_FILE_NAME
         allowed = (urlsplit(stack.emulator.endpoint_url).netloc,)
-        feeds = write_feeds_file(path, local.tables, local.keys, urls, allowed)
+        secrets = {
+            name: store_feed_secrets(stack.clients, name, local.keys[name])
+            for name in local.names
+            if name != DEFAULT_FEED_NAME
+        }
+        feeds = effective_feeds(local.tables, secrets, urls, allowed)
+        # A process caches a key by its secret; the stack has just given these secrets new
+        # values (fresh key pairs every run), which an earlier run in this process must not hide.
+        clear_key_cache()
         settings = _day_settings(stack, urls, options)
         _check_polling(settings, feeds)
-        os.environ[ENV_FEEDS_FILE] = str(path.resolve())
-        try:
-            yield _Running(feeds, started, settings)
-        finally:
-            if previous is None:
-                os.environ.pop(ENV_FEEDS_FILE, None)
-            else:
-                os.environ[ENV_FEEDS_FILE] = previous
+        if settings.feeds_parameter_path:
+            publish_feeds(stack.clients.ssm, settings.feeds_parameter_path, feeds)
+        yield _Running(feeds, started, settings)
 
 
 def _check_polling(settings: Settings, feeds: Mapping[str, Feed]) -> None:
@@ -159,8 +168,11 @@ def _stub(stack: LocalStack, local: LocalFeeds, name: str, seed: int) -> StubPro
 
 
 def _day_settings(stack: LocalStack, urls: Mapping[str, str], options: DayOptions) -> Settings:
+    named = [name for name in urls if name != DEFAULT_FEED_NAME]
     return replace(
         stack.settings,
+        # As Terraform sets it: only while there are named feeds.
+        feeds_parameter_path=stack.provisioned.feeds_parameter_path if named else None,
         provider_base_url=urls.get(DEFAULT_FEED_NAME, stack.settings.provider_base_url),
         poll_interval_seconds=options.poll_interval_seconds,
         max_polls=options.max_polls,
@@ -175,7 +187,8 @@ def _run_one(
     """One feed's day as the orchestrator Lambda runs it: the event names the feed (the default
     feed's event as before feeds), and the handler finds the feed's run among the stack's."""
     settings = running.settings
-    runs = feed_runs(settings, FileFeeds(running.feeds), lambda own: build_flow(own, stack.clients))
+    source = feed_source(settings, stack.clients, env={})  # the Lambda's: the parameters
+    runs = feed_runs(settings, source, lambda own: build_flow(own, stack.clients))
     handler = build_durable_handler(
         lambda: build_flow(settings, stack.clients),
         settings.poll_interval_seconds,

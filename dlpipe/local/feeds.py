@@ -2,25 +2,31 @@
 
 A feeds template (`dlpipe/local/feeds.local.toml`, or `local up --feeds N`'s numbered feeds)
 names the feeds and their own fields; the stack adds what only it knows - each named feed's
-stub URL, token and key files, and the emulator's host as its URL allowlist - and writes the
-effective feeds file every process reads (DLPIPE_FEEDS_FILE), validated by the one rule
-(dlpipe/feeds_config.py). The default feed keeps reading the process's settings, as before.
+stub URL, token and key files, and the emulator's host as its URL allowlist - validates the
+result by the one rule (dlpipe/feeds_config.py), and writes each named feed as an SSM
+parameter in the emulator, as Terraform does on AWS (adapters/feed_parameters.publish_feeds):
+every process reads it from there through DLPIPE_FEEDS_PARAMETER_PATH, the production path.
+The default feed reads the process's settings, as on AWS.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dlpipe.domain.feeds import DEFAULT_FEED_NAME, FILE_SECRET_PREFIX, Feed, FeedError
-from dlpipe.feeds_config import feeds_from_document, load_feeds_file
+from botocore.exceptions import ClientError
+
+from dlpipe.domain.feeds import DEFAULT_FEED_NAME, Feed, FeedError
+from dlpipe.feeds_config import feeds_from_document
 from dlpipe.local.stub.crypto import generate_rsa_keypair
+
+if TYPE_CHECKING:
+    from dlpipe.adapters.aws import AwsClients
 
 LOCAL_FEEDS_TEMPLATE = Path(__file__).with_name("feeds.local.toml")
 MAX_LOCAL_FEEDS = 8  # stub servers, key pairs and days on one laptop: a handful is the point
@@ -110,29 +116,46 @@ def read_template(path: Path = LOCAL_FEEDS_TEMPLATE) -> FeedTables:
     return {name: dict(values) for name, values in tables.items()}
 
 
-def write_feeds_file(
-    path: Path,
+def store_feed_secrets(
+    clients: AwsClients, name: str, keys: FeedKeys, name_prefix: str = ""
+) -> tuple[str, str]:
+    """(token ARN, private key ARN): feed `name`'s token and key in the emulator's Secrets
+    Manager, under the names terraform/feeds.tf gives the secrets it creates for a feed."""
+    where = f"{name_prefix}dlpipe/feeds/{name}"
+    client = clients.secretsmanager
+    token = _put_secret(client, f"{where}/provider-token", keys.token)
+    key = _put_secret(client, f"{where}/rsa-private-key", keys.private_key_path.read_text())
+    return token, key
+
+
+def _put_secret(client: Any, name: str, value: str) -> str:
+    try:
+        return str(client.create_secret(Name=name, SecretString=value)["ARN"])
+    except ClientError as exc:
+        if exc.response["Error"]["Code"] != "ResourceExistsException":
+            raise
+    return str(client.put_secret_value(SecretId=name, SecretString=value)["ARN"])
+
+
+def effective_feeds(
     tables: FeedTables,
-    keys: Mapping[str, FeedKeys],
+    secrets: Mapping[str, tuple[str, str]],
     urls: Mapping[str, str],
     allowed_hosts: tuple[str, ...],
 ) -> dict[str, Feed]:
-    """Write the effective feeds file (each named feed with its stub's URL, its key and token
-    files and `allowed_hosts`) at `path`, and return its feeds as every process will read them."""
+    """The template's feeds with what the stack adds (each named feed's stub URL, its token
+    and key secrets as `secrets` names them, `allowed_hosts`), validated as a feeds file is."""
     stack_fields = {
         name: {
             "provider_base_url": urls[name],
-            # Absolute: a process started in another folder (a second shell) reads them too.
-            "token_secret": f"{FILE_SECRET_PREFIX}{Path(str(keys[name].token_path)).resolve()}",
-            "private_key_secret": f"{FILE_SECRET_PREFIX}{keys[name].private_key_path.resolve()}",
+            "token_secret": secrets[name][0],
+            "private_key_secret": secrets[name][1],
             "url_allowed_hosts": list(allowed_hosts),
         }
         for name in tables
         if name != DEFAULT_FEED_NAME
     }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(_toml(_filled(tables, stack_fields)), encoding="utf-8")
-    return load_feeds_file(path)
+    return feeds_from_document({"feeds": _filled(tables, stack_fields)})
 
 
 def _placeholders(tables: Mapping[str, object]) -> FeedTables:
@@ -149,14 +172,3 @@ def _filled(tables: Mapping[str, Any], extra: Mapping[str, Mapping[str, Any]]) -
         name: {**values, **extra.get(name, {})} if isinstance(values, Mapping) else values
         for name, values in tables.items()
     }
-
-
-def _toml(tables: FeedTables) -> str:
-    """The feeds as TOML (strings, whole numbers and lists of strings: a JSON string is a
-    valid TOML basic string)."""
-    lines = ["# Written by the local stack: the feeds every local process reads.", ""]
-    for name, values in tables.items():
-        lines.append(f"[feeds.{json.dumps(name)}]")
-        lines += [f"{key} = {json.dumps(value)}" for key, value in values.items()]
-        lines.append("")
-    return "\n".join(lines)

@@ -49,6 +49,8 @@ class Provisioned:
     large_queue_url: str | None = None
     # The hand-off events' stand-in consumer (dlpipe/local/events.py).
     downstream_queue_url: str | None = None
+    # Where named feeds' SSM parameters live (terraform/feeds.tf's local of that name).
+    feeds_parameter_path: str | None = None
 
 
 def _index_keys(module: TerraformModule, index: dict[str, Any]) -> list[dict[str, str]]:
@@ -224,4 +226,5 @@ def provision(clients: AwsClients, module: TerraformModule | None = None) -> Pro
         provider_token_secret=_provision_secret(clients, module, PROVIDER_TOKEN_SECRET_RESOURCE),
         large_queue_url=queues[2] if queues else None,
         downstream_queue_url=provision_downstream(clients),
+        feeds_parameter_path=str(module.value("${local.feeds_parameter_path}")),
     )

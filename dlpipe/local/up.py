@@ -1,6 +1,7 @@
 """`dlpipe local up`'s stack: the emulator, provisioned, and a stub provider per feed, each with
 its own key pair and token, plus every variable another shell needs to run workers and days
-against it (a named feed's stub, key and token in the feeds file DLPIPE_FEEDS_FILE names)."""
+against it (each named feed's stub URL, key and token in its SSM parameter in the emulator,
+under DLPIPE_FEEDS_PARAMETER_PATH, as on AWS)."""
 
 from __future__ import annotations
 
@@ -13,11 +14,12 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from dlpipe.adapters.aws import AwsClients
+from dlpipe.adapters.feed_parameters import publish_feeds
 from dlpipe.config import (
     ENV_BATCHES_TABLE,
     ENV_DEST_BUCKET,
     ENV_DLQ_URL,
-    ENV_FEEDS_FILE,
+    ENV_FEEDS_PARAMETER_PATH,
     ENV_JOBS_TABLE,
     ENV_LARGE_QUEUE_URL,
     ENV_LEASE_SECONDS,
@@ -34,9 +36,10 @@ from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.local.emulator import LocalAws
 from dlpipe.local.feeds import (
     FeedKeys,
+    effective_feeds,
     named_feed_keys,
     numbered_feeds,
-    write_feeds_file,
+    store_feed_secrets,
     write_key_pair,
 )
 from dlpipe.local.provision import Provisioned, provision
@@ -108,17 +111,22 @@ def local_up(
         env = provisioned_environment(emulator, provisioned)
         stub_urls: dict[str, str] = {}
         if stub is not None:
-            stub_urls = _serve_stubs(stack, clients, stub, env, emulator.endpoint_url)
+            stub_urls = _serve_stubs(stack, clients, stub, env, emulator.endpoint_url, provisioned)
         yield LocalUp(
             emulator, clients, provisioned, env, stub_urls.get(DEFAULT_FEED_NAME), stub_urls
         )
 
 
-def _serve_stubs(
-    stack: ExitStack, clients: AwsClients, stub: StubOptions, env: dict[str, str], aws_url: str
+def _serve_stubs(  # noqa: PLR0917 (one private helper of local_up, called once)
+    stack: ExitStack,
+    clients: AwsClients,
+    stub: StubOptions,
+    env: dict[str, str],
+    aws_url: str,
+    provisioned: Provisioned,
 ) -> dict[str, str]:
     """One stub per feed, each with its own key pair and token, having published `stub.date`;
-    the default feed's provider in `env` as before feeds, the others in the feeds file."""
+    the default feed's provider in `env`, the others in their SSM parameters."""
     tables = numbered_feeds(stub.feeds)
     key_path, public_pem = write_key_pair(stub.key_dir)
     keys = {DEFAULT_FEED_NAME: FeedKeys(public_pem, key_path, secrets.token_urlsafe(32))}
@@ -146,7 +154,10 @@ def _serve_stubs(
         }
     )
     if stub.feeds > 1:
-        path = (stub.key_dir / "feeds.toml").resolve()
-        write_feeds_file(path, tables, keys, urls, (urlsplit(aws_url).netloc,))
-        env[ENV_FEEDS_FILE] = str(path)
+        # Each named feed as an SSM parameter in the emulator, as Terraform writes it on AWS.
+        path = str(provisioned.feeds_parameter_path)
+        stored = {name: store_feed_secrets(clients, name, keys[name]) for name in list(tables)[1:]}
+        feeds = effective_feeds(tables, stored, urls, (urlsplit(aws_url).netloc,))
+        publish_feeds(clients.ssm, path, feeds)
+        env[ENV_FEEDS_PARAMETER_PATH] = path
     return urls

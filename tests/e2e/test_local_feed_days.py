@@ -4,6 +4,7 @@ per feed with its own key and token, shared workers, one durable execution per f
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 
 from dlpipe.adapters.batches_table import BatchesTable
 from dlpipe.adapters.crypto import load_private_key, unwrap_aes_key
+from dlpipe.adapters.feed_parameters import feed_from_parameter
 from dlpipe.adapters.jobs_table import JobsTable
 from dlpipe.config import ConfigError
 from dlpipe.domain.cipher_format import CIPHER_CBC, CIPHER_GCM
@@ -88,6 +90,28 @@ def test_the_same_entity_of_two_feeds_is_two_files_two_jobs_two_objects_two_keys
     for wrong_key, job in ((vendor_b_key, mine), (default_key, theirs)):
         with pytest.raises(WrongKeyError):
             unwrap_aes_key(wrong_key, job.encrypted_aes_key)
+
+
+def test_the_named_feed_reaches_every_component_as_terraform_leaves_it_on_aws(
+    stack: LocalStack, tmp_path: Path
+) -> None:
+    """No feeds file: vendor-b is the SSM parameter terraform/feeds.tf's path names, its token
+    and key are Secrets Manager secrets named as Terraform names a feed's, and its day
+    completes on them alone."""
+    assert "DLPIPE_FEEDS_FILE" not in os.environ
+    day = unique_day()
+    reports = _by_feed(run_feed_days(stack, _two_feeds(stack, tmp_path), replace(QUICK, date=day)))
+    assert reports["vendor-b"].status == "completed"
+    path = stack.provisioned.feeds_parameter_path
+    assert path == "/dlpipe/feeds"
+    value = stack.clients.ssm.get_parameter(Name=f"{path}/vendor-b")["Parameter"]["Value"]
+    feed = feed_from_parameter("vendor-b", f"{path}/vendor-b", value, local=True)
+    assert (feed.destination_prefix, feed.time_zone) == ("vendor-b", "Europe/London")
+    for arn, name in (
+        (feed.token_secret, "dlpipe/feeds/vendor-b/provider-token"),
+        (feed.private_key_secret, "dlpipe/feeds/vendor-b/rsa-private-key"),
+    ):
+        assert stack.clients.secretsmanager.describe_secret(SecretId=str(arn))["Name"] == name
 
 
 # The down feed's day waits out its provider for this long before it gives up: far longer than

@@ -1,6 +1,7 @@
 """`dlpipe local up --feeds N`: one stub provider per feed, each with its own port, token and
-key pair, and the feeds file (DLPIPE_FEEDS_FILE) that names them in the export lines, enough
-for a second shell to run a named feed's day."""
+key pair, each named feed an SSM parameter in the emulator (DLPIPE_FEEDS_PARAMETER_PATH in the
+export lines) with its secrets in the emulator's Secrets Manager, as Terraform leaves a feed on
+AWS: enough for a second shell to run a named feed's day."""
 
 from __future__ import annotations
 
@@ -19,10 +20,9 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from dlpipe.adapters.aws import AwsClients
+from dlpipe.adapters.feed_parameters import feeds_under_path
 from dlpipe.bootstrap.orchestrator import build_orchestrator_handler
 from dlpipe.config import Settings
-from dlpipe.feed_settings import FileFeeds
-from dlpipe.feeds_config import load_feeds_file
 from dlpipe.local.durable_runner import run_durable_locally
 from dlpipe.local.events import HANDOFF_RULE_NAME
 from dlpipe.local.stub.crypto import oaep_sha256
@@ -32,10 +32,11 @@ from tests.support import unique_day
 pytestmark = pytest.mark.e2e
 
 
-def _secret(value: str | None) -> Path:
-    assert value is not None
-    assert value.startswith("file:"), value
-    return Path(value.removeprefix("file:"))
+def _secret(clients: AwsClients, arn: str | None) -> str:
+    """A feed's secret, read where the functions read it: Secrets Manager, by ARN."""
+    assert arn is not None
+    assert arn.startswith("arn:aws:secretsmanager:"), arn
+    return str(clients.secretsmanager.get_secret_value(SecretId=arn)["SecretString"])
 
 
 def _accounts_key(url: str, token: str, day: str) -> tuple[int, bytes | None]:
@@ -107,13 +108,18 @@ def up3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[str, st
 
 
 def test_local_up_serves_one_stub_per_feed_each_with_its_own_token_and_key(
-    up3: tuple[dict[str, str], str, Path],
+    up3: tuple[dict[str, str], str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """--feeds 3: the exports name a feeds file with feed-2 and feed-3; every stub answers its
-    own token only, and its `accounts` key unwraps with its own feed's private key only."""
+    """--feeds 3: the exports name the parameter path holding feed-2 and feed-3; every stub
+    answers its own token only, and its `accounts` key unwraps with its own feed's key only."""
     exports, day, _ = up3
-    feeds = load_feeds_file(exports["DLPIPE_FEEDS_FILE"])
-    assert list(feeds) == ["default", "feed-2", "feed-3"]
+    assert "DLPIPE_FEEDS_FILE" not in exports
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION"):
+        monkeypatch.setenv(name, exports[name])  # the exports' dummy credentials
+    clients = AwsClients(Settings.from_env(exports))
+    path = exports["DLPIPE_FEEDS_PARAMETER_PATH"]
+    feeds = feeds_under_path(clients.ssm, path, local=True)
+    assert sorted(feeds) == ["feed-2", "feed-3"]
     secrets = {
         "default": (
             exports["DLPIPE_PROVIDER_URL"],
@@ -124,11 +130,11 @@ def test_local_up_serves_one_stub_per_feed_each_with_its_own_token_and_key(
     for name in ("feed-2", "feed-3"):
         feed = feeds[name]
         assert feed.provider_base_url is not None
-        token = _secret(feed.token_secret).read_text()
+        token = _secret(clients, feed.token_secret)
         secrets[name] = (
             feed.provider_base_url,
             token,
-            _secret(feed.private_key_secret).read_bytes(),
+            _secret(clients, feed.private_key_secret).encode(),
         )
     assert len({url for url, _, _ in secrets.values()}) == 3
     for name, (url, token, private_pem) in secrets.items():
@@ -151,7 +157,8 @@ def test_a_second_shell_runs_a_named_feeds_day_with_only_the_printed_exports(
         monkeypatch.setenv(name, exports[name])  # the poller here: the exports' dummy credentials
     shell = {"PATH": os.environ["PATH"], "HOME": os.environ["HOME"], **exports}
     settings = Settings.from_env(exports)
-    handler = build_orchestrator_handler(settings, feeds=FileFeeds.from_env(exports))
+    # The Lambda's own wiring: the feed from its SSM parameter, as on AWS.
+    handler = build_orchestrator_handler(settings)
     with (folder / "worker.err").open("w") as worker_err:
         worker = subprocess.Popen(  # exits by itself once idle; killed by PID if not
             [str(DLPIPE), "worker", "--concurrency", "2", "--exit-when-idle", "5"],

@@ -23,6 +23,7 @@ from tests.iam.actions import ACTIONS
 from tests.iam.plugin import Call, Session
 from tests.iam.policies import ACCOUNT, REGION, Policies, Statement, glob_regex
 from tests.infra.hcl import literal
+from tests.infra.test_terraform_feeds import FEEDS
 
 pytestmark = pytest.mark.iam_coverage
 
@@ -113,10 +114,16 @@ NOT_CALLED_BUT_NEEDED[("orchestrator", "WriteDayManifests", "s3:AbortMultipartUp
 ENCRYPTED_SERVICES = frozenset({"s3", "sqs", "secretsmanager", "dynamodb"})
 
 
+# The local stack writes its named feeds as Terraform does (an SSM parameter and two secrets per
+# feed, dlpipe/local/feeds.py), under whatever name a test gives the feed: each stands for one
+# feed of the two-feed fixture whose secrets Terraform creates.
+FEED_STAND_IN = "vendor-a"
+
+
 @cache
 def policies() -> Policies:
-    """terraform/'s component roles, resolved once."""
-    return Policies()
+    """terraform/'s component roles with the stand-in feed's statements, resolved once."""
+    return Policies(feeds={FEED_STAND_IN: FEEDS[FEED_STAND_IN]})
 
 
 @pytest.fixture(scope="module")
@@ -158,14 +165,23 @@ def _terraform_names(service: str) -> frozenset[str]:
 
 # A test's own feeds parameter path (/t<hex>-dlpipe/feeds) stands for the deployment's.
 _TEST_PARAMETER_PATH = re.compile(r"(:parameter/)t[0-9a-f]+-(dlpipe/feeds)$")
+# A local feed's parameter and secrets, under any feed name (and a test's name prefix).
+_FEED_PARAMETER = re.compile(r"(:parameter/)(t[0-9a-f]+-)?dlpipe/feeds/[a-z0-9-]+$")
+_FEED_SECRET = re.compile(r"(t[0-9a-f]+-)?dlpipe/feeds/[a-z0-9-]+/(provider-token|rsa-private-key)")
+_FEED_SECRET_RESOURCE = {"provider-token": "feed_token", "rsa-private-key": "feed_private_key"}
 
 
 @cache
 def canonical(service: str, arn: str) -> str:
     """The ARN as Terraform names it: a test's own queue or secret becomes the one it stands for."""
     if service == "ssm":
+        arn = _FEED_PARAMETER.sub(rf"\1dlpipe/feeds/{FEED_STAND_IN}", arn)
         return _TEST_PARAMETER_PATH.sub(r"\1\2", arn)
     name = _resource_name(service, arn)
+    feed_secret = _FEED_SECRET.fullmatch(name or "") if service == "secretsmanager" else None
+    if feed_secret:
+        label = _FEED_SECRET_RESOURCE[feed_secret.group(2)]
+        return policies().resolve(f'${{aws_secretsmanager_secret.{label}["{FEED_STAND_IN}"].arn}}')
     if name is None or name in _terraform_names(service):
         return arn
     for stand_in_service, pattern, resource in STAND_INS:

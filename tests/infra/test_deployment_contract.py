@@ -13,17 +13,19 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import hcl2
 import pytest
 
-from dlpipe.adapters.feed_parameters import ParameterFeeds
+from dlpipe.adapters.feed_parameters import ParameterFeeds, feed_from_parameter, parameter_value
+from dlpipe.bootstrap.feeds import feed_source
 from dlpipe.bootstrap.orchestrator import check_recovery_fits, day_deadline, feed_runs
 from dlpipe.config import ENV_REGION, Settings, check_provider_url
 from dlpipe.domain.events import parse_event
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME, Feed
-from dlpipe.feed_settings import ChainedFeeds, FileFeeds, settings_for_feed
+from dlpipe.feed_settings import settings_for_feed
 from dlpipe.services.orchestrator.feed_runs import served_request
 from tests.infra.terraform_render import TERRAFORM, Rendered, Value
 
@@ -138,12 +140,9 @@ def test_the_orchestrator_runs_every_feed_from_what_terraform_renders(
     buses = [bus["name"] for bus in outputs["bus"]] or ["default"]
     assert settings.event_bus in buses
     feeds = _feeds(outputs, settings)
-    source = ChainedFeeds(FileFeeds({}), ParameterFeeds(RenderedParameters(outputs), "/x"))
-    if settings.feeds_parameter_path:
-        source = ChainedFeeds(
-            FileFeeds.from_env({}),
-            ParameterFeeds(RenderedParameters(outputs), settings.feeds_parameter_path),
-        )
+    # The wiring's own source (bootstrap/feeds.py) on the rendered parameters; no feeds file.
+    clients = SimpleNamespace(ssm=RenderedParameters(outputs))
+    source = feed_source(settings, clients, env={})  # type: ignore[arg-type]
     runs = feed_runs(settings, source, lambda own: own)  # type: ignore[arg-type,return-value]
     inputs = {DEFAULT_FEED_NAME: outputs["daily_input"], **outputs["feed_inputs"]}
     assert sorted(inputs) == sorted([DEFAULT_FEED_NAME, *feeds])
@@ -189,3 +188,16 @@ def test_every_downloader_loads_its_environment_and_each_feeds_secrets(
             assert own.private_key_secret_id in secrets
             declared = variables["feeds"][name].get("token_secret")
             assert own.provider_token_secret_id in (tokens if declared is None else {declared})
+
+
+def test_the_local_stack_writes_a_feed_in_the_shape_terraform_does(
+    rendered: dict[str, dict[str, Any]],
+) -> None:
+    """parameter_value (the local stack's writer) gives the keys feeds.tf's jsonencode gives,
+    and a feed read from Terraform's parameter is written back to the same feed."""
+    outputs = rendered["two-feeds"]
+    for name, written in outputs["parameters"].items():
+        feed = feed_from_parameter(name, f"/dlpipe/feeds/{name}", written)
+        ours = parameter_value(feed)
+        assert sorted(json.loads(ours)) == sorted(json.loads(written))
+        assert feed_from_parameter(name, f"/dlpipe/feeds/{name}", ours) == feed

@@ -1,5 +1,5 @@
 """The local stack's feeds: the shipped template, `local up --feeds N`'s numbered feeds, and
-the effective feeds file the stack writes once its stubs' ports are known."""
+the effective feeds the stack writes to SSM once its stubs' ports are known."""
 
 from __future__ import annotations
 
@@ -8,15 +8,18 @@ from pathlib import Path
 
 import pytest
 
+from dlpipe.adapters.feed_parameters import feed_from_parameter, parameter_value
 from dlpipe.domain.feeds import FeedError
-from dlpipe.feeds_config import load_feeds_file
 from dlpipe.local.feeds import (
     LOCAL_FEEDS_TEMPLATE,
+    effective_feeds,
     named_feed_keys,
     numbered_feeds,
     read_template,
-    write_feeds_file,
 )
+
+TOKEN_ARN = "arn:aws:secretsmanager:us-east-1:123456789012:secret:dlpipe/feeds/vendor-b/provider-token-AbCdEf"
+KEY_ARN = "arn:aws:secretsmanager:us-east-1:123456789012:secret:dlpipe/feeds/vendor-b/rsa-private-key-AbCdEf"
 
 
 def test_the_shipped_template_runs_the_default_feed_and_vendor_b_under_its_own_prefix() -> None:
@@ -63,24 +66,25 @@ def test_a_template_with_an_invalid_field_is_refused_by_the_feeds_rule(tmp_path:
         read_template(template)
 
 
-def test_the_effective_file_gives_each_named_feed_its_stub_key_token_and_the_emulator(
+def test_the_effective_feeds_give_each_named_feed_its_stub_secrets_and_the_emulator(
     tmp_path: Path,
 ) -> None:
-    """The file the processes read: vendor-b's URL, its own key and token files (0600), the
-    emulator's host as its allowlist; the default feed keeps reading the settings."""
+    """What the stack writes to SSM: vendor-b's stub URL, the ARNs of its own token and key
+    secrets, the emulator's host as its allowlist; the default feed keeps the settings. Its
+    key and token files, which the stub reads, are 0600."""
     tables = read_template(LOCAL_FEEDS_TEMPLATE)
-    keys = {"vendor-b": named_feed_keys(tmp_path / "vendor-b")}
-    path = tmp_path / "effective.toml"
+    keys = named_feed_keys(tmp_path / "vendor-b")
     urls = {"vendor-b": "http://127.0.0.1:9001"}
-    written = write_feeds_file(path, tables, keys, urls, ("127.0.0.1:4566",))
-    feeds = load_feeds_file(path)
-    assert feeds == written
+    arns = (TOKEN_ARN, KEY_ARN)
+    feeds = effective_feeds(tables, {"vendor-b": arns}, urls, ("127.0.0.1:4566",))
     vendor_b = feeds["vendor-b"]
     assert vendor_b.provider_base_url == "http://127.0.0.1:9001"
     assert vendor_b.url_allowed_hosts == ("127.0.0.1:4566",)
-    token_path = Path(str(vendor_b.token_secret).removeprefix("file:"))
-    key_path = Path(str(vendor_b.private_key_secret).removeprefix("file:"))
-    assert token_path.read_text() == keys["vendor-b"].token
-    assert key_path.read_bytes().startswith(b"-----BEGIN PRIVATE KEY-----")
-    assert {stat.S_IMODE(p.stat().st_mode) for p in (token_path, key_path)} == {0o600}
+    assert (vendor_b.token_secret, vendor_b.private_key_secret) == arns
+    assert keys.private_key_path.read_bytes().startswith(b"-----BEGIN PRIVATE KEY-----")
+    paths = (keys.private_key_path, Path(str(keys.token_path)))
+    assert {stat.S_IMODE(p.stat().st_mode) for p in paths} == {0o600}
     assert (feeds["default"].provider_base_url, feeds["default"].token_secret) == (None, None)
+    # As a parameter, read back as the functions read it (the local switch on: http).
+    value = parameter_value(vendor_b)
+    assert feed_from_parameter("vendor-b", "/dlpipe/feeds/vendor-b", value, local=True) == vendor_b
