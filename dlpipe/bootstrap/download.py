@@ -170,7 +170,7 @@ class FeedRouter:
                 try:
                     own = settings_for_feed(self._settings, self._feeds.feed(feed))
                 except FeedError:
-                    return self.default  # the job itself then ends error (unknown_feed)
+                    return self.default  # the job itself waits for its feed (service.py)
                 self._queues[feed] = JobQueue.from_settings(self._sqs, own)
             return self._queues[feed]
 
