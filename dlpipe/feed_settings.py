@@ -5,20 +5,30 @@ orchestrator run and downloader parts use; the default feed without overrides ke
 settings as they are. A `FeedSource` names a feed's configuration by its name: locally the
 feeds file (`FileFeeds`, DLPIPE_FEEDS_FILE), on AWS one SSM parameter per feed
 (dlpipe/adapters/feed_parameters.py); `ChainedFeeds` asks each in turn. The default feed is
-always known, from the settings, as before feeds.
+always known, from the settings. A source asked for a feed it does not know reads its
+configuration again, at most once every REREAD_INTERVAL_S, so a feed added while the
+processes run is found by its first job, and a flood of such jobs costs one read.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any, Protocol
 
-from dlpipe.config import Settings
+from dlpipe.config import ENV_FEEDS_FILE, Settings
 from dlpipe.domain.feeds import DEFAULT_FEED, FILE_SECRET_PREFIX, Feed, FeedError
-from dlpipe.feeds_config import feeds_from_env
+from dlpipe.feeds_config import feeds_from_env, load_feeds_file
+from dlpipe.log import get_logger
 
+log = get_logger()
 _OVERRIDES = ("poll_interval_seconds", "max_polls", "large_file_threshold_bytes")
+# Shorter than the first wait of a job whose feed is unknown (dlpipe.domain.unknown_feed), so
+# the job's next delivery always meets a fresh read.
+REREAD_INTERVAL_S = 5.0
 
 
 class UnknownFeedError(FeedError):
@@ -26,7 +36,7 @@ class UnknownFeedError(FeedError):
 
     def __init__(self, name: str, where: str = "") -> None:
         super().__init__(f"feed {name!a} is not configured{where}")
-        self.feed = name
+        self.feed, self.where = name, where
 
 
 class FeedSource(Protocol):
@@ -69,25 +79,60 @@ def _file_path(secret: str) -> str | None:
 
 
 class FileFeeds:
-    """The feeds of one loaded feeds file (or of none: the default feed alone)."""
+    """The feeds of one feeds file (or of none: the default feed alone). With `path`, a feed
+    it does not know makes it read the file again (at most once every `reread_s`); a file
+    that no longer reads or validates keeps the feeds it had (logged, one line)."""
 
-    def __init__(self, feeds: Mapping[str, Feed], where: str = "") -> None:
+    def __init__(
+        self,
+        feeds: Mapping[str, Feed],
+        where: str = "",
+        *,
+        path: str | None = None,
+        reread_s: float = REREAD_INTERVAL_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._feeds = dict(feeds)
         self._where = where
+        self._path, self._reread_s, self._clock = path, reread_s, clock
+        self._lock = threading.Lock()
+        self._read_at: float | None = None  # the last re-read; the first miss always re-reads
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> FileFeeds:
         """The feeds DLPIPE_FEEDS_FILE names (FeedError, one line, if it is invalid)."""
-        return cls(feeds_from_env(env), " in the feeds file")
+        env = os.environ if env is None else env
+        path = env.get(ENV_FEEDS_FILE) or None
+        return cls(feeds_from_env(env), " in the feeds file", path=path)
 
     def feed(self, name: str) -> Feed:
         """The feed called `name`; the default feed is always known."""
         found = self._feeds.get(name)
+        if found is None:
+            found = self._reread(name)
         if found is None and name == DEFAULT_FEED.name:
             return DEFAULT_FEED
         if found is None:
             raise UnknownFeedError(name, self._where)
         return found
+
+    def _reread(self, name: str) -> Feed | None:
+        if self._path is None or name == DEFAULT_FEED.name:
+            return None
+        with self._lock:  # one thread reads; the others then look in what it read
+            found = self._feeds.get(name)
+            now = self._clock()
+            if found is not None or (
+                self._read_at is not None and now - self._read_at < self._reread_s
+            ):
+                return found
+            self._read_at = now
+            try:
+                self._feeds = load_feeds_file(self._path)
+            except FeedError as exc:
+                log.warning("feeds.reread_failed", error=str(exc))
+                return None
+            return self._feeds.get(name)
 
 
 class ChainedFeeds:

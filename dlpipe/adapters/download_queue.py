@@ -34,6 +34,7 @@ class Received:
     receipt_handle: str
     body: str
     source_arn: str = ""  # the queue's ARN, in a Lambda event's records
+    receive_count: int | None = None  # SQS's ApproximateReceiveCount; None: not given
 
 
 # The queue a delayed copy of a message goes to, from its file's size and the message's body
@@ -126,11 +127,18 @@ class DownloadQueue:
                 MaxNumberOfMessages=max_messages,
                 WaitTimeSeconds=wait_s,
                 VisibilityTimeout=visibility_s,
+                # What a Lambda event's records carry too: the bound of a job of an unknown feed.
+                MessageSystemAttributeNames=["ApproximateReceiveCount"],
             )
         except (ClientError, BotoCoreError) as exc:
             raise QueueUnavailableError(f"ReceiveMessage failed: {type(exc).__name__}") from exc
         return [
-            Received(m["MessageId"], m["ReceiptHandle"], m.get("Body", ""))
+            Received(
+                m["MessageId"],
+                m["ReceiptHandle"],
+                m.get("Body", ""),
+                receive_count=_receive_count(m.get("Attributes", {})),
+            )
             for m in response.get("Messages", [])
         ]
 
@@ -187,9 +195,19 @@ def event_records(event: dict[str, Any]) -> list[Received]:
             receipt_handle=record.get("receiptHandle", ""),
             body=record.get("body", ""),
             source_arn=record.get("eventSourceARN", ""),
+            receive_count=_receive_count(record.get("attributes", {})),
         )
         for record in event.get("Records", [])
     ]
+
+
+def _receive_count(attributes: Any) -> int | None:
+    """ApproximateReceiveCount from a message's attributes (a numeral); None if absent."""
+    value = attributes.get("ApproximateReceiveCount") if isinstance(attributes, dict) else None
+    try:
+        return int(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
 
 
 def batch_response(unfinished: Sequence[Received]) -> dict[str, Any]:

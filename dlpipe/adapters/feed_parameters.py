@@ -1,13 +1,16 @@
 """A named feed's configuration on AWS: one SSM parameter per feed, `{path}/{name}`, holding
 the JSON terraform/feeds.tf writes (the feed's fields, its secrets as ARNs). Read with one
-GetParameter per feed and process, validated by the domain's one rule (feed_from_mapping); the
-operator commands list them all with GetParametersByPath (feeds_under_path)."""
+GetParameter per feed and process, validated by the domain's one rule (feed_from_mapping); a
+parameter missing or invalid is asked for again after REREAD_INTERVAL_S (a feed added while
+the functions run is found, and a flood of its jobs costs one read); the operator commands
+list them all with GetParametersByPath (feeds_under_path)."""
 
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from botocore.exceptions import ClientError
@@ -21,7 +24,7 @@ from dlpipe.domain.feeds import (
     is_feed_name,
     shown_name,
 )
-from dlpipe.feed_settings import UnknownFeedError
+from dlpipe.feed_settings import REREAD_INTERVAL_S, UnknownFeedError
 
 
 class ParameterWriter(Protocol):
@@ -87,27 +90,48 @@ def feeds_under_path(client: ParameterLister, path: str, *, local: bool = False)
 
 
 class ParameterFeeds:
-    """Feeds from SSM parameters under `path`, each read once per process (then cached)."""
+    """Feeds from SSM parameters under `path`: each read once per process and then cached; a
+    failed read (no parameter, an invalid one) is answered from memory for `reread_s`."""
 
-    def __init__(self, client: ParameterReader, path: str, *, local: bool = False) -> None:
+    def __init__(
+        self,
+        client: ParameterReader,
+        path: str,
+        *,
+        local: bool = False,
+        reread_s: float = REREAD_INTERVAL_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._client = client
         self._local = local
         self._path = path.rstrip("/")
+        self._reread_s, self._clock = reread_s, clock
         self._lock = threading.Lock()
         self._cache: dict[str, Feed] = {}
+        self._misses: dict[str, tuple[float, Callable[[], FeedError]]] = {}
 
     def feed(self, name: str) -> Feed:
         """The feed called `name`; UnknownFeedError without its parameter, FeedError (one
         line naming the feed) when the parameter is not a valid feed."""
         if not is_feed_name(name):
             raise UnknownFeedError(name)  # never a parameter name built from a bad value
+        now = self._clock()
         with self._lock:
             cached = self._cache.get(name)
+            miss = self._misses.get(name)
         if cached is not None:
             return cached
-        feed = self._read(name)
+        if miss is not None and now - miss[0] < self._reread_s:
+            raise miss[1]()
+        try:
+            feed = self._read(name)
+        except FeedError as exc:
+            with self._lock:
+                self._misses[name] = (now, _again(exc))
+            raise
         with self._lock:
             self._cache[name] = feed
+            self._misses.pop(name, None)
         return feed
 
     def _read(self, name: str) -> Feed:
@@ -120,6 +144,15 @@ class ParameterFeeds:
             raise
         value = response["Parameter"].get("Value", "")
         return feed_from_parameter(name, parameter, value, local=self._local)
+
+
+def _again(exc: FeedError) -> Callable[[], FeedError]:
+    """A fresh error like `exc`, raised again from memory (never the one instance twice)."""
+    if isinstance(exc, UnknownFeedError):
+        name, where = exc.feed, exc.where
+        return lambda: UnknownFeedError(name, where)
+    text = str(exc)
+    return lambda: FeedError(text)
 
 
 def feed_from_parameter(name: str, parameter: str, value: object, *, local: bool = False) -> Feed:

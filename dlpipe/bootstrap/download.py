@@ -113,7 +113,8 @@ def build_service(
 class FeedParts:
     """Each named feed's download service: the default's table, bucket, queues and tuning,
     with that feed's key, provider, URL allowlist and destination prefix. Built once per
-    feed and process; a feed that cannot be found is asked for again on its next job."""
+    feed and process; a feed that cannot be found is asked for again on its next job (its
+    source then reads its configuration again: dlpipe.feed_settings)."""
 
     def __init__(
         self, settings: Settings, clients: AwsClients, base: ServiceDeps, feeds: FeedSource
@@ -169,7 +170,7 @@ class FeedRouter:
                 try:
                     own = settings_for_feed(self._settings, self._feeds.feed(feed))
                 except FeedError:
-                    return self.default  # the job itself then ends error (unknown_feed)
+                    return self.default  # the job itself waits for its feed (service.py)
                 self._queues[feed] = JobQueue.from_settings(self._sqs, own)
             return self._queues[feed]
 

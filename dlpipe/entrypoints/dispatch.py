@@ -6,6 +6,9 @@ A malformed body can never succeed, so it is acknowledged and logged (`message.r
 with a short preview) rather than redelivered until the DLQ: retries would only burn
 receives, and the log keeps the evidence. An exception, on the other hand, is never
 acknowledged: SQS redelivers the message and, after maxReceiveCount, dead-letters it.
+A message of a feed not known yet is hidden for the service's backoff and not acknowledged:
+its next delivery (here or at another downloader) tries again, and the service ends the job
+on the last delivery it allows, before the redrive policy would dead-letter it.
 """
 
 from __future__ import annotations
@@ -40,15 +43,19 @@ def dispatch(
     body: str,
     visibility: MessageVisibility,
     budget: TimeBudget | None = None,
+    receive_count: int | None = None,
 ) -> bool:
-    """Process one message body; True when the message is done with and may be deleted."""
+    """Process one message body (delivered `receive_count` times: SQS's
+    ApproximateReceiveCount); True when the message is done with and may be deleted."""
     try:
         message = decode_message(body)
     except MalformedMessageError as exc:
         log.warning("message.rejected", reason=str(exc), body_preview=body[:_PREVIEW_CHARS])
         return True
     try:
-        result = service.process(message.file_id, on_heartbeat=visibility, budget=budget)
+        result = service.process(
+            message.file_id, on_heartbeat=visibility, budget=budget, receive_count=receive_count
+        )
     except Exception as exc:  # any failure must become a redelivery, never an ack
         log.exception("message.failed", error_type=type(exc).__name__, error=str(exc))
         return False
@@ -62,4 +69,6 @@ def dispatch(
         visibility(result.retry_after_s)  # fallback: back when the live claim ends
     elif result.outcome in (Outcome.RELEASED, Outcome.NO_TIME):
         visibility(0)  # another worker (or a fresh invocation) may take it at once
+    elif result.outcome is Outcome.FEED_UNKNOWN and result.retry_after_s is not None:
+        visibility(result.retry_after_s)  # the same message, its receive count kept: bounded
     return result.acknowledge

@@ -89,7 +89,8 @@ def _handle_record(
         except Exception as exc:  # one record must not fail the batch
             log.exception("message.failed", error_type=type(exc).__name__, error=str(exc))
             return False
-        return dispatch(runtime.service, record.body, queue.visibility(record), budget)
+        visibility = queue.visibility(record)
+        return dispatch(runtime.service, record.body, visibility, budget, record.receive_count)
 
 
 def invocation_budget(context: Any) -> TimeBudget | None:

@@ -226,5 +226,7 @@ class Worker:
     def _handle(self, message: Received) -> None:
         with bound_contextvars(message_id=message.message_id):
             visibility = self._queue.visibility(message)
-            if dispatch(self._service, message.body, visibility, self._budget):
+            if dispatch(
+                self._service, message.body, visibility, self._budget, message.receive_count
+            ):
                 self._queue.delete(message)

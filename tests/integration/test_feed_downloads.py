@@ -1,6 +1,7 @@
 """Downloads of two feeds in one process: each job decrypted with its own feed's key, published
-under its own feed's prefix; another feed's key ends the job `wrong_key`, a feed configured
-nowhere `unknown_feed` (real encryption, the emulator's S3 and DynamoDB, one DownloadService)."""
+under its own feed's prefix; another feed's key ends the job `wrong_key`; a feed configured
+nowhere leaves the job untouched until its message's last delivery, which ends it
+`unknown_feed` (real encryption, the emulator's S3 and DynamoDB, one DownloadService)."""
 
 from __future__ import annotations
 
@@ -161,7 +162,7 @@ def test_a_file_under_another_feeds_key_ends_wrong_key(
     assert (stored.error_message or "").startswith("wrong_key:")
 
 
-def test_a_job_of_a_feed_configured_nowhere_ends_error_unknown_feed(
+def test_a_job_of_a_feed_configured_nowhere_waits_then_ends_error_unknown_feed(
     clients: AwsClients,
     provisioned: Provisioned,
     two_feeds: tuple[DownloadService, dict[str, StubProvider]],
@@ -170,11 +171,18 @@ def test_a_job_of_a_feed_configured_nowhere_ends_error_unknown_feed(
     table = wall_clock_jobs(clients, provisioned)
     job = _jobs_of(stubs["feed-a"], "feed-z")[0]
     table.create(job)
-    assert service.process(job.file_id).outcome is Outcome.ERROR
+    waiting = service.process(job.file_id, receive_count=4)
+    assert (waiting.outcome, waiting.retry_after_s) == (Outcome.FEED_UNKNOWN, 240)
+    untouched = table.get(job.file_id)
+    assert untouched is not None
+    assert (untouched.status, untouched.attempts) == (JobStatus.AVAILABLE, 0)
+    assert service.process(job.file_id, receive_count=5).outcome is Outcome.ERROR
     stored = table.get(job.file_id)
     assert stored is not None
     assert stored.status is JobStatus.ERROR
-    assert stored.error_message == "unknown_feed: feed 'feed-z' is not configured"
+    assert stored.error_message == (
+        "unknown_feed: feed 'feed-z' is not configured (delivery 5, the last)"
+    )
     assert stored.attempts == 1  # claimed once, never fetched
 
 

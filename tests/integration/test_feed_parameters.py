@@ -15,7 +15,7 @@ from dlpipe.adapters.feed_parameters import ParameterFeeds
 from dlpipe.bootstrap.feeds import feed_source
 from dlpipe.config import Settings
 from dlpipe.domain.feeds import DEFAULT_FEED, FeedError
-from dlpipe.feed_settings import UnknownFeedError
+from dlpipe.feed_settings import REREAD_INTERVAL_S, UnknownFeedError
 
 pytestmark = pytest.mark.integration
 
@@ -63,6 +63,21 @@ def test_a_feed_is_read_from_its_parameter_once_per_process(clients: AwsClients,
     assert feed.poll_interval_seconds is None  # null: the deployment's value
     clients.ssm.delete_parameter(Name=f"{path}/vendor-b")
     assert feeds.feed("vendor-b") is feed  # cached: no second GetParameter
+
+
+def test_a_parameter_put_after_a_miss_is_found_once_the_interval_passed(
+    clients: AwsClients, path: str
+) -> None:
+    """A feed added while the functions run: its next job after REREAD_INTERVAL_S finds it."""
+    now = [0.0]
+    feeds = ParameterFeeds(clients.ssm, path, clock=lambda: now[0])
+    with pytest.raises(UnknownFeedError):
+        feeds.feed("vendor-b")
+    put(clients, f"{path}/vendor-b", AS_TERRAFORM_WRITES)
+    with pytest.raises(UnknownFeedError):
+        feeds.feed("vendor-b")  # remembered: not asked again within the interval
+    now[0] += REREAD_INTERVAL_S
+    assert feeds.feed("vendor-b").destination_prefix == "vendors/vendor-b"
 
 
 def test_a_feed_without_a_parameter_is_unknown_naming_it(clients: AwsClients, path: str) -> None:

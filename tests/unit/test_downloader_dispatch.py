@@ -62,6 +62,7 @@ class FakeService:
             stop=threading.Event(), lease_seconds=LEASE_S, tuning=TransferTuning()
         )
         self.calls: list[str] = []
+        self.receive_counts: list[int | None] = []
 
     def process(
         self,
@@ -69,8 +70,10 @@ class FakeService:
         *,
         on_heartbeat: Callable[[int], None] | None = None,
         budget: object = None,
+        receive_count: int | None = None,
     ) -> ProcessResult:
         self.calls.append(file_id)
+        self.receive_counts.append(receive_count)
         result = self.results[file_id]
         if isinstance(result, Exception):
             raise result
@@ -126,6 +129,15 @@ def test_released_makes_the_message_visible_at_once() -> None:
     acked, sqs = run(ProcessResult(Outcome.RELEASED))
     assert not acked
     assert sqs.visibility == [("rh", 0)]
+
+
+def test_an_unknown_feed_keeps_the_message_hidden_for_the_backoff_not_acknowledged() -> None:
+    """FEED_UNKNOWN: the same message (its receive count kept) returns after retry_after_s."""
+    service: Any = FakeService({"acme-2026-02-28": ProcessResult(Outcome.FEED_UNKNOWN, 60)})
+    sqs = FakeSqs()
+    visibility = MessageVisibility(sqs, QUEUE_URL, "rh")  # type: ignore[arg-type]
+    assert not dispatch(service, body("acme-2026-02-28"), visibility, receive_count=2)
+    assert (sqs.visibility, sqs.sent, service.receive_counts) == ([("rh", 60)], [], [2])
 
 
 def test_an_exception_is_never_an_acknowledgement() -> None:

@@ -89,9 +89,10 @@ def test_the_visibility_margin_is_a_tenth_of_the_lease_unless_set() -> None:
 
 
 def test_only_finished_outcomes_acknowledge() -> None:
-    """BUSY, RELEASED and NO_TIME keep the message; every other outcome deletes it."""
+    """BUSY, RELEASED, NO_TIME and FEED_UNKNOWN keep the message; every other outcome
+    deletes it."""
     kept = {o for o in Outcome if not ProcessResult(o).acknowledge}
-    assert kept == {Outcome.BUSY, Outcome.RELEASED, Outcome.NO_TIME}
+    assert kept == {Outcome.BUSY, Outcome.RELEASED, Outcome.NO_TIME, Outcome.FEED_UNKNOWN}
 
 
 def test_part_size_grows_so_no_file_needs_more_than_10000_parts() -> None:

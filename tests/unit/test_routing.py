@@ -174,7 +174,12 @@ class OneResult:
         self.deps = SimpleNamespace(stop=threading.Event())
 
     def process(
-        self, file_id: str, *, on_heartbeat: Any = None, budget: Any = None
+        self,
+        file_id: str,
+        *,
+        on_heartbeat: Any = None,
+        budget: Any = None,
+        receive_count: Any = None,
     ) -> ProcessResult:
         self.budgets.append(budget)
         return self.result

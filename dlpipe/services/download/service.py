@@ -26,6 +26,7 @@ from dlpipe.domain.feeds import DEFAULT_FEED_NAME, FeedError
 from dlpipe.domain.model import FileJob, JobStatus, Verified, parse_file_key
 from dlpipe.domain.routing import Budget, TimeBudget, too_large_message
 from dlpipe.domain.rules import ClaimDecision, claim_decision
+from dlpipe.domain.unknown_feed import LAST_DELIVERY, unknown_feed_delay_s
 from dlpipe.feed_settings import UnknownFeedError
 from dlpipe.log import get_logger
 from dlpipe.services.download.deps import ServiceDeps
@@ -55,6 +56,7 @@ class Outcome(StrEnum):
     LEASE_LOST = "lease_lost"  # another worker took the claim over; its result stands
     NOT_FOUND = "not_found"  # no such job (or past its TTL)
     NO_TIME = "no_time"  # not claimed: fits a fresh invocation, not what is left of this one
+    FEED_UNKNOWN = "feed_unknown"  # not claimed: the message returns after retry_after_s
 
 
 _ACKNOWLEDGED = frozenset(
@@ -65,7 +67,7 @@ _ACKNOWLEDGED = frozenset(
 
 @dataclass(frozen=True)
 class ProcessResult:
-    """An outcome, and for BUSY how long the message should stay hidden."""
+    """An outcome, and for BUSY and FEED_UNKNOWN how long the message should stay hidden."""
 
     outcome: Outcome
     retry_after_s: int | None = None
@@ -96,9 +98,11 @@ class DownloadService:
         *,
         on_heartbeat: Callable[[int], None] | None = None,
         budget: TimeBudget | None = None,
+        receive_count: int | None = None,
     ) -> ProcessResult:
         """Process one FileID; `on_heartbeat(seconds)` keeps the message hidden that long;
-        a file that cannot finish in `budget` is not started (see dlpipe.domain.routing)."""
+        a file that cannot finish in `budget` is not started (see dlpipe.domain.routing).
+        `receive_count` is the message's delivery count (None: no message, no later try)."""
         feed = _feed_of(file_id)
         if feed == self.deps.feed:
             return self._process(file_id, on_heartbeat, budget)
@@ -107,10 +111,37 @@ class DownloadService:
                 raise UnknownFeedError(feed, " for this downloader")
             service = self._feeds(feed)
         except FeedError as exc:
-            return self._refuse(file_id, FeedNotConfiguredError(str(exc)))
+            return self._feed_unknown(file_id, feed, exc, receive_count)
         except PermanentError as exc:  # its key unusable: no retry can help, say so on the job
             return self._refuse(file_id, exc)
         return service.process(file_id, on_heartbeat=on_heartbeat, budget=budget)
+
+    def _feed_unknown(
+        self, file_id: str, feed: str, exc: FeedError, receive_count: int | None
+    ) -> ProcessResult:
+        """A feed no source knows (yet): the job is left as it is for a later delivery, hidden
+        longer each time, and ends `unknown_feed` on the last one (dlpipe.domain.unknown_feed)."""
+        delay_s = None if receive_count is None else unknown_feed_delay_s(receive_count)
+        if delay_s is None:
+            where = "" if receive_count is None else f" (delivery {receive_count}, the last)"
+            return self._refuse(file_id, FeedNotConfiguredError(f"{exc}{where}"))
+        with bound_contextvars(file_id=file_id):
+            job = self.deps.jobs.get(file_id)
+            if job is None:
+                log.warning("job.not_found")
+                return ProcessResult(Outcome.NOT_FOUND)
+            if claim_decision(job, self.deps.clock.now_ms()) is ClaimDecision.DONE:
+                log.info("job.already_done", status=str(job.status))
+                return ProcessResult(Outcome.ALREADY_DONE)
+            log.warning(
+                "job.feed_unknown",
+                feed=feed,
+                error=str(exc),
+                receive_count=receive_count,
+                last_delivery=LAST_DELIVERY,
+                retry_after_s=delay_s,
+            )
+            return ProcessResult(Outcome.FEED_UNKNOWN, delay_s, size_bytes=job.expected_size)
 
     def _refuse(self, file_id: str, error: PermanentError) -> ProcessResult:
         """End the job `error` under a claim of its own, without fetching anything."""
