@@ -1,7 +1,13 @@
 """A named feed's configuration on AWS: one SSM parameter per feed, `{path}/{name}`, holding
 the JSON terraform/feeds.tf writes (the feed's fields, its secrets as ARNs). Read with one
 GetParameter per feed and process, validated by the domain's one rule (feed_from_mapping); the
-operator commands list them all with GetParametersByPath (feeds_under_path)."""
+operator commands list them all with GetParametersByPath (feeds_under_path).
+
+A GetParameter that SSM throttles, fails with a 5xx or never reaches it (after the client's own
+retries) is DependencyUnavailableError (dependency "SSM"): the orchestrator waits it out within
+its AWS outage budget. A missing parameter is UnknownFeedError; any other refusal (access
+denied) is AwsRequestError naming the parameter (dlpipe/adapters/aws_errors.py decides which).
+"""
 
 from __future__ import annotations
 
@@ -10,8 +16,9 @@ import threading
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
+from dlpipe.adapters.aws_errors import raise_aws_error
 from dlpipe.domain.feeds import Feed, FeedError, feed_from_mapping, is_feed_name, shown_name
 from dlpipe.feed_settings import UnknownFeedError
 
@@ -81,7 +88,9 @@ class ParameterFeeds:
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") == "ParameterNotFound":
                 raise UnknownFeedError(name, f" (no SSM parameter {parameter})") from exc
-            raise
+            raise_aws_error(exc, "SSM", "GetParameter", parameter)
+        except BotoCoreError as exc:
+            raise_aws_error(exc, "SSM", "GetParameter", parameter)
         return feed_from_parameter(name, parameter, response["Parameter"].get("Value", ""))
 
 
