@@ -47,8 +47,10 @@ ACTIONS: dict[tuple[str, str], tuple[str, ...]] = {
     # Secrets Manager.
     ("secretsmanager", "GetSecretValue"): ("secretsmanager:GetSecretValue",),
     ("secretsmanager", "DescribeSecret"): ("secretsmanager:DescribeSecret",),
-    # SSM: the operator's listing of the feeds' parameters, authorized against the path.
+    # SSM: the operator's listing of the feeds' parameters, authorized against the path, and
+    # a running function's read of one feed's parameter.
     ("ssm", "GetParametersByPath"): ("ssm:GetParametersByPath",),
+    ("ssm", "GetParameter"): ("ssm:GetParameter",),
     # Lambda: the Invoke API is the InvokeFunction action.
     ("lambda", "Invoke"): ("lambda:InvokeFunction",),
     ("lambda", "CheckpointDurableExecution"): ("lambda:CheckpointDurableExecution",),

@@ -234,6 +234,8 @@ def resources(service: str, operation: str, region: str, params: dict[str, Any])
         return [_function_arn(region, params["FunctionName"], params.get("Qualifier"))]
     elif service == "ssm" and "Path" in params:  # GetParametersByPath: the path's own ARN
         return [f"arn:aws:ssm:{region}:{LOCAL_ACCOUNT}:parameter{params['Path']}"]
+    elif service == "ssm" and "Name" in params:  # GetParameter: the parameter's ARN
+        return [f"arn:aws:ssm:{region}:{LOCAL_ACCOUNT}:parameter{params['Name']}"]
     return ["*"]
 
 
