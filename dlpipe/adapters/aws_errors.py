@@ -36,7 +36,7 @@ _RENDERED_BY_CLI = (
     EndpointConnectionError,
 )
 # Error codes that mean "busy or broken for now" whatever the HTTP status (some throttling
-# answers are 400s), across DynamoDB and SQS.
+# answers are 400s), across DynamoDB, SQS and SSM.
 TRANSIENT_CODES = frozenset(
     {
         "ProvisionedThroughputExceededException",

@@ -3,7 +3,13 @@ the JSON terraform/feeds.tf writes (the feed's fields, its secrets as ARNs). Rea
 GetParameter per feed and process, validated by the domain's one rule (feed_from_mapping); a
 parameter missing or invalid is asked for again after REREAD_INTERVAL_S (a feed added while
 the functions run is found, and a flood of its jobs costs one read); the operator commands
-list them all with GetParametersByPath (feeds_under_path)."""
+list them all with GetParametersByPath (feeds_under_path).
+
+A GetParameter that SSM throttles, fails with a 5xx or never reaches it (after the client's own
+retries) is DependencyUnavailableError (dependency "SSM"): the orchestrator waits it out within
+its AWS outage budget. A missing parameter is UnknownFeedError; any other refusal (access
+denied) is AwsRequestError naming the parameter (dlpipe/adapters/aws_errors.py decides which).
+"""
 
 from __future__ import annotations
 
@@ -13,13 +19,14 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
+from dlpipe.adapters.aws_errors import raise_aws_error
 from dlpipe.domain.feeds import (
     DEFAULT_FEED_NAME,
-    FEED_FIELDS,
     Feed,
     FeedError,
+    feed_fields,
     feed_from_mapping,
     is_feed_name,
     shown_name,
@@ -39,9 +46,7 @@ def parameter_value(feed: Feed) -> str:
     """The JSON of `feed`'s parameter, in the shape terraform/feeds.tf writes: every field,
     unset ones null, the name too (tests/infra/test_deployment_contract.py holds the two
     shapes equal). The local stack writes its named feeds with it."""
-    values = {name: getattr(feed, name) for name in FEED_FIELDS}
-    values["url_allowed_hosts"] = list(feed.url_allowed_hosts)
-    return json.dumps(values, sort_keys=True)
+    return json.dumps({**feed_fields(feed), "name": feed.name}, sort_keys=True)
 
 
 def publish_feeds(client: ParameterWriter, path: str, feeds: Mapping[str, Feed]) -> None:
@@ -141,7 +146,9 @@ class ParameterFeeds:
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") == "ParameterNotFound":
                 raise UnknownFeedError(name, f" (no SSM parameter {parameter})") from exc
-            raise
+            raise_aws_error(exc, "SSM", "GetParameter", parameter)
+        except BotoCoreError as exc:
+            raise_aws_error(exc, "SSM", "GetParameter", parameter)
         value = response["Parameter"].get("Value", "")
         return feed_from_parameter(name, parameter, value, local=self._local)
 

@@ -14,7 +14,7 @@ from dlpipe.adapters.aws import AwsClients
 from dlpipe.bootstrap.feeds import feed_source
 from dlpipe.config import ENV_DAY_DEADLINE, ENV_DAY_DEADLINE_TIME_ZONE, ConfigError, Settings
 from dlpipe.domain.clock import Clock, SystemClock
-from dlpipe.domain.feeds import DEFAULT_FEED, FeedError, validate_feed
+from dlpipe.domain.feeds import DEFAULT_FEED, Feed, FeedError, validate_feed
 from dlpipe.domain.outage import OutageBackoff
 from dlpipe.domain.rules import RecoveryBudgetError, assert_recovery_fits, visibility_margin_seconds
 from dlpipe.feed_settings import FeedSource, settings_for_feed
@@ -199,15 +199,15 @@ def build_orchestrator_handler(
 def feed_runs(
     settings: Settings, feeds: FeedSource, build: Callable[[Settings], BatchFlow]
 ) -> FeedRuns:
-    """Each feed's run by its name: its flow on its own settings (keys, provider, token,
-    destination prefix), its polling plan and its time zone; FeedError (one line) for a
-    feed that is not configured, or whose polling window is shorter than the recovery bound
-    (the default feed's settings are checked by build_flow, as before feeds)."""
+    """Each feed's run by its name: `feeds` looks the feed up (the durable handler does it in
+    a step), and its run is its flow on its own settings (keys, provider, token, destination
+    prefix), its polling plan and its time zone; FeedError (one line) for a feed that is not
+    configured, or whose polling window is shorter than the recovery bound (the default
+    feed's settings are checked by build_flow)."""
 
     default_deadline = day_deadline(settings)  # ConfigError now, at init, if malformed
 
-    def run_of(name: str) -> FeedRun:
-        feed = feeds.feed(name)
+    def run_of(feed: Feed) -> FeedRun:
         own = settings_for_feed(settings, feed)
         if not feed.is_default:
             # A named feed's own polling overrides are refused now, in one line, rather than
@@ -215,13 +215,13 @@ def feed_runs(
             try:
                 check_recovery_fits(own)
             except ConfigError as exc:
-                raise FeedError(f"feeds.{name}: {exc}") from exc
+                raise FeedError(f"feeds.{feed.name}: {exc}") from exc
         # A feed's own deadline (the feeds file, its SSM parameter); the default feed's may
-        # also come from DLPIPE_DAY_DEADLINE, as before feeds had deadlines.
+        # also come from DLPIPE_DAY_DEADLINE.
         deadline = feed_deadline(feed, settings.date_offset_days)
         if deadline is None and feed.is_default:
             deadline = default_deadline
         plan = PollingPlan(own.poll_interval_seconds, own.max_polls, deadline)
         return FeedRun(lambda: build(own), plan, feed.time_zone)
 
-    return run_of
+    return FeedRuns(feeds.feed, run_of)

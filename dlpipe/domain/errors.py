@@ -27,10 +27,11 @@ class CorruptRecordError(RecordsError):
 
 
 class DependencyUnavailableError(RecordsError):
-    """Transient: one of our own AWS dependencies (DynamoDB, SQS) kept throttling, failing with
-    5xx, timing out or refusing connections after the client's retries. Raised at the adapter
-    edge from botocore's errors (dlpipe/adapters/aws_errors.py); the orchestrator waits it out
-    within a budget (dlpipe/domain/outage.py). `dependency` names the service."""
+    """Transient: one of our own AWS dependencies (DynamoDB, SQS, SSM, S3, EventBridge) kept
+    throttling, failing with 5xx, timing out or refusing connections after the client's
+    retries. Raised at the adapter edge from botocore's errors (dlpipe/adapters/aws_errors.py);
+    the orchestrator waits it out within a budget (dlpipe/domain/outage.py). `dependency`
+    names the service."""
 
     dependency = "AWS"
 

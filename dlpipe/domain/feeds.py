@@ -123,6 +123,14 @@ def feed_from_mapping(name: str, values: Mapping[str, Any], *, local: bool = Fal
     return validate_feed(Feed(**kwargs), local=local)
 
 
+def feed_fields(feed: Feed) -> dict[str, Any]:
+    """`feed`'s fields but its name, as JSON holds them: `feed_from_mapping(feed.name, ...)`
+    gives the same feed back (the orchestrator checkpoints a looked-up feed this way)."""
+    values = {name: getattr(feed, name) for name in FEED_FIELDS if name != "name"}
+    values["url_allowed_hosts"] = list(feed.url_allowed_hosts)
+    return values
+
+
 def validate_feed(feed: Feed, *, local: bool = False) -> Feed:
     """Return `feed` if every field is valid, else FeedError naming the first bad field."""
     name = shown_name(feed.name)

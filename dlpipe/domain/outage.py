@@ -1,7 +1,7 @@
 """How long a day waits out an outage at fetch time: the backoff schedules, pure Python.
 
 An unavailable provider is tried again after 30 s doubling to at most 10 min, jittered, until
-the next delay would pass its budget; SQS or DynamoDB unavailable to the poller get
+the next delay would pass its budget; SSM, SQS or DynamoDB unavailable to the poller get
 DEPENDENCY_BACKOFF (15 s doubling to 2 min within 15 min). The jitter is drawn from a seed and
 the attempt number, so attempt n knows the backoff already spent without a clock or memory:
 docs/ARCHITECTURE.md, "Why outages are waited out on a seeded schedule".

@@ -7,8 +7,8 @@ AWS-shaped refusal, reset the connection, delay the request, or forward it and t
 answer. Threaded (one thread per client connection, HTTP/1.1 keep-alive), bound to 127.0.0.1
 on a free port, started and stopped by the test that owns it.
 
-The plan sees a request's body only when it is small and protocol-bearing (DynamoDB and SQS
-JSON or query form); an S3 body is streamed, so S3 rules match on method and query alone.
+The plan sees a request's body only when it is small and protocol-bearing (DynamoDB, SQS and
+SSM JSON, or SQS's query form); an S3 body is streamed, so S3 rules match on method and query alone.
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 FAULTS = frozenset({"throttle", "error", "reset", "delay", "drop"})
-SERVICES = frozenset({"dynamodb", "sqs", "s3", "*"})
+SERVICES = frozenset({"dynamodb", "sqs", "s3", "ssm", "*"})
 
 
 class RuleFileError(ValueError):

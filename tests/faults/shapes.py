@@ -1,6 +1,6 @@
 """What a request is (service and operation, as AWS names them) and what AWS answers when it
-refuses one (status, headers, body), per protocol: DynamoDB's JSON, SQS's JSON or query
-protocol, S3's REST XML."""
+refuses one (status, headers, body), per protocol: DynamoDB's and SSM's JSON, SQS's JSON or
+query protocol, S3's REST XML."""
 
 from __future__ import annotations
 
@@ -8,7 +8,12 @@ import uuid
 from urllib.parse import parse_qs, urlsplit
 
 _FORM = "application/x-www-form-urlencoded"
-_TARGETS = {"DynamoDB_20120810": "dynamodb", "AmazonSQS": "sqs", "secretsmanager": "secrets"}
+_TARGETS = {
+    "DynamoDB_20120810": "dynamodb",
+    "AmazonSQS": "sqs",
+    "secretsmanager": "secrets",
+    "AmazonSSM": "ssm",
+}
 
 
 def classify(method: str, path: str, headers: dict[str, str], body: bytes) -> tuple[str, str]:
@@ -62,6 +67,7 @@ THROTTLE = {
     "sqs": (400, "RequestThrottled"),
     "s3": (503, "SlowDown"),
     "secrets": (400, "ThrottlingException"),
+    "ssm": (400, "ThrottlingException"),
 }
 
 

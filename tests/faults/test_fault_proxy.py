@@ -130,6 +130,7 @@ def test_requests_and_answers_pass_byte_for_byte(upstream: Upstream) -> None:
             400,
         ),
         ("sqs", lambda c: c.get_queue_attributes(QueueUrl="http://q/1/q"), "RequestThrottled", 400),
+        ("ssm", lambda c: c.get_parameter(Name="/dlpipe/feeds/f"), "ThrottlingException", 400),
         ("s3", lambda c: c.head_object(Bucket="b", Key="k"), "503", 503),
         ("s3", lambda c: c.put_object(Bucket="b", Key="k", Body=b"x"), "SlowDown", 503),
     ],
@@ -254,6 +255,10 @@ def test_requests_are_named_as_aws_names_them() -> None:
     assert classify("POST", "/", {"x-amz-target": "AmazonSQS.ReceiveMessage"}, b"") == (
         "sqs",
         "ReceiveMessage",
+    )
+    assert classify("POST", "/", {"x-amz-target": "AmazonSSM.GetParameter"}, b"") == (
+        "ssm",
+        "GetParameter",
     )
     assert classify("POST", "/", form, b"Action=SendMessageBatch&QueueUrl=x") == (
         "sqs",

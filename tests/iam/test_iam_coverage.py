@@ -115,15 +115,34 @@ ENCRYPTED_SERVICES = frozenset({"s3", "sqs", "secretsmanager", "dynamodb"})
 
 
 # The local stack writes its named feeds as Terraform does (an SSM parameter and two secrets per
-# feed, dlpipe/local/feeds.py), under whatever name a test gives the feed: each stands for one
-# feed of the two-feed fixture whose secrets Terraform creates.
+# feed, dlpipe/local/feeds.py). A feed of the two-feed fixture's name is that feed; any other
+# name a test gives a feed stands for FEED_STAND_IN, whose secrets Terraform creates; a name in
+# UNCONFIGURED_FEEDS is a feed no deployment has (DENIED_BY_DESIGN).
 FEED_STAND_IN = "vendor-a"
+UNCONFIGURED_FEEDS = frozenset({"vendor-x"})
 
 
 @cache
 def policies() -> Policies:
-    """terraform/'s component roles with the stand-in feed's statements, resolved once."""
-    return Policies(feeds={FEED_STAND_IN: FEEDS[FEED_STAND_IN]})
+    """terraform/'s component roles with the two-feed fixture's feeds, resolved once."""
+    return Policies(feeds=FEEDS)
+
+
+def _as_deployed(feed: str) -> str:
+    return feed if feed in FEEDS or feed in UNCONFIGURED_FEEDS else FEED_STAND_IN
+
+
+# Calls AWS denies on purpose, each with the test that makes it and why. An event naming a
+# feed no configuration has: the orchestrator may read only the configured feeds' parameters,
+# so IAM answers AccessDenied, and the execution fails at once naming the feed
+# (tests/faults/test_feed_lookup_faults.py, tests use `vendor-x` for such a feed).
+DENIED_BY_DESIGN: dict[tuple[str, str, str], str] = {
+    (
+        "orchestrator",
+        "ssm:GetParameter",
+        f"arn:aws:ssm:{REGION}:{ACCOUNT}:parameter/dlpipe/feeds/vendor-x",
+    ): ("an event naming a feed this deployment does not configure"),
+}
 
 
 @pytest.fixture(scope="module")
@@ -165,23 +184,27 @@ def _terraform_names(service: str) -> frozenset[str]:
 
 # A test's own feeds parameter path (/t<hex>-dlpipe/feeds) stands for the deployment's.
 _TEST_PARAMETER_PATH = re.compile(r"(:parameter/)t[0-9a-f]+-(dlpipe/feeds)$")
-# A local feed's parameter and secrets, under any feed name (and a test's name prefix).
-_FEED_PARAMETER = re.compile(r"(:parameter/)(t[0-9a-f]+-)?dlpipe/feeds/[a-z0-9-]+$")
-_FEED_SECRET = re.compile(r"(t[0-9a-f]+-)?dlpipe/feeds/[a-z0-9-]+/(provider-token|rsa-private-key)")
-_FEED_SECRET_RESOURCE = {"provider-token": "feed_token", "rsa-private-key": "feed_private_key"}
+# A local feed's parameter and secrets (any name a test gives the feed, any name prefix).
+_LOCAL_FEED_PARAMETER = re.compile(r"(:parameter/)(t[0-9a-f]+-)?dlpipe/feeds/([a-z0-9-]+)$")
+_LOCAL_FEED_SECRET = re.compile(
+    r"(t[0-9a-f]+-)?dlpipe/feeds/([a-z0-9-]+)/(provider-token|rsa-private-key)"
+)
+_FEED_SECRET_KIND = {"provider-token": "token", "rsa-private-key": "private_key"}
 
 
 @cache
 def canonical(service: str, arn: str) -> str:
     """The ARN as Terraform names it: a test's own queue or secret becomes the one it stands for."""
     if service == "ssm":
-        arn = _FEED_PARAMETER.sub(rf"\1dlpipe/feeds/{FEED_STAND_IN}", arn)
+        arn = _LOCAL_FEED_PARAMETER.sub(
+            lambda m: f"{m.group(1)}dlpipe/feeds/{_as_deployed(m.group(3))}", arn
+        )
         return _TEST_PARAMETER_PATH.sub(r"\1\2", arn)
     name = _resource_name(service, arn)
-    feed_secret = _FEED_SECRET.fullmatch(name or "") if service == "secretsmanager" else None
-    if feed_secret:
-        label = _FEED_SECRET_RESOURCE[feed_secret.group(2)]
-        return policies().resolve(f'${{aws_secretsmanager_secret.{label}["{FEED_STAND_IN}"].arn}}')
+    secret = _LOCAL_FEED_SECRET.fullmatch(name or "") if service == "secretsmanager" else None
+    if secret:  # the secret Terraform resolves for that feed: created, named or shared
+        kind, feed = _FEED_SECRET_KIND[secret.group(3)], _as_deployed(secret.group(2))
+        return policies().resolve(f'${{local.feed_{kind}_secret_arns["{feed}"]}}')
     if name is None or name in _terraform_names(service):
         return arn
     for stand_in_service, pattern, resource in STAND_INS:
@@ -229,6 +252,8 @@ def test_every_call_is_allowed_by_the_role_its_component_runs_as(calls: list[Cal
     """No recorded call would be denied on AWS: its role's policy allows action and resource."""
     misses: dict[tuple[str, str, str, str], tuple[str, Call]] = {}
     for call, role, action, resource in _checked(calls):
+        if (role, action, resource) in DENIED_BY_DESIGN:
+            continue
         if policies().allowing(role, action, resource) is None:
             key = (str(call.component), role, action, _generic(resource))
             misses.setdefault(key, (resource, call))
@@ -239,6 +264,12 @@ def test_every_call_is_allowed_by_the_role_its_component_runs_as(calls: list[Cal
     assert not lines, "AWS would deny these calls; grant them in terraform/iam.tf:\n" + "\n".join(
         lines
     )
+
+
+def test_the_calls_denied_by_design_are_denied() -> None:
+    """DENIED_BY_DESIGN holds only calls AWS would deny, even with the fixture's feeds."""
+    for role, action, resource in DENIED_BY_DESIGN:
+        assert policies().allowing(role, action, resource) is None, resource
 
 
 # --- every grant is used ---------------------------------------------------------------------

@@ -113,7 +113,7 @@ def test_a_named_feeds_day_runs_in_its_own_keys_items_and_prefix(
         try:
             steps = InlineSteps(sleep=wait_for_downloads)
             for event in ({"date": day}, {"date": day, "feed": "vendor-b"}):
-                request, run = served_request(event, 1, runs)
+                request, run = served_request(steps, event, 1, runs)
                 results[request.feed] = run_batch(steps, run.flow, request, run.plan).to_dict()
         finally:
             turns.put(None)

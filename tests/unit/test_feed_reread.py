@@ -177,8 +177,8 @@ VENDOR = {
     "schedule": "cron(30 1 * * ? *)",
     "time_zone": "UTC",
     "destination_prefix": "vendors/vendor-b",
-    "token_secret": "dlpipe/feeds/vendor-b/provider-token",
-    "private_key_secret": "dlpipe/feeds/vendor-b/rsa-private-key",
+    "token_secret": "arn:aws:secretsmanager:eu-west-1:123456789012:secret:dlpipe/feeds/vendor-b/provider-token-AbCdEf",
+    "private_key_secret": "arn:aws:secretsmanager:eu-west-1:123456789012:secret:dlpipe/feeds/vendor-b/rsa-private-key-AbCdEf",
 }
 NOT_FOUND = ClientError({"Error": {"Code": "ParameterNotFound", "Message": "-"}}, "GetParameter")
 

@@ -3,12 +3,19 @@ naming the feed and the field."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from dlpipe.domain.feeds import DEFAULT_FEED, DEFAULT_FEED_NAME, FeedError, feed_from_mapping
+from dlpipe.domain.feeds import (
+    DEFAULT_FEED,
+    DEFAULT_FEED_NAME,
+    FeedError,
+    feed_fields,
+    feed_from_mapping,
+)
 from dlpipe.domain.model import make_file_id
 from dlpipe.feeds_config import feeds_from_document, feeds_from_env, load_feeds_file
 
@@ -50,6 +57,18 @@ def test_a_named_feed_with_every_field_loads() -> None:
     assert not feed.is_default
     assert feed.url_allowed_hosts == ("a.example", "*.s3.amazonaws.com:443")
     assert (feed.deadline, feed.poll_interval_seconds, feed.max_polls) == ("09:30", 60, 5)
+
+
+def test_a_feeds_fields_pass_through_json_and_give_the_same_feed_back() -> None:
+    """What the orchestrator checkpoints of a looked-up feed (its fields but the name) loads
+    back to the same feed, for a named feed with every field and for the default feed."""
+    named = feed_from_mapping(
+        "vendor-b", {**NAMED, "url_allowed_hosts": ["a.example"], "deadline": "09:30"}, local=True
+    )
+    for feed in (named, DEFAULT_FEED):
+        fields = json.loads(json.dumps(feed_fields(feed)))
+        assert "name" not in fields
+        assert feed_from_mapping(feed.name, fields, local=True) == feed
 
 
 def test_the_default_feed_is_todays_provider() -> None:

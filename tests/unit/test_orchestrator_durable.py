@@ -178,6 +178,7 @@ def test_happy_path_completes_after_n_polls_with_the_step_sequence() -> None:
         "manifest": FakeFlow().write_manifest("batch-2026-02-28-1"),
     }
     assert names(outcome) == [
+        "read-feed",
         "create-batch",
         "fetch-and-queue-files",
         "poll-wait-1",
@@ -216,6 +217,7 @@ def test_fetch_failed_fails_the_batch_once_without_retry() -> None:
         ("fail_batch", "batch-2026-02-28-1", "provider returned 503 after 5 tries")
     ]
     assert names(outcome) == [
+        "read-feed",
         "create-batch",
         "fetch-and-queue-files",
         "fail-batch",
@@ -486,6 +488,7 @@ def test_an_outage_past_the_budget_fails_the_batch_with_provider_unavailable() -
         f"over {round(sum(delays) / 60)} min"
     )
     assert names(outcome) == [
+        "read-feed",
         "create-batch",
         "fetch-and-queue-files",
         "fail-batch",

@@ -38,14 +38,17 @@ cause). Once the next delay would pass the budget (DLPIPE_PROVIDER_OUTAGE_BUDGET
 replay of a retried fetch never runs create-batch again (its result is checkpointed), and
 fetch-and-queue is idempotent (conditional puts, re-sends this batch's available jobs).
 
-Our own AWS dependencies. A step (the fan-out's chunks and the completion checks above all)
-that finds SQS or DynamoDB unavailable (DependencyUnavailableError: throttling, 5xx, timeouts,
-connection errors, classified at the adapter edge after the clients' own retries) is retried
-the same way on its own, shorter schedule (domain/outage.py DEPENDENCY_BACKOFF: 15 s doubling
-to 2 min, jittered, within DLPIPE_AWS_OUTAGE_BUDGET_SECONDS, 15 min by default). Each retry
-logs `batch.dependency_unavailable` at warning level; once the budget is spent the step raises
-DependencyBudgetSpent and the batch ends failed with `dependency_unavailable: SQS unavailable
-(<cause>) after N attempts over M min` (`check_failed: ...` before it for a check).
+Our own AWS dependencies. A step (the feed lookup, the fan-out's chunks and the completion
+checks above all) that finds SSM, SQS or DynamoDB unavailable (DependencyUnavailableError:
+throttling, 5xx, timeouts, connection errors, classified at the adapter edge after the clients'
+own retries) is retried the same way on its own, shorter schedule (domain/outage.py
+DEPENDENCY_BACKOFF: 15 s doubling to 2 min, jittered, within DLPIPE_AWS_OUTAGE_BUDGET_SECONDS,
+15 min by default). Each retry logs `batch.dependency_unavailable` at warning level; once the
+budget is spent the step raises DependencyBudgetSpent and the batch ends failed with
+`dependency_unavailable: SQS unavailable (<cause>) after N attempts over M min`
+(`check_failed: ...` before it for a check). The feed lookup (step `read-feed`, first of every
+execution: feed_runs.py) has no batch yet to end: spending the budget there fails the
+execution with that line, after `feed '<name>': `.
 
 Failed checks. A check-completion step (its sweeper included) whose retries are used up ends
 the batch failed with `check_failed: <step> failed: <error type>: <message>`, the BatchFailed
@@ -146,12 +149,14 @@ def build_durable_handler(
 
     @durable_execution
     def orchestrate(event: Any, context: DurableContext) -> dict[str, Any]:
-        # An invalid event or a feed no configuration names raises InvalidEventError here,
-        # in the body: the SDK fails the execution with that error and does not retry it.
-        request, run = served_request(event, date_offset_days, runs)
+        steps = DurableSteps(context, backoffs)
+        # The feed is read in step read-feed (SSM unavailable is waited out there). An invalid
+        # event or a feed no configuration names raises InvalidEventError here, in the body:
+        # the SDK fails the execution with that error and does not retry it.
+        request, run = served_request(steps, event, date_offset_days, runs)
         # Built lazily inside a step, so a failure to build it (a secret read, say) is a step
         # failure that gets retried, and pure replays build nothing.
         flow = functools.cache(run.flow)
-        return run_batch(DurableSteps(context, backoffs), flow, request, run.plan).to_dict()
+        return run_batch(steps, flow, request, run.plan).to_dict()
 
     return orchestrate

@@ -1,21 +1,44 @@
 """Which feed's day an event runs, and with what: the feed's flow, polling plan and time zone.
 
-The event names the feed (absent: the default feed); the wiring (dlpipe/bootstrap/orchestrator.py)
-answers with that feed's FeedRun, built from its settings. A feed no configuration names
+The event names the feed (absent: the default feed). Its configuration is looked up in the
+execution's first step, `read-feed`, because on AWS a named feed's is an SSM parameter: a
+throttled, failing or unreachable SSM (DependencyUnavailableError) is retried by the durable
+shell after suspended backoffs within the AWS outage budget, like every step's. The step's
+checkpoint is the feed's fields (a few hundred bytes), so a replay reads no parameter and the
+whole execution runs on one reading of it. The run (FeedRun) is then built from those fields
+without I/O, by the wiring (dlpipe/bootstrap/orchestrator.py).
+
+A feed no configuration names, or whose configuration is invalid or may not be read (AWS
+refused the read for good: IAM grants the orchestrator only the configured feeds' parameters),
 fails the execution at once with InvalidEventError, one line naming it: retrying cannot make
-it known, and another feed's day must never run in its place.
+it known, and another feed's day must never run in its place. The refusal is the step's
+result, not its error, so it is never retried; nothing (no batch, no job) has been written
+when it fails the execution.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
+from dlpipe.domain.errors import AwsRequestError
 from dlpipe.domain.events import InvalidEventError, PollingRequest, event_feed, parse_event
-from dlpipe.domain.feeds import DEFAULT_FEED_NAME, FeedError
+from dlpipe.domain.feeds import (
+    DEFAULT_FEED,
+    DEFAULT_FEED_NAME,
+    Feed,
+    FeedError,
+    feed_fields,
+    feed_from_mapping,
+)
 from dlpipe.feed_settings import UnknownFeedError
 from dlpipe.services.orchestrator.handoff import DayDeadline
-from dlpipe.services.orchestrator.ports import BatchFlow
+from dlpipe.services.orchestrator.ports import BatchFlow, StepFailed, StepRunner
+
+# Step names are part of every in-flight execution's history: renaming one breaks replay.
+STEP_READ_FEED = "read-feed"
 
 
 @dataclass(frozen=True)
@@ -42,29 +65,61 @@ class FeedRun:
     time_zone: str = "UTC"
 
 
-# A feed's FeedRun by its name; FeedError (one line) when it is not configured or invalid.
-FeedRuns = Callable[[str], FeedRun]
+@dataclass(frozen=True)
+class FeedRuns:
+    """Each feed's run by its name, in two halves: `lookup` reads the feed's configuration
+    (I/O: on AWS a named feed's SSM parameter; UnknownFeedError or FeedError, one line, when
+    there is none or it is invalid; DependencyUnavailableError while SSM is unavailable), and
+    `run_of` builds its run from it without I/O (FeedError for settings that cannot run)."""
+
+    lookup: Callable[[str], Feed]
+    run_of: Callable[[Feed], FeedRun]
 
 
 def single_feed(flow: Callable[[], BatchFlow], plan: PollingPlan) -> FeedRuns:
     """The default feed alone, on `flow` and `plan` (every other feed is unknown)."""
 
-    def run_of(name: str) -> FeedRun:
+    def lookup(name: str) -> Feed:
         if name != DEFAULT_FEED_NAME:
             raise UnknownFeedError(name)
-        return FeedRun(flow, plan)
+        return DEFAULT_FEED
 
-    return run_of
+    return FeedRuns(lookup, lambda _feed: FeedRun(flow, plan))
 
 
 def served_request(
-    event: object, date_offset_days: int, runs: FeedRuns
+    steps: StepRunner, event: object, date_offset_days: int, runs: FeedRuns
 ) -> tuple[PollingRequest, FeedRun]:
-    """The event's request and its feed's run; InvalidEventError for an invalid event or a
-    feed that is not configured (the feed first: its time zone dates a scheduled event)."""
-    feed = event_feed(event)
+    """The event's request and its feed's run, the feed read in step `read-feed`.
+
+    InvalidEventError for an invalid event or a feed that is not configured (the feed first:
+    its time zone dates a scheduled event); StepFailed, naming the feed, when the lookup failed
+    for good (SSM unavailable past the AWS outage budget, say).
+    """
+    name = event_feed(event)
     try:
-        run = runs(feed)
+        found = steps.step(STEP_READ_FEED, functools.partial(_read_feed, runs.lookup, name))
+    except StepFailed as exc:
+        raise StepFailed(f"feed {name!a}: {exc}") from exc
+    if "refused" in found:
+        raise InvalidEventError(str(found["refused"]))
+    try:
+        # The checkpoint holds a feed its source validated under that source's own rule (a
+        # feeds file or a local parameter may name an http provider): rebuilt as such.
+        run = runs.run_of(feed_from_mapping(name, found["feed"], local=True))
     except FeedError as exc:
         raise InvalidEventError(str(exc)) from exc
     return parse_event(event, date_offset_days, run.time_zone), run
+
+
+def _read_feed(lookup: Callable[[str], Feed], name: str) -> dict[str, Any]:
+    """Step read-feed: the feed's fields, or the one line refusing it. Any other error (SSM
+    unavailable) escapes, for the step's retries."""
+    try:
+        return {"feed": feed_fields(lookup(name))}
+    except FeedError as exc:
+        return {"refused": str(exc)}
+    except AwsRequestError as exc:
+        # A refusal that will not pass: on AWS, IAM denies the orchestrator any parameter but
+        # those of the feeds terraform configures, so an unknown feed's read is AccessDenied.
+        return {"refused": f"feed {name!a}: {exc}"}

@@ -42,8 +42,9 @@ class ProviderOutage(Exception):
 
 
 class DependencyBudgetSpent(RuntimeError):
-    """SQS or DynamoDB stayed unavailable for the whole dependency budget: the step fails for
-    good and the batch ends failed with this message (it names the dependency and the time)."""
+    """SSM, SQS or DynamoDB stayed unavailable for the whole dependency budget: the step fails
+    for good and the batch ends failed with this message (it names the dependency and the
+    time); in the feed lookup, before any batch exists, the execution fails with it."""
 
 
 class StepFailed(RuntimeError):

@@ -237,5 +237,8 @@ def run_inline(
 ) -> dict[str, Any]:
     """Run the same sequence as the durable handler, without the SDK; return the same dict.
     `runs` answers the event's feed (default: the default feed alone, on `flow` and `plan`)."""
-    request, run = served_request(event, date_offset_days, runs or single_feed(lambda: flow, plan))
-    return run_batch(steps or InlineSteps(), run.flow, request, run.plan).to_dict()
+    steps = steps or InlineSteps()
+    request, run = served_request(
+        steps, event, date_offset_days, runs or single_feed(lambda: flow, plan)
+    )
+    return run_batch(steps, run.flow, request, run.plan).to_dict()
