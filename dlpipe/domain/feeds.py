@@ -124,11 +124,23 @@ def feed_from_mapping(name: str, values: Mapping[str, Any], *, local: bool = Fal
 
 
 def feed_fields(feed: Feed) -> dict[str, Any]:
-    """`feed`'s fields but its name, as JSON holds them: `feed_from_mapping(feed.name, ...)`
+    """`feed`'s fields but its name, as JSON holds them: `feed_from_fields(feed.name, ...)`
     gives the same feed back (the orchestrator checkpoints a looked-up feed this way)."""
     values = {name: getattr(feed, name) for name in FEED_FIELDS if name != "name"}
     values["url_allowed_hosts"] = list(feed.url_allowed_hosts)
     return values
+
+
+def feed_from_fields(name: str, fields: Mapping[str, Any]) -> Feed:
+    """The feed `feed_fields` gave, as it was: not validated again, since the source that
+    produced it validated it under its own rule (a feeds file's http provider, a run's
+    --poll-interval override); FeedError only for fields that are not a Feed's."""
+    values = dict(fields)
+    values["url_allowed_hosts"] = tuple(values.get("url_allowed_hosts") or ())
+    try:
+        return Feed(name=name, **values)
+    except TypeError as exc:
+        raise FeedError(f"feeds.{shown_name(name)}: not a feed's fields") from exc
 
 
 def validate_feed(feed: Feed, *, local: bool = False) -> Feed:

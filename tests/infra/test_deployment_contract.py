@@ -27,6 +27,7 @@ from dlpipe.domain.events import parse_event
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME, Feed
 from dlpipe.feed_settings import settings_for_feed
 from dlpipe.services.orchestrator.feed_runs import served_request
+from dlpipe.services.orchestrator.sequence import InlineSteps
 from tests.infra.terraform_render import TERRAFORM, Rendered, Value
 
 pytestmark = pytest.mark.skipif(TERRAFORM is None, reason="no terraform binary on PATH")
@@ -148,7 +149,7 @@ def test_the_orchestrator_runs_every_feed_from_what_terraform_renders(
     assert sorted(inputs) == sorted([DEFAULT_FEED_NAME, *feeds])
     for name, text in inputs.items():
         event = json.loads(text.replace(KEYWORD, SCHEDULED_TIME))
-        request, run = served_request(event, settings.date_offset_days, runs)
+        request, run = served_request(InlineSteps(), event, settings.date_offset_days, runs)
         own: Settings = run.flow()  # type: ignore[assignment]
         assert own.feed == request.feed == name
         zone = feeds[name].time_zone if name in feeds else "UTC"

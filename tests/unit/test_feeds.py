@@ -4,6 +4,7 @@ naming the feed and the field."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from dlpipe.domain.feeds import (
     DEFAULT_FEED_NAME,
     FeedError,
     feed_fields,
+    feed_from_fields,
     feed_from_mapping,
 )
 from dlpipe.domain.model import make_file_id
@@ -68,7 +70,10 @@ def test_a_feeds_fields_pass_through_json_and_give_the_same_feed_back() -> None:
     for feed in (named, DEFAULT_FEED):
         fields = json.loads(json.dumps(feed_fields(feed)))
         assert "name" not in fields
-        assert feed_from_mapping(feed.name, fields, local=True) == feed
+        assert feed_from_fields(feed.name, fields) == feed
+    # As it was, not validated again: a run's --poll-interval 1 is below a feed's own minimum.
+    overridden = replace(named, poll_interval_seconds=1)
+    assert feed_from_fields("vendor-b", feed_fields(overridden)) == overridden
 
 
 def test_the_default_feed_is_todays_provider() -> None:

@@ -31,7 +31,7 @@ from dlpipe.domain.feeds import (
     Feed,
     FeedError,
     feed_fields,
-    feed_from_mapping,
+    feed_from_fields,
 )
 from dlpipe.feed_settings import UnknownFeedError
 from dlpipe.services.orchestrator.handoff import DayDeadline
@@ -104,9 +104,7 @@ def served_request(
     if "refused" in found:
         raise InvalidEventError(str(found["refused"]))
     try:
-        # The checkpoint holds a feed its source validated under that source's own rule (a
-        # feeds file or a local parameter may name an http provider): rebuilt as such.
-        run = runs.run_of(feed_from_mapping(name, found["feed"], local=True))
+        run = runs.run_of(feed_from_fields(name, found["feed"]))
     except FeedError as exc:
         raise InvalidEventError(str(exc)) from exc
     return parse_event(event, date_offset_days, run.time_zone), run
