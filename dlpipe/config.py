@@ -16,6 +16,7 @@ from dlpipe.domain.outage import (
     dependency_backoff,
 )
 from dlpipe.domain.routing import DEFAULT_LARGE_FILE_THRESHOLD_BYTES
+from dlpipe.domain.stall import DEFAULT_STALL_FLOOR_BYTES, DEFAULT_STALL_WINDOW_SECONDS
 from dlpipe.domain.waiting import DEFAULT_IDLE_WARNING_SECONDS
 
 # Environment variable names: the only place they are spelled.
@@ -57,6 +58,9 @@ ENV_SWEEP_REQUEUE = "DLPIPE_SWEEP_REQUEUE"
 ENV_RESEND_AFTER_SECONDS = "DLPIPE_RESEND_AFTER_SECONDS"
 ENV_PROVIDER_OUTAGE_BUDGET_SECONDS = "DLPIPE_PROVIDER_OUTAGE_BUDGET_SECONDS"
 ENV_IDLE_WARNING_SECONDS = "DLPIPE_IDLE_WARNING_SECONDS"  # dlpipe.domain.waiting
+# A download below this many bytes in this many seconds is abandoned (dlpipe/domain/stall.py).
+ENV_STALL_FLOOR_BYTES = "DLPIPE_STALL_FLOOR_BYTES"
+ENV_STALL_WINDOW_SECONDS = "DLPIPE_STALL_WINDOW_SECONDS"
 ENV_AWS_OUTAGE_BUDGET_SECONDS = "DLPIPE_AWS_OUTAGE_BUDGET_SECONDS"
 # Which provider URLs may be requested (dlpipe/domain/url_policy.py); the exemptions are local only.
 ENV_URL_ALLOWED_HOSTS = "DLPIPE_URL_ALLOWED_HOSTS"
@@ -162,6 +166,9 @@ class Settings:
     provider_outage_budget_seconds: int = 7200
     # How long queued work may wait untouched before run, status and the web view warn.
     idle_warning_seconds: int = DEFAULT_IDLE_WARNING_SECONDS
+    # The downloads' stall floor: at least this many bytes in every window of this many seconds.
+    stall_floor_bytes: int = DEFAULT_STALL_FLOOR_BYTES
+    stall_window_seconds: int = DEFAULT_STALL_WINDOW_SECONDS
     # The same while SQS or DynamoDB is unavailable to the fan-out or a completion check.
     aws_outage_budget_seconds: int = DEFAULT_DEPENDENCY_BUDGET_SECONDS
     # Host patterns a provider URL may name; empty: the provider's S3 hosts and API host.
@@ -222,6 +229,12 @@ class Settings:
             ),
             provider_outage_budget_seconds=_int_setting(
                 env, ENV_PROVIDER_OUTAGE_BUDGET_SECONDS, 7200, minimum=0
+            ),
+            stall_floor_bytes=_int_setting(
+                env, ENV_STALL_FLOOR_BYTES, DEFAULT_STALL_FLOOR_BYTES, minimum=0
+            ),
+            stall_window_seconds=_int_setting(
+                env, ENV_STALL_WINDOW_SECONDS, DEFAULT_STALL_WINDOW_SECONDS
             ),
             idle_warning_seconds=_int_setting(
                 env, ENV_IDLE_WARNING_SECONDS, DEFAULT_IDLE_WARNING_SECONDS

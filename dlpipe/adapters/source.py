@@ -9,6 +9,7 @@ to the addresses its check approved (pinned_http.py): the host is resolved once,
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ import urllib3
 from dlpipe.adapters.pinned_http import pinning
 from dlpipe.adapters.retry_after import retry_after_seconds
 from dlpipe.domain.download_errors import (
+    ProviderSlowError,
     SourceNotFoundError,
     SourceRejectedError,
     SourceUnavailableError,
@@ -32,6 +34,8 @@ from dlpipe.domain.url_policy import MAX_REDIRECTS, UrlPolicy, check_url, url_ho
 _EXPIRED_MARKER = b"Request has expired"
 _ERROR_BODY_LIMIT = 4096
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
+# A chunk is handed on when full or after this long, whichever comes first.
+YIELD_EVERY_S = 1.0
 
 
 def _status_error(response: requests.Response, host: str) -> Exception:
@@ -90,11 +94,28 @@ def _get_following_allowed_redirects(
 
 
 def _chunks(response: requests.Response, host: str, chunk_bytes: int) -> Iterator[bytes]:
+    """The body in chunks of `chunk_bytes`, or less when YIELD_EVERY_S passed first: a slow
+    source's bytes reach the caller's stall floor as they come (a full-chunk read would
+    block as long as the source trickles)."""
+    raw = response.raw
+    pending = bytearray()
+    started = time.monotonic()
     try:
-        yield from response.iter_content(chunk_size=chunk_bytes)
-    except requests.RequestException as exc:
+        while data := raw.read1(chunk_bytes - len(pending)):
+            pending += data
+            if len(pending) >= chunk_bytes or time.monotonic() - started >= YIELD_EVERY_S:
+                yield bytes(pending)
+                pending.clear()
+                started = time.monotonic()
+    except urllib3.exceptions.ReadTimeoutError:
+        # The read timeout is at most the stall floor's window: a source silent that long
+        # is below any floor, and is given up as slow rather than retried at once.
+        raise ProviderSlowError(f"no byte from {host} within the read timeout") from None
+    except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
         # A body cut short (Content-Length not met) lands here too: the connection broke.
         raise SourceUnavailableError(f"{type(exc).__name__} reading from {host}") from None
+    if pending:
+        yield bytes(pending)
 
 
 @dataclass(frozen=True)

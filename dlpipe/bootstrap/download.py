@@ -26,6 +26,7 @@ from dlpipe.domain.errors import InvalidIdentifierError
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME, FeedError
 from dlpipe.domain.messages import MalformedMessageError, decode_message
 from dlpipe.domain.model import parse_file_key
+from dlpipe.domain.stall import StallFloor
 from dlpipe.domain.url_policy import UrlPolicy, default_allowed_hosts
 from dlpipe.feed_settings import FeedSource, settings_for_feed
 from dlpipe.log import configure_logging
@@ -101,7 +102,7 @@ def build_service(
         provider=provider or provider_factory(settings, clients),
         lease_seconds=settings.lease_seconds,
         url_policy=url_policy_from_settings(settings),
-        tuning=tuning or TransferTuning(),
+        tuning=tuning or tuning_from_settings(settings),
         stop=stop or threading.Event(),
         clock=clock or SystemClock(),
         pause=pause or no_pause,
@@ -198,3 +199,9 @@ def build_worker_queues(settings: Settings, clients: AwsClients) -> list[Downloa
     main = router.default
     urls = [main.queue_url, *([main.large_queue_url] if main.large_queue_url else [])]
     return [DownloadQueue(clients.sqs, url, router.copy_queue_url) for url in urls]
+
+
+def tuning_from_settings(settings: Settings) -> TransferTuning:
+    """The transfer tuning with the settings' stall floor (DLPIPE_STALL_*)."""
+    floor = StallFloor(settings.stall_floor_bytes, settings.stall_window_seconds)
+    return TransferTuning(stall_floor=floor)

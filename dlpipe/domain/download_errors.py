@@ -231,6 +231,14 @@ class UrlExpiredError(UrlRefusedError):
     default_message = "the presigned URL has expired"
 
 
+class ProviderSlowError(TransientError):
+    """The file's source sent fewer bytes than the stall floor in a whole window
+    (dlpipe/domain/stall.py): abandoned, its claim given back for a later attempt."""
+
+    code = "provider_slow"
+    default_message = "the source is below the stall floor"
+
+
 class ProviderUnreachableError(TransientError):
     """The provider could not sign a fresh URL just now (unreachable, 5xx, throttled)."""
 

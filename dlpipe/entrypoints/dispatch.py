@@ -71,4 +71,6 @@ def dispatch(
         visibility(0)  # another worker (or a fresh invocation) may take it at once
     elif result.outcome is Outcome.FEED_UNKNOWN and result.retry_after_s is not None:
         visibility(result.retry_after_s)  # the same message, its receive count kept: bounded
+    elif result.outcome is Outcome.SLOW and result.retry_after_s is not None:
+        visibility(result.retry_after_s)  # bounded by the slow attempts (domain/stall.py)
     return result.acknowledge

@@ -89,10 +89,16 @@ def test_the_visibility_margin_is_a_tenth_of_the_lease_unless_set() -> None:
 
 
 def test_only_finished_outcomes_acknowledge() -> None:
-    """BUSY, RELEASED, NO_TIME and FEED_UNKNOWN keep the message; every other outcome
+    """BUSY, RELEASED, NO_TIME, FEED_UNKNOWN and SLOW keep the message; every other outcome
     deletes it."""
     kept = {o for o in Outcome if not ProcessResult(o).acknowledge}
-    assert kept == {Outcome.BUSY, Outcome.RELEASED, Outcome.NO_TIME, Outcome.FEED_UNKNOWN}
+    assert kept == {
+        Outcome.BUSY,
+        Outcome.RELEASED,
+        Outcome.NO_TIME,
+        Outcome.FEED_UNKNOWN,
+        Outcome.SLOW,
+    }
 
 
 def test_part_size_grows_so_no_file_needs_more_than_10000_parts() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -14,6 +15,7 @@ from dlpipe.adapters.source import open_source, url_host
 from dlpipe.domain.download_errors import (
     DownloadError,
     PermanentError,
+    ProviderSlowError,
     SourceNotFoundError,
     SourceRejectedError,
     SourceUnavailableError,
@@ -48,15 +50,37 @@ ROUTES: dict[str, tuple[int, dict[str, str], bytes]] = {
 }
 
 
+TRICKLE_BYTES, TRICKLE_EVERY_S = 6, 0.25  # "/trickle": a byte every quarter second
+
+
 class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
-        status, headers, body = ROUTES[self.path.split("?")[0]]
+        path = self.path.split("?")[0]
+        if path in ("/trickle", "/silent"):
+            self._slow(path)
+            return
+        status, headers, body = ROUTES[path]
         self.send_response(status)
         headers = {"Content-Length": str(len(body)), **headers}
         for name, value in headers.items():
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(body)
+
+    def _slow(self, path: str) -> None:
+        """200 with a body of TRICKLE_BYTES that comes a byte at a time ("/trickle") or never
+        comes at all ("/silent", the connection held open for 3 s)."""
+        self.send_response(200)
+        self.send_header("Content-Length", str(TRICKLE_BYTES))
+        self.end_headers()
+        self.wfile.flush()
+        if path == "/silent":
+            time.sleep(3)
+            return
+        for _ in range(TRICKLE_BYTES):
+            time.sleep(TRICKLE_EVERY_S)
+            self.wfile.write(b"x")
+            self.wfile.flush()
 
     def log_message(self, format: str, *args: object) -> None:
         pass
@@ -125,6 +149,38 @@ def test_http_faults_become_typed_errors_without_the_signed_query(
     assert isinstance(raised.value, kind)
     assert "deadbeefcafe" not in str(raised.value)
     assert "127.0.0.1" in str(raised.value)
+
+
+def test_a_trickling_body_reaches_the_caller_as_it_comes(base_url: str) -> None:
+    """A byte every 0.25 s: the chunks come within about a second each, never held until a
+    full chunk is there, so the caller's stall floor sees a slow source while it is slow."""
+    arrivals: list[float] = []
+    started = time.monotonic()
+    with (
+        requests.Session() as session,
+        open_source(
+            session, f"{base_url}/trickle", chunk_bytes=1000, timeout_s=(2, 2), policy=LOCAL
+        ) as chunks,
+    ):
+        pieces = []
+        for piece in chunks:
+            pieces.append(piece)
+            arrivals.append(time.monotonic() - started)
+    assert b"".join(pieces) == b"x" * TRICKLE_BYTES
+    assert len(pieces) >= 2
+    assert arrivals[0] < 1.6, arrivals  # not after all 6 bytes (1.5 s) and a full chunk
+
+
+def test_a_source_silent_for_the_read_timeout_is_slow(base_url: str) -> None:
+    """No byte of the body within the read timeout: ProviderSlowError naming the host."""
+    with (
+        pytest.raises(ProviderSlowError, match=r"127\.0\.0\.1"),
+        requests.Session() as session,
+        open_source(
+            session, f"{base_url}/silent", chunk_bytes=1000, timeout_s=(2, 1), policy=LOCAL
+        ) as chunks,
+    ):
+        list(chunks)
 
 
 def test_a_503_carries_its_retry_after(base_url: str) -> None:

@@ -16,6 +16,7 @@ from dlpipe.domain.destination_key import destination_key
 from dlpipe.domain.download_errors import (
     ObjectExists,
     ProviderRejectedError,
+    ProviderSlowError,
     ProviderUnreachableError,
     TransientError,
     UrlRefusedError,
@@ -34,8 +35,9 @@ log = get_logger()
 
 
 def _retryable(exc: BaseException) -> bool:
-    # A refused URL was already refreshed once (or cannot be): retrying it cannot help.
-    if isinstance(exc, UrlRefusedError):
+    # A refused URL was already refreshed once (or cannot be): retrying it cannot help. A slow
+    # source is not retried here either: the claim goes back, so the thread serves others.
+    if isinstance(exc, UrlRefusedError | ProviderSlowError):
         return False
     return isinstance(exc, TransientError | StoreUnavailableError)
 
@@ -118,6 +120,7 @@ class FileRun:
                 tuning=tuning,
                 checkpoint=self.heartbeat.checkpoint,
                 policy=deps.url_policy,
+                clock=lambda: deps.clock.now_ms() / 1000,
             )
             log.info("job.downloaded", byte_count=verified.byte_count, seconds=_since(started))
             # Cheap early exit for a worker that already lost its claim. It is only a check:

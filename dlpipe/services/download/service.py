@@ -18,6 +18,7 @@ from structlog.contextvars import bound_contextvars
 from dlpipe.domain.download_errors import (
     FeedNotConfiguredError,
     PermanentError,
+    ProviderSlowError,
     TooLargeForWorkerError,
     TransientError,
 )
@@ -26,6 +27,7 @@ from dlpipe.domain.feeds import DEFAULT_FEED_NAME, FeedError
 from dlpipe.domain.model import FileJob, JobStatus, Verified, parse_file_key
 from dlpipe.domain.routing import Budget, TimeBudget, too_large_message
 from dlpipe.domain.rules import ClaimDecision, claim_decision
+from dlpipe.domain.stall import slow_retry_s
 from dlpipe.domain.unknown_feed import LAST_DELIVERY, unknown_feed_delay_s
 from dlpipe.feed_settings import UnknownFeedError
 from dlpipe.log import get_logger
@@ -57,6 +59,9 @@ class Outcome(StrEnum):
     NOT_FOUND = "not_found"  # no such job (or past its TTL)
     NO_TIME = "no_time"  # not claimed: fits a fresh invocation, not what is left of this one
     FEED_UNKNOWN = "feed_unknown"  # not claimed: the message returns after retry_after_s
+    SLOW = (
+        "slow"  # below the stall floor: `available` again, the message returns after retry_after_s
+    )
 
 
 _ACKNOWLEDGED = frozenset(
@@ -67,7 +72,7 @@ _ACKNOWLEDGED = frozenset(
 
 @dataclass(frozen=True)
 class ProcessResult:
-    """An outcome, and for BUSY and FEED_UNKNOWN how long the message should stay hidden."""
+    """An outcome, and for BUSY, FEED_UNKNOWN and SLOW how long the message should stay hidden."""
 
     outcome: Outcome
     retry_after_s: int | None = None
@@ -237,6 +242,8 @@ class DownloadService:
             return ProcessResult(Outcome.LEASE_LOST)
         except ShutdownRequested:
             return self._release(job, run.owner)
+        except ProviderSlowError as exc:
+            return self._slow(job, run, exc, started)
         except PermanentError as exc:
             return self._finish(
                 job, run.owner, JobStatus.ERROR, exc, started=started, transfers=run.transfers
@@ -299,6 +306,22 @@ class DownloadService:
         seconds = None if started is None else time.monotonic() - started
         record_finished(job, FileFinish(outcome, exc.code, seconds, transfers=transfers))
         return ProcessResult(outcome)
+
+    def _slow(
+        self, job: FileJob, run: FileRun, exc: ProviderSlowError, started: float
+    ) -> ProcessResult:
+        """Give a file abandoned below the stall floor back for a later claim, its message
+        hidden a growing while; on its last attempt it ends `failed` (provider_slow)."""
+        delay_s = slow_retry_s(job.attempts)
+        if delay_s is None:
+            return self._finish(
+                job, run.owner, JobStatus.FAILED, exc, started=started, transfers=run.transfers
+            )
+        released = self._release(job, run.owner)
+        if released.outcome is not Outcome.RELEASED:
+            return released
+        log.warning("job.slow", error_code=exc.code, error=str(exc), retry_after_s=delay_s)
+        return ProcessResult(Outcome.SLOW, delay_s, size_bytes=job.expected_size)
 
     def _release(self, job: FileJob, owner: str, *, quiet: bool = False) -> ProcessResult:
         try:

@@ -6,11 +6,13 @@ that is after the GCM tag (or CBC padding), the size and the SHA-256 all checked
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from dlpipe.domain.model import FileJob, Verified
 from dlpipe.domain.rules import visibility_margin_seconds
+from dlpipe.domain.stall import StallFloor, StallWatch
 from dlpipe.domain.url_policy import UrlPolicy
 from dlpipe.services.download.ports import Decryption, Source, Upload
 
@@ -29,6 +31,9 @@ class TransferTuning:
     max_in_flight_parts: int = 1
     connect_timeout_s: float = 5.0
     read_timeout_s: float = 60.0
+    # Below this a transfer is abandoned (provider_slow); a silent connection is cut after
+    # the window too, since no byte in a whole window is below any floor.
+    stall_floor: StallFloor = field(default_factory=StallFloor)
     attempts: int = 4
     retry_wait_s: float = 1.0  # exponential backoff multiplier, full jitter
     retry_wait_max_s: float = 30.0
@@ -61,16 +66,21 @@ def transfer_once(
     tuning: TransferTuning,
     checkpoint: Callable[[], None],
     policy: UrlPolicy,
+    clock: Callable[[], float] = time.monotonic,
 ) -> Verified:
-    """Stream `url` through decryption and verification into `sink`; raise on any fault."""
+    """Stream `url` through decryption and verification into `sink`; raise on any fault,
+    ProviderSlowError when the source stays below the stall floor for a whole window."""
     # Key, IV and cipher are checked before the first byte is fetched.
     decryptor = decryption.open_decryptor(job.cipher, job.encrypted_aes_key, job.encoded_aes_iv)
     verifier = decryption.verifier(job.expected_size, job.expected_sha256)
-    timeout_s = (tuning.connect_timeout_s, tuning.read_timeout_s)
+    read_timeout_s = min(tuning.read_timeout_s, tuning.stall_floor.window_s)
+    timeout_s = (tuning.connect_timeout_s, read_timeout_s)
     with source.open(
         url, chunk_bytes=tuning.chunk_bytes, timeout_s=timeout_s, policy=policy
     ) as chunks:
+        watch = StallWatch(tuning.stall_floor, clock())
         for chunk in chunks:
+            watch.observe(len(chunk), clock())
             checkpoint()
             plaintext = decryptor.update(chunk)
             verifier.update(plaintext)

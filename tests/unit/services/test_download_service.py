@@ -72,6 +72,7 @@ def make_rig(
     *,
     signer: FakeSigner | None = None,
     source: FakeSource | None = None,
+    tuning: TransferTuning = TUNING,
 ) -> Rig:
     private_key, public_pem = keypair
     aes_key, iv = new_aes_key(), new_iv(CIPHER_GCM)
@@ -97,7 +98,7 @@ def make_rig(
         provider=(lambda: signer) if signer else None,
         lease_seconds=LEASE_S,
         url_policy=POLICY,
-        tuning=TUNING,
+        tuning=tuning,
         stop=threading.Event(),
         owner_prefix="test:1",
         clock=clock,
