@@ -27,6 +27,7 @@ from dlpipe.local.durable_runner import run_durable_locally
 from dlpipe.local.events import HANDOFF_RULE_NAME
 from dlpipe.local.stub.crypto import oaep_sha256
 from tests.e2e.test_two_shells import DLPIPE, _exports, _lines, _until
+from tests.iam.recorder import FILE_ENV, TEST_ENV
 from tests.support import unique_day
 
 pytestmark = pytest.mark.e2e
@@ -156,6 +157,9 @@ def test_a_second_shell_runs_a_named_feeds_day_with_only_the_printed_exports(
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION", "AWS_DEFAULT_REGION"):
         monkeypatch.setenv(name, exports[name])  # the poller here: the exports' dummy credentials
     shell = {"PATH": os.environ["PATH"], "HOME": os.environ["HOME"], **exports}
+    # The IAM checker's recording reaches the worker too (tests/iam/plugin.py): its reads of
+    # feed-2's parameter and key are checked against the ECS task's role.
+    shell |= {k: os.environ[k] for k in ("PYTHONPATH", FILE_ENV, TEST_ENV) if k in os.environ}
     settings = Settings.from_env(exports)
     # The Lambda's own wiring: the feed from its SSM parameter, as on AWS.
     handler = build_orchestrator_handler(settings)

@@ -111,6 +111,27 @@ NOT_CALLED_BUT_NEEDED[("orchestrator", "WriteDayManifests", "s3:AbortMultipartUp
     "a manifest upload that fails part-way is aborted, leaving no parts behind"
 )
 
+# A named feed's grants, per feed of the two-feed fixture (the local stack's feeds stand for them).
+_LAMBDA_FEEDS = (
+    "the downloader Lambda reads a feed's settings and key as `dlpipe worker` does (the same "
+    "bootstrap/download.py); the tests download named feeds' files with the worker's code"
+)
+_FEED_TOKEN = (
+    "a downloader reads a feed's token only to re-sign an expired URL; no test expires a "
+    "named feed's URL"
+)
+for _feed in ("vendor-a", "vendor-b"):
+    _sid = _feed.replace("-", "X")
+    NOT_CALLED_BUT_NEEDED[("downloader", f"ReadFeedSettings{_sid}", "ssm:GetParameter")] = (
+        _LAMBDA_FEEDS
+    )
+    NOT_CALLED_BUT_NEEDED[
+        ("downloader", f"ReadFeedKeyAndToken{_sid}", "secretsmanager:GetSecretValue")
+    ] = _LAMBDA_FEEDS
+    NOT_CALLED_BUT_NEEDED[
+        ("ecs_task", f"ReadFeedKeyAndToken{_sid}", f'${{local.feed_token_secret_arns["{_feed}"]}}')
+    ] = _FEED_TOKEN
+
 ENCRYPTED_SERVICES = frozenset({"s3", "sqs", "secretsmanager", "dynamodb"})
 
 
