@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
 from dlpipe.domain.cipher_format import read_cipher
-from dlpipe.domain.errors import CorruptRecordError, InvalidIdentifierError
+from dlpipe.domain.errors import CorruptRecordError
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME, is_feed_name
 from dlpipe.domain.model import (
     Batch,
     BatchStatus,
     FileJob,
     JobStatus,
-    parse_batch_key,
-    parse_file_key,
+    batch_feed,
+    file_feed,
 )
 from dlpipe.domain.outcome import OutcomeSummary
 
@@ -114,8 +113,8 @@ def _to_item(record: FileJob | Batch, names: dict[str, str]) -> dict[str, Attrib
         # SetsTruncated is written only when true: an item without it names its files.
         if value is None or value is False or (f.name in _SET_FIELDS and not value):
             continue
-        # Feed is written for a named feed only: the default feed's items stay as they were
-        # before feeds, and an item without Feed (every item written before) is the default's.
+        # Feed is written for a named feed only: the default feed's items hold the contract's
+        # attributes alone, and an item without Feed is the default feed's.
         if f.name == "feed" and value == DEFAULT_FEED_NAME:
             continue
         if isinstance(value, OutcomeSummary):
@@ -144,13 +143,8 @@ def _from_item(item: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
     return values
 
 
-def _check_feed(key_feed: Callable[[], str], feed: str) -> None:
-    """The key's feed and the Feed attribute must agree: keys never cross feeds. A key that
-    does not parse is left to the code that reads it (as before feeds)."""
-    try:
-        named = key_feed()
-    except InvalidIdentifierError:
-        return
+def _check_feed(named: str, feed: str) -> None:
+    """The key's feed and the Feed attribute must agree: keys never cross feeds."""
     if named != feed:
         raise ValueError(f"its key names feed {named!r}, its Feed attribute {feed!r}")
 
@@ -181,7 +175,8 @@ def job_from_item(item: dict[str, Any]) -> FileJob:
         # unknown, and the decrypt side ends the job `error` (unknown_cipher) before a byte.
         values["cipher"] = read_cipher(values["cipher"])
         job = FileJob(**values)
-        _check_feed(lambda: parse_file_key(job.file_id)[0], job.feed)
+        # A key that does not parse is left to the code that reads it: nothing to compare.
+        _check_feed(file_feed(job.file_id, default=job.feed), job.feed)
     except (KeyError, TypeError, ValueError) as exc:
         key = _key(item, "FileID")
         raise CorruptRecordError(f"job item {key!r} is not a valid job: {exc}", key=key) from exc
@@ -199,7 +194,7 @@ def batch_from_item(item: dict[str, Any]) -> Batch:
         values = _from_item(item, BATCH_ATTRIBUTES)
         values["status"] = BatchStatus(values["status"])
         batch = Batch(**values)
-        _check_feed(lambda: parse_batch_key(batch.batch_id)[0], batch.feed)
+        _check_feed(batch_feed(batch.batch_id, default=batch.feed), batch.feed)
     except (KeyError, TypeError, ValueError) as exc:
         key = _key(item, "BatchID")
         raise CorruptRecordError(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import date
+from typing import TypeVar
 
 from dlpipe.domain import statuses
 from dlpipe.domain.cipher_format import Cipher, UnknownCipher
@@ -46,8 +47,9 @@ def validate_entity(value: object) -> str:
     return value
 
 
-# Keys of the default feed keep the formats from before feeds; a named feed's keys carry the
-# feed before a '.', which neither a feed name nor an entity contains: no two collide.
+# The default feed's keys are the contract's formats ({entity}-{date}, batch-{date}-{uuid}),
+# which existing items and tools use; a named feed's keys carry the feed before a '.', which
+# neither a feed name nor an entity contains: no two collide.
 _FEED_SEPARATOR = "."
 
 
@@ -115,6 +117,36 @@ def make_batch_id(polling_date: str, uuid_hex: str, feed: str = DEFAULT_FEED_NAM
     """BatchID = batch-{YYYY-MM-DD}-{uuid} (the default feed) or {feed}.batch-{...}-{uuid}."""
     key = f"batch-{validate_date(polling_date)}-{uuid_hex}"
     return validate_batch_id(_with_feed(feed, key))
+
+
+# A key's parts by name, each with the caller's fallback for a value that is no such key: the
+# one reading of a key's feed (and a BatchID's date) for every caller. The parse_* functions
+# above refuse instead, for callers that validate.
+_Fallback = TypeVar("_Fallback")
+
+
+def file_feed(file_id: object, *, default: _Fallback) -> str | _Fallback:
+    """The feed a FileID names; `default` if `file_id` is no FileID."""
+    try:
+        return parse_file_key(file_id)[0]
+    except InvalidIdentifierError:
+        return default
+
+
+def batch_feed(batch_id: object, *, default: _Fallback) -> str | _Fallback:
+    """The feed a BatchID names; `default` if `batch_id` is no BatchID."""
+    try:
+        return parse_batch_key(batch_id)[0]
+    except InvalidIdentifierError:
+        return default
+
+
+def batch_polling_date(batch_id: object, *, default: _Fallback) -> str | _Fallback:
+    """The polling date a BatchID names; `default` if `batch_id` is no BatchID."""
+    try:
+        return parse_batch_key(batch_id)[1]
+    except InvalidIdentifierError:
+        return default
 
 
 @dataclass(frozen=True)
@@ -188,7 +220,7 @@ class Batch:
     """One daily run: what was expected and what has finished.
 
     The counts hold at any size; the sets are present only while the day is small
-    (SETS_MAX_FILES). An item written before the counts existed derives them from its sets.
+    (SETS_MAX_FILES). An item without the counts derives them from its sets.
     """
 
     batch_id: str

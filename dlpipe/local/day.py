@@ -14,7 +14,7 @@ from dlpipe.bootstrap.ops import build_ops_context
 from dlpipe.bootstrap.orchestrator import build_flow
 from dlpipe.config import Settings
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME
-from dlpipe.domain.model import TERMINAL_JOB_STATUSES, FileJob, JobStatus, parse_batch_key
+from dlpipe.domain.model import TERMINAL_JOB_STATUSES, FileJob, JobStatus
 from dlpipe.domain.outage import OutageBackoff
 from dlpipe.entrypoints.pool import WorkerPool, build_worker_pool
 from dlpipe.entrypoints.worker import WorkerOptions
@@ -23,6 +23,7 @@ from dlpipe.local.stack import LocalStack
 from dlpipe.local.stub.publish import StubFileSpec
 from dlpipe.local.stub.server import StubProvider
 from dlpipe.local.testpoints import pause_from_env
+from dlpipe.services.ops.feeds import record_feed
 from dlpipe.services.ops.ports import OpsBatches, OpsJobs
 from dlpipe.services.orchestrator.durable import build_durable_handler
 
@@ -184,17 +185,10 @@ class ProgressWatcher:
     def _batch_jobs(self) -> Iterator[FileJob]:
         # A date's batches are every feed's (PollingDateIndex): only this feed's is its progress.
         batches = [
-            b
-            for b in self._batches.query_by_date(self._date)
-            if batch_feed(b.batch_id) == self._feed
+            b for b in self._batches.query_by_date(self._date) if record_feed(b) == self._feed
         ]
         if batches:
             yield from self._jobs.query_by_batch(batches[-1].batch_id)
-
-
-def batch_feed(batch_id: str) -> str:
-    """The feed a BatchID carries."""
-    return parse_batch_key(batch_id)[0]
 
 
 def day_report(

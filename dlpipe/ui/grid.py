@@ -8,7 +8,7 @@ from datetime import UTC, date, datetime, timedelta
 
 from dlpipe.domain.model import Batch
 from dlpipe.services.ops.context import OpsContext
-from dlpipe.services.ops.feeds import batch_feed, feeds_shown
+from dlpipe.services.ops.feeds import feeds_shown, record_feed
 from dlpipe.services.ops.ports import OpsBatches
 from dlpipe.services.ops.queries import day_batches
 
@@ -31,7 +31,7 @@ class GridDay:
 
     def of_feed(self, feed: str) -> list[Batch]:
         """The date's batches of `feed`, oldest first."""
-        return [b for b in self.batches if batch_feed(b) == feed]
+        return [b for b in self.batches if record_feed(b) == feed]
 
     def run(self, index: int, feed: str | None = None) -> Batch | None:
         """The date's `index`-th batch (0 = first run) of `feed` (of any, for None), or None."""

@@ -7,11 +7,11 @@ from dataclasses import asdict, dataclass
 from dlpipe.domain.clock import iso_from_ms, ms_from_iso
 from dlpipe.domain.errors import InvalidIdentifierError
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME
-from dlpipe.domain.model import FileJob, JobStatus, parse_batch_key, parse_file_id
+from dlpipe.domain.model import FileJob, JobStatus, batch_polling_date, parse_file_id
 from dlpipe.domain.transitions import lease_live
 from dlpipe.log import redact_processor
 from dlpipe.services.ops.context import OpsContext
-from dlpipe.services.ops.feeds import job_feed
+from dlpipe.services.ops.feeds import record_feed
 from dlpipe.ui.options import BadRequestError, NotFoundPageError
 
 
@@ -34,14 +34,6 @@ class JobView:
     lease_live: bool
     feed: str = DEFAULT_FEED_NAME  # from the FileID
     batch_date: str = ""  # the polling date of its batch, from the BatchID: its day page
-
-
-def _batch_date(job: FileJob) -> str:
-    """The polling date the job's BatchID names (any feed's), else its download date."""
-    try:
-        return parse_batch_key(job.batch_id)[1]
-    except InvalidIdentifierError:
-        return job.download_date
 
 
 def parse_file(text: str) -> str:
@@ -132,6 +124,7 @@ def job_view(ops: OpsContext, file_id: str) -> JobView:
         _history(job, now_ms),
         repair_command(job, now_ms),
         lease_live(job, now_ms),
-        feed=job_feed(job),
-        batch_date=_batch_date(job),
+        feed=record_feed(job),
+        # A BatchID that does not parse names no day: the job's download date links instead.
+        batch_date=batch_polling_date(job.batch_id, default=job.download_date),
     )

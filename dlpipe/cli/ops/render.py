@@ -22,7 +22,7 @@ from dlpipe.domain.clock import iso_from_ms
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.domain.model import Batch, FileJob
 from dlpipe.log import redact_processor
-from dlpipe.services.ops.feeds import batch_feed, feed_order
+from dlpipe.services.ops.feeds import feed_order, record_feed
 
 if TYPE_CHECKING:
     from dlpipe.services.ops.queries import StuckJobs
@@ -157,7 +157,7 @@ def batch_dict(batch: Batch, counts: dict[str, int] | None = None) -> dict[str, 
     `job_counts` from BatchIndex if given."""
     data: dict[str, Any] = {
         "batch_id": batch.batch_id,
-        "feed": batch_feed(batch),
+        "feed": record_feed(batch),
         "polling_date": batch.polling_date,
         "status": str(batch.status),
         "start_time": batch.start_time,
@@ -213,7 +213,7 @@ def batches_view(title: str, rows: Sequence[dict[str, Any]]) -> FitTable:
 
 
 def feed_title(polling_date: str, feed: str) -> str:
-    """A feed's batches table title (the default feed's is the title from before feeds)."""
+    """A feed's batches table title (the default feed's names no feed: `batches of D`)."""
     of_feed = "" if feed == DEFAULT_FEED_NAME else f", feed {feed}"
     return f"batches of {polling_date}{of_feed}"
 

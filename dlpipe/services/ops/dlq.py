@@ -10,12 +10,12 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from dlpipe.domain.errors import RequeueRefusedError
-from dlpipe.domain.model import FileJob, JobStatus
+from dlpipe.domain.model import FileJob, JobStatus, file_feed
 from dlpipe.domain.queued import QueuedMessage
 from dlpipe.domain.transitions import lease_live
 from dlpipe.log import get_logger
 from dlpipe.services.ops.context import OpsContext
-from dlpipe.services.ops.feeds import FeedChoice, file_feed
+from dlpipe.services.ops.feeds import FeedChoice
 from dlpipe.services.ops.ports import OpsJobs
 from dlpipe.services.ops.recovery import send_jobs
 
@@ -68,7 +68,7 @@ def _of_feed(message: QueuedMessage, feed: FeedChoice) -> bool:
     """True if the message is of `feed` (every message for None; a malformed one is no feed's)."""
     if feed is None:
         return True
-    return message.job is not None and file_feed(message.job.file_id) == feed
+    return message.job is not None and file_feed(message.job.file_id, default=None) == feed
 
 
 def _entries(

@@ -15,7 +15,7 @@ from dlpipe.domain.transitions import is_stuck
 from dlpipe.domain.waiting import WaitingWork
 from dlpipe.services.ops.context import OpsContext
 from dlpipe.services.ops.errors import NoBatchForDateError
-from dlpipe.services.ops.feeds import FeedChoice, batch_feed, chosen, feeds_shown
+from dlpipe.services.ops.feeds import FeedChoice, chosen, feeds_shown, record_feed
 from dlpipe.services.ops.freshness import day_freshness
 from dlpipe.services.ops.ports import OpsBatches, OpsJobs
 from dlpipe.services.ops.waiting import idle_seconds, waiting_work
@@ -179,7 +179,7 @@ def feed_days(
     batch, each with its freshness when it has a deadline."""
     days = []
     for name in feeds_shown(feed, ops.feeds, [s.batch for s in summaries]):
-        mine = [s for s in summaries if batch_feed(s.batch) == name]
+        mine = [s for s in summaries if record_feed(s.batch) == name]
         fresh = day_freshness(
             ops.feeds,
             name,
