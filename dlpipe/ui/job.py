@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from dlpipe.domain.clock import iso_from_ms, ms_from_iso
+from dlpipe.domain.clock import iso_from_ms, ms_from_iso, time_for_people
 from dlpipe.domain.errors import InvalidIdentifierError
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.domain.model import FileJob, JobStatus, batch_polling_date, parse_file_id
@@ -53,20 +53,20 @@ def _fields(job: FileJob) -> list[tuple[str, str]]:
         ("lease_expires_at_ms", job.lease_expires_at_ms),
     ):
         if epoch_ms is not None:
-            shown[name] = f"{epoch_ms} ({_iso(epoch_ms)})"
-    shown["ttl_epoch_s"] = f"{job.ttl_epoch_s} ({_iso(job.ttl_epoch_s * 1000)})"
+            shown[name] = f"{epoch_ms} ({time_for_people(epoch_ms)})"
+    shown["ttl_epoch_s"] = f"{job.ttl_epoch_s} ({time_for_people(job.ttl_epoch_s * 1000)})"
     for name in _ISO_FIELDS:
-        shown[name] = _with_zone(shown[name])
+        shown[name] = _for_people(shown[name])
     return sorted(shown.items())
 
 
-# Stored ISO times, shown in the one form (older items carry `+00:00`, a provider's `Z`).
+# Stored ISO times (`Z`, or `+00:00` in older items), shown in the format for people.
 _ISO_FIELDS = ("created_at", "completed_at", "url_expires_at")
 
 
-def _with_zone(text: str) -> str:
+def _for_people(text: str) -> str:
     try:
-        return iso_from_ms(ms_from_iso(text))
+        return time_for_people(ms_from_iso(text))
     except ValueError:
         return text  # '-' (absent) or a value that is no time: shown as stored
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from flask import Flask, request, url_for
 
-from dlpipe.domain.clock import iso_from_ms, ms_from_iso
+from dlpipe.domain.clock import ms_from_iso, time_for_people
 from dlpipe.domain.model import BatchStatus, FileJob, JobStatus
 from dlpipe.domain.transitions import lease_live
 
@@ -16,13 +16,13 @@ _ERROR_CODE = re.compile(r"^([a-z][a-z0-9_]*):\s")
 
 
 def iso(epoch_ms: int | None) -> str:
-    """Seconds-precision UTC time for epoch ms with its zone ('2026-02-28 06:00:00Z'), or '-'."""
-    return "-" if epoch_ms is None else iso_from_ms(epoch_ms)[:19].replace("T", " ") + "Z"
+    """Epoch ms in the format for people (`time_for_people`, as the CLI shows it), or '-'."""
+    return "-" if epoch_ms is None else time_for_people(epoch_ms)
 
 
 def short_time(text: str | None) -> str:
-    """A stored ISO 8601 time (`Z`, `+00:00` or another offset; none: UTC) as
-    'YYYY-MM-DD HH:MM:SSZ', or '-'; text that is no time is shown as it is."""
+    """A stored ISO 8601 time (`Z`, `+00:00` or another offset; none: UTC) in the format for
+    people, or '-'; text that is no time is shown as it is."""
     if not text:
         return "-"
     try:

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from dlpipe.domain.clock import iso_from_ms
+from dlpipe.domain.clock import time_for_people
 from dlpipe.domain.errors import QueueSendError, RequeueRefusedError
 from dlpipe.domain.model import FileJob, JobStatus
 from dlpipe.domain.transitions import is_stuck, lease_live, may_requeue
@@ -52,7 +52,7 @@ def refusal(job: FileJob, now_ms: int, force: bool) -> str | None:
     if may_requeue(job, now_ms, force=force):
         return None
     if lease_live(job, now_ms):
-        expiry = iso_from_ms(job.lease_expires_at_ms or 0)
+        expiry = time_for_people(job.lease_expires_at_ms or 0)
         return f"refused: held by worker {job.lease_owner} until {expiry}"
     return f"refused: {job.status}"
 
