@@ -8,7 +8,6 @@ import pytest
 import dlpipe.cli.ops.durations as durations
 from dlpipe.cli.ops.durations import (
     date_range,
-    default_polling_date,
     parse_day,
     parse_duration,
     resolve_day,
@@ -50,11 +49,6 @@ def test_non_dates_are_refused(text: str) -> None:
     """A non-calendar date or an unknown word is a ValueError."""
     with pytest.raises(ValueError, match="is not a date"):
         parse_day(text)
-
-
-def test_default_polling_date_is_today_minus_the_offset() -> None:
-    """With the default offset of one day, today's run polls yesterday."""
-    assert default_polling_date(BASE_MS, 1) == "2126-02-27"
 
 
 def test_date_range_is_inclusive_and_bounded() -> None:

@@ -49,7 +49,7 @@ batch_group.add_command(batch_audit_command)  # its own module: the manifests' a
 def batch_show_command(ops: OpsContext, day: str | None, feed: FeedChoice, as_json: bool) -> None:
     """The date's batches (each feed's, or --feed's) with live job counts by status (exit 1
     if it has none)."""
-    polling = polling_date(ops, day)
+    polling = polling_date(ops, day, feed)
     found = day_summaries(ops, polling, required=True, feed=feed)
     rows = [batch_dict(s.batch, s.counts) for s in found]
     views: list[RenderableType] = [*batches_by_feed(polling, rows, feed), *outcome_views(rows)]
@@ -66,7 +66,7 @@ def batch_list_command(
     ops: OpsContext, day: str, status: str | None, feed: FeedChoice, as_json: bool
 ) -> None:
     """The date's batches (each feed's, or --feed's), optionally only those in one status."""
-    polling = polling_date(ops, day)
+    polling = polling_date(ops, day, feed)
     found = day_batches(ops.batches(), polling, BatchStatus(status) if status else None, feed)
     rows = [batch_dict(b) for b in found]
     views: list[RenderableType] = [*batches_by_feed(polling, rows, feed), *outcome_views(rows)]

@@ -58,12 +58,6 @@ def resolve_day(day: str, now_ms: int) -> str:
     return (today - timedelta(days=RELATIVE_DAYS[day])).isoformat()
 
 
-def default_polling_date(now_ms: int, date_offset_days: int) -> str:
-    """The date today's scheduled run polls (today minus the configured offset)."""
-    today = datetime.fromtimestamp(now_ms / 1000, tz=UTC).date()
-    return (today - timedelta(days=date_offset_days)).isoformat()
-
-
 def date_range(first: str, last: str, max_days: int) -> list[str]:
     """Every date from `first` to `last` inclusive; ValueError if reversed or too long."""
     start, end = date.fromisoformat(first), date.fromisoformat(last)
