@@ -18,7 +18,8 @@ from rich.console import Console
 from dlpipe import metrics
 from dlpipe.bootstrap.ops import build_ops_context
 from dlpipe.bootstrap.orchestrator import build_flow, build_orchestrator_handler, check_ready
-from dlpipe.cli.ops.durations import DAY, FEED, resolve_day, wall_clock_ms
+from dlpipe.cli.ops.dates import resolve_day, wall_clock_ms
+from dlpipe.cli.ops.param_types import DAY, FEED
 from dlpipe.cli.outcome_text import result_line
 from dlpipe.cli.run_feed import run_feed
 from dlpipe.cli.run_local import render_reports, run_local

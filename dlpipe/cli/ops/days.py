@@ -11,7 +11,7 @@ from rich.progress import Progress
 
 from dlpipe.cli.ops.audit import batch_audit_command
 from dlpipe.cli.ops.context import pass_ops
-from dlpipe.cli.ops.durations import DAY, date_range, resolve_day
+from dlpipe.cli.ops.dates import date_range, resolve_day
 from dlpipe.cli.ops.layout import Column
 from dlpipe.cli.ops.options import (
     date_option,
@@ -21,6 +21,7 @@ from dlpipe.cli.ops.options import (
     polling_date,
 )
 from dlpipe.cli.ops.outcome_view import outcome_views
+from dlpipe.cli.ops.param_types import DAY
 from dlpipe.cli.ops.render import batch_dict, batches_by_feed, emit, table
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.domain.model import BatchStatus

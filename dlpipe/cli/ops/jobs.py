@@ -5,10 +5,10 @@ from __future__ import annotations
 import click
 
 from dlpipe.cli.ops.context import pass_ops
-from dlpipe.cli.ops.durations import BATCH_ID, FILE_ID
 from dlpipe.cli.ops.errors import IncompleteRecoveryError
 from dlpipe.cli.ops.layout import Column, FitTable
 from dlpipe.cli.ops.options import dry_run_option, feed_option, json_option, older_than_option
+from dlpipe.cli.ops.param_types import BATCH_ID, FILE_ID
 from dlpipe.cli.ops.render import (
     emit,
     iso,

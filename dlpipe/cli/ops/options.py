@@ -7,7 +7,8 @@ from typing import Any, TypeVar
 
 import click
 
-from dlpipe.cli.ops.durations import DAY, DURATION, FEED, resolve_day
+from dlpipe.cli.ops.dates import resolve_day
+from dlpipe.cli.ops.param_types import DAY, DURATION, FEED
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.services.ops.context import OpsContext
 from dlpipe.services.ops.feeds import FeedChoice

@@ -1,17 +1,13 @@
-"""Operator input parsing: ages, dates, relative days and date ranges."""
+"""Operator input parsing: ages, dates, relative days, date ranges, FileIDs and BatchIDs."""
 
 from __future__ import annotations
 
 import click
 import pytest
 
-import dlpipe.cli.ops.durations as durations
-from dlpipe.cli.ops.durations import (
-    date_range,
-    parse_day,
-    parse_duration,
-    resolve_day,
-)
+import dlpipe.cli.ops.param_types as param_types
+from dlpipe.cli.ops.dates import date_range, parse_day, resolve_day
+from dlpipe.cli.ops.param_types import parse_duration
 from tests.support import BASE_MS  # 2126-02-28T00:00:00Z
 
 
@@ -84,7 +80,7 @@ def test_ten_years_is_the_longest_duration() -> None:
 )
 def test_id_arguments_accept_every_feeds_keys(param: str, value: str) -> None:
     """The commands' FileID and BatchID arguments take a named feed's keys as they are."""
-    assert getattr(durations, param).convert(value, None, None) == value
+    assert getattr(param_types, param).convert(value, None, None) == value
 
 
 @pytest.mark.parametrize(
@@ -98,4 +94,4 @@ def test_id_arguments_accept_every_feeds_keys(param: str, value: str) -> None:
 def test_id_arguments_still_refuse_garbage(param: str, value: str) -> None:
     """A '.' does not open the door: a bad feed part is a usage error."""
     with pytest.raises(click.BadParameter):
-        getattr(durations, param).convert(value, None, None)
+        getattr(param_types, param).convert(value, None, None)
