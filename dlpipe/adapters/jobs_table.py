@@ -26,7 +26,7 @@ from dlpipe.domain.errors import (
 from dlpipe.domain.model import FileJob, JobStatus, listed_by
 from dlpipe.domain.rules import lease_expiry_ms, ttl_expired
 from dlpipe.domain.schema import BATCH_INDEX, STATUS_INDEX
-from dlpipe.domain.statuses import LEASED_JOB_STATUSES
+from dlpipe.domain.statuses import LEASED_JOB_STATUSES, UNSUCCESSFUL_JOB_STATUSES
 from dlpipe.domain.transitions import is_own_job_write, job_sources
 from dlpipe.log import get_logger
 
@@ -54,7 +54,8 @@ _EXPIRED = "(attribute_not_exists(#lease) OR #lease < :now)"
 
 def _unheld(sources: frozenset[JobStatus]) -> StatusClause:
     """A job in `sources` that nobody holds: a leased status only once its lease ran out."""
-    free, leased = sources - LEASED_JOB_STATUSES, sources & LEASED_JOB_STATUSES
+    free = sources.difference(LEASED_JOB_STATUSES)
+    leased = sources.intersection(LEASED_JOB_STATUSES)
     clauses = [status_in(free)] if free else []
     if leased:
         held = status_in(leased)
@@ -548,8 +549,9 @@ class JobsTable:
         self, file_id: str, owner: str, status: JobStatus, error_message: str
     ) -> FileJob:
         """downloading -> failed (transient, retries used up) or error (permanent), if owned."""
-        if status not in (JobStatus.FAILED, JobStatus.ERROR):
-            raise ValueError(f"finish_unsuccessfully takes failed or error, not {status}")
+        if status not in UNSUCCESSFUL_JOB_STATUSES:
+            takes = " or ".join(UNSUCCESSFUL_JOB_STATUSES)
+            raise ValueError(f"finish_unsuccessfully takes {takes}, not {status}")
         update = "SET #status = :final, #updated = :now, #error = :message REMOVE #owner, #lease"
         values = {
             ":final": str(status),
