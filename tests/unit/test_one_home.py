@@ -1,6 +1,6 @@
-"""Each status group has one home: the groups are what their rule reads off the status table's
-rows, and no module of dlpipe/ but that home lists statuses (a scan of the sources and of the
-web view's templates)."""
+"""Each status group and each attribute name has one home: the groups are what their rule
+reads off the status table's rows, and no module of dlpipe/ but that home lists statuses or
+spells a DynamoDB attribute name (a scan of the sources and of the web view's templates)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import dlpipe
+from dlpipe.adapters.items import BATCH_ATTRIBUTES, JOB_ATTRIBUTES
 from dlpipe.domain import statuses
 from dlpipe.domain.statuses import BATCH_STATUSES, JOB_STATUSES, BatchStatus, JobStatus, StatusRow
 
@@ -119,4 +120,61 @@ def test_templates_spell_no_status() -> None:
         text = path.read_text().replace("('error', 'error')", "")
         in_jinja = (m for block in _JINJA.finditer(text) for m in _QUOTED_STATUS.finditer(block[0]))
         found += [f"{path.name}: {m[0]}" for m in (*_STATUS_CLASS.finditer(text), *in_jinja)]
+    assert not found, "\n".join(found)
+
+
+# The homes of the attribute names: adapters/items.py names every attribute, taking the ones
+# the tables and indexes are keyed by (which Terraform declares too) from domain/schema.py.
+_ATTRIBUTE_HOMES = frozenset({"adapters/items.py", "domain/schema.py"})
+_ATTRIBUTES = frozenset({*JOB_ATTRIBUTES.values(), *BATCH_ATTRIBUTES.values()})
+# The same words where they name something other than a DynamoDB attribute.
+_NOT_ATTRIBUTES = frozenset(
+    {
+        ("adapters/events.py", "ErrorMessage"),  # a refused PutEvents entry's field
+        ("metrics.py", "Feed"),  # the CloudWatch dimension
+        ("services/download/file_metrics.py", "FileID"),  # a file metric document's properties
+        ("services/download/file_metrics.py", "BatchID"),
+        ("services/download/file_metrics.py", "Cipher"),
+        ("local/provision.py", "Status"),  # S3's VersioningConfiguration
+        ("cli/run_local.py", "FileID"),  # a column heading
+    }
+)
+_ATTRIBUTE_WORD = re.compile(r"\b({})\b".format("|".join(sorted(_ATTRIBUTES))))
+
+
+def _docstrings(tree: ast.Module) -> set[int]:
+    """ids of the module's, classes' and functions' docstring nodes."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            first = node.body[0] if node.body else None
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                found.add(id(first.value))
+    return found
+
+
+def _attribute_names(name: str, tree: ast.Module) -> Iterator[str]:
+    # In a table module an expression is a string too: a name inside one counts.
+    in_text = name.startswith("adapters/") and name.endswith("_table.py")
+    docstrings = _docstrings(tree)
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Constant) or not isinstance(node.value, str):
+            continue
+        if id(node) in docstrings:
+            continue
+        spelled = _ATTRIBUTE_WORD.findall(node.value) if in_text else {node.value} & _ATTRIBUTES
+        for attribute in sorted(set(spelled)):
+            if (name, attribute) not in _NOT_ATTRIBUTES:
+                yield f"{name}:{node.lineno}: {attribute}"
+
+
+def test_no_module_but_items_py_and_schema_py_spells_an_attribute_name() -> None:
+    """Keys, projections and expressions name attributes through dlpipe/adapters/items.py
+    (`expression_names`, `job_key`, `batch_key`) or dlpipe/domain/schema.py's key names."""
+    found = [
+        line
+        for name, tree in _sources()
+        if name not in _ATTRIBUTE_HOMES
+        for line in _attribute_names(name, tree)
+    ]
     assert not found, "\n".join(found)
