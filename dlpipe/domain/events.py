@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
-import re
 import zoneinfo
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from dlpipe.domain.errors import InvalidIdentifierError
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME, is_feed_name
+from dlpipe.domain.model import validate_date
 
-# date.fromisoformat alone would also accept the basic form 20260228 (Python 3.11+).
-_DATE_PATTERN = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 # EventBridge Scheduler passes <aws.scheduler.scheduled-time> in our input template as
 # "scheduled_time" (terraform/scheduler.tf); an EventBridge rule's scheduled event carries "time".
 _SCHEDULE_TIME_KEYS = ("scheduled_time", "time")
@@ -35,7 +34,7 @@ def parse_event(event: object, date_offset_days: int = 1, time_zone: str = "UTC"
     `time_zone`, an IANA name, minus the offset).
 
     An explicit `date` wins over a schedule time; `rerun`, if present, must be a boolean;
-    `feed`, if present, a feed name (absent: the default feed, as before feeds).
+    `feed`, if present, a feed name (absent: the default feed).
     """
     feed = event_feed(event)
     assert isinstance(event, Mapping)  # event_feed refused anything else
@@ -68,13 +67,12 @@ def event_feed(event: object) -> str:
 
 
 def parse_polling_date(value: object) -> str:
-    """Validate a calendar date written exactly as YYYY-MM-DD and return it."""
-    if not isinstance(value, str) or not _DATE_PATTERN.fullmatch(value):
-        raise InvalidEventError(f"'date' must be a string YYYY-MM-DD, got {value!r}")
+    """Validate a calendar date written exactly as YYYY-MM-DD (`validate_date`, the rule every
+    date the code reads follows) and return it."""
     try:
-        return dt.date.fromisoformat(value).isoformat()
-    except ValueError as exc:
-        raise InvalidEventError(f"'date' {value!r} is not a calendar date") from exc
+        return validate_date(value)
+    except InvalidIdentifierError as exc:
+        raise InvalidEventError(f"'date': {exc}") from exc
 
 
 def _date_from_schedule(key: str, value: object, date_offset_days: int, time_zone: str) -> str:

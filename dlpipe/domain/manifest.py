@@ -23,6 +23,7 @@ from dlpipe.domain.statuses import BATCH_OPEN, SUCCESSFUL_BATCH_STATUSES, TERMIN
 MANIFEST_ROOT = "_dlpipe/manifests"
 FORMAT = "dlpipe-day-manifest/1"
 POINTER_NAME = "latest.json"
+HEAD_WORKERS = 8  # a manifest's objects HEADed at once, by the write-manifest step and the audit
 
 
 def _provisional(status: str) -> bool:
