@@ -34,6 +34,11 @@ from dlpipe.domain.schema import (
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
 
+# Attributes both tables carry, under one name.
+_CREATED_AT = "CreatedAt"
+_ERROR_MESSAGE = "ErrorMessage"
+_FEED = "Feed"
+
 JOB_ATTRIBUTES: dict[str, str] = {
     "file_id": FILE_ID_ATTRIBUTE,
     "batch_id": BATCH_ID_ATTRIBUTE,
@@ -44,14 +49,14 @@ JOB_ATTRIBUTES: dict[str, str] = {
     "encrypted_aes_key": "EncryptedAESKey",
     "encoded_aes_iv": "EncodedAESIV",
     "cipher": "Cipher",
-    "created_at": "CreatedAt",
+    "created_at": _CREATED_AT,
     "status_updated_at_ms": STATUS_UPDATED_AT_ATTRIBUTE,
     "ttl_epoch_s": TTL_ATTRIBUTE,
     "expected_size": "ExpectedSize",
     "expected_sha256": "ExpectedSHA256",
     "url_expires_at": "URLExpiresAt",
     "completed_at": "CompletedAt",
-    "error_message": "ErrorMessage",
+    "error_message": _ERROR_MESSAGE,
     "lease_owner": "LeaseOwner",
     "lease_expires_at_ms": "LeaseExpiresAt",
     "attempts": "Attempts",
@@ -61,7 +66,7 @@ JOB_ATTRIBUTES: dict[str, str] = {
     "listing_index": "ListingIndex",
     "listed_by": "ListedBy",
     "finished_by": "FinishedBy",
-    "feed": "Feed",
+    "feed": _FEED,
 }
 
 BATCH_ATTRIBUTES: dict[str, str] = {
@@ -69,14 +74,14 @@ BATCH_ATTRIBUTES: dict[str, str] = {
     "polling_date": POLLING_DATE_ATTRIBUTE,
     "status": STATUS_ATTRIBUTE,
     "start_time": "StartTime",
-    "created_at": "CreatedAt",
+    "created_at": _CREATED_AT,
     "updated_at": "UpdatedAt",
     "ttl_epoch_s": TTL_ATTRIBUTE,
     "expected_files": "ExpectedFiles",
     "completed_files": "CompletedFiles",
     "failed_files": "FailedFiles",
     "timeout_at": "TimeoutAt",
-    "error_message": "ErrorMessage",
+    "error_message": _ERROR_MESSAGE,
     "expected_count": "ExpectedCount",
     "queued_count": "QueuedCount",
     "completed_count": "CompletedCount",
@@ -85,7 +90,7 @@ BATCH_ATTRIBUTES: dict[str, str] = {
     "sets_truncated": "SetsTruncated",
     "outcome": "OutcomeSummary",
     "adopted_by": "AdoptedBy",
-    "feed": "Feed",
+    "feed": _FEED,
 }
 
 _INT_FIELDS = frozenset(
