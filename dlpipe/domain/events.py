@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from dlpipe.domain.errors import InvalidIdentifierError
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME, is_feed_name
+from dlpipe.domain.model import validate_date
 from dlpipe.domain.schedule import run_date
 
-# date.fromisoformat alone would also accept the basic form 20260228 (Python 3.11+).
-_DATE_PATTERN = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 # EventBridge Scheduler passes <aws.scheduler.scheduled-time> in our input template as
 # "scheduled_time" (terraform/scheduler.tf); an EventBridge rule's scheduled event carries "time".
 _SCHEDULE_TIME_KEYS = ("scheduled_time", "time")
@@ -69,13 +68,12 @@ def event_feed(event: object) -> str:
 
 
 def parse_polling_date(value: object) -> str:
-    """Validate a calendar date written exactly as YYYY-MM-DD and return it."""
-    if not isinstance(value, str) or not _DATE_PATTERN.fullmatch(value):
-        raise InvalidEventError(f"'date' must be a string YYYY-MM-DD, got {value!r}")
+    """Validate a calendar date written exactly as YYYY-MM-DD (`validate_date`, the rule every
+    date the code reads follows) and return it."""
     try:
-        return dt.date.fromisoformat(value).isoformat()
-    except ValueError as exc:
-        raise InvalidEventError(f"'date' {value!r} is not a calendar date") from exc
+        return validate_date(value)
+    except InvalidIdentifierError as exc:
+        raise InvalidEventError(f"'date': {exc}") from exc
 
 
 def _date_from_schedule(key: str, value: object, date_offset_days: int, time_zone: str) -> str:

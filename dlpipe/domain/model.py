@@ -16,8 +16,6 @@ from dlpipe.domain.outcome import OutcomeSummary
 # The statuses and their table live in dlpipe/domain/statuses.py; callers import them here too.
 JobStatus = statuses.JobStatus
 BatchStatus = statuses.BatchStatus
-TERMINAL_JOB_STATUSES = statuses.TERMINAL_JOB_STATUSES
-TERMINAL_BATCH_STATUSES = statuses.TERMINAL_BATCH_STATUSES
 
 # Entities become S3 key segments and file names: a strict allow-list, no dots, no slashes.
 _ENTITY = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9_-]{0,62}[A-Za-z0-9])?$")
@@ -192,7 +190,7 @@ class FileJob:
     @property
     def is_terminal(self) -> bool:
         """True once the job is completed, failed or error."""
-        return self.status in TERMINAL_JOB_STATUSES
+        return self.status in statuses.TERMINAL_JOB_STATUSES
 
 
 def listed_by(batch_id: str, listing_index: int) -> str:
@@ -250,7 +248,7 @@ class Batch:
     @property
     def is_terminal(self) -> bool:
         """True once the batch is completed, failed or timed out."""
-        return self.status in TERMINAL_BATCH_STATUSES
+        return self.status in statuses.TERMINAL_BATCH_STATUSES
 
     @property
     def has_sets(self) -> bool:

@@ -14,8 +14,9 @@ from dlpipe.bootstrap.ops import build_ops_context
 from dlpipe.bootstrap.orchestrator import build_flow
 from dlpipe.config import Settings
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME
-from dlpipe.domain.model import TERMINAL_JOB_STATUSES, FileJob, JobStatus
+from dlpipe.domain.model import FileJob, JobStatus
 from dlpipe.domain.outage import OutageBackoff
+from dlpipe.domain.statuses import SUCCESSFUL_BATCH_STATUSES, UNSUCCESSFUL_JOB_STATUSES
 from dlpipe.entrypoints.pool import WorkerPool, build_worker_pool
 from dlpipe.entrypoints.worker import WorkerOptions
 from dlpipe.local.durable_runner import run_durable_locally
@@ -70,7 +71,7 @@ class DayReport:
     @property
     def ok(self) -> bool:
         """True when the batch completed and every file verified."""
-        return self.status == "completed" and all(f.verified for f in self.files)
+        return self.status in SUCCESSFUL_BATCH_STATUSES and all(f.verified for f in self.files)
 
 
 @contextmanager
@@ -145,9 +146,9 @@ def day_progress(jobs: Iterable[FileJob]) -> DayProgress:
     """Count the batch's jobs by outcome: a claimed or failed file is not progress."""
     statuses = [job.status for job in jobs]
     completed = statuses.count(JobStatus.COMPLETED)
-    ended = sum(1 for status in statuses if status in TERMINAL_JOB_STATUSES)
+    unsuccessful = sum(1 for status in statuses if status in UNSUCCESSFUL_JOB_STATUSES)
     error = statuses.count(JobStatus.ERROR)
-    return DayProgress(completed, ended - completed, len(statuses), error)
+    return DayProgress(completed, unsuccessful, len(statuses), error)
 
 
 class ProgressWatcher:

@@ -8,7 +8,7 @@ from dlpipe.domain.clock import iso_from_ms, ms_from_iso, time_for_people
 from dlpipe.domain.errors import InvalidIdentifierError
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.domain.model import FileJob, JobStatus, batch_polling_date, parse_file_id
-from dlpipe.domain.transitions import lease_live
+from dlpipe.domain.transitions import lease_live, may_requeue
 from dlpipe.log import redact_processor
 from dlpipe.services.ops.context import OpsContext
 from dlpipe.services.ops.feeds import record_feed
@@ -105,11 +105,8 @@ def _history(job: FileJob, now_ms: int) -> list[Event]:
 
 def repair_command(job: FileJob, now_ms: int) -> str | None:
     """The CLI command that repairs this job, or None when nothing applies."""
-    if job.status in (JobStatus.FAILED, JobStatus.ERROR, JobStatus.AVAILABLE):
-        return f"dlpipe jobs requeue {job.file_id}"
-    if job.status is JobStatus.DOWNLOADING and not lease_live(job, now_ms):
-        return f"dlpipe jobs requeue {job.file_id}"
-    return None
+    # What `jobs requeue` would move without --force: any job not completed that nobody holds.
+    return f"dlpipe jobs requeue {job.file_id}" if may_requeue(job, now_ms) else None
 
 
 def job_view(ops: OpsContext, file_id: str) -> JobView:

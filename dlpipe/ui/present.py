@@ -9,6 +9,11 @@ from flask import Flask, request, url_for
 
 from dlpipe.domain.clock import ms_from_iso, time_for_people
 from dlpipe.domain.model import BatchStatus, FileJob, JobStatus
+from dlpipe.domain.statuses import (
+    JOB_STATUSES_BY_PROGRESS,
+    SUCCESSFUL_BATCH_STATUSES,
+    UNSUCCESSFUL_JOB_STATUSES,
+)
 from dlpipe.domain.transitions import lease_live
 
 # ErrorMessage starts with a stable code (`tag_mismatch: ...`, dlpipe/domain/download_errors.py).
@@ -85,13 +90,16 @@ def sort_link(key: str, current: str, descending: bool) -> str:
 
 
 def register(app: Flask) -> None:
-    """Make the helpers and the status lists available to every template."""
+    """Make the helpers and the statuses and their groups available to every template."""
     app.jinja_env.filters.update(
         iso=iso, short_time=short_time, error_code=error_code, error_detail=error_detail
     )
     app.jinja_env.globals.update(
         job_statuses=list(JobStatus),
+        job_statuses_by_progress=JOB_STATUSES_BY_PROGRESS,
+        unsuccessful_job_statuses=UNSUCCESSFUL_JOB_STATUSES,
         batch_statuses=list(BatchStatus),
+        successful_batch_statuses=SUCCESSFUL_BATCH_STATUSES,
         lease_text=lease_text,
         query_link=query_link,
         sort_link=sort_link,

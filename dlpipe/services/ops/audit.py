@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from dlpipe.domain.manifest import (
+    HEAD_WORKERS,
     DayPointer,
     Manifest,
     ManifestEntry,
@@ -25,8 +26,6 @@ from dlpipe.domain.model import Batch, BatchStatus, JobStatus
 from dlpipe.services.ops.feeds import record_feed
 from dlpipe.services.ops.manifest_ports import ManifestReader
 from dlpipe.services.ops.ports import OpsBatches, OpsJobs
-
-HEAD_WORKERS = 8  # the entries' HEADs in flight at once
 
 
 @dataclass(frozen=True)

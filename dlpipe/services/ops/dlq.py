@@ -12,6 +12,7 @@ from enum import StrEnum
 from dlpipe.domain.errors import RequeueRefusedError
 from dlpipe.domain.model import FileJob, JobStatus, file_feed
 from dlpipe.domain.queued import QueuedMessage
+from dlpipe.domain.statuses import UNSUCCESSFUL_JOB_STATUSES
 from dlpipe.domain.transitions import lease_live
 from dlpipe.log import get_logger
 from dlpipe.services.ops.context import OpsContext
@@ -56,7 +57,7 @@ def plan(message: QueuedMessage, job: FileJob | None, now_ms: int) -> tuple[Acti
         return Action.LEAVE, "no such job"
     if job.status is JobStatus.COMPLETED:
         return Action.DELETE, "job completed"
-    if job.status in (JobStatus.FAILED, JobStatus.ERROR):
+    if job.status in UNSUCCESSFUL_JOB_STATUSES:
         return Action.REQUEUE_AND_SEND, f"job {job.status}"
     if lease_live(job, now_ms):
         # Its worker holds its own in-flight message; a copy would only bounce back here.
