@@ -8,7 +8,14 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from dlpipe.adapters import dynamo
-from dlpipe.adapters.items import batch_from_item, batch_to_item, serialize
+from dlpipe.adapters.items import (
+    BATCH_ATTRIBUTES,
+    batch_from_item,
+    batch_key,
+    batch_to_item,
+    expression_names,
+    serialize,
+)
 from dlpipe.adapters.status_conditions import status_in
 from dlpipe.domain.clock import Clock, SystemClock, iso_from_ms
 from dlpipe.domain.errors import (
@@ -34,26 +41,28 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 log = get_logger(component="records")
-_NAMES = {
-    "#id": "BatchID",
-    "#status": "Status",
-    "#date": "PollingDate",
-    "#updated": "UpdatedAt",
-    "#expected": "ExpectedFiles",
-    "#done": "CompletedFiles",
-    "#failed": "FailedFiles",
-    "#timeout": "TimeoutAt",
-    "#error": "ErrorMessage",
-    "#ttl": "TTL",
-    "#cnt_expected": "ExpectedCount",
-    "#cnt_queued": "QueuedCount",
-    "#cnt_done": "CompletedCount",
-    "#cnt_failed": "FailedCount",
-    "#cnt_error": "ErrorCount",
-    "#truncated": "SetsTruncated",
-    "#outcome": "OutcomeSummary",
-    "#adopted_by": "AdoptedBy",
-}
+# Every attribute an expression names, by placeholder and record field.
+_NAMES = expression_names(
+    BATCH_ATTRIBUTES,
+    id="batch_id",
+    status="status",
+    date="polling_date",
+    updated="updated_at",
+    expected="expected_files",
+    done="completed_files",
+    failed="failed_files",
+    timeout="timeout_at",
+    error="error_message",
+    ttl="ttl_epoch_s",
+    cnt_expected="expected_count",
+    cnt_queued="queued_count",
+    cnt_done="completed_count",
+    cnt_failed="failed_count",
+    cnt_error="error_count",
+    truncated="sets_truncated",
+    outcome="outcome",
+    adopted_by="adopted_by",
+)
 
 
 def _names(expression: str) -> dict[str, str]:
@@ -88,7 +97,7 @@ class BatchesTable:
                 self._client.put_item,
                 Item=batch_to_item(batch),
                 ConditionExpression="attribute_not_exists(#id)",
-                ExpressionAttributeNames={"#id": "BatchID"},
+                ExpressionAttributeNames=_names("#id"),
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as exc:
@@ -103,7 +112,7 @@ class BatchesTable:
                 return batch
             raise BatchExistsError(
                 f"batch {batch.batch_id} exists already",
-                condition="attribute_not_exists(BatchID)",
+                condition=f"attribute_not_exists({_NAMES['#id']})",
                 current=current,
             ) from exc
         return batch
@@ -113,7 +122,7 @@ class BatchesTable:
         response = dynamo.call(
             self.table_name,
             self._client.get_item,
-            Key={"BatchID": {"S": batch_id}},
+            Key=batch_key(batch_id),
             ConsistentRead=True,
         )
         return self._live(response.get("Item"))
@@ -164,7 +173,7 @@ class BatchesTable:
         return dynamo.conditional_update(
             self._client,
             self.table_name,
-            {"BatchID": {"S": batch_id}},
+            batch_key(batch_id),
             update=update,
             condition=condition,
             names=_names(update + condition),

@@ -1,47 +1,62 @@
-"""Map records to DynamoDB items and back; the tables' attribute names live here."""
+"""Map records to DynamoDB items and back; the tables' attribute names live here (the key
+attributes, which Terraform declares too, come from dlpipe/domain/schema.py): the table modules
+name an attribute by its record field, through `expression_names`, `job_key` and `batch_key`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Mapping
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
 from dlpipe.domain.cipher_format import read_cipher
-from dlpipe.domain.errors import CorruptRecordError, InvalidIdentifierError
+from dlpipe.domain.errors import CorruptRecordError
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME, is_feed_name
 from dlpipe.domain.model import (
     Batch,
     BatchStatus,
     FileJob,
     JobStatus,
-    parse_batch_key,
-    parse_file_key,
+    batch_feed,
+    file_feed,
 )
 from dlpipe.domain.outcome import OutcomeSummary
+from dlpipe.domain.schema import (
+    BATCH_ID_ATTRIBUTE,
+    FILE_ID_ATTRIBUTE,
+    POLLING_DATE_ATTRIBUTE,
+    STATUS_ATTRIBUTE,
+    STATUS_UPDATED_AT_ATTRIBUTE,
+    TTL_ATTRIBUTE,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
 
+# Attributes both tables carry, under one name.
+_CREATED_AT = "CreatedAt"
+_ERROR_MESSAGE = "ErrorMessage"
+_FEED = "Feed"
+
 JOB_ATTRIBUTES: dict[str, str] = {
-    "file_id": "FileID",
-    "batch_id": "BatchID",
-    "status": "Status",
+    "file_id": FILE_ID_ATTRIBUTE,
+    "batch_id": BATCH_ID_ATTRIBUTE,
+    "status": STATUS_ATTRIBUTE,
     "entity": "Entity",
     "download_date": "DownloadDate",
     "presigned_url": "PresignedURL",
     "encrypted_aes_key": "EncryptedAESKey",
     "encoded_aes_iv": "EncodedAESIV",
     "cipher": "Cipher",
-    "created_at": "CreatedAt",
-    "status_updated_at_ms": "StatusUpdatedAt",
-    "ttl_epoch_s": "TTL",
+    "created_at": _CREATED_AT,
+    "status_updated_at_ms": STATUS_UPDATED_AT_ATTRIBUTE,
+    "ttl_epoch_s": TTL_ATTRIBUTE,
     "expected_size": "ExpectedSize",
     "expected_sha256": "ExpectedSHA256",
     "url_expires_at": "URLExpiresAt",
     "completed_at": "CompletedAt",
-    "error_message": "ErrorMessage",
+    "error_message": _ERROR_MESSAGE,
     "lease_owner": "LeaseOwner",
     "lease_expires_at_ms": "LeaseExpiresAt",
     "attempts": "Attempts",
@@ -51,22 +66,22 @@ JOB_ATTRIBUTES: dict[str, str] = {
     "listing_index": "ListingIndex",
     "listed_by": "ListedBy",
     "finished_by": "FinishedBy",
-    "feed": "Feed",
+    "feed": _FEED,
 }
 
 BATCH_ATTRIBUTES: dict[str, str] = {
-    "batch_id": "BatchID",
-    "polling_date": "PollingDate",
-    "status": "Status",
+    "batch_id": BATCH_ID_ATTRIBUTE,
+    "polling_date": POLLING_DATE_ATTRIBUTE,
+    "status": STATUS_ATTRIBUTE,
     "start_time": "StartTime",
-    "created_at": "CreatedAt",
+    "created_at": _CREATED_AT,
     "updated_at": "UpdatedAt",
-    "ttl_epoch_s": "TTL",
+    "ttl_epoch_s": TTL_ATTRIBUTE,
     "expected_files": "ExpectedFiles",
     "completed_files": "CompletedFiles",
     "failed_files": "FailedFiles",
     "timeout_at": "TimeoutAt",
-    "error_message": "ErrorMessage",
+    "error_message": _ERROR_MESSAGE,
     "expected_count": "ExpectedCount",
     "queued_count": "QueuedCount",
     "completed_count": "CompletedCount",
@@ -75,7 +90,7 @@ BATCH_ATTRIBUTES: dict[str, str] = {
     "sets_truncated": "SetsTruncated",
     "outcome": "OutcomeSummary",
     "adopted_by": "AdoptedBy",
-    "feed": "Feed",
+    "feed": _FEED,
 }
 
 _INT_FIELDS = frozenset(
@@ -99,6 +114,22 @@ _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
 
 
+def expression_names(attributes: Mapping[str, str], **fields: str) -> dict[str, str]:
+    """ExpressionAttributeNames: `#{name}` for each `name=field`, standing for the attribute
+    that record field is stored as in `attributes` (JOB_ATTRIBUTES or BATCH_ATTRIBUTES)."""
+    return {f"#{name}": attributes[field] for name, field in fields.items()}
+
+
+def job_key(file_id: str) -> dict[str, AttributeValueTypeDef]:
+    """The jobs table's key of `file_id`."""
+    return {JOB_ATTRIBUTES["file_id"]: {"S": file_id}}
+
+
+def batch_key(batch_id: str) -> dict[str, AttributeValueTypeDef]:
+    """The batches table's key of `batch_id`."""
+    return {BATCH_ATTRIBUTES["batch_id"]: {"S": batch_id}}
+
+
 def serialize(value: Any) -> AttributeValueTypeDef:
     """One Python value as a DynamoDB AttributeValue (sets become String Sets)."""
     if isinstance(value, frozenset):
@@ -114,8 +145,8 @@ def _to_item(record: FileJob | Batch, names: dict[str, str]) -> dict[str, Attrib
         # SetsTruncated is written only when true: an item without it names its files.
         if value is None or value is False or (f.name in _SET_FIELDS and not value):
             continue
-        # Feed is written for a named feed only: the default feed's items stay as they were
-        # before feeds, and an item without Feed (every item written before) is the default's.
+        # Feed is written for a named feed only: an item without Feed is the default feed's,
+        # so the default feed's items hold the contract's attributes and nothing more.
         if f.name == "feed" and value == DEFAULT_FEED_NAME:
             continue
         if isinstance(value, OutcomeSummary):
@@ -144,13 +175,8 @@ def _from_item(item: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
     return values
 
 
-def _check_feed(key_feed: Callable[[], str], feed: str) -> None:
-    """The key's feed and the Feed attribute must agree: keys never cross feeds. A key that
-    does not parse is left to the code that reads it (as before feeds)."""
-    try:
-        named = key_feed()
-    except InvalidIdentifierError:
-        return
+def _check_feed(named: str, feed: str) -> None:
+    """The key's feed and the Feed attribute must agree: keys never cross feeds."""
     if named != feed:
         raise ValueError(f"its key names feed {named!r}, its Feed attribute {feed!r}")
 
@@ -181,9 +207,10 @@ def job_from_item(item: dict[str, Any]) -> FileJob:
         # unknown, and the decrypt side ends the job `error` (unknown_cipher) before a byte.
         values["cipher"] = read_cipher(values["cipher"])
         job = FileJob(**values)
-        _check_feed(lambda: parse_file_key(job.file_id)[0], job.feed)
+        # A key that does not parse is left to the code that reads it: nothing to compare.
+        _check_feed(file_feed(job.file_id, default=job.feed), job.feed)
     except (KeyError, TypeError, ValueError) as exc:
-        key = _key(item, "FileID")
+        key = _key(item, JOB_ATTRIBUTES["file_id"])
         raise CorruptRecordError(f"job item {key!r} is not a valid job: {exc}", key=key) from exc
     return job
 
@@ -199,10 +226,18 @@ def batch_from_item(item: dict[str, Any]) -> Batch:
         values = _from_item(item, BATCH_ATTRIBUTES)
         values["status"] = BatchStatus(values["status"])
         batch = Batch(**values)
-        _check_feed(lambda: parse_batch_key(batch.batch_id)[0], batch.feed)
+        _check_feed(batch_feed(batch.batch_id, default=batch.feed), batch.feed)
     except (KeyError, TypeError, ValueError) as exc:
-        key = _key(item, "BatchID")
+        key = _key(item, BATCH_ATTRIBUTES["batch_id"])
         raise CorruptRecordError(
             f"batch item {key!r} is not a valid batch: {exc}", key=key
         ) from exc
     return batch
+
+
+def job_status_from_item(item: dict[str, Any]) -> tuple[str, JobStatus | None]:
+    """The FileID and status of a job item (read whole or projected to those two); None for a
+    status that is not one (an unreadable item)."""
+    status = item.get(JOB_ATTRIBUTES["status"], {}).get("S")
+    file_id = str(item[JOB_ATTRIBUTES["file_id"]]["S"])
+    return file_id, JobStatus(status) if status in set(JobStatus) else None

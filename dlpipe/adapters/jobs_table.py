@@ -10,7 +10,15 @@ from botocore.exceptions import BotoCoreError, ClientError
 from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
 from dlpipe.adapters import dynamo
-from dlpipe.adapters.items import job_from_item, job_to_item, serialize
+from dlpipe.adapters.items import (
+    JOB_ATTRIBUTES,
+    expression_names,
+    job_from_item,
+    job_key,
+    job_status_from_item,
+    job_to_item,
+    serialize,
+)
 from dlpipe.adapters.status_conditions import StatusClause, any_of, status_in
 from dlpipe.domain.clock import Clock, SystemClock, iso_from_ms, normalized_iso
 from dlpipe.domain.errors import (
@@ -26,7 +34,7 @@ from dlpipe.domain.errors import (
 from dlpipe.domain.model import FileJob, JobStatus, listed_by
 from dlpipe.domain.rules import lease_expiry_ms, ttl_expired
 from dlpipe.domain.schema import BATCH_INDEX, STATUS_INDEX
-from dlpipe.domain.statuses import LEASED_JOB_STATUSES
+from dlpipe.domain.statuses import LEASED_JOB_STATUSES, UNSUCCESSFUL_JOB_STATUSES
 from dlpipe.domain.transitions import is_own_job_write, job_sources
 from dlpipe.log import get_logger
 
@@ -54,7 +62,8 @@ _EXPIRED = "(attribute_not_exists(#lease) OR #lease < :now)"
 
 def _unheld(sources: frozenset[JobStatus]) -> StatusClause:
     """A job in `sources` that nobody holds: a leased status only once its lease ran out."""
-    free, leased = sources - LEASED_JOB_STATUSES, sources & LEASED_JOB_STATUSES
+    free = sources.difference(LEASED_JOB_STATUSES)
+    leased = sources.intersection(LEASED_JOB_STATUSES)
     clauses = [status_in(free)] if free else []
     if leased:
         held = status_in(leased)
@@ -74,27 +83,29 @@ _HELD = status_in(LEASED_JOB_STATUSES)
 _BACK_TO_AVAILABLE = (
     "#status = :available, #updated = :now REMOVE #owner, #lease, #error, #completed"
 )
-# Names of every attribute used in expressions ("Status" and "TTL" are reserved words).
-_NAMES = {
-    "#id": "FileID",
-    "#status": "Status",
-    "#updated": "StatusUpdatedAt",
-    "#owner": "LeaseOwner",
-    "#lease": "LeaseExpiresAt",
-    "#attempts": "Attempts",
-    "#error": "ErrorMessage",
-    "#completed": "CompletedAt",
-    "#bytes": "ByteCount",
-    "#sha": "SHA256",
-    "#dest": "DestinationKey",
-    "#url": "PresignedURL",
-    "#urlexp": "URLExpiresAt",
-    "#batch": "BatchID",
-    "#ttl": "TTL",
-    "#listidx": "ListingIndex",
-    "#listedby": "ListedBy",
-    "#finishedby": "FinishedBy",
-}
+# Every attribute an expression names, by placeholder and record field (a placeholder for
+# each: Status and TTL are reserved words).
+_NAMES = expression_names(
+    JOB_ATTRIBUTES,
+    id="file_id",
+    status="status",
+    updated="status_updated_at_ms",
+    owner="lease_owner",
+    lease="lease_expires_at_ms",
+    attempts="attempts",
+    error="error_message",
+    completed="completed_at",
+    bytes="byte_count",
+    sha="sha256",
+    dest="destination_key",
+    url="presigned_url",
+    urlexp="url_expires_at",
+    batch="batch_id",
+    ttl="ttl_epoch_s",
+    listidx="listing_index",
+    listedby="listed_by",
+    finishedby="finished_by",
+)
 
 
 def _names(expression: str) -> dict[str, str]:
@@ -142,7 +153,7 @@ class JobsTable:
         response = dynamo.call(
             self.table_name,
             self._client.get_item,
-            Key={"FileID": {"S": file_id}},
+            Key=job_key(file_id),
             ConsistentRead=consistent,
         )
         return self._live(response.get("Item"))
@@ -189,7 +200,7 @@ class JobsTable:
         items: list[dict[str, Any]] = []
         request: dict[str, Any] = {
             self.table_name: {
-                "Keys": [{"FileID": {"S": f}} for f in file_ids],
+                "Keys": [job_key(f) for f in file_ids],
                 "ConsistentRead": consistent,
             }
         }
@@ -329,8 +340,8 @@ class JobsTable:
         for item in dynamo.paginate_query(
             self._client, self.table_name, request, on_page=self.meter.add
         ):
-            status = item.get("Status", {}).get("S")
-            found[item["FileID"]["S"]] = JobStatus(status) if status in set(JobStatus) else None
+            file_id, status = job_status_from_item(item)
+            found[file_id] = status
         return found
 
     def _request(self, index: str, key: str, values: dict[str, Any]) -> dict[str, Any]:
@@ -391,7 +402,7 @@ class JobsTable:
         return dynamo.conditional_update(
             self._client,
             self.table_name,
-            {"FileID": {"S": file_id}},
+            job_key(file_id),
             update=update,
             condition=condition,
             names=_names(update + condition),
@@ -415,7 +426,7 @@ class JobsTable:
                 self._client.put_item,
                 Item=job_to_item(job),
                 ConditionExpression="attribute_not_exists(#id)",
-                ExpressionAttributeNames={"#id": "FileID"},
+                ExpressionAttributeNames=_names("#id"),
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as exc:
@@ -425,7 +436,7 @@ class JobsTable:
             current = job_from_item(old) if old else None
             raise JobExistsError(
                 f"job {job.file_id} exists already",
-                condition="attribute_not_exists(FileID)",
+                condition=f"attribute_not_exists({_NAMES['#id']})",
                 current=current,
             ) from exc
         return job
@@ -548,8 +559,9 @@ class JobsTable:
         self, file_id: str, owner: str, status: JobStatus, error_message: str
     ) -> FileJob:
         """downloading -> failed (transient, retries used up) or error (permanent), if owned."""
-        if status not in (JobStatus.FAILED, JobStatus.ERROR):
-            raise ValueError(f"finish_unsuccessfully takes failed or error, not {status}")
+        if status not in UNSUCCESSFUL_JOB_STATUSES:
+            takes = " or ".join(UNSUCCESSFUL_JOB_STATUSES)
+            raise ValueError(f"finish_unsuccessfully takes {takes}, not {status}")
         update = "SET #status = :final, #updated = :now, #error = :message REMOVE #owner, #lease"
         values = {
             ":final": str(status),

@@ -29,6 +29,7 @@ from dlpipe.adapters.sink import MIN_PART_BYTES, SHA256_METADATA, MultipartSink,
 from dlpipe.domain.download_errors import DestinationUnavailableError, ObjectExists
 from dlpipe.domain.errors import AwsRequestError, DependencyUnavailableError
 from dlpipe.domain.manifest import (
+    HEAD_WORKERS,
     DayPointer,
     ManifestConflictError,
     ManifestEntry,
@@ -48,7 +49,6 @@ _MISSING = frozenset({"404", "NoSuchKey", "NotFound", "NoSuchVersion"})
 _REFUSED = frozenset({"PreconditionFailed", "412", "ConditionalRequestConflict"})
 _CHUNK = 1 << 20
 RUN_ENTRIES = 10_000  # entries sorted in memory at a time (~5 MB of lines)
-HEAD_WORKERS = 8
 
 
 class S3ManifestStore:

@@ -22,10 +22,9 @@ from dlpipe.adapters.source import HttpSource
 from dlpipe.bootstrap.feeds import feed_source
 from dlpipe.config import Settings
 from dlpipe.domain.clock import Clock, SystemClock
-from dlpipe.domain.errors import InvalidIdentifierError
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME, FeedError
 from dlpipe.domain.messages import MalformedMessageError, decode_message
-from dlpipe.domain.model import parse_file_key
+from dlpipe.domain.model import file_feed
 from dlpipe.domain.stall import StallFloor
 from dlpipe.domain.url_policy import UrlPolicy, default_allowed_hosts
 from dlpipe.feed_settings import FeedSource, settings_for_feed
@@ -160,8 +159,10 @@ class FeedRouter:
     def copy_queue_url(self, size_bytes: int | None, body: str) -> str:
         """The queue a copy of `body`, a file of `size_bytes`, goes to."""
         try:
-            feed = parse_file_key(decode_message(body).file_id)[0]
-        except (MalformedMessageError, InvalidIdentifierError):
+            feed = file_feed(decode_message(body).file_id, default=None)
+        except MalformedMessageError:
+            feed = None
+        if feed is None:
             return self.default.queue_url_for(size_bytes)
         return self._queue_of(feed).queue_url_for(size_bytes)
 

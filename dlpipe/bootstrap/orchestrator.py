@@ -11,6 +11,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from dlpipe.adapters.aws import AwsClients
+from dlpipe.adapters.items import batch_key, job_key
 from dlpipe.bootstrap.feeds import feed_source
 from dlpipe.config import ENV_DAY_DEADLINE, ENV_DAY_DEADLINE_TIME_ZONE, ConfigError, Settings
 from dlpipe.domain.clock import Clock, SystemClock
@@ -151,11 +152,12 @@ def check_ready(settings: Settings, date: str) -> None:
         probe(
             "dynamodb",
             f"table {table!r}",
-            functools.partial(
-                clients.dynamodb.get_item, TableName=table, Key={key: {"S": "dlpipe-preflight"}}
-            ),
+            functools.partial(clients.dynamodb.get_item, TableName=table, Key=key),
         )
-        for table, key in ((settings.batches_table, "BatchID"), (settings.jobs_table, "FileID"))
+        for table, key in (
+            (settings.batches_table, batch_key("dlpipe-preflight")),
+            (settings.jobs_table, job_key("dlpipe-preflight")),
+        )
     ]
     probes.append(
         probe(

@@ -13,7 +13,8 @@ from rich.console import Console
 from rich.table import Table
 
 from dlpipe.adapters.aws import AwsClients
-from dlpipe.cli.ops.durations import DAY, resolve_day, wall_clock_ms
+from dlpipe.cli.ops.dates import resolve_day, wall_clock_ms
+from dlpipe.cli.ops.param_types import DAY
 from dlpipe.config import (
     ENV_FEEDS_PARAMETER_PATH,
     ENV_PRIVATE_KEY_FILE,

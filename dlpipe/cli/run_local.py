@@ -20,6 +20,7 @@ from dlpipe.config import (
 )
 from dlpipe.domain.clock import ENV_TEST_CLOCK_OFFSET_SECONDS
 from dlpipe.domain.feeds import FeedError
+from dlpipe.domain.statuses import JobStatus
 from dlpipe.local.day import DayOptions, DayProgress, DayReport
 from dlpipe.local.dynamodb_local import ENV_HOME as ENV_DYNAMODB_LOCAL_HOME
 from dlpipe.local.feed_days import local_feeds, run_feed_days
@@ -109,7 +110,7 @@ def run_local(
         reports = with_received_events(stack, reports)
         for report in reports:
             verified = sum(1 for f in report.files if f.verified)
-            error = sum(1 for f in report.files if f.status == "error")
+            error = sum(1 for f in report.files if f.status == JobStatus.ERROR)
             total = len(report.files)
             show(report.feed, DayProgress(verified, total - verified, total, error))
     return reports

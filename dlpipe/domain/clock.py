@@ -31,17 +31,24 @@ class SystemClock:
 
 
 def iso_from_ms(epoch_ms: int) -> str:
-    """ISO 8601 UTC text, millisecond precision, zone `Z` (2026-02-28T06:00:00.000Z): the one
-    form every ISO time attribute (CreatedAt, UpdatedAt, StartTime, TimeoutAt, ...) is
-    written in."""
+    """The time format for storage: ISO 8601 UTC text, millisecond precision, zone `Z`
+    (2026-02-28T06:00:00.000Z), the one form every ISO time attribute (CreatedAt, UpdatedAt,
+    StartTime, TimeoutAt, ...) is written in, and `--json` prints."""
     instant = datetime.fromtimestamp(epoch_ms / 1000, tz=UTC)
     return instant.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def time_for_people(epoch_ms: int) -> str:
+    """The time format for people, the same in the CLI's tables and the web view: UTC to the
+    second with its zone (2026-02-28T06:00:00Z), ISO 8601 that a tool reads back, and one
+    word that a terminal never wraps and a double click selects whole."""
+    return datetime.fromtimestamp(epoch_ms // 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def ms_from_iso(text: str) -> int:
-    """Epoch ms of an ISO 8601 time in any form records hold (items written before the `Z`
-    form carry `+00:00`; a provider may send another offset); a time without a zone is UTC.
-    ValueError if `text` is not ISO 8601."""
+    """Epoch ms of an ISO 8601 time in any form records hold (`Z`, or `+00:00` in older items;
+    a provider may send another offset); a time without a zone is UTC. ValueError if `text`
+    is not ISO 8601."""
     instant = datetime.fromisoformat(text)
     if instant.tzinfo is None:
         instant = instant.replace(tzinfo=UTC)

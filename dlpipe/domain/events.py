@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
-import re
-import zoneinfo
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from dlpipe.domain.errors import InvalidIdentifierError
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME, is_feed_name
+from dlpipe.domain.model import validate_date
+from dlpipe.domain.schedule import run_date
 
-# date.fromisoformat alone would also accept the basic form 20260228 (Python 3.11+).
-_DATE_PATTERN = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 # EventBridge Scheduler passes <aws.scheduler.scheduled-time> in our input template as
 # "scheduled_time" (terraform/scheduler.tf); an EventBridge rule's scheduled event carries "time".
 _SCHEDULE_TIME_KEYS = ("scheduled_time", "time")
@@ -31,11 +30,12 @@ class PollingRequest:
 
 
 def parse_event(event: object, date_offset_days: int = 1, time_zone: str = "UTC") -> PollingRequest:
-    """Read `{"date": "YYYY-MM-DD"}`, or a schedule's time (its calendar day in the feed's
-    `time_zone`, an IANA name, minus the offset).
+    """Read `{"date": "YYYY-MM-DD"}`, or a schedule's time (the date its run covers,
+    domain/schedule.py's run_date: its calendar day in the feed's `time_zone`, an IANA name,
+    minus the offset).
 
     An explicit `date` wins over a schedule time; `rerun`, if present, must be a boolean;
-    `feed`, if present, a feed name (absent: the default feed, as before feeds).
+    `feed`, if present, a feed name (absent: the default feed).
     """
     feed = event_feed(event)
     assert isinstance(event, Mapping)  # event_feed refused anything else
@@ -68,18 +68,17 @@ def event_feed(event: object) -> str:
 
 
 def parse_polling_date(value: object) -> str:
-    """Validate a calendar date written exactly as YYYY-MM-DD and return it."""
-    if not isinstance(value, str) or not _DATE_PATTERN.fullmatch(value):
-        raise InvalidEventError(f"'date' must be a string YYYY-MM-DD, got {value!r}")
+    """Validate a calendar date written exactly as YYYY-MM-DD (`validate_date`, the rule every
+    date the code reads follows) and return it."""
     try:
-        return dt.date.fromisoformat(value).isoformat()
-    except ValueError as exc:
-        raise InvalidEventError(f"'date' {value!r} is not a calendar date") from exc
+        return validate_date(value)
+    except InvalidIdentifierError as exc:
+        raise InvalidEventError(f"'date': {exc}") from exc
 
 
 def _date_from_schedule(key: str, value: object, date_offset_days: int, time_zone: str) -> str:
-    """The calendar day in `time_zone` of the schedule time `value`, minus `date_offset_days`
-    (a feed's schedule runs in its own zone: 01:00 in Tokyo is still yesterday in UTC)."""
+    """The date the run at schedule time `value` covers (run_date). The time is the run's own
+    (Scheduler's scheduled time), so it is dated as it is, not looked up in the schedule."""
     if not isinstance(value, str):
         raise InvalidEventError(f"{key!r} must be an ISO 8601 string, got {value!r}")
     try:
@@ -90,10 +89,8 @@ def _date_from_schedule(key: str, value: object, date_offset_days: int, time_zon
         # EventBridge always sends UTC ("...Z"); a naive time would make the day ambiguous.
         raise InvalidEventError(f"{key!r} {value!r} has no UTC offset")
     try:
-        zone = dt.UTC if time_zone == "UTC" else zoneinfo.ZoneInfo(time_zone)
-        day = scheduled.astimezone(zone).date() - dt.timedelta(days=date_offset_days)
+        return run_date(scheduled, time_zone, date_offset_days)
     except OverflowError as exc:
         raise InvalidEventError(
             f"{key!r} {value!r} minus {date_offset_days} days is out of range"
         ) from exc
-    return day.isoformat()

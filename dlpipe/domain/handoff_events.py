@@ -19,15 +19,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from dlpipe.domain.statuses import FINISHED_BATCH_EVENT, BatchStatus
+
 SOURCE = "dlpipe"
-DAY_COMPLETED = "Day Completed"
-DAY_FAILED = "Day Failed"
-DAY_TIMED_OUT = "Day Timed Out"
+# The event of each status a batch ends in is its row's in the status table.
+DAY_COMPLETED = FINISHED_BATCH_EVENT[BatchStatus.COMPLETED]
 DAY_LATE = "Day Late"
-DETAIL_TYPES = (DAY_COMPLETED, DAY_FAILED, DAY_TIMED_OUT, DAY_LATE)
-# A final batch status -> its event; `queued` is the status a Day Late event reports.
-_BY_STATUS = {"completed": DAY_COMPLETED, "failed": DAY_FAILED, "timeout": DAY_TIMED_OUT}
-STILL_RUNNING = "queued"
+DETAIL_TYPES = (*FINISHED_BATCH_EVENT.values(), DAY_LATE)
+# The status a Day Late event reports: the batch still runs.
+STILL_RUNNING = str(BatchStatus.QUEUED)
 DETAIL_VERSION = 1
 
 _COUNT = {"type": "integer", "minimum": 0}
@@ -57,7 +57,7 @@ DETAIL_SCHEMA: dict[str, Any] = {
         "feed": {"type": "string", "pattern": "^[a-z0-9][a-z0-9-]{0,30}$"},
         "date": {"type": "string", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"},
         "batch_id": {"type": "string", "minLength": 1},
-        "status": {"enum": ["completed", "failed", "timeout", STILL_RUNNING]},
+        "status": {"enum": [*map(str, FINISHED_BATCH_EVENT), STILL_RUNNING]},
         "counts": {
             "type": "object",
             "additionalProperties": False,
@@ -162,8 +162,8 @@ def event_id(feed: str, date: str, batch_id: str, detail_type: str) -> str:
 def detail_type_for(status: str) -> str:
     """The event of a final batch status; ValueError for a status that is not final."""
     try:
-        return _BY_STATUS[status]
-    except KeyError:
+        return FINISHED_BATCH_EVENT[BatchStatus(status)]
+    except (KeyError, ValueError):
         raise ValueError(f"no hand-off event for batch status {status!r}") from None
 
 

@@ -17,17 +17,18 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from dlpipe.domain.feeds import is_feed_name
-from dlpipe.domain.model import BatchStatus, validate_batch_id, validate_date
+from dlpipe.domain.model import validate_batch_id, validate_date
+from dlpipe.domain.statuses import BATCH_OPEN, SUCCESSFUL_BATCH_STATUSES, TERMINAL_BATCH_STATUSES
 
 MANIFEST_ROOT = "_dlpipe/manifests"
 FORMAT = "dlpipe-day-manifest/1"
 POINTER_NAME = "latest.json"
-_TIMEOUT = str(BatchStatus.TIMEOUT)
-_FINAL_SUFFIX = {
-    str(BatchStatus.COMPLETED): ".json",
-    str(BatchStatus.FAILED): ".json",
-    _TIMEOUT: ".timeout.json",
-}
+HEAD_WORKERS = 8  # a manifest's objects HEADed at once, by the write-manifest step and the audit
+
+
+def _provisional(status: str) -> bool:
+    """A status a batch ended in but may still leave (timeout: its files may be repaired)."""
+    return status in BATCH_OPEN
 
 
 class ManifestError(ValueError):
@@ -50,9 +51,10 @@ def manifest_key(feed: str, date: str, batch_id: str, status: str) -> str:
     feed): `{batch_id}.json` for its final status, completed or failed, and
     `{batch_id}.timeout.json` for timeout, the one status a batch may leave (repaired to
     completed or failed), so each of a batch's at most two manifests has its own key."""
-    if status not in _FINAL_SUFFIX:
+    if status not in TERMINAL_BATCH_STATUSES:
         raise ManifestError(f"status must be one a batch ends with, got {status!r}")
-    return f"{day_prefix(feed, date)}{validate_batch_id(batch_id)}{_FINAL_SUFFIX[status]}"
+    suffix = f".{status}.json" if _provisional(status) else ".json"
+    return f"{day_prefix(feed, date)}{validate_batch_id(batch_id)}{suffix}"
 
 
 def pointer_key(feed: str, date: str) -> str:
@@ -240,9 +242,10 @@ def supersedes(new: DayPointer, current: DayPointer | None) -> bool:
         return True
     if current.batch_id == new.batch_id:
         # Its later status's manifest, never the timeout one back over it (a late retry).
-        return current.status == _TIMEOUT and new.status != _TIMEOUT
-    if (current.status == "completed") != (new.status == "completed"):
-        return new.status == "completed"
+        return _provisional(current.status) and not _provisional(new.status)
+    completed = new.status in SUCCESSFUL_BATCH_STATUSES
+    if (current.status in SUCCESSFUL_BATCH_STATUSES) != completed:
+        return completed
     return new.created_at > current.created_at
 
 

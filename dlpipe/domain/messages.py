@@ -36,13 +36,13 @@ def decode_message(body: str) -> JobMessage:
     try:
         file_id = data["file_id"]
         batch_id = data["batch_id"]
-        file_feed = parse_file_key(file_id)[0]
-        batch_feed = parse_batch_key(batch_id)[0]
+        # Parsed, not read with a fallback: a key that is not one makes the message malformed.
+        of_file, of_batch = parse_file_key(file_id)[0], parse_batch_key(batch_id)[0]
     except (KeyError, ValueError) as exc:
         raise MalformedMessageError(f"not a job message: {exc}") from exc
     # Keys never cross feeds: a job is only ever part of a batch of its own feed.
-    if file_feed != batch_feed:
+    if of_file != of_batch:
         raise MalformedMessageError(
-            f"not a job message: FileID and BatchID are of different feeds ({file_feed}, {batch_feed})"
+            f"not a job message: FileID and BatchID are of different feeds ({of_file}, {of_batch})"
         )
     return JobMessage(file_id=file_id, batch_id=batch_id)

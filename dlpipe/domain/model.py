@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import date
+from typing import TypeVar
 
 from dlpipe.domain import statuses
 from dlpipe.domain.cipher_format import Cipher, UnknownCipher
@@ -15,8 +16,6 @@ from dlpipe.domain.outcome import OutcomeSummary
 # The statuses and their table live in dlpipe/domain/statuses.py; callers import them here too.
 JobStatus = statuses.JobStatus
 BatchStatus = statuses.BatchStatus
-TERMINAL_JOB_STATUSES = statuses.TERMINAL_JOB_STATUSES
-TERMINAL_BATCH_STATUSES = statuses.TERMINAL_BATCH_STATUSES
 
 # Entities become S3 key segments and file names: a strict allow-list, no dots, no slashes.
 _ENTITY = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9_-]{0,62}[A-Za-z0-9])?$")
@@ -46,8 +45,9 @@ def validate_entity(value: object) -> str:
     return value
 
 
-# Keys of the default feed keep the formats from before feeds; a named feed's keys carry the
-# feed before a '.', which neither a feed name nor an entity contains: no two collide.
+# The default feed's keys are the contract's formats ({entity}-{date}, batch-{date}-{uuid}),
+# which existing items and tools use; a named feed's keys carry the feed before a '.', which
+# neither a feed name nor an entity contains: no two collide.
 _FEED_SEPARATOR = "."
 
 
@@ -117,6 +117,36 @@ def make_batch_id(polling_date: str, uuid_hex: str, feed: str = DEFAULT_FEED_NAM
     return validate_batch_id(_with_feed(feed, key))
 
 
+# A key's parts by name, each with the caller's fallback for a value that is no such key: the
+# one reading of a key's feed (and a BatchID's date) for every caller. The parse_* functions
+# above refuse instead, for callers that validate.
+_Fallback = TypeVar("_Fallback")
+
+
+def file_feed(file_id: object, *, default: _Fallback) -> str | _Fallback:
+    """The feed a FileID names; `default` if `file_id` is no FileID."""
+    try:
+        return parse_file_key(file_id)[0]
+    except InvalidIdentifierError:
+        return default
+
+
+def batch_feed(batch_id: object, *, default: _Fallback) -> str | _Fallback:
+    """The feed a BatchID names; `default` if `batch_id` is no BatchID."""
+    try:
+        return parse_batch_key(batch_id)[0]
+    except InvalidIdentifierError:
+        return default
+
+
+def batch_polling_date(batch_id: object, *, default: _Fallback) -> str | _Fallback:
+    """The polling date a BatchID names; `default` if `batch_id` is no BatchID."""
+    try:
+        return parse_batch_key(batch_id)[1]
+    except InvalidIdentifierError:
+        return default
+
+
 @dataclass(frozen=True)
 class FileJob:
     """One file of one day: where to fetch it, how to decrypt it, and who holds it."""
@@ -160,7 +190,7 @@ class FileJob:
     @property
     def is_terminal(self) -> bool:
         """True once the job is completed, failed or error."""
-        return self.status in TERMINAL_JOB_STATUSES
+        return self.status in statuses.TERMINAL_JOB_STATUSES
 
 
 def listed_by(batch_id: str, listing_index: int) -> str:
@@ -188,7 +218,7 @@ class Batch:
     """One daily run: what was expected and what has finished.
 
     The counts hold at any size; the sets are present only while the day is small
-    (SETS_MAX_FILES). An item written before the counts existed derives them from its sets.
+    (SETS_MAX_FILES). An item without the counts derives them from its sets.
     """
 
     batch_id: str
@@ -218,7 +248,7 @@ class Batch:
     @property
     def is_terminal(self) -> bool:
         """True once the batch is completed, failed or timed out."""
-        return self.status in TERMINAL_BATCH_STATUSES
+        return self.status in statuses.TERMINAL_BATCH_STATUSES
 
     @property
     def has_sets(self) -> bool:

@@ -14,8 +14,9 @@ from dlpipe.bootstrap.ops import build_ops_context
 from dlpipe.bootstrap.orchestrator import build_flow
 from dlpipe.config import Settings
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME
-from dlpipe.domain.model import TERMINAL_JOB_STATUSES, FileJob, JobStatus, parse_batch_key
+from dlpipe.domain.model import FileJob, JobStatus
 from dlpipe.domain.outage import OutageBackoff
+from dlpipe.domain.statuses import SUCCESSFUL_BATCH_STATUSES, UNSUCCESSFUL_JOB_STATUSES
 from dlpipe.entrypoints.pool import WorkerPool, build_worker_pool
 from dlpipe.entrypoints.worker import WorkerOptions
 from dlpipe.local.durable_runner import run_durable_locally
@@ -23,6 +24,7 @@ from dlpipe.local.stack import LocalStack
 from dlpipe.local.stub.publish import StubFileSpec
 from dlpipe.local.stub.server import StubProvider
 from dlpipe.local.testpoints import pause_from_env
+from dlpipe.services.ops.feeds import record_feed
 from dlpipe.services.ops.ports import OpsBatches, OpsJobs
 from dlpipe.services.orchestrator.durable import build_durable_handler
 
@@ -69,7 +71,7 @@ class DayReport:
     @property
     def ok(self) -> bool:
         """True when the batch completed and every file verified."""
-        return self.status == "completed" and all(f.verified for f in self.files)
+        return self.status in SUCCESSFUL_BATCH_STATUSES and all(f.verified for f in self.files)
 
 
 @contextmanager
@@ -144,9 +146,9 @@ def day_progress(jobs: Iterable[FileJob]) -> DayProgress:
     """Count the batch's jobs by outcome: a claimed or failed file is not progress."""
     statuses = [job.status for job in jobs]
     completed = statuses.count(JobStatus.COMPLETED)
-    ended = sum(1 for status in statuses if status in TERMINAL_JOB_STATUSES)
+    unsuccessful = sum(1 for status in statuses if status in UNSUCCESSFUL_JOB_STATUSES)
     error = statuses.count(JobStatus.ERROR)
-    return DayProgress(completed, ended - completed, len(statuses), error)
+    return DayProgress(completed, unsuccessful, len(statuses), error)
 
 
 class ProgressWatcher:
@@ -184,17 +186,10 @@ class ProgressWatcher:
     def _batch_jobs(self) -> Iterator[FileJob]:
         # A date's batches are every feed's (PollingDateIndex): only this feed's is its progress.
         batches = [
-            b
-            for b in self._batches.query_by_date(self._date)
-            if batch_feed(b.batch_id) == self._feed
+            b for b in self._batches.query_by_date(self._date) if record_feed(b) == self._feed
         ]
         if batches:
             yield from self._jobs.query_by_batch(batches[-1].batch_id)
-
-
-def batch_feed(batch_id: str) -> str:
-    """The feed a BatchID carries."""
-    return parse_batch_key(batch_id)[0]
 
 
 def day_report(

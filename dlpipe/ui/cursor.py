@@ -8,10 +8,12 @@ import binascii
 import json
 
 from dlpipe.domain.model import JobStatus
+from dlpipe.domain.schema import BATCH_INDEX, JOBS_HASH_KEY, JOBS_INDEXES
 from dlpipe.ui.options import BadRequestError
 
 MAX_CURSOR_CHARS = 800  # three short key attributes; anything longer was not made here
-_KEYS = frozenset({"FileID", "BatchID", "Status"})  # the table's key and BatchIndex's
+_BATCH, _STATUS = JOBS_INDEXES[BATCH_INDEX]
+_KEYS = frozenset({JOBS_HASH_KEY, _BATCH, _STATUS})  # the table's key and BatchIndex's
 
 
 def encode_cursor(key: dict[str, str]) -> str:
@@ -35,8 +37,8 @@ def decode_cursor(text: str, batch_id: str, status: JobStatus | None) -> dict[st
         raise refused
     if not all(isinstance(v, str) and v.isprintable() and 0 < len(v) <= 200 for v in key.values()):
         raise refused
-    if key["BatchID"] != batch_id or key["Status"] not in set(JobStatus):
+    if key[_BATCH] != batch_id or key[_STATUS] not in set(JobStatus):
         raise refused
-    if status is not None and key["Status"] != str(status):
+    if status is not None and key[_STATUS] != str(status):
         raise refused
     return {str(k): str(v) for k, v in key.items()}

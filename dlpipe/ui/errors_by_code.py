@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from dlpipe.domain.model import JobStatus
 from dlpipe.domain.outcome import OutcomeSummary, OutcomeTally
+from dlpipe.domain.statuses import UNSUCCESSFUL_JOB_STATUSES
 from dlpipe.services.ops.ports import OpsJobs
 from dlpipe.services.ops.queries import BatchSummary
 
@@ -35,7 +36,7 @@ def errors_by_code(jobs: OpsJobs, selected: BatchSummary) -> ErrorsByCode:
     if failed + error > LIVE_ERRORS_LIMIT:
         return ErrorsByCode(None, "n/a", failed, error)
     tally = OutcomeTally()
-    for status in (JobStatus.FAILED, JobStatus.ERROR):
+    for status in UNSUCCESSFUL_JOB_STATUSES:
         found = jobs.query_by_batch(batch.batch_id, status, limit=LIVE_ERRORS_LIMIT)
         tally.add_jobs((job.error_message, job.file_id) for job in found)
     return ErrorsByCode(tally.summary(batch.error_message), "live", failed, error)

@@ -4,11 +4,12 @@ stacked), one query a day (PollingDateIndex returns every feed's batches of a da
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, timedelta
 
 from dlpipe.domain.model import Batch
 from dlpipe.services.ops.context import OpsContext
-from dlpipe.services.ops.feeds import batch_feed, feeds_shown
+from dlpipe.services.ops.feeds import feeds_shown, record_feed
+from dlpipe.services.ops.opening_date import latest_scheduled_date
 from dlpipe.services.ops.ports import OpsBatches
 from dlpipe.services.ops.queries import day_batches
 
@@ -31,7 +32,7 @@ class GridDay:
 
     def of_feed(self, feed: str) -> list[Batch]:
         """The date's batches of `feed`, oldest first."""
-        return [b for b in self.batches if batch_feed(b) == feed]
+        return [b for b in self.batches if record_feed(b) == feed]
 
     def run(self, index: int, feed: str | None = None) -> Batch | None:
         """The date's `index`-th batch (0 = first run) of `feed` (of any, for None), or None."""
@@ -47,7 +48,7 @@ class Grid:
     end: str
     previous_end: str
     next_end: str | None
-    latest: str = ""  # the date today's scheduled run polls: where the grid opens by default
+    latest: str = ""  # the latest date a shown feed's schedule ran for: the default end
     moved: bool = False  # the default window had no batch: it opened on older dates that do
     feeds: tuple[str, ...] = ("default",)  # a row group each: configured or seen in view
     feed: str | None = None  # ?feed=: that feed's group alone
@@ -77,17 +78,11 @@ class Grid:
         return any(d.live for d in self.days)
 
 
-def latest_scheduled_date(now_ms: int, date_offset_days: int) -> str:
-    """The date today's scheduled run polls (today minus the configured offset, UTC)."""
-    today = datetime.fromtimestamp(now_ms / 1000, tz=UTC).date()
-    return (today - timedelta(days=date_offset_days)).isoformat()
-
-
 def grid(ops: OpsContext, days: int, end: str | None = None, feed: str | None = None) -> Grid:
-    """The `days` dates up to `end`; without `end`, up to the latest scheduled date, or, when
-    those dates have no batch at all, up to the latest date that has one (LOOKBACK_DAYS).
-    With `feed`, that feed's batches only."""
-    latest = latest_scheduled_date(ops.now_ms(), ops.settings.date_offset_days)
+    """The `days` dates up to `end`; without `end`, up to the latest date the shown feeds'
+    schedules ran for (each in its own time zone), or, when those dates have no batch at all,
+    up to the latest date that has one (LOOKBACK_DAYS). With `feed`, that feed's batches only."""
+    latest = latest_scheduled_date(ops.feeds, feed, ops.now_ms(), ops.settings.date_offset_days)
     table = ops.batches()
     last = date.fromisoformat(end or latest)
     shown = _window(table, last, days, feed)

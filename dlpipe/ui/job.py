@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from dlpipe.domain.clock import iso_from_ms, ms_from_iso
+from dlpipe.domain.clock import iso_from_ms, ms_from_iso, time_for_people
 from dlpipe.domain.errors import InvalidIdentifierError
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME
-from dlpipe.domain.model import FileJob, JobStatus, parse_batch_key, parse_file_id
-from dlpipe.domain.transitions import lease_live
+from dlpipe.domain.model import FileJob, JobStatus, batch_polling_date, parse_file_id
+from dlpipe.domain.transitions import lease_live, may_requeue
 from dlpipe.log import redact_processor
 from dlpipe.services.ops.context import OpsContext
-from dlpipe.services.ops.feeds import job_feed
+from dlpipe.services.ops.feeds import record_feed
 from dlpipe.ui.options import BadRequestError, NotFoundPageError
 
 
@@ -36,14 +36,6 @@ class JobView:
     batch_date: str = ""  # the polling date of its batch, from the BatchID: its day page
 
 
-def _batch_date(job: FileJob) -> str:
-    """The polling date the job's BatchID names (any feed's), else its download date."""
-    try:
-        return parse_batch_key(job.batch_id)[1]
-    except InvalidIdentifierError:
-        return job.download_date
-
-
 def parse_file(text: str) -> str:
     """A FileID from the URL, or BadRequestError."""
     try:
@@ -61,20 +53,20 @@ def _fields(job: FileJob) -> list[tuple[str, str]]:
         ("lease_expires_at_ms", job.lease_expires_at_ms),
     ):
         if epoch_ms is not None:
-            shown[name] = f"{epoch_ms} ({_iso(epoch_ms)})"
-    shown["ttl_epoch_s"] = f"{job.ttl_epoch_s} ({_iso(job.ttl_epoch_s * 1000)})"
+            shown[name] = f"{epoch_ms} ({time_for_people(epoch_ms)})"
+    shown["ttl_epoch_s"] = f"{job.ttl_epoch_s} ({time_for_people(job.ttl_epoch_s * 1000)})"
     for name in _ISO_FIELDS:
-        shown[name] = _with_zone(shown[name])
+        shown[name] = _for_people(shown[name])
     return sorted(shown.items())
 
 
-# Stored ISO times, shown in the one form (older items carry `+00:00`, a provider's `Z`).
+# Stored ISO times (`Z`, or `+00:00` in older items), shown in the format for people.
 _ISO_FIELDS = ("created_at", "completed_at", "url_expires_at")
 
 
-def _with_zone(text: str) -> str:
+def _for_people(text: str) -> str:
     try:
-        return iso_from_ms(ms_from_iso(text))
+        return time_for_people(ms_from_iso(text))
     except ValueError:
         return text  # '-' (absent) or a value that is no time: shown as stored
 
@@ -113,11 +105,8 @@ def _history(job: FileJob, now_ms: int) -> list[Event]:
 
 def repair_command(job: FileJob, now_ms: int) -> str | None:
     """The CLI command that repairs this job, or None when nothing applies."""
-    if job.status in (JobStatus.FAILED, JobStatus.ERROR, JobStatus.AVAILABLE):
-        return f"dlpipe jobs requeue {job.file_id}"
-    if job.status is JobStatus.DOWNLOADING and not lease_live(job, now_ms):
-        return f"dlpipe jobs requeue {job.file_id}"
-    return None
+    # What `jobs requeue` would move without --force: any job not completed that nobody holds.
+    return f"dlpipe jobs requeue {job.file_id}" if may_requeue(job, now_ms) else None
 
 
 def job_view(ops: OpsContext, file_id: str) -> JobView:
@@ -132,6 +121,7 @@ def job_view(ops: OpsContext, file_id: str) -> JobView:
         _history(job, now_ms),
         repair_command(job, now_ms),
         lease_live(job, now_ms),
-        feed=job_feed(job),
-        batch_date=_batch_date(job),
+        feed=record_feed(job),
+        # A BatchID that does not parse names no day: the job's download date links instead.
+        batch_date=batch_polling_date(job.batch_id, default=job.download_date),
     )

@@ -7,8 +7,13 @@ from typing import Any
 
 from flask import Flask, request, url_for
 
-from dlpipe.domain.clock import iso_from_ms, ms_from_iso
+from dlpipe.domain.clock import ms_from_iso, time_for_people
 from dlpipe.domain.model import BatchStatus, FileJob, JobStatus
+from dlpipe.domain.statuses import (
+    JOB_STATUSES_BY_PROGRESS,
+    SUCCESSFUL_BATCH_STATUSES,
+    UNSUCCESSFUL_JOB_STATUSES,
+)
 from dlpipe.domain.transitions import lease_live
 
 # ErrorMessage starts with a stable code (`tag_mismatch: ...`, dlpipe/domain/download_errors.py).
@@ -16,13 +21,13 @@ _ERROR_CODE = re.compile(r"^([a-z][a-z0-9_]*):\s")
 
 
 def iso(epoch_ms: int | None) -> str:
-    """Seconds-precision UTC time for epoch ms with its zone ('2026-02-28 06:00:00Z'), or '-'."""
-    return "-" if epoch_ms is None else iso_from_ms(epoch_ms)[:19].replace("T", " ") + "Z"
+    """Epoch ms in the format for people (`time_for_people`, as the CLI shows it), or '-'."""
+    return "-" if epoch_ms is None else time_for_people(epoch_ms)
 
 
 def short_time(text: str | None) -> str:
-    """A stored ISO 8601 time (`Z`, `+00:00` or another offset; none: UTC) as
-    'YYYY-MM-DD HH:MM:SSZ', or '-'; text that is no time is shown as it is."""
+    """A stored ISO 8601 time (`Z`, `+00:00` or another offset; none: UTC) in the format for
+    people, or '-'; text that is no time is shown as it is."""
     if not text:
         return "-"
     try:
@@ -85,13 +90,16 @@ def sort_link(key: str, current: str, descending: bool) -> str:
 
 
 def register(app: Flask) -> None:
-    """Make the helpers and the status lists available to every template."""
+    """Make the helpers and the statuses and their groups available to every template."""
     app.jinja_env.filters.update(
         iso=iso, short_time=short_time, error_code=error_code, error_detail=error_detail
     )
     app.jinja_env.globals.update(
         job_statuses=list(JobStatus),
+        job_statuses_by_progress=JOB_STATUSES_BY_PROGRESS,
+        unsuccessful_job_statuses=UNSUCCESSFUL_JOB_STATUSES,
         batch_statuses=list(BatchStatus),
+        successful_batch_statuses=SUCCESSFUL_BATCH_STATUSES,
         lease_text=lease_text,
         query_link=query_link,
         sort_link=sort_link,

@@ -35,6 +35,7 @@ from dlpipe.domain.model import (
 from dlpipe.domain.outcome import OutcomeSummary
 from dlpipe.domain.routing import DEFAULT_LARGE_FILE_THRESHOLD_BYTES, Route, route_for
 from dlpipe.domain.rules import lease_expiry_ms
+from dlpipe.domain.statuses import UNSUCCESSFUL_JOB_STATUSES
 from dlpipe.domain.transitions import (
     holds_claim,
     may_adopt,
@@ -160,8 +161,9 @@ class FakeJobsTable:
     def finish_unsuccessfully(
         self, file_id: str, owner: str, status: JobStatus, error_message: str
     ) -> FileJob:
-        if status not in (JobStatus.FAILED, JobStatus.ERROR):
-            raise ValueError(f"finish_unsuccessfully takes failed or error, not {status}")
+        if status not in UNSUCCESSFUL_JOB_STATUSES:
+            takes = " or ".join(UNSUCCESSFUL_JOB_STATUSES)
+            raise ValueError(f"finish_unsuccessfully takes {takes}, not {status}")
         with self._lock:
             job = self._owned(file_id, owner, str(status))
             return self._put(

@@ -256,8 +256,8 @@ def test_an_impossible_date_is_refused_before_any_batch_is_created(
     with pytest.raises(LocalRunError) as refused:
         rig.run_day(rig.flow(stub), date, polls=1)
     assert "InvalidEventError" in str(refused.value.error_type)
-    assert f"'date' {date!r} is not a calendar date" in str(refused.value) or (
-        "'date' must be a string YYYY-MM-DD" in str(refused.value)
+    assert f"'date': {date!r} is not a calendar date" in str(refused.value) or (
+        f"'date': date must be YYYY-MM-DD, got {date!r}" in str(refused.value)
     )
     assert rig.batches().query_by_date(date) == []
     assert stub.request_count == 0

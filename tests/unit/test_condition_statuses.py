@@ -65,10 +65,10 @@ _Write = Callable[[Any], object]
 JOB_WRITES: dict[str, tuple[_Write, frozenset[JobStatus]]] = {
     "create": (lambda t: t.create(make_job("accounts", DAY)), frozenset()),
     "claim": (lambda t: t.claim(FILE_ID, OWNER, 60), job_sources(JobStatus.DOWNLOADING)),
-    "extend_lease": (lambda t: t.extend_lease(FILE_ID, OWNER, 60), LEASED_JOB_STATUSES),
+    "extend_lease": (lambda t: t.extend_lease(FILE_ID, OWNER, 60), frozenset(LEASED_JOB_STATUSES)),
     "update_url": (
         lambda t: t.update_url(FILE_ID, OWNER, "https://x.test/", None),
-        LEASED_JOB_STATUSES,
+        frozenset(LEASED_JOB_STATUSES),
     ),
     "complete": (lambda t: t.complete(FILE_ID, OWNER, **FACTS), job_sources(JobStatus.COMPLETED)),
     "fail": (
@@ -82,14 +82,14 @@ JOB_WRITES: dict[str, tuple[_Write, frozenset[JobStatus]]] = {
     # A release gives back the owner's claim: the leased sources of available only.
     "release": (
         lambda t: t.release(FILE_ID, OWNER),
-        job_sources(JobStatus.AVAILABLE) & LEASED_JOB_STATUSES,
+        job_sources(JobStatus.AVAILABLE).intersection(LEASED_JOB_STATUSES),
     ),
     "requeue": (lambda t: t.requeue(FILE_ID), job_sources(JobStatus.AVAILABLE)),
     "requeue_force": (lambda t: t.requeue(FILE_ID, force=True), job_sources(JobStatus.AVAILABLE)),
     "adopt": (lambda t: t.adopt(FILE_ID, BATCH_ID), job_sources(JobStatus.AVAILABLE)),
     "complete_abandoned": (
         lambda t: t.complete_abandoned(FILE_ID, OWNER, **FACTS),
-        job_sources(JobStatus.COMPLETED) & LEASED_JOB_STATUSES,
+        job_sources(JobStatus.COMPLETED).intersection(LEASED_JOB_STATUSES),
     ),
     "mark_listed": (lambda t: t.mark_listed(FILE_ID, BATCH_ID, 3), frozenset()),
 }
@@ -102,7 +102,7 @@ BATCH_WRITES: dict[str, tuple[_Write, frozenset[BatchStatus]]] = {
     ),
     "record_counts": (
         lambda t: t.record_counts(BATCH_ID, completed=1, failed=0, error=0),
-        BATCH_OPEN,
+        frozenset(BATCH_OPEN),
     ),
     "mark_adopted": (lambda t: t.mark_adopted(BATCH_ID, BATCH_ID), frozenset()),
     **{

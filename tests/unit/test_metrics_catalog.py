@@ -44,7 +44,7 @@ def test_every_final_batch_status_counts_a_catalogued_metric() -> None:
     and the catalogue takes it from there."""
     from dlpipe.domain.statuses import TERMINAL_BATCH_STATUSES
 
-    assert set(metrics.BATCH_FINISHED) == TERMINAL_BATCH_STATUSES
+    assert set(metrics.BATCH_FINISHED) == set(TERMINAL_BATCH_STATUSES)
     assert {metrics.CATALOG[name] for name in metrics.BATCH_FINISHED.values()} == {
         metrics.BATCH_DIMENSION_SETS
     }

@@ -10,11 +10,11 @@ from dlpipe.domain.clock import ms_from_iso
 from dlpipe.domain.feeds import DEFAULT_FEED
 from dlpipe.domain.model import Batch, BatchStatus, make_batch_id, make_file_id
 from dlpipe.services.ops.backfill import backfill
-from dlpipe.services.ops.feeds import batch_feed, feeds_shown, file_feed
+from dlpipe.services.ops.feeds import feeds_shown, record_feed
 from dlpipe.services.ops.freshness import day_freshness
 from dlpipe.services.ops.queries import day_batches
 from tests.fakes.stores import FakeBatchesTable
-from tests.support import VENDOR_B, ManualClock, make_batch
+from tests.support import VENDOR_B, ManualClock, make_batch, make_job
 
 DAY = "2026-02-28"
 FEED = "vendor-b"
@@ -41,11 +41,17 @@ def _table(batches: Sequence[Batch]) -> FakeBatchesTable:
 
 def test_a_records_feed_is_read_from_its_key() -> None:
     """The default feed's keys name no feed; a named feed's name it before the '.'."""
-    assert batch_feed(make_batch(DAY)) == "default"
-    assert batch_feed(_named()) == FEED
-    assert file_feed(make_file_id("accounts", DAY, FEED)) == FEED
-    assert file_feed(make_file_id("accounts", DAY)) == "default"
-    assert file_feed("not a file id") is None
+    assert record_feed(make_batch(DAY)) == "default"
+    assert record_feed(_named()) == FEED
+    named_job = make_job("accounts", DAY, file_id=make_file_id("accounts", DAY, FEED), feed=FEED)
+    assert record_feed(named_job) == FEED
+    assert record_feed(make_job("accounts", DAY)) == "default"
+
+
+def test_a_record_whose_key_does_not_parse_is_of_its_feed_attribute() -> None:
+    """The item's `Feed` stands in for a key that names no feed."""
+    assert record_feed(replace(make_job("accounts", DAY), file_id="x", feed=FEED)) == FEED
+    assert record_feed(replace(make_batch(DAY), batch_id="x", feed=FEED)) == FEED
 
 
 def test_a_date_shows_every_configured_feed_and_every_feed_its_batches_name() -> None:

@@ -111,15 +111,29 @@ def test_the_status_table_derives_the_sets_the_machines_name() -> None:
     changed by mistake (a status no longer ended, open or leased) fails here."""
     from dlpipe.domain import statuses
 
-    assert {J.COMPLETED, J.FAILED, J.ERROR} == statuses.TERMINAL_JOB_STATUSES
-    assert {J.DOWNLOADING} == statuses.LEASED_JOB_STATUSES
-    assert {B.COMPLETED, B.TIMEOUT, B.FAILED} == statuses.TERMINAL_BATCH_STATUSES
-    assert {B.COMPLETED} == statuses.SUCCESSFUL_BATCH_STATUSES
-    assert {B.INITIATED, B.QUEUED, B.TIMEOUT} == statuses.BATCH_OPEN
+    assert statuses.TERMINAL_JOB_STATUSES == (J.COMPLETED, J.FAILED, J.ERROR)
+    assert statuses.PENDING_JOB_STATUSES == (J.AVAILABLE, J.DOWNLOADING)
+    assert statuses.UNSUCCESSFUL_JOB_STATUSES == (J.FAILED, J.ERROR)
+    assert statuses.LEASED_JOB_STATUSES == (J.DOWNLOADING,)
+    assert statuses.JOB_STATUSES_BY_PROGRESS == (
+        J.COMPLETED,
+        J.FAILED,
+        J.ERROR,
+        J.DOWNLOADING,
+        J.AVAILABLE,
+    )
+    assert statuses.TERMINAL_BATCH_STATUSES == (B.COMPLETED, B.FAILED, B.TIMEOUT)
+    assert statuses.SUCCESSFUL_BATCH_STATUSES == (B.COMPLETED,)
+    assert statuses.BATCH_OPEN == (B.INITIATED, B.QUEUED, B.TIMEOUT)
     assert dict(statuses.FINISHED_BATCH_METRIC) == {
         B.COMPLETED: "BatchCompleted",
         B.FAILED: "BatchFailed",
         B.TIMEOUT: "BatchTimedOut",
+    }
+    assert dict(statuses.FINISHED_BATCH_EVENT) == {
+        B.COMPLETED: "Day Completed",
+        B.FAILED: "Day Failed",
+        B.TIMEOUT: "Day Timed Out",
     }
     # The stored strings never change.
     assert [str(s) for s in J] == ["available", "downloading", "completed", "failed", "error"]

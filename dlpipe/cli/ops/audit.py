@@ -6,9 +6,10 @@ from __future__ import annotations
 import click
 
 from dlpipe.cli.ops.context import pass_ops
-from dlpipe.cli.ops.durations import DAY, date_range, resolve_day
+from dlpipe.cli.ops.dates import date_range, resolve_day
 from dlpipe.cli.ops.layout import Column
 from dlpipe.cli.ops.options import feed_option, json_option
+from dlpipe.cli.ops.param_types import DAY
 from dlpipe.cli.ops.render import emit, table
 from dlpipe.cli.safe_text import visible
 from dlpipe.services.ops.audit import AuditDeps, DayCheck, audit_manifests

@@ -11,7 +11,7 @@ from rich.progress import Progress
 
 from dlpipe.cli.ops.audit import batch_audit_command
 from dlpipe.cli.ops.context import pass_ops
-from dlpipe.cli.ops.durations import DAY, date_range, resolve_day
+from dlpipe.cli.ops.dates import date_range, resolve_day
 from dlpipe.cli.ops.layout import Column
 from dlpipe.cli.ops.options import (
     date_option,
@@ -21,6 +21,7 @@ from dlpipe.cli.ops.options import (
     polling_date,
 )
 from dlpipe.cli.ops.outcome_view import outcome_views
+from dlpipe.cli.ops.param_types import DAY
 from dlpipe.cli.ops.render import batch_dict, batches_by_feed, emit, table
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.domain.model import BatchStatus
@@ -49,7 +50,7 @@ batch_group.add_command(batch_audit_command)  # its own module: the manifests' a
 def batch_show_command(ops: OpsContext, day: str | None, feed: FeedChoice, as_json: bool) -> None:
     """The date's batches (each feed's, or --feed's) with live job counts by status (exit 1
     if it has none)."""
-    polling = polling_date(ops, day)
+    polling = polling_date(ops, day, feed)
     found = day_summaries(ops, polling, required=True, feed=feed)
     rows = [batch_dict(s.batch, s.counts) for s in found]
     views: list[RenderableType] = [*batches_by_feed(polling, rows, feed), *outcome_views(rows)]
@@ -66,7 +67,7 @@ def batch_list_command(
     ops: OpsContext, day: str, status: str | None, feed: FeedChoice, as_json: bool
 ) -> None:
     """The date's batches (each feed's, or --feed's), optionally only those in one status."""
-    polling = polling_date(ops, day)
+    polling = polling_date(ops, day, feed)
     found = day_batches(ops.batches(), polling, BatchStatus(status) if status else None, feed)
     rows = [batch_dict(b) for b in found]
     views: list[RenderableType] = [*batches_by_feed(polling, rows, feed), *outcome_views(rows)]

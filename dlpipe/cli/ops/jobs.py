@@ -5,10 +5,10 @@ from __future__ import annotations
 import click
 
 from dlpipe.cli.ops.context import pass_ops
-from dlpipe.cli.ops.durations import BATCH_ID, FILE_ID
 from dlpipe.cli.ops.errors import IncompleteRecoveryError
 from dlpipe.cli.ops.layout import Column, FitTable
 from dlpipe.cli.ops.options import dry_run_option, feed_option, json_option, older_than_option
+from dlpipe.cli.ops.param_types import BATCH_ID, FILE_ID
 from dlpipe.cli.ops.render import (
     emit,
     iso,
@@ -21,10 +21,10 @@ from dlpipe.cli.ops.render import (
 from dlpipe.domain.model import SETS_MAX_FILES, JobStatus
 from dlpipe.services.ops.context import OpsContext
 from dlpipe.services.ops.feeds import FeedChoice
-from dlpipe.services.ops.queries import batch_jobs, stuck_jobs
+from dlpipe.services.ops.queries import STUCK_STATUSES, batch_jobs, stuck_jobs
 from dlpipe.services.ops.recovery import Outcome, RequeueResult, requeue_files, stuck_file_ids
 
-_STUCK_STATUSES = click.Choice([str(JobStatus.DOWNLOADING), str(JobStatus.AVAILABLE)])
+_STUCK_CHOICE = click.Choice([str(s) for s in STUCK_STATUSES])
 
 
 @click.group("jobs")
@@ -34,7 +34,7 @@ def jobs_group() -> None:
 
 @jobs_group.command("stuck")
 @older_than_option
-@click.option("--status", type=_STUCK_STATUSES, default="downloading", show_default=True)
+@click.option("--status", type=_STUCK_CHOICE, default=str(JobStatus.DOWNLOADING), show_default=True)
 @click.option("--limit", type=click.IntRange(1, 10_000), default=100, show_default=True)
 @feed_option(every_by_default=True)
 @json_option
@@ -71,7 +71,7 @@ def show_command(ops: OpsContext, file_id: str, as_json: bool) -> None:
 @jobs_group.command("list")
 @click.option("--batch", "batch_id", type=BATCH_ID, required=True, help="BatchID.")
 @click.option("--status", type=click.Choice([str(s) for s in JobStatus]), default=None)
-# A day within the batch item's set cap (SETS_MAX_FILES) lists whole, as it always did.
+# A day within the batch item's set cap (SETS_MAX_FILES) lists whole by default.
 @click.option("--limit", type=click.IntRange(1), default=SETS_MAX_FILES, show_default=True)
 @json_option
 @pass_ops

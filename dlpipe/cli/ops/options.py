@@ -7,9 +7,12 @@ from typing import Any, TypeVar
 
 import click
 
-from dlpipe.cli.ops.durations import DAY, DURATION, FEED, default_polling_date, resolve_day
+from dlpipe.cli.ops.dates import resolve_day
+from dlpipe.cli.ops.param_types import DAY, DURATION, FEED
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.services.ops.context import OpsContext
+from dlpipe.services.ops.feeds import FeedChoice
+from dlpipe.services.ops.opening_date import latest_scheduled_date
 
 FC = TypeVar("FC", bound=Callable[..., Any])
 
@@ -34,7 +37,7 @@ dry_run_option = click.option(
 
 def date_option(required: bool = False) -> Callable[[FC], FC]:
     """--date YYYY-MM-DD | today | yesterday."""
-    default = "" if required else " [default: the date today's scheduled run polls]"
+    default = "" if required else " [default: the day the feeds' schedules ran for last]"
     return click.option(
         "--date",
         "day",
@@ -44,10 +47,11 @@ def date_option(required: bool = False) -> Callable[[FC], FC]:
     )
 
 
-def polling_date(ops: OpsContext, day: str | None) -> str:
-    """The date `--date` names, or the one today's scheduled run polls."""
+def polling_date(ops: OpsContext, day: str | None, feed: FeedChoice) -> str:
+    """The date `--date` names, or the one the schedule of `feed` (of any feed, for None)
+    ran for last, in its own time zone."""
     if day is None:
-        return default_polling_date(ops.now_ms(), ops.settings.date_offset_days)
+        return latest_scheduled_date(ops.feeds, feed, ops.now_ms(), ops.settings.date_offset_days)
     return resolve_day(day, ops.now_ms())
 
 

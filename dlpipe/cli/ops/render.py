@@ -1,8 +1,9 @@
 """Output: tables for people, one JSON document (stable keys) for scripts; both on stdout.
 
 Tables fit the terminal (dlpipe.cli.ops.layout: IDs and timestamps never wrap, the least
-useful columns are dropped first) and show every time as `2026-02-28T04:00:00Z`; JSON keeps
-the stored and millisecond ISO 8601 values. Every value is printed as plain text, never markup.
+useful columns are dropped first) and show every time in the format for people
+(`time_for_people`, `2026-02-28T04:00:00Z`, as the web view does); JSON keeps the format for
+storage (`iso_from_ms`, milliseconds). Every value is printed as plain text, never markup.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -18,11 +18,11 @@ from rich.console import Console, RenderableType
 
 from dlpipe.cli.ops.layout import Column, FitTable
 from dlpipe.cli.safe_text import plain, visible
-from dlpipe.domain.clock import iso_from_ms
+from dlpipe.domain.clock import iso_from_ms, ms_from_iso, time_for_people
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.domain.model import Batch, FileJob
 from dlpipe.log import redact_processor
-from dlpipe.services.ops.feeds import batch_feed, feed_order
+from dlpipe.services.ops.feeds import feed_order, record_feed
 
 if TYPE_CHECKING:
     from dlpipe.services.ops.queries import StuckJobs
@@ -47,25 +47,21 @@ def table(title: str, columns: Sequence[Column | str], rows: Iterable[Sequence[A
 
 
 def iso(epoch_ms: int | None) -> str | None:
-    """ISO 8601 text (milliseconds, UTC) for epoch ms, or None: the JSON form."""
+    """Epoch ms in the format for storage (ISO 8601, milliseconds, UTC), or None: the JSON form."""
     return None if epoch_ms is None else iso_from_ms(epoch_ms)
 
 
 def stamp(value: int | str | None) -> str | None:
-    """The tables' one time format, `2026-02-28T04:00:00Z`, for epoch ms or stored ISO 8601
-    text (a stored text that is not ISO 8601 is shown as it is, escaped)."""
+    """A table's time: epoch ms or stored ISO 8601 text in the format for people; a stored
+    text that is no time is shown as it is, escaped."""
     if value is None:
         return None
-    if isinstance(value, int):
-        moment = datetime.fromtimestamp(value / 1000, tz=UTC)
-    else:
+    if isinstance(value, str):
         try:
-            moment = datetime.fromisoformat(value)
+            value = ms_from_iso(value)
         except ValueError:
             return visible(value)
-    if moment.tzinfo is not None:  # stored times are UTC; one without a zone is taken as UTC
-        moment = moment.astimezone(UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return time_for_people(value)
 
 
 def job_dict(job: FileJob, now_ms: int) -> dict[str, Any]:
@@ -157,7 +153,7 @@ def batch_dict(batch: Batch, counts: dict[str, int] | None = None) -> dict[str, 
     `job_counts` from BatchIndex if given."""
     data: dict[str, Any] = {
         "batch_id": batch.batch_id,
-        "feed": batch_feed(batch),
+        "feed": record_feed(batch),
         "polling_date": batch.polling_date,
         "status": str(batch.status),
         "start_time": batch.start_time,
@@ -213,7 +209,7 @@ def batches_view(title: str, rows: Sequence[dict[str, Any]]) -> FitTable:
 
 
 def feed_title(polling_date: str, feed: str) -> str:
-    """A feed's batches table title (the default feed's is the title from before feeds)."""
+    """A feed's batches table title (the default feed's names no feed: `batches of D`)."""
     of_feed = "" if feed == DEFAULT_FEED_NAME else f", feed {feed}"
     return f"batches of {polling_date}{of_feed}"
 

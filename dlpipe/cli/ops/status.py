@@ -46,7 +46,7 @@ def status_command(
 ) -> None:
     """One screen: each feed's batches and counts of the date, stuck jobs, DLQ depth (exit 1,
     after the screen, if the date has no batch)."""
-    found = day_status(ops, polling_date(ops, day), older_than_s, feed)
+    found = day_status(ops, polling_date(ops, day, feed), older_than_s, feed)
     now_ms = ops.now_ms()
     payload = {**_payload(ops, found, now_ms), **advice_payload(ops, found)}
     emit(payload, _views(ops, found, now_ms), as_json)

@@ -22,9 +22,9 @@ from dlpipe.domain.download_errors import (
     TooLargeForWorkerError,
     TransientError,
 )
-from dlpipe.domain.errors import ClaimRefusedError, InvalidIdentifierError, LeaseLostError
+from dlpipe.domain.errors import ClaimRefusedError, LeaseLostError
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME, FeedError
-from dlpipe.domain.model import FileJob, JobStatus, Verified, parse_file_key
+from dlpipe.domain.model import FileJob, JobStatus, Verified, file_feed
 from dlpipe.domain.routing import Budget, TimeBudget, too_large_message
 from dlpipe.domain.rules import ClaimDecision, claim_decision
 from dlpipe.domain.stall import slow_retry_s
@@ -108,7 +108,9 @@ class DownloadService:
         """Process one FileID; `on_heartbeat(seconds)` keeps the message hidden that long;
         a file that cannot finish in `budget` is not started (see dlpipe.domain.routing).
         `receive_count` is the message's delivery count (None: no message, no later try)."""
-        feed = _feed_of(file_id)
+        # A FileID that names no feed takes the default feed's path, where no job has it:
+        # NOT_FOUND, acknowledged like any missing job.
+        feed = file_feed(file_id, default=DEFAULT_FEED_NAME)
         if feed == self.deps.feed:
             return self._process(file_id, on_heartbeat, budget)
         try:
@@ -336,12 +338,3 @@ class DownloadService:
             return ProcessResult(Outcome.RELEASED)
         log.info("job.released")
         return ProcessResult(Outcome.RELEASED)
-
-
-def _feed_of(file_id: str) -> str:
-    """The FileID's feed; a FileID that does not parse is left to the default path (no job
-    has it: NOT_FOUND, as before feeds)."""
-    try:
-        return parse_file_key(file_id)[0]
-    except InvalidIdentifierError:
-        return DEFAULT_FEED_NAME

@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from dlpipe.domain.manifest import (
+    HEAD_WORKERS,
     DayPointer,
     Manifest,
     ManifestEntry,
@@ -22,10 +23,9 @@ from dlpipe.domain.manifest import (
     parse_manifest,
 )
 from dlpipe.domain.model import Batch, BatchStatus, JobStatus
+from dlpipe.services.ops.feeds import record_feed
 from dlpipe.services.ops.manifest_ports import ManifestReader
 from dlpipe.services.ops.ports import OpsBatches, OpsJobs
-
-HEAD_WORKERS = 8  # the entries' HEADs in flight at once
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ def audit_manifests(deps: AuditDeps, dates: list[str], feed: str) -> list[DayChe
 
 def _audit_day(deps: AuditDeps, day: str, feed: str) -> DayCheck:
     check = DayCheck(day, feed)
-    found = [b for b in deps.batches.query_by_date(day) if b.feed == feed]
+    found = [b for b in deps.batches.query_by_date(day) if record_feed(b) == feed]
     completed = [b for b in found if b.status is BatchStatus.COMPLETED]
     chosen = completed or found
     check.batch = chosen[-1] if chosen else None

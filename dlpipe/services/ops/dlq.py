@@ -10,12 +10,13 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from dlpipe.domain.errors import RequeueRefusedError
-from dlpipe.domain.model import FileJob, JobStatus
+from dlpipe.domain.model import FileJob, JobStatus, file_feed
 from dlpipe.domain.queued import QueuedMessage
+from dlpipe.domain.statuses import UNSUCCESSFUL_JOB_STATUSES
 from dlpipe.domain.transitions import lease_live
 from dlpipe.log import get_logger
 from dlpipe.services.ops.context import OpsContext
-from dlpipe.services.ops.feeds import FeedChoice, file_feed
+from dlpipe.services.ops.feeds import FeedChoice
 from dlpipe.services.ops.ports import OpsJobs
 from dlpipe.services.ops.recovery import send_jobs
 
@@ -56,7 +57,7 @@ def plan(message: QueuedMessage, job: FileJob | None, now_ms: int) -> tuple[Acti
         return Action.LEAVE, "no such job"
     if job.status is JobStatus.COMPLETED:
         return Action.DELETE, "job completed"
-    if job.status in (JobStatus.FAILED, JobStatus.ERROR):
+    if job.status in UNSUCCESSFUL_JOB_STATUSES:
         return Action.REQUEUE_AND_SEND, f"job {job.status}"
     if lease_live(job, now_ms):
         # Its worker holds its own in-flight message; a copy would only bounce back here.
@@ -68,7 +69,7 @@ def _of_feed(message: QueuedMessage, feed: FeedChoice) -> bool:
     """True if the message is of `feed` (every message for None; a malformed one is no feed's)."""
     if feed is None:
         return True
-    return message.job is not None and file_feed(message.job.file_id) == feed
+    return message.job is not None and file_feed(message.job.file_id, default=None) == feed
 
 
 def _entries(

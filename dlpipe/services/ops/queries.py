@@ -11,16 +11,20 @@ from typing import Any
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.domain.freshness import Freshness
 from dlpipe.domain.model import Batch, BatchStatus, FileJob, JobStatus
+from dlpipe.domain.statuses import JOB_STATUSES_BY_PROGRESS, PENDING_JOB_STATUSES
 from dlpipe.domain.transitions import is_stuck
 from dlpipe.domain.waiting import WaitingWork
 from dlpipe.services.ops.context import OpsContext
 from dlpipe.services.ops.errors import NoBatchForDateError
-from dlpipe.services.ops.feeds import FeedChoice, batch_feed, chosen, feeds_shown
+from dlpipe.services.ops.feeds import FeedChoice, chosen, feeds_shown, record_feed
 from dlpipe.services.ops.freshness import day_freshness
 from dlpipe.services.ops.ports import OpsBatches, OpsJobs
 from dlpipe.services.ops.waiting import idle_seconds, waiting_work
 
 STUCK_LIMIT = 100
+# The statuses a job may be stuck in (pending), as operators read them: claims, then jobs
+# nobody picked up.
+STUCK_STATUSES = tuple(s for s in JOB_STATUSES_BY_PROGRESS if s in PENDING_JOB_STATUSES)
 
 
 @dataclass(frozen=True)
@@ -156,7 +160,7 @@ def day_status(
     now_ms = ops.now_ms()
     cutoff_ms = now_ms - older_than_s * 1000
     stuck = []
-    for status in (JobStatus.DOWNLOADING, JobStatus.AVAILABLE):
+    for status in STUCK_STATUSES:
         found = stuck_jobs(ops, status, cutoff_ms, feed=feed)
         live = [job for job in found.jobs if is_stuck(job, now_ms)]
         stuck.append(replace(found, jobs=live))
@@ -179,7 +183,7 @@ def feed_days(
     batch, each with its freshness when it has a deadline."""
     days = []
     for name in feeds_shown(feed, ops.feeds, [s.batch for s in summaries]):
-        mine = [s for s in summaries if batch_feed(s.batch) == name]
+        mine = [s for s in summaries if record_feed(s.batch) == name]
         fresh = day_freshness(
             ops.feeds,
             name,

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from dlpipe.domain.clock import iso_from_ms
+from dlpipe.domain.clock import time_for_people
 from dlpipe.domain.errors import QueueSendError, RequeueRefusedError
 from dlpipe.domain.model import FileJob, JobStatus
 from dlpipe.domain.transitions import is_stuck, lease_live, may_requeue
@@ -14,7 +14,7 @@ from dlpipe.log import get_logger
 from dlpipe.services.ops.context import OpsContext
 from dlpipe.services.ops.feeds import FeedChoice
 from dlpipe.services.ops.ports import JobSender, OpsJobs
-from dlpipe.services.ops.queries import stuck_jobs
+from dlpipe.services.ops.queries import STUCK_STATUSES, stuck_jobs
 
 # Jobs sent per call: a refused send costs only its ten, never the rest of the list.
 SEND_CHUNK = 10
@@ -52,7 +52,7 @@ def refusal(job: FileJob, now_ms: int, force: bool) -> str | None:
     if may_requeue(job, now_ms, force=force):
         return None
     if lease_live(job, now_ms):
-        expiry = iso_from_ms(job.lease_expires_at_ms or 0)
+        expiry = time_for_people(job.lease_expires_at_ms or 0)
         return f"refused: held by worker {job.lease_owner} until {expiry}"
     return f"refused: {job.status}"
 
@@ -133,7 +133,7 @@ def stuck_file_ids(ops: OpsContext, older_than_s: int, feed: FeedChoice = None) 
     now_ms = ops.now_ms()
     cutoff_ms = now_ms - older_than_s * 1000
     found: list[str] = []
-    for status in (JobStatus.DOWNLOADING, JobStatus.AVAILABLE):
+    for status in STUCK_STATUSES:
         stale = stuck_jobs(ops, status, cutoff_ms, limit=None, feed=feed)
         found.extend(job.file_id for job in stale.jobs if is_stuck(job, now_ms))
     return found

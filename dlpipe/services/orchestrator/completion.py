@@ -30,12 +30,12 @@ from dataclasses import dataclass, field
 
 from dlpipe.domain.model import Batch, FileJob, JobStatus
 from dlpipe.domain.rules import BatchCounts
+from dlpipe.domain.statuses import PENDING_JOB_STATUSES, UNSUCCESSFUL_JOB_STATUSES
 from dlpipe.log import get_logger
 from dlpipe.services.orchestrator.store_ports import BatchStore, JobStore
 
 log = get_logger(component="orchestrator")
 Sweep = Callable[[Iterable[FileJob]], int]  # how many pending jobs it completed
-_UNSUCCESSFUL = (JobStatus.FAILED, JobStatus.ERROR)
 
 
 @dataclass
@@ -65,7 +65,7 @@ def tally(
     streamed = [0]
 
     def pending_jobs() -> Iterator[FileJob]:
-        for status in (JobStatus.AVAILABLE, JobStatus.DOWNLOADING):
+        for status in PENDING_JOB_STATUSES:
             for job in jobs.query_by_batch(
                 batch.batch_id, status, on_unreadable=lambda exc: unreadable.add(exc.key)
             ):
@@ -124,7 +124,7 @@ def _resolve_by_name(jobs: JobStore, batch: Batch, pending: int, unreadable: set
             failed.add(file_id)
         elif job.status is JobStatus.COMPLETED:
             done.add(file_id)
-        elif job.status in _UNSUCCESSFUL:
+        elif job.status in UNSUCCESSFUL_JOB_STATUSES:
             failed.add(file_id)
         else:
             pending += 1
@@ -153,7 +153,7 @@ def _resolve_by_counts(
     """
     earlier = _earlier(batches, batch)
     gap = batch.expected - pending - failed - error  # files not pending/unsuccessful here
-    held = _count(jobs, earlier, JobStatus.AVAILABLE, JobStatus.DOWNLOADING, cap=gap)
+    held = _count(jobs, earlier, *PENDING_JOB_STATUSES, cap=gap)
     other_failed = _count(jobs, earlier, JobStatus.FAILED, cap=gap - held)
     other_error = _count(jobs, earlier, JobStatus.ERROR, cap=gap - held - other_failed)
     failed, error, pending = failed + other_failed, error + other_error, pending + held

@@ -14,8 +14,9 @@ smallest FileIDs of each code are kept, so any replay computes and writes the sa
 from __future__ import annotations
 
 from dlpipe.domain.errors import DependencyUnavailableError
-from dlpipe.domain.model import Batch, BatchStatus, JobStatus
+from dlpipe.domain.model import Batch, BatchStatus
 from dlpipe.domain.outcome import OutcomeSummary, OutcomeTally
+from dlpipe.domain.statuses import UNSUCCESSFUL_JOB_STATUSES
 from dlpipe.log import get_logger
 from dlpipe.services.orchestrator.store_ports import JobStore
 
@@ -27,7 +28,7 @@ UNREADABLE = "unreadable_job"  # an index item that is not a valid job: named, n
 def summarize_outcome(jobs: JobStore, batch_id: str, cause: str | None) -> OutcomeSummary:
     """Counts by error code over the batch's failed and error jobs, with `cause`."""
     tally = OutcomeTally()
-    for status in (JobStatus.FAILED, JobStatus.ERROR):
+    for status in UNSUCCESSFUL_JOB_STATUSES:
         found = jobs.query_by_batch(
             batch_id, status, on_unreadable=lambda exc: tally.add(UNREADABLE, exc.key)
         )

@@ -7,12 +7,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol, TypeVar
 
-from dlpipe.domain.model import TERMINAL_BATCH_STATUSES
+from dlpipe.domain.statuses import TERMINAL_BATCH_STATUSES
 
 _T = TypeVar("_T")
-
-# Final batch statuses a completion check may report (the status table's ended rows).
-FINAL_STATUSES: frozenset[str] = TERMINAL_BATCH_STATUSES
 
 
 class FetchFailed(Exception):
@@ -81,7 +78,8 @@ class QueueResult:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> QueueResult:
-        """Rebuild from `to_dict` output (a checkpoint; one written before chunking is done)."""
+        """Rebuild from `to_dict` output (a checkpoint); a field it lacks takes its default,
+        so a checkpoint without `offset` and `done` is a listing read whole in one step."""
         return cls(
             int(data["expected"]),
             int(data["sent"]),
@@ -107,7 +105,8 @@ class CompletionCheck:
     outcome: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
-        if self.status is not None and self.status not in FINAL_STATUSES:
+        # A completion check reports an ended batch status, or none yet.
+        if self.status is not None and self.status not in TERMINAL_BATCH_STATUSES:
             raise FlowContractError(f"check_completion returned unknown status {self.status!r}")
 
     @property

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar, cast
 
 from dlpipe.domain.events import PollingRequest
+from dlpipe.domain.model import BatchStatus
 from dlpipe.domain.outage import exhausted_message
 from dlpipe.domain.outcome import MAX_CAUSE_CHARS, OutcomeSummary
 from dlpipe.log import get_logger
@@ -143,7 +144,7 @@ def _fetch_and_queue(
 def _chunker(
     flow: Callable[[], BatchFlow], batch_id: str, date: str, previous: QueueResult | None
 ) -> Callable[[], dict[str, Any]]:
-    # The first chunk is called without `resume`, as fetch_and_queue was before chunking.
+    # The first chunk is called without `resume` (None: the port's default, the start).
     if previous is None:
         return lambda: flow().fetch_and_queue(batch_id, date).to_dict()
     return lambda: flow().fetch_and_queue(batch_id, date, previous).to_dict()
@@ -166,7 +167,7 @@ def _fail(
     ended = BatchRunResult(
         batch_id,
         request.polling_date,
-        "failed",
+        str(BatchStatus.FAILED),
         *counts,
         polls=polls,
         rerun=request.rerun,

@@ -1,18 +1,13 @@
-"""Operator input parsing: ages, dates, relative days and date ranges."""
+"""Operator input parsing: ages, dates, relative days, date ranges, FileIDs and BatchIDs."""
 
 from __future__ import annotations
 
 import click
 import pytest
 
-import dlpipe.cli.ops.durations as durations
-from dlpipe.cli.ops.durations import (
-    date_range,
-    default_polling_date,
-    parse_day,
-    parse_duration,
-    resolve_day,
-)
+import dlpipe.cli.ops.param_types as param_types
+from dlpipe.cli.ops.dates import date_range, parse_day, resolve_day
+from dlpipe.cli.ops.param_types import parse_duration
 from tests.support import BASE_MS  # 2126-02-28T00:00:00Z
 
 
@@ -52,11 +47,6 @@ def test_non_dates_are_refused(text: str) -> None:
         parse_day(text)
 
 
-def test_default_polling_date_is_today_minus_the_offset() -> None:
-    """With the default offset of one day, today's run polls yesterday."""
-    assert default_polling_date(BASE_MS, 1) == "2126-02-27"
-
-
 def test_date_range_is_inclusive_and_bounded() -> None:
     """Both ends are included; reversed or overlong ranges are refused."""
     assert date_range("2026-02-27", "2026-03-01", 92) == ["2026-02-27", "2026-02-28", "2026-03-01"]
@@ -90,7 +80,7 @@ def test_ten_years_is_the_longest_duration() -> None:
 )
 def test_id_arguments_accept_every_feeds_keys(param: str, value: str) -> None:
     """The commands' FileID and BatchID arguments take a named feed's keys as they are."""
-    assert getattr(durations, param).convert(value, None, None) == value
+    assert getattr(param_types, param).convert(value, None, None) == value
 
 
 @pytest.mark.parametrize(
@@ -104,4 +94,4 @@ def test_id_arguments_accept_every_feeds_keys(param: str, value: str) -> None:
 def test_id_arguments_still_refuse_garbage(param: str, value: str) -> None:
     """A '.' does not open the door: a bad feed part is a usage error."""
     with pytest.raises(click.BadParameter):
-        getattr(durations, param).convert(value, None, None)
+        getattr(param_types, param).convert(value, None, None)
