@@ -54,7 +54,7 @@ def feeds_from_document(document: Mapping[str, object]) -> dict[str, Feed]:
 
 
 def feeds_from_env(env: Mapping[str, str] | None = None) -> dict[str, Feed]:
-    """The feeds DLPIPE_FEEDS_FILE names; without it, the default feed alone (as before)."""
+    """The feeds DLPIPE_FEEDS_FILE names; without it, the default feed alone."""
     env = os.environ if env is None else env
     path = env.get(ENV_FEEDS_FILE)
     if not path:

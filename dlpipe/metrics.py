@@ -32,8 +32,8 @@ MetricValues = dict[str, tuple[float, MetricUnit]]  # name -> (value, unit)
 FEED = "Feed"
 # The orchestrator's and the sweeper's metrics, one per batch (BatchID is only a property):
 # with no dimensions, every feed's total, which the deployment-wide alarms and graphs in
-# terraform/ watch and which stays what it was before feeds; and by Feed, which the per-feed
-# alarms and dashboard rows watch.
+# terraform/ watch (a deployment without named feeds has the default feed's alone there); and
+# by Feed, which the per-feed alarms and dashboard rows watch.
 BATCH_DIMENSION_SETS: DimensionSets = ((), (FEED,))
 # The downloader's per-file metrics (dlpipe/services/download/file_metrics.py). Every value
 # is low-cardinality: Component lambda|worker, Outcome completed|failed|error, ErrorCode a

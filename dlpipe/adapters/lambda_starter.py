@@ -46,7 +46,7 @@ class LambdaStarter:
 
     def start(self, polling_date: str, rerun: bool, feed: str = DEFAULT_FEED_NAME) -> str:
         """Invoke with `{"date": D, "rerun": bool}` as an Event (fire and forget); a named
-        feed's day also says `"feed"` (the default feed's event is as before feeds).
+        feed's day also says `"feed"` (the default feed's event names none).
 
         The durable execution is named `{feed}-{date}-{8 hex}`: an operator finds a feed's day
         among the executions by its name, and two feeds' days never share one. The suffix is

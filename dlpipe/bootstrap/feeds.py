@@ -1,6 +1,6 @@
 """Where the running functions find a feed: the local feeds file (DLPIPE_FEEDS_FILE), then, on
 AWS, the feed's SSM parameter under DLPIPE_FEEDS_PARAMETER_PATH. The default feed is always
-known (from the settings, as before feeds); a feed neither names is an UnknownFeedError."""
+known (from the settings); a feed neither names is an UnknownFeedError."""
 
 from __future__ import annotations
 

@@ -35,7 +35,7 @@ class RunFeed:
         return settings_for_feed(settings, self.source.feed(self.name))
 
     def event(self, day: str) -> dict[str, str]:
-        """The orchestrator's event: a named feed's says `"feed"` (the default's as before)."""
+        """The orchestrator's event: a named feed's says `"feed"`, the default feed's names none."""
         return {"date": day} if self.name == DEFAULT_FEED_NAME else {"date": day, "feed": self.name}
 
     @property

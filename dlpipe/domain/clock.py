@@ -46,7 +46,7 @@ def time_for_people(epoch_ms: int) -> str:
 
 
 def ms_from_iso(text: str) -> int:
-    """Epoch ms of an ISO 8601 time in any form records hold (`Z`, or `+00:00` in older items;
+    """Epoch ms of an ISO 8601 time in any form records hold (`Z`, or `+00:00` in some items;
     a provider may send another offset); a time without a zone is UTC. ValueError if `text`
     is not ISO 8601."""
     instant = datetime.fromisoformat(text)

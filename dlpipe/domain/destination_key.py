@@ -1,6 +1,6 @@
 """Where a verified file is published in the destination bucket: one key per job, derived
 from its feed, entity and date, never from a stored path. The default feed publishes at the
-bucket's root, as before feeds; a named feed under its destination prefix."""
+bucket's root, where existing readers look; a named feed under its destination prefix."""
 
 from __future__ import annotations
 

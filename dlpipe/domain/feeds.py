@@ -1,7 +1,7 @@
 """A feed: one provider's daily delivery, and the one validation every loader of feeds calls.
 
 Plain data, no I/O (zoneinfo reads the system's time zone database, nothing else). The
-default feed is today's single provider: it keeps reading the provider URL, token and key
+default feed is the deployment's own provider: it reads the provider URL, token and key
 from the process's settings (DLPIPE_PROVIDER_URL, ...), so it may leave them unset here; a
 named feed must set them.
 """
@@ -63,12 +63,12 @@ class Feed:
     name: str
     schedule: str
     time_zone: str
-    # None only for the default feed: the process's settings, as before feeds existed.
+    # None only for the default feed, which takes the process's settings.
     provider_base_url: str | None = None
     # A Secrets Manager name or ARN, or locally `file:PATH` (a key may be shared by feeds).
     token_secret: str | None = None
     private_key_secret: str | None = None
-    # "" publishes at the bucket's root (the default feed, as before feeds existed).
+    # "" publishes at the bucket's root (the default feed's place: existing readers look there).
     destination_prefix: str = ""
     # Host patterns as DLPIPE_URL_ALLOWED_HOSTS takes them; empty: the provider's defaults.
     url_allowed_hosts: tuple[str, ...] = ()
@@ -79,11 +79,11 @@ class Feed:
 
     @property
     def is_default(self) -> bool:
-        """True for the feed whose keys and items keep the formats from before feeds."""
+        """True for the feed whose keys and items have no feed in them (`{entity}-{date}`, no `Feed`)."""
         return self.name == DEFAULT_FEED_NAME
 
 
-# Today's single provider, scheduled as terraform/variables.tf's defaults schedule it.
+# The deployment's own provider, scheduled as terraform/variables.tf's defaults schedule it.
 DEFAULT_FEED = Feed(name=DEFAULT_FEED_NAME, schedule="cron(30 6 * * ? *)", time_zone="UTC")
 
 FEED_FIELDS = tuple(f.name for f in fields(Feed))

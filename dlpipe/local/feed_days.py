@@ -68,8 +68,8 @@ class LocalFeeds:
 def local_feeds(
     stack: LocalStack, tables: FeedTables, folder: Path, files: Sequence[StubFileSpec]
 ) -> LocalFeeds:
-    """The default feed with the stack's key and token (in its Secrets Manager, as before
-    feeds), every named feed with a fresh key pair and token under `folder/NAME/`."""
+    """The default feed with the stack's key and token (in its Secrets Manager), every named
+    feed with a fresh key pair and token under `folder/NAME/`."""
     keys = {name: named_feed_keys(folder / name) for name in tables if name != DEFAULT_FEED_NAME}
     if DEFAULT_FEED_NAME in tables:
         keys[DEFAULT_FEED_NAME] = FeedKeys(
@@ -184,8 +184,8 @@ def _day_settings(stack: LocalStack, urls: Mapping[str, str], options: DayOption
 def _run_one(
     stack: LocalStack, running: _Running, name: str, options: DayOptions
 ) -> dict[str, Any]:
-    """One feed's day as the orchestrator Lambda runs it: the event names the feed (the default
-    feed's event as before feeds), and the handler finds the feed's run among the stack's."""
+    """One feed's day as the orchestrator Lambda runs it: the event names a named feed
+    (the default feed's names none), and the handler finds the feed's run among the stack's."""
     settings = running.settings
     source = feed_source(settings, stack.clients, env={})  # the Lambda's: the parameters
     runs = feed_runs(settings, source, lambda own: build_flow(own, stack.clients))

@@ -60,7 +60,7 @@ def _fields(job: FileJob) -> list[tuple[str, str]]:
     return sorted(shown.items())
 
 
-# Stored ISO times (`Z`, or `+00:00` in older items), shown in the format for people.
+# Stored ISO times (`Z`, or `+00:00` in some stored items), shown in the format for people.
 _ISO_FIELDS = ("created_at", "completed_at", "url_expires_at")
 
 

@@ -12,7 +12,8 @@ def start_day_command(settings: Settings, polling_date: str, feed: str = DEFAULT
     `backfill` invokes the deployed orchestrator, so it works only where
     DLPIPE_ORCHESTRATOR_ARN is set; elsewhere (the local stack) `dlpipe run` runs the poller
     in this shell, with the same attach-or-adopt rules for a date that already has batches.
-    A named feed's day is named with `--feed` (the default feed's command is as before feeds)."""
+    A named feed's day is named with `--feed`; the default feed's command names none, so it
+    reads the same with or without named feeds."""
     of_feed = "" if feed == DEFAULT_FEED_NAME else f" --feed {feed}"
     if settings.orchestrator_arn:
         return f"dlpipe backfill --from {polling_date} --to {polling_date}{of_feed}"

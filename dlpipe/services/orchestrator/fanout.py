@@ -1,17 +1,18 @@
 """fetch-and-queue fanned out: the day's listing streamed in chunks, one durable step a chunk.
 
-Why chunks. One step that lists a 100,000-file day and writes its jobs one PutItem at a time
-cannot finish inside one Lambda invocation (900 s), and its replay redid the whole day. Now
-chunk n (1-based) is the step `fetch-and-queue-files` (n = 1) or `fetch-and-queue-files-n`:
+Why chunks. One step that listed a 100,000-file day and wrote its jobs one PutItem at a time
+could not finish inside one Lambda invocation (900 s), and its replay would redo the whole
+day. So chunk n (1-based) is the step `fetch-and-queue-files` (n = 1) or `fetch-and-queue-files-n`:
 it takes the next CHUNK_ENTRIES entries of the listing stream, writes their jobs (conditional
 puts, WRITE_WORKERS threads), sends the new ones (SendMessageBatch, the same threads), and
 checkpoints only counts and the stream offset it reached (QueueResult, ~150 bytes: far below
 the 256 KB per-operation limit, whatever the day's size). The chunk that reaches the end of the
-stream also records the batch as queued (mark_queued), so a small day is one step as before.
+stream also records the batch as queued (mark_queued), so a day of at most CHUNK_ENTRIES entries is
+one step.
 
-How a chunk finds its entries (option (b)/(c) of issue 12 were rejected): the provider's
-cursors are opaque and its pages re-sign URLs, and the client does not resume from a cursor;
-so the stream position is the entry offset. Within one invocation the flow keeps the open
+How a chunk finds its entries: by their offset in the stream. The provider's cursors are
+opaque and its pages re-sign URLs, and the client does not resume from a cursor, so neither a
+cursor nor a page is a position a replay can return to; the entry offset is. Within one invocation the flow keeps the open
 stream (ListingPosition) and each chunk continues it: the listing is read once. A fresh
 invocation (a replay after a crash, a timeout, a retried step) re-opens the listing and skips
 to the offset of the first unfinished chunk, writing nothing for the skipped entries but
@@ -39,7 +40,7 @@ Across chunks the job table finds them: every job records the entry that wrote i
 is a later copy, not a replay of this one. The first copy's job was written (and maybe
 queued) already: the flow cannot take it back, so the refusal goes to the batch's
 ErrorMessage and the day ends failed, naming both entries (the unstreamed listing refused
-both). A job written before ListingIndex existed is taken for a replay, as before.
+both). A stored job without ListingIndex names no entry, so it is taken for a replay.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ class FileLister(Protocol):
     """What the flow needs of the provider (dlpipe.adapters.provider_client.ProviderClient fits).
 
     A lister that also has `iter_listing(date)` is streamed; one with only `list_files`
-    (wrappers in tests) is read whole, as before streaming.
+    (wrappers in tests) is read whole.
     """
 
     def list_files(self, date: str) -> ListingResult:

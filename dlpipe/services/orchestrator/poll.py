@@ -84,8 +84,8 @@ def sweep(flow: BatchFlowService, batch_id: str, pending_jobs: Iterable[FileJob]
 
 def _check(batch: Batch, status: str | None, pending: int | None = None) -> CompletionCheck:
     final = status if status is not None else (str(batch.status) if batch.is_terminal else None)
-    # `failed` and `error` as the jobs table says them (an item from before the counts has
-    # only FailedFiles, which held both).
+    # `failed` and `error` as the jobs table says them (an item without FailedCount and
+    # ErrorCount has only FailedFiles, which holds both).
     legacy = batch.failed_count is None and batch.error_count is None
     outcome = batch.outcome if final is not None and batch.is_terminal else None
     return CompletionCheck(

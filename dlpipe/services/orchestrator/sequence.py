@@ -42,7 +42,8 @@ STEP_WRITE_MANIFEST = "write-manifest"
 
 
 def fetch_step_name(chunk: int) -> str:
-    """Name of the n-th fetch-and-queue chunk (1-based); the first keeps the historic name."""
+    """Name of the n-th fetch-and-queue chunk (1-based); the first has no suffix, the name
+    in-flight executions' histories already hold for it."""
     return STEP_FETCH_AND_QUEUE if chunk == 1 else f"{STEP_FETCH_AND_QUEUE}-{chunk}"
 
 
