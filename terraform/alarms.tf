@@ -23,8 +23,7 @@ locals {
 
   # EMF metrics the orchestrator logs in namespace local.metric_namespace, each published
   # with no dimensions (every feed's total) and by Feed. The batch alarms are the default
-  # feed's, as they were before feeds (a named feed's are below); stuck jobs are every feed's:
-  # the downloaders are shared.
+  # feed's (a named feed's are below); stuck jobs are every feed's: the downloaders are shared.
   pipeline_metrics = {
     BatchTimedOut = { statistic = "Sum", dimensions = { Feed = "default" }, description = "A daily batch of the default feed timed out before all its files were done." }
     BatchFailed   = { statistic = "Sum", dimensions = { Feed = "default" }, description = "A daily batch of the default feed failed." }

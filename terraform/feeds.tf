@@ -1,5 +1,5 @@
 # Named feeds (var.feeds): each one provider's daily delivery besides the default feed, which
-# the top-level variables configure as before. Every resource here is for_each over the feed
+# the top-level variables configure. Every resource here is for_each over the feed
 # names, never count: adding or removing a feed creates or destroys only that feed's schedule
 # (scheduler.tf), secrets and parameter, and adds or drops its statements in the two policies
 # (iam.tf). With feeds = {} (the default) nothing here exists.
@@ -24,8 +24,9 @@ locals {
   feeds_parameter_path = "/${var.name_prefix}dlpipe/feeds"
 
   # Merged into the orchestrator's and the downloaders' environments (locals.tf), only when
-  # there are named feeds: with feeds = {} the functions' configuration is what it was before
-  # feeds (an upgrade publishes no new version), and there is no parameter to point at.
+  # there are named feeds: with feeds = {} the functions' environment has no feed variable (so a
+  # deployment without named feeds publishes no new function version for them), and there is
+  # no parameter to point at.
   feeds_environment = {
     for name, value in { DLPIPE_FEEDS_PARAMETER_PATH = local.feeds_parameter_path } : name => value if length(var.feeds) > 0
   }
