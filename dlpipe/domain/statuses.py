@@ -5,7 +5,7 @@ whether it is held under a lease (jobs), and for a batch the metric it counts an
 event it sends when the batch ends in it. Everything else that knows about statuses is derived
 from these rows: the groups below (pending, unsuccessful, ended, ...), the `may_*` guards and
 the transitions (dlpipe/domain/transitions.py), the status lists of the ConditionExpressions
-(dlpipe/adapters/jobs_table.py, batches_table.py), the batch metrics (dlpipe/metrics.py) and
+(dlpipe/adapters/jobs_writes.py, batches_table.py), the batch metrics (dlpipe/metrics.py) and
 events (dlpipe/domain/handoff_events.py). A new status is a new enum member and a new row here;
 code elsewhere names a group, never lists statuses.
 """

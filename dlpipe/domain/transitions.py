@@ -1,7 +1,7 @@
 """The job and batch status machines, and the guard of every conditional write, in Python.
 
 Each `may_*` / `holds_*` function is the rule one ConditionExpression of the table modules
-(dlpipe/adapters/jobs_table.py, batches_table.py) mirrors; the property test in
+(dlpipe/adapters/jobs_writes.py, batches_table.py) mirrors; the property test in
 tests/property/ writes generated states to DynamoDB Local and checks that DynamoDB accepts
 exactly the states the rule accepts. The functions read only the attributes a condition
 reads, and take None for an item or attribute that is absent.
@@ -79,7 +79,7 @@ def is_stuck(job: JobState, now_ms: int) -> bool:
     return job.status is JobStatus.AVAILABLE or lease_expired(job, now_ms)
 
 
-# ---- job writes (jobs_table.py) ------------------------------------------------------------
+# ---- job writes (jobs_writes.py) -----------------------------------------------------------
 
 
 def may_create(current: object | None) -> bool:

@@ -1,6 +1,6 @@
 """In-memory jobs and batches tables and queue, with the tables' conditional semantics.
 
-The conditions are those of dlpipe/adapters/jobs_table.py and batches_table.py, decided by
+The conditions are those of dlpipe/adapters/jobs_writes.py and batches_table.py, decided by
 the pure rules of dlpipe.domain.transitions (may_claim, holds_claim, may_requeue, ...: the
 rules the tables' ConditionExpressions are proven equal to): a fake that accepted every write would prove nothing.
 """

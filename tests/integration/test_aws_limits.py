@@ -26,7 +26,7 @@ def _code(refused: pytest.ExceptionInfo[ClientError]) -> str:
 def test_batch_get_item_refuses_more_than_100_keys(
     clients: AwsClients, provisioned: Provisioned
 ) -> None:
-    """BatchGetItem with 101 keys is a ValidationException (dlpipe/adapters/jobs_table.py asks 100)."""
+    """BatchGetItem with 101 keys is a ValidationException (dlpipe/adapters/jobs_reads.py asks 100)."""
     keys = [{"FileID": {"S": f"limit{n}-2099-01-01"}} for n in range(101)]
     with pytest.raises(ClientError) as refused:
         clients.dynamodb.batch_get_item(RequestItems={provisioned.jobs_table: {"Keys": keys}})

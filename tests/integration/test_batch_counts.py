@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from dlpipe.adapters import jobs_table
+from dlpipe.adapters import jobs_reads
 from dlpipe.adapters.aws import AwsClients
 from dlpipe.adapters.batches_table import BatchesTable
 from dlpipe.adapters.jobs_table import JobsTable
@@ -76,7 +76,7 @@ def query_rcu(sizes: list[int]) -> float:
     pages: list[list[int]] = [[]]
     for size in sizes:
         page = pages[-1]
-        if sum(page) + size > PAGE_BYTES or len(page) == jobs_table.QUERY_PAGE_ITEMS:
+        if sum(page) + size > PAGE_BYTES or len(page) == jobs_reads.QUERY_PAGE_ITEMS:
             pages.append([])
         pages[-1].append(size)
     return sum(0.5 * math.ceil(sum(p) / UNIT_BYTES) for p in pages if p)
@@ -251,7 +251,7 @@ def test_a_count_follows_every_page_when_the_page_limit_binds(
 ) -> None:
     """Query pages end at QUERY_PAGE_ITEMS items (DynamoDB Local needs it to page in linear
     time): a count and a read still see every job, across as many pages as that makes."""
-    monkeypatch.setattr(jobs_table, "QUERY_PAGE_ITEMS", 7)
+    monkeypatch.setattr(jobs_reads, "QUERY_PAGE_ITEMS", 7)
     batch_id, written = write_day(jobs, batches, entity, 40, done=23)
     jobs.meter = type(jobs.meter)()
     assert jobs.count_by_batch(batch_id, JobStatus.COMPLETED) == 23

@@ -21,7 +21,7 @@ from botocore.exceptions import ClientError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dlpipe.adapters import batches_table, jobs_table
+from dlpipe.adapters import batches_table, jobs_writes
 from dlpipe.adapters.aws import AwsClients
 from dlpipe.adapters.batches_table import BatchesTable
 from dlpipe.adapters.dynamo import CONDITION_FAILED
@@ -295,7 +295,10 @@ BATCH_CONDITIONS: dict[str, Condition] = {
 
 @pytest.mark.parametrize(
     ("module", "cls", "conditions"),
-    [(jobs_table, JobsTable, JOB_CONDITIONS), (batches_table, BatchesTable, BATCH_CONDITIONS)],
+    [
+        (jobs_writes, jobs_writes.JobWrites, JOB_CONDITIONS),
+        (batches_table, BatchesTable, BATCH_CONDITIONS),
+    ],
     ids=["jobs", "batches"],
 )
 def test_every_conditional_write_is_registered_here(

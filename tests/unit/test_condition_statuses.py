@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from dlpipe.adapters import batches_table, jobs_table
+from dlpipe.adapters import batches_table, jobs_writes
 from dlpipe.adapters.batches_table import BatchesTable
 from dlpipe.adapters.jobs_table import JobsTable
 from dlpipe.domain.model import BatchStatus, JobStatus
@@ -129,7 +129,7 @@ def test_batch_condition_statuses_are_the_tables(name: str) -> None:
 
 @pytest.mark.parametrize(
     ("module", "cls", "writes"),
-    [(jobs_table, JobsTable, JOB_WRITES), (batches_table, BatchesTable, BATCH_WRITES)],
+    [(jobs_writes, jobs_writes.JobWrites, JOB_WRITES), (batches_table, BatchesTable, BATCH_WRITES)],
     ids=["jobs", "batches"],
 )
 def test_every_conditional_write_is_checked_here(module: Any, cls: type, writes: dict) -> None:

@@ -1,0 +1,340 @@
+"""data-download-jobs: every conditional write of a file's job, each next to the race it
+prevents. Each ConditionExpression mirrors one rule of dlpipe/domain/transitions.py, named
+next to it; tests/property/test_conditions.py checks each pair on generated states. Their
+status lists come from the status table (dlpipe/domain/statuses.py), never written out. A
+refused write returns the stored job (ALL_OLD), so the loser learns why without a second read.
+The reads are jobs_reads.py's; JobsTable (jobs_table.py) is both on one client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
+
+from dlpipe.adapters import dynamo
+from dlpipe.adapters.items import job_from_item, job_key, job_to_item, serialize
+from dlpipe.adapters.jobs_conditions import CLAIMABLE, EXPIRED, FORCE_REQUEUABLE, HELD, REQUEUABLE
+from dlpipe.adapters.jobs_reads import JOB_NAMES, job_names
+from dlpipe.adapters.status_conditions import StatusClause
+from dlpipe.domain.clock import Clock, iso_from_ms, normalized_iso
+from dlpipe.domain.errors import (
+    ClaimRefusedError,
+    JobExistsError,
+    LeaseLostError,
+    ListedTwiceError,
+    RequeueRefusedError,
+)
+from dlpipe.domain.model import FileJob, JobStatus, listed_by
+from dlpipe.domain.rules import lease_expiry_ms
+from dlpipe.domain.statuses import UNSUCCESSFUL_JOB_STATUSES
+from dlpipe.domain.transitions import is_own_job_write
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+# What every write that gives a job back to the queue sets.
+_BACK_TO_AVAILABLE = (
+    "#status = :available, #updated = :now REMOVE #owner, #lease, #error, #completed"
+)
+
+
+class JobWrites:
+    """The conditional writes of data-download-jobs (JobsTable gives them a client and clock)."""
+
+    _client: DynamoDBClient
+    table_name: str
+    _clock: Clock
+
+    def _update(
+        self,
+        file_id: str,
+        *,
+        update: str,
+        condition: str,
+        values: dict[str, Any],
+        error: type[ClaimRefusedError | LeaseLostError | ListedTwiceError | RequeueRefusedError],
+        rule: str,
+        own: Callable[[FileJob], bool] | None = None,
+    ) -> FileJob:
+        """The conditional write; a refusal whose stored job is this very write, applied by
+        an earlier send of it (`own`: a domain rule), is its success, not an error."""
+        return dynamo.conditional_update(
+            self._client,
+            self.table_name,
+            job_key(file_id),
+            update=update,
+            condition=condition,
+            names=job_names(update + condition),
+            values={k: serialize(v) for k, v in values.items()},
+            parse=job_from_item,
+            refused=lambda state, current: error(
+                f"{rule} refused for {file_id}: {state}", condition=rule, current=current
+            ),
+            own=own,
+            rule=rule,
+        )
+
+    def create(self, job: FileJob) -> FileJob:
+        """Write a new job; JobExistsError (with the stored job) if the FileID exists."""
+        # Race: a replayed or concurrent poller writing the same day's file. The first
+        # write wins; the loser learns what is stored without a second read.
+        # Rule: may_create.
+        try:
+            dynamo.call(
+                self.table_name,
+                self._client.put_item,
+                Item=job_to_item(job),
+                ConditionExpression="attribute_not_exists(#id)",
+                ExpressionAttributeNames=job_names("#id"),
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as exc:
+            if not dynamo.is_condition_failure(exc):
+                raise
+            old = dynamo.old_item(exc)
+            current = job_from_item(old) if old else None
+            raise JobExistsError(
+                f"job {job.file_id} exists already",
+                condition=f"attribute_not_exists({JOB_NAMES['#id']})",
+                current=current,
+            ) from exc
+        return job
+
+    def claim(self, file_id: str, owner: str, lease_seconds: int) -> FileJob:
+        """available -> downloading (or take over an expired lease), owned by `owner`."""
+        now_ms = self._clock.now_ms()
+        # Race: two workers got the same message, or a stale one arrives after completion.
+        # Only an available job, or one whose holder's lease ran out, can be claimed.
+        # Rule: may_claim.
+        condition = f"attribute_exists(#id) AND ({CLAIMABLE.expression})"
+        update = (
+            "SET #status = :downloading, #owner = :owner, #lease = :expiry, #updated = :now,"
+            " #attempts = if_not_exists(#attempts, :zero) + :one REMOVE #finishedby"
+        )
+        values = {
+            **CLAIMABLE.values,
+            ":downloading": str(JobStatus.DOWNLOADING),
+            ":owner": owner,
+            ":expiry": lease_expiry_ms(now_ms, lease_seconds),
+            ":now": now_ms,
+            ":zero": 0,
+            ":one": 1,
+        }
+        return self._update(
+            file_id,
+            update=update,
+            condition=condition,
+            values=values,
+            error=ClaimRefusedError,
+            rule="claim",
+            # A retried claim is refused by its own first send (the lease is live now).
+            # Rule: is_own_job_write.
+            own=lambda current: is_own_job_write(current, owner, JobStatus.DOWNLOADING),
+        )
+
+    # Race for every owner-conditioned write: a worker whose lease expired and was taken
+    # over must not overwrite the result of the worker that holds the claim now.
+    # Rule: holds_claim.
+    _OWNED = f"{HELD.expression} AND #owner = :owner"
+    # What completing a job sets; shared by the owner's completion and the sweeper's repair.
+    _COMPLETE = (
+        "SET #status = :completed, #updated = :now, #completed = :at, #bytes = :bytes,"
+        " #sha = :sha, #dest = :dest REMOVE #owner, #lease, #error"
+    )
+
+    # What a write that ends the claim adds: whose it was (a retry of it finds it there).
+    _FINISHED_BY = "#finishedby = :owner"
+
+    def _owned_update(
+        self,
+        file_id: str,
+        owner: str,
+        update: str,
+        values: dict[str, Any],
+        rule: str,
+        *,
+        ends_in: JobStatus | None = None,
+    ) -> FileJob:
+        """An owner-conditioned write; one that ends the claim in `ends_in` marks FinishedBy,
+        and its retry, refused because the first send ended the claim, is its success."""
+        values = {**HELD.values, ":owner": owner, **values}
+        own = None
+        if ends_in is not None:
+            set_part, _, remove_part = update.partition(" REMOVE ")
+            update = f"{set_part}, {self._FINISHED_BY} REMOVE {remove_part}"
+
+            def own(current: FileJob | None) -> bool:  # Rule: is_own_job_write.
+                return is_own_job_write(current, owner, ends_in)
+
+        return self._update(
+            file_id,
+            update=update,
+            condition=self._OWNED,
+            values=values,
+            error=LeaseLostError,
+            rule=rule,
+            own=own,
+        )
+
+    def extend_lease(self, file_id: str, owner: str, lease_seconds: int) -> FileJob:
+        """Push the lease of a claim we still own further out."""
+        now_ms = self._clock.now_ms()
+        values = {":expiry": lease_expiry_ms(now_ms, lease_seconds)}
+        return self._owned_update(file_id, owner, "SET #lease = :expiry", values, "extend lease")
+
+    def update_url(self, file_id: str, owner: str, url: str, url_expires_at: str | None) -> FileJob:
+        """Store a freshly signed URL for a claim we own."""
+        update = "SET #url = :url" + (", #urlexp = :urlexp" if url_expires_at else "")
+        values: dict[str, Any] = {":url": url}
+        if url_expires_at:
+            values[":urlexp"] = normalized_iso(url_expires_at)
+        return self._owned_update(file_id, owner, update, values, "update url")
+
+    def complete(
+        self, file_id: str, owner: str, *, byte_count: int, sha256: str, destination_key: str
+    ) -> FileJob:
+        """downloading -> completed with the verified object's facts, if we still own it."""
+        values = self._completion_values(byte_count, sha256, destination_key)
+        return self._owned_update(
+            file_id, owner, self._COMPLETE, values, "complete", ends_in=JobStatus.COMPLETED
+        )
+
+    def _completion_values(
+        self, byte_count: int, sha256: str, destination_key: str
+    ) -> dict[str, Any]:
+        now_ms = self._clock.now_ms()
+        return {
+            ":completed": str(JobStatus.COMPLETED),
+            ":now": now_ms,
+            ":at": iso_from_ms(now_ms),
+            ":bytes": byte_count,
+            ":sha": sha256,
+            ":dest": destination_key,
+        }
+
+    def finish_unsuccessfully(
+        self, file_id: str, owner: str, status: JobStatus, error_message: str
+    ) -> FileJob:
+        """downloading -> failed (transient, retries used up) or error (permanent), if owned."""
+        if status not in UNSUCCESSFUL_JOB_STATUSES:
+            takes = " or ".join(UNSUCCESSFUL_JOB_STATUSES)
+            raise ValueError(f"finish_unsuccessfully takes {takes}, not {status}")
+        update = "SET #status = :final, #updated = :now, #error = :message REMOVE #owner, #lease"
+        values = {
+            ":final": str(status),
+            ":now": self._clock.now_ms(),
+            ":message": error_message[:1000],
+        }
+        return self._owned_update(file_id, owner, update, values, str(status), ends_in=status)
+
+    def release(self, file_id: str, owner: str) -> FileJob:
+        """downloading -> available: give a claim back (clean shutdown), if owned."""
+        update = "SET #status = :available, #updated = :now REMOVE #owner, #lease"
+        values = {":available": str(JobStatus.AVAILABLE), ":now": self._clock.now_ms()}
+        return self._owned_update(
+            file_id, owner, update, values, "release", ends_in=JobStatus.AVAILABLE
+        )
+
+    def requeue(self, file_id: str, *, force: bool = False) -> FileJob:
+        """Operator recovery: failed, error, available or an expired claim -> available.
+
+        A live claim is refused unless `force`; a completed job never goes back.
+        """
+        # Race: a worker may finish or renew the claim between the operator's look and
+        # this write; the condition re-checks at write time.
+        clause = FORCE_REQUEUABLE if force else REQUEUABLE
+        update = f"SET {_BACK_TO_AVAILABLE}"
+        return self._update(
+            file_id,
+            update=update,
+            condition=clause.expression,
+            values=self._requeue_values(clause),
+            error=RequeueRefusedError,
+            rule="requeue",
+        )
+
+    def _requeue_values(self, clause: StatusClause) -> dict[str, Any]:
+        return {
+            **clause.values,
+            ":available": str(JobStatus.AVAILABLE),
+            ":now": self._clock.now_ms(),
+        }
+
+    def adopt(self, file_id: str, batch_id: str, listing_index: int | None = None) -> FileJob:
+        """Move an unfinished job of an earlier batch into `batch_id`, as available (and at
+        `listing_index` of the new batch's listing, when given).
+
+        Refused (RequeueRefusedError) when the job completed or is held under a live lease.
+        """
+        # Race: the old batch's worker may still finish it, or a concurrent rerun may adopt
+        # it first; only a job that nobody holds and that is not done moves.
+        # Rule: may_adopt.
+        condition = f"#batch <> :batch AND ({REQUEUABLE.expression})"
+        values: dict[str, Any] = {":batch": batch_id, **self._requeue_values(REQUEUABLE)}
+        at_index = ""
+        if listing_index is not None:
+            at_index = "#listidx = :listidx, "
+            values[":listidx"] = listing_index
+        update = f"SET #batch = :batch, {at_index}{_BACK_TO_AVAILABLE}"
+        return self._update(
+            file_id,
+            update=update,
+            condition=condition,
+            values=values,
+            error=RequeueRefusedError,
+            rule="adopt",
+        )
+
+    def mark_listed(self, file_id: str, batch_id: str, listing_index: int) -> FileJob:
+        """Mark another batch's job, which a rerun could not adopt, as named by entry
+        `listing_index` of `batch_id`'s listing (ListedBy); nothing else of it changes.
+
+        Refused (ListedTwiceError, with the job) when another entry of that listing marked it.
+        """
+        # Race: a later copy of an entity in the rerun's listing; no put or adopt of it can
+        # tell, since the job is another batch's. A replay of the entry writes the same value.
+        # Rule: may_mark_listed.
+        condition = (
+            "attribute_exists(#id) AND (attribute_not_exists(#listedby)"
+            " OR NOT begins_with(#listedby, :thislisting) OR #listedby = :listedby)"
+        )
+        return self._update(
+            file_id,
+            update="SET #listedby = :listedby",
+            condition=condition,
+            values={
+                ":thislisting": listed_by(batch_id, 0)[:-1],
+                ":listedby": listed_by(batch_id, listing_index),
+            },
+            error=ListedTwiceError,
+            rule="mark listed",
+        )
+
+    def complete_abandoned(
+        self, file_id: str, owner: str, *, byte_count: int, sha256: str, destination_key: str
+    ) -> FileJob:
+        """downloading -> completed for a claim `owner` abandoned after publishing its file.
+
+        The sweeper's repair: the verified object is in place, only the completion is missing.
+        """
+        # Race: the owner may come back (frozen, not dead) and renew or complete, or another
+        # worker may take the claim over meanwhile; only the same owner's claim, still
+        # expired at write time, is completed here, so no live claim's result is overwritten.
+        # Rule: may_complete_abandoned.
+        condition = f"{HELD.expression} AND #owner = :owner AND {EXPIRED}"
+        update = self._COMPLETE
+        values = {
+            **HELD.values,
+            ":owner": owner,
+            **self._completion_values(byte_count, sha256, destination_key),
+        }
+        return self._update(
+            file_id,
+            update=update,
+            condition=condition,
+            values=values,
+            error=LeaseLostError,
+            rule="complete abandoned",
+        )
