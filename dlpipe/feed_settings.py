@@ -25,7 +25,13 @@ from dlpipe.feeds_config import feeds_from_env, load_feeds_file
 from dlpipe.log import get_logger
 
 log = get_logger()
-_OVERRIDES = ("poll_interval_seconds", "max_polls", "large_file_threshold_bytes")
+_OVERRIDES = (
+    "poll_interval_seconds",
+    "max_polls",
+    "large_file_threshold_bytes",
+    "stall_floor_bytes",
+    "stall_window_seconds",
+)
 # Shorter than the first wait of a job whose feed is unknown (dlpipe.domain.unknown_feed), so
 # the job's next delivery always meets a fresh read.
 REREAD_INTERVAL_S = 5.0

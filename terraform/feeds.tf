@@ -82,6 +82,8 @@ resource "aws_ssm_parameter" "feed" {
     poll_interval_seconds      = each.value.poll_interval_seconds
     max_polls                  = each.value.max_polls
     large_file_threshold_bytes = each.value.large_file_threshold_bytes
+    stall_floor_bytes          = each.value.stall_floor_bytes
+    stall_window_seconds       = each.value.stall_window_seconds
     token_secret               = local.feed_token_secret_arns[each.key]
     private_key_secret         = local.feed_private_key_secret_arns[each.key]
   })

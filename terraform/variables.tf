@@ -467,6 +467,8 @@ variable "feeds" {
     poll_interval_seconds      = optional(number)
     max_polls                  = optional(number)
     large_file_threshold_bytes = optional(number)
+    stall_floor_bytes          = optional(number)
+    stall_window_seconds       = optional(number)
     token_secret               = optional(string)
     private_key_secret         = optional(string)
   }))
@@ -516,8 +518,10 @@ variable "feeds" {
       feed.poll_interval_seconds == null || try(feed.poll_interval_seconds >= 10 && feed.poll_interval_seconds <= 86400 && floor(feed.poll_interval_seconds) == feed.poll_interval_seconds, false),
       feed.max_polls == null || try(feed.max_polls >= 1 && feed.max_polls <= 1000 && floor(feed.max_polls) == feed.max_polls, false),
       feed.large_file_threshold_bytes == null || try(feed.large_file_threshold_bytes >= 0 && floor(feed.large_file_threshold_bytes) == feed.large_file_threshold_bytes, false),
+      feed.stall_floor_bytes == null || try(feed.stall_floor_bytes >= 0 && floor(feed.stall_floor_bytes) == feed.stall_floor_bytes, false),
+      feed.stall_window_seconds == null || try(feed.stall_window_seconds >= 5 && feed.stall_window_seconds <= 3600 && floor(feed.stall_window_seconds) == feed.stall_window_seconds, false),
     ])])
-    error_message = "feeds: a feed's poll_interval_seconds must be a whole number from 10 to 86400, max_polls from 1 to 1000, large_file_threshold_bytes a whole number of at least 0 (or null for the deployment's values)."
+    error_message = "feeds: a feed's poll_interval_seconds must be a whole number from 10 to 86400, max_polls from 1 to 1000, large_file_threshold_bytes and stall_floor_bytes whole numbers of at least 0, stall_window_seconds from 5 to 3600 (or null for the deployment's values)."
   }
 
   validation {

@@ -112,7 +112,7 @@ def build_service(
 
 class FeedParts:
     """Each named feed's download service: the default's table, bucket, queues and tuning,
-    with that feed's key, provider, URL allowlist and destination prefix. Built once per
+    with that feed's key, provider, URL allowlist, destination prefix and stall floor. Built once per
     feed and process; a feed that cannot be found is asked for again on its next job (its
     source then reads its configuration again: dlpipe.feed_settings)."""
 
@@ -141,6 +141,7 @@ class FeedParts:
             url_policy=url_policy_from_settings(own),
             feed=own.feed,
             destination_prefix=own.destination_prefix,
+            tuning=replace(self._base.tuning, stall_floor=stall_floor(own)),
         )
         return DownloadService(deps)
 
@@ -204,5 +205,9 @@ def build_worker_queues(settings: Settings, clients: AwsClients) -> list[Downloa
 
 def tuning_from_settings(settings: Settings) -> TransferTuning:
     """The transfer tuning with the settings' stall floor (DLPIPE_STALL_*)."""
-    floor = StallFloor(settings.stall_floor_bytes, settings.stall_window_seconds)
-    return TransferTuning(stall_floor=floor)
+    return TransferTuning(stall_floor=stall_floor(settings))
+
+
+def stall_floor(settings: Settings) -> StallFloor:
+    """The settings' stall floor: DLPIPE_STALL_*, or a feed's own override of them."""
+    return StallFloor(settings.stall_floor_bytes, settings.stall_window_seconds)

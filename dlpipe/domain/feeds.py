@@ -49,6 +49,7 @@ _HOST_PATTERN = re.compile(r"(\*\.)?[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:([0-9]{1,5}|
 # Whole numbers within these bounds (None: the deployment's value).
 POLL_INTERVAL_RANGE = (10, 86400)
 MAX_POLLS_RANGE = (1, 1000)
+STALL_WINDOW_RANGE = (5, 3600)
 FILE_SECRET_PREFIX = "file:"  # noqa: S105 (a scheme, not a secret)
 
 
@@ -76,6 +77,9 @@ class Feed:
     poll_interval_seconds: int | None = None
     max_polls: int | None = None
     large_file_threshold_bytes: int | None = None
+    # The downloads' stall floor (dlpipe/domain/stall.py) for this feed's files.
+    stall_floor_bytes: int | None = None
+    stall_window_seconds: int | None = None
 
     @property
     def is_default(self) -> bool:
@@ -258,4 +262,6 @@ _CHECKS = (
     ("poll_interval_seconds", _whole(*POLL_INTERVAL_RANGE)),
     ("max_polls", _whole(*MAX_POLLS_RANGE)),
     ("large_file_threshold_bytes", _whole(0)),
+    ("stall_floor_bytes", _whole(0)),
+    ("stall_window_seconds", _whole(*STALL_WINDOW_RANGE)),
 )

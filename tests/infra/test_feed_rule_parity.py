@@ -112,6 +112,8 @@ FIELD_CASES: dict[str, list[Any]] = {
     "poll_interval_seconds": [10, 86400, 60, 9, 86401, 10.5, None],
     "max_polls": [1, 1000, 0, 1001, 2.5],
     "large_file_threshold_bytes": [0, 1, 10**12, -1, 0.5],
+    "stall_floor_bytes": [0, 65536, -1, 1.5, None],
+    "stall_window_seconds": [5, 3600, 30, 4, 3601, 7.5, None],
     "token_secret": [
         TOKEN,
         "arn:aws-us-gov:secretsmanager:us-gov-west-1:123456789012:secret:t-AbCdEf",

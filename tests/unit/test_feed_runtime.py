@@ -33,6 +33,8 @@ VENDOR = Feed(
     poll_interval_seconds=600,
     max_polls=9,
     large_file_threshold_bytes=1024,
+    stall_floor_bytes=4096,
+    stall_window_seconds=120,
 )
 PROCESS = Settings(
     provider_base_url="https://api.default.example",
@@ -59,7 +61,17 @@ def test_a_named_feeds_settings_are_its_own_and_nothing_of_the_defaults_secrets(
     assert own.url_allowed_hosts == ()  # its own provider's hosts, not the default's list
     assert (own.poll_interval_seconds, own.max_polls) == (600, 9)
     assert own.large_file_threshold_bytes == 1024
+    assert (own.stall_floor_bytes, own.stall_window_seconds) == (4096, 120)
     assert own.jobs_table == PROCESS.jobs_table  # the deployment's tables, queues, bucket
+
+
+def test_a_feeds_downloads_use_its_own_stall_floor_and_the_default_keeps_the_process() -> None:
+    """FeedParts gives the feed's service its floor; the default feed's is DLPIPE_STALL_*."""
+    from dlpipe.bootstrap.download import stall_floor, tuning_from_settings
+    from dlpipe.domain.stall import StallFloor
+
+    assert stall_floor(settings_for_feed(PROCESS, VENDOR)) == StallFloor(4096, 120)
+    assert tuning_from_settings(PROCESS).stall_floor == StallFloor()
 
 
 def test_a_token_given_as_a_file_is_read_from_it(tmp_path: Path) -> None:
