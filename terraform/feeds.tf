@@ -71,20 +71,11 @@ resource "aws_ssm_parameter" "feed" {
   description = "dlpipe feed ${each.key}: settings and secret ARNs (JSON)."
   type        = "String"
   tier        = "Standard"
-  value = jsonencode({
-    name                       = each.key
-    provider_base_url          = each.value.provider_base_url
-    schedule                   = each.value.schedule
-    time_zone                  = each.value.time_zone
-    destination_prefix         = each.value.destination_prefix
-    url_allowed_hosts          = each.value.url_allowed_hosts
-    deadline                   = each.value.deadline
-    poll_interval_seconds      = each.value.poll_interval_seconds
-    max_polls                  = each.value.max_polls
-    large_file_threshold_bytes = each.value.large_file_threshold_bytes
-    stall_floor_bytes          = each.value.stall_floor_bytes
-    stall_window_seconds       = each.value.stall_window_seconds
-    token_secret               = local.feed_token_secret_arns[each.key]
-    private_key_secret         = local.feed_private_key_secret_arns[each.key]
-  })
+  # Every field of the feed's entry as given (unset optional ones null), its name, and its
+  # secrets resolved to ARNs: a field added to var.feeds reaches the parameter by itself.
+  value = jsonencode(merge(each.value, {
+    name               = each.key
+    token_secret       = local.feed_token_secret_arns[each.key]
+    private_key_secret = local.feed_private_key_secret_arns[each.key]
+  }))
 }
