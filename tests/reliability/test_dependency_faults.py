@@ -274,3 +274,44 @@ def test_soak_dlpipe_run_survives_a_ten_second_sqs_blip_at_start(
     batches = rig.batches().query_by_date(day)
     assert [b.status for b in batches] == [BatchStatus.COMPLETED]
     rig.check_day(day, batches[0].batch_id, stub.expected(day))
+
+
+# A claim's or a completion's UpdateItem answered with an error dlpipe counts as transient
+# (adapters/aws_errors.py) but botocore does not retry: what the worker sees once a throttle
+# has outlasted the client's eight tries (about a minute), in a second.
+GIVEN_UP = ("InternalFailure", 400)
+WORKER_OUTAGE_S = 8
+
+
+def test_a_worker_side_dynamodb_outage_ends_the_day_soon_after_the_outage(
+    make_rig: Callable[..., Rig], stub_factory: StubFactory, figures: Any
+) -> None:
+    """Every claim and completion fails (past the client's retries) for the first 8 s of an
+    8-file day on 2 workers, lease 20 s: the messages come back on a short backoff, not after
+    lease + margin (22 s), so the day ends within 12 s of the outage's end; each worker logs
+    the outage once (one dependency_down and one dependency_up), with no traceback."""
+    lease_s = 20
+    rig = make_rig(visibility_s=lease_s + 10, max_receive=5)
+    stub = stub_factory(tiny(unique_entity(), 8))
+    code, status = GIVEN_UP
+    rules = [
+        Rule(service="dynamodb", operations=UPDATE, fault="error", status=status, code=code,
+             body_contains=marker, end_s=WORKER_OUTAGE_S)
+        for marker in (CLAIM, COMPLETE)
+    ]  # fmt: skip
+    day = unique_day()
+    with ProxiedDays(rig, stub, workers=2, lease_s=lease_s, name="store-down") as proxied:
+        run = proxied.run(FaultPlan(rules, seed=SEED), day, polls=90)
+        logs = [w.events() for w in proxied.pool]
+    after_s = round(run.seconds - WORKER_OUTAGE_S, 1)
+    figures(**run.figures(), after_outage_s=after_s)
+    assert run.plan.fired_count("error") >= 1, "no claim met the outage"
+    assert_clean_day(run, list(stub.expected(day)))
+    assert after_s <= 12, f"the day ended {after_s} s after an {WORKER_OUTAGE_S} s outage"
+    for events in logs:
+        names = [e["event"] for e in events]
+        downs, ups = names.count("worker.dependency_down"), names.count("worker.dependency_up")
+        assert downs <= 1, f"{downs} dependency_down lines in one worker's log"
+        assert ups == downs, f"{downs} down and {ups} up lines in one worker's log"
+        assert not [e for e in events if e.get("level") == "error"], "an error-level line"
+    assert sum("worker.dependency_down" in [e["event"] for e in ev] for ev in logs) >= 1
