@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import partial
 from typing import TypeVar
 
 from structlog.contextvars import bound_contextvars
@@ -292,15 +293,13 @@ class DownloadService:
         except ShutdownRequested:
             return self._release(job, run.owner)
         except ProviderSlowError as exc:
-            return self._slow(job, run, exc, started)
-        except PermanentError as exc:
-            return self._finish(
-                job, run.owner, JobStatus.ERROR, exc, started=started, transfers=run.transfers
+            return self._while_claimed(partial(self._slow, job, run, exc, started), on_heartbeat)
+        except (PermanentError, TransientError) as exc:
+            status = JobStatus.ERROR if isinstance(exc, PermanentError) else JobStatus.FAILED
+            finish = partial(
+                self._finish, job, run.owner, status, exc, started=started, transfers=run.transfers
             )
-        except TransientError as exc:
-            return self._finish(
-                job, run.owner, JobStatus.FAILED, exc, started=started, transfers=run.transfers
-            )
+            return self._while_claimed(finish, on_heartbeat)
         except DependencyUnavailableError:
             # An outage outlasting the client's retries: the claim is given back as soon as
             # the store answers (not left to run out), then UNAVAILABLE (see `process`).
@@ -315,9 +314,9 @@ class DownloadService:
     def _while_claimed(
         self, call: Callable[[], _T], on_heartbeat: Callable[[int], None] | None
     ) -> _T:
-        """`call` (a completion or a release under our claim), tried again while DynamoDB is
-        unavailable: 1 s doubling to 30 s, the message kept hidden meanwhile, until the stop
-        or the dependency budget. Giving up here would leave the claim to run out, and the
+        """`call` (the run's outcome written under our claim: a completion, a `failed` or
+        `error`, a release), tried again while DynamoDB is unavailable: 1 s doubling to 30 s,
+        the message kept hidden meanwhile, until the stop or the dependency budget. Giving up here would leave the claim to run out, and the
         file hidden for a lease + margin after the outage."""
         started = time.monotonic()
         failures = 0

@@ -11,12 +11,14 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 from structlog.testing import capture_logs
 
+from dlpipe.domain.download_errors import SourceUnavailableError
 from dlpipe.domain.errors import StoreUnavailableError
 from dlpipe.domain.model import JobStatus
 from dlpipe.domain.outage import WORKER_RETRY_MAX_S, worker_retry_s
 from dlpipe.services.download import service as service_module
 from dlpipe.services.download.service import Outcome
-from tests.unit.services.test_download_service import keypair, make_rig
+from tests.fakes.download import FakeSource
+from tests.unit.services.test_download_service import URL, keypair, make_rig
 
 __all__ = ["keypair"]  # the module-scoped fixture, shared
 
@@ -108,3 +110,17 @@ def test_a_completion_given_up_after_the_budget_releases_the_claim_once_dynamodb
     assert releases == ["release", "release"]
     assert (rig.stored().status, rig.stored().lease_owner) == (JobStatus.AVAILABLE, None)
     assert not [e for e in logs if "exc_info" in e]
+
+
+def test_a_failed_files_outcome_that_finds_dynamodb_unavailable_is_written_once_it_answers(
+    keypair: tuple[RSAPrivateKey, bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The source stays down (the job must end `failed`), and writing that is throttled
+    once: written 1 s later under the same claim, not left to run out a lease."""
+    source = FakeSource({URL: SourceUnavailableError("HTTP 503 from 127.0.0.1")})
+    rig = make_rig(keypair, source=source)
+    calls = unavailable(rig, "finish_unsuccessfully", times=1)
+    monkeypatch.setattr(rig.service.deps.stop, "wait", lambda seconds=None: False)
+    assert rig.service.process(rig.job.file_id).outcome is Outcome.FAILED
+    assert calls == ["finish_unsuccessfully", "finish_unsuccessfully"]
+    assert rig.stored().status is JobStatus.FAILED
