@@ -315,3 +315,32 @@ def test_a_worker_side_dynamodb_outage_ends_the_day_soon_after_the_outage(
         assert ups == downs, f"{downs} down and {ups} up lines in one worker's log"
         assert not [e for e in events if e.get("level") == "error"], "an error-level line"
     assert sum("worker.dependency_down" in [e["event"] for e in ev] for ev in logs) >= 1
+
+
+@pytest.mark.soak
+@pytest.mark.timeout(1800)
+def test_soak_a_three_minute_worker_side_dynamodb_throttle_ends_the_day_within_a_minute(
+    make_rig: Callable[..., Rig], stub_factory: StubFactory, figures: Any
+) -> None:
+    """Every claim and completion UpdateItem throttled (the service's own answer, retried by
+    the client eight times) for 180 s of a 60-file day, 4 workers on the default 300 s lease:
+    the day ends within 60 s of the throttle's end (issue 34: 4 min 5 s before)."""
+    outage_s = 180
+    rig = make_rig(visibility_s=Settings().lease_seconds + 30, max_receive=5)
+    stub = stub_factory(tiny(unique_entity(), 60))
+    rules = [
+        Rule(service="dynamodb", operations=UPDATE, fault="throttle", body_contains=marker,
+             end_s=outage_s)
+        for marker in (CLAIM, COMPLETE)
+    ]  # fmt: skip
+    day = unique_day()
+    lease_s = Settings().lease_seconds
+    with ProxiedDays(rig, stub, workers=4, lease_s=lease_s, name="store-throttled") as proxied:
+        run = proxied.run(FaultPlan(rules, seed=SEED), day, polls=outage_s + 600)
+        logs = [w.events() for w in proxied.pool]
+    after_s = round(run.seconds - outage_s, 1)
+    figures(**run.figures(), after_outage_s=after_s)
+    assert_clean_day(run, list(stub.expected(day)))
+    assert after_s <= 60, f"the day ended {after_s} s after a {outage_s} s throttle"
+    for events in logs:
+        assert not [e for e in events if e.get("level") == "error"], "an error-level line"
