@@ -2,6 +2,7 @@
 
 Polling threads ask `wait_turn` before each receive. While the dependency is down only one
 thread at a time receives (the probe), and only once the pause is over: 1 s doubling to 30 s
+per probe (failures of receives already open when the pause began do not lengthen it)
 (dlpipe.domain.outage.worker_retry_s), so a long outage costs a receive every 30 s per worker,
 not one per thread per second. The first call that succeeds ends the outage. One
 `worker.dependency_down` line when an outage starts and one `worker.dependency_up` when it
@@ -29,7 +30,8 @@ class DependencyGate:
         self._lock = threading.Lock()
         self._down: str | None = None  # the dependency found unavailable, while it is
         self._down_since = 0.0
-        self._failures = 0
+        self._failures = 0  # calls that failed in this outage (for the log)
+        self._probes = 0  # of those, the ones made after a pause: the backoff grows with them
         self._resume_at = 0.0
         self._probing = False
 
@@ -70,7 +72,12 @@ class DependencyGate:
             now = self._clock()
             self._failures += 1
             self._probing = False
-            pause_s = float(worker_retry_s(self._failures))
+            if self._down is not None and now < self._resume_at:
+                # A receive opened before the pause: the pause grows per probe, not per such
+                # failure, so it stays near the outage's length so far.
+                return self._resume_at - now
+            self._probes += 1
+            pause_s = float(worker_retry_s(self._probes))
             self._resume_at = now + pause_s
             if self._down is None:
                 self._down, self._down_since = dependency, now
@@ -94,4 +101,4 @@ class DependencyGate:
                 down_s=round(self._clock() - self._down_since, 1),
                 failed_calls=self._failures,
             )
-            self._down, self._failures = None, 0
+            self._down, self._failures, self._probes = None, 0, 0

@@ -31,10 +31,12 @@ def test_the_gate_pauses_with_a_growing_backoff_lets_one_probe_and_logs_once() -
     gate = DependencyGate(threading.Event(), clock)
     assert gate.try_turn() == 0
     with capture_logs() as logs:
-        pauses = [gate.failed("DynamoDB", "unavailable") for _ in range(7)]
+        pauses = []
+        for _ in range(7):
+            pauses.append(gate.failed("DynamoDB", "unavailable"))
+            assert gate.try_turn() == pauses[-1]  # nobody receives during the pause
+            clock.now += pauses[-1]
         assert pauses == [1, 2, 4, 8, 16, 30, 30]
-        assert gate.try_turn() == 30  # nobody receives during the pause
-        clock.now += 30
         assert gate.try_turn() == 0  # one probe...
         assert gate.try_turn() > 0  # ...at a time
         gate.succeeded("SQS")  # a receive went through: DynamoDB may still be down
@@ -46,7 +48,7 @@ def test_the_gate_pauses_with_a_growing_backoff_lets_one_probe_and_logs_once() -
         ("worker.dependency_down", "DynamoDB"),
         ("worker.dependency_up", "DynamoDB"),
     ]
-    assert (logs[1]["down_s"], logs[1]["failed_calls"]) == (30.0, 7)
+    assert (logs[1]["down_s"], logs[1]["failed_calls"]) == (91.0, 7)
 
 
 class DownSqs(ReceivingSqs):
@@ -97,3 +99,17 @@ def test_a_worker_pauses_while_files_find_dynamodb_unavailable() -> None:
         worker.run()
     events = [e["event"] for e in logs if e["event"].startswith("worker.dependency")]
     assert events == ["worker.dependency_down", "worker.dependency_up"]
+
+
+def test_failures_met_during_a_pause_do_not_lengthen_it() -> None:
+    """Threads whose receives were already open when the outage began fail at once, together:
+    the pause grows per probe, not per such failure, so it stays near the outage's length."""
+    clock = Clock()
+    gate = DependencyGate(threading.Event(), clock)
+    with capture_logs() as logs:
+        assert [gate.failed("DynamoDB", "unavailable") for _ in range(4)] == [1, 1, 1, 1]
+        clock.now += 1
+        assert gate.try_turn() == 0
+        assert gate.failed("DynamoDB", "unavailable") == 2
+        gate.succeeded()
+    assert logs[-1]["failed_calls"] == 5

@@ -108,6 +108,7 @@ class DownloadService:
         self._feeds = feeds
         self._lock = threading.Lock()
         self._unavailable = 0  # consecutive UNAVAILABLE results: the next backoff grows with it
+        self._unavailable_since_ms = 0  # when the first of them came (the deps' clock)
 
     def process(
         self,
@@ -133,9 +134,15 @@ class DownloadService:
         return result
 
     def _unavailable_result(self, exc: DependencyUnavailableError) -> ProcessResult:
+        now_ms = self.deps.clock.now_ms()
         with self._lock:
+            if self._unavailable == 0:
+                self._unavailable_since_ms = now_ms
             self._unavailable += 1
-            retry_after_s = worker_retry_s(self._unavailable)
+            # Never longer than the outage so far: files met together at its start (one per
+            # thread) would otherwise grow the delay per file, not per second of outage.
+            down_s = math.ceil((now_ms - self._unavailable_since_ms) / 1000)
+            retry_after_s = min(worker_retry_s(self._unavailable), max(1, down_s))
         log.warning(
             "job.unavailable",
             dependency=exc.dependency,

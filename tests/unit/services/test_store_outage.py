@@ -47,19 +47,24 @@ def test_the_retry_grows_from_one_second_to_thirty() -> None:
 def test_a_claim_that_finds_dynamodb_unavailable_is_an_outcome_with_a_growing_backoff(
     keypair: tuple[RSAPrivateKey, bytes],
 ) -> None:
-    """No exception and no traceback: UNAVAILABLE after 1 s, then 2 s, the job untouched;
-    the first result that reaches the store resets the backoff."""
+    """No exception and no traceback: UNAVAILABLE after 1 s, doubling with each result but
+    never longer than the outage so far; the job untouched; the first result that reaches
+    the store resets the backoff."""
     rig = make_rig(keypair)
-    unavailable(rig, "claim", times=2)
+    unavailable(rig, "claim", times=3)
     with capture_logs() as logs:
         first = rig.service.process(rig.job.file_id)
+        at_once = rig.service.process(rig.job.file_id)
+        rig.clock.advance(5)
         second = rig.service.process(rig.job.file_id)
     assert (first.outcome, first.retry_after_s, first.dependency) == (
         Outcome.UNAVAILABLE,
         1,
         "DynamoDB",
     )
-    assert (second.outcome, second.retry_after_s) == (Outcome.UNAVAILABLE, 2)
+    # At once: capped by the outage so far; 5 s later: the schedule's third delay.
+    assert (at_once.outcome, at_once.retry_after_s) == (Outcome.UNAVAILABLE, 1)
+    assert (second.outcome, second.retry_after_s) == (Outcome.UNAVAILABLE, 4)
     assert not first.acknowledge
     assert (rig.stored().status, rig.stored().attempts) == (JobStatus.AVAILABLE, 0)
     assert [e["log_level"] for e in logs if "exc_info" in e] == []
