@@ -79,6 +79,18 @@ def dependency_backoff(budget_seconds: int = DEFAULT_DEPENDENCY_BUDGET_SECONDS) 
 DEPENDENCY_BACKOFF = dependency_backoff()
 
 
+# A downloader that cannot reach its own DynamoDB or SQS: the message returns, and the worker
+# tries again, after 1 s doubling to at most WORKER_RETRY_MAX_S; never a lease + margin.
+WORKER_RETRY_MAX_S = 30
+
+
+def worker_retry_s(failures: int) -> int:
+    """Seconds before trying again after `failures` (1-based) consecutive calls found a
+    dependency unavailable: 1, 2, 4, 8, 16, then WORKER_RETRY_MAX_S."""
+    exponent = min(max(failures, 1) - 1, 5)
+    return int(min(2**exponent, WORKER_RETRY_MAX_S))
+
+
 def dependency_exhausted_message(
     dependency: str, cause: str, attempts: int, spent_seconds: float
 ) -> str:

@@ -9,16 +9,21 @@ acknowledged: SQS redelivers the message and, after maxReceiveCount, dead-letter
 A message of a feed not known yet is hidden for the service's backoff and not acknowledged:
 its next delivery (here or at another downloader) tries again, and the service ends the job
 on the last delivery it allows, before the redrive policy would dead-letter it.
+A message whose job DynamoDB could not read, claim or settle (UNAVAILABLE: an outage past
+the client's retries) is replaced, like BUSY, by a fresh copy delayed by the service's short
+backoff: it returns soon after the outage (never a lease + margin later), and the receives
+spent waiting the outage out never walk it towards the DLQ. No traceback: an outage is expected.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from dlpipe.domain.messages import MalformedMessageError, decode_message
 from dlpipe.domain.routing import TimeBudget
 from dlpipe.log import get_logger
-from dlpipe.services.download.service import DownloadService, Outcome
+from dlpipe.services.download.service import DownloadService, Outcome, ProcessResult
 
 if TYPE_CHECKING:
     from dlpipe.adapters.download_queue import MessageVisibility
@@ -44,9 +49,12 @@ def dispatch(
     visibility: MessageVisibility,
     budget: TimeBudget | None = None,
     receive_count: int | None = None,
+    *,
+    on_result: Callable[[ProcessResult], None] | None = None,
 ) -> bool:
     """Process one message body (delivered `receive_count` times: SQS's
-    ApproximateReceiveCount); True when the message is done with and may be deleted."""
+    ApproximateReceiveCount); True when the message is done with and may be deleted.
+    `on_result` sees the service's result (the worker pauses receiving on UNAVAILABLE)."""
     try:
         message = decode_message(body)
     except MalformedMessageError as exc:
@@ -59,14 +67,17 @@ def dispatch(
     except Exception as exc:  # any failure must become a redelivery, never an ack
         log.exception("message.failed", error_type=type(exc).__name__, error=str(exc))
         return False
-    if result.outcome is Outcome.BUSY and result.retry_after_s is not None:
+    if on_result is not None:
+        on_result(result)
+    deferred = (Outcome.BUSY, Outcome.UNAVAILABLE)
+    if result.outcome in deferred and result.retry_after_s is not None:
         # Every return of the same message is a new receive, so a duplicate of a long but
         # healthy download would reach the DLQ. A fresh copy, delayed until the claim ends,
         # comes back just the same with its receive count at zero; the old one is deleted.
         if visibility.send_copy_later(body, result.retry_after_s, result.size_bytes):
             log.info("message.deferred", delay_s=result.retry_after_s)
             return True
-        visibility(result.retry_after_s)  # fallback: back when the live claim ends
+        visibility(result.retry_after_s)  # fallback: back when the claim ends or the backoff
     elif result.outcome in (Outcome.RELEASED, Outcome.NO_TIME):
         visibility(0)  # another worker (or a fresh invocation) may take it at once
     elif result.outcome is Outcome.FEED_UNKNOWN and result.retry_after_s is not None:

@@ -7,6 +7,11 @@ to the next until SQS dead-letters it. Each file gets `grace_s` from the stop, o
 receive if that came later, to finish; then its claim is released and its message made
 visible again (one receive, no more). A stop therefore takes at most `wait_seconds` +
 `grace_s` (+ the release), 40 s with the defaults.
+
+While SQS or DynamoDB is unavailable (a failed receive, or a file whose job could not be
+read, claimed or settled: Outcome.UNAVAILABLE) the worker pauses receiving, one probe at a
+time after a pause growing to 30 s (entrypoints/dependency_gate.py), and logs the outage
+once when it starts (`worker.dependency_down`) and once when it ends (`worker.dependency_up`).
 """
 
 from __future__ import annotations
@@ -22,13 +27,15 @@ from structlog.contextvars import bound_contextvars
 from dlpipe.adapters.download_queue import DownloadQueue, Received
 from dlpipe.domain.download_errors import QueueUnavailableError
 from dlpipe.domain.routing import TimeBudget
+from dlpipe.entrypoints.dependency_gate import DependencyGate
 from dlpipe.entrypoints.dispatch import dispatch, receive_visibility_s
 from dlpipe.log import get_logger
-from dlpipe.services.download.service import DownloadService
+from dlpipe.services.download.service import DownloadService, Outcome, ProcessResult
 
 log = get_logger()
 _RELEASE_TIMEOUT_S = 30.0  # after the grace period: time to abort uploads and release claims
 _RECEIVE_BACKOFF_S = 2.0
+_SQS = "SQS"
 _RECEIVE_SLACK_S = 5.0  # a long poll's answer may come this much after its wait time
 
 
@@ -66,6 +73,7 @@ class Worker:
         self._releasing = False  # the grace has run out: nothing more is started
         self._last_message_at = time.monotonic()
         self._visibility_s = receive_visibility_s(service)
+        self._gate = DependencyGate(self._stopping)
 
     def request_stop(self, reason: str = "signal") -> None:
         """Start no new receive; files in progress, and what open long polls still return,
@@ -136,7 +144,7 @@ class Worker:
         self._service.deps.stop.set()  # in-progress files release their claims now
 
     def _poll_loop(self) -> None:
-        while self._begin_poll():
+        while self._gate.wait_turn() and self._begin_poll():
             try:
                 self._poll_once()
             except Exception:
@@ -144,6 +152,7 @@ class Worker:
                 log.exception("worker.poll_failed")
                 self._stopping.wait(_RECEIVE_BACKOFF_S)
             finally:
+                self._gate.probe_done()
                 self._end_poll()
 
     def _begin_poll(self) -> bool:
@@ -196,9 +205,11 @@ class Worker:
                 visibility_s=self._visibility_s,
             )
         except QueueUnavailableError as exc:
+            # One line per outage (the gate's), not per receive; the gate paces the probes.
             cause = exc.__cause__ or exc
-            log.warning("worker.receive_failed", error_type=type(cause).__name__)
-            self._stopping.wait(_RECEIVE_BACKOFF_S)
+            self._gate.failed(_SQS, type(cause).__name__)
+        else:
+            self._gate.succeeded(_SQS)
         finally:
             self._received(messages)
         return messages
@@ -227,6 +238,17 @@ class Worker:
         with bound_contextvars(message_id=message.message_id):
             visibility = self._queue.visibility(message)
             if dispatch(
-                self._service, message.body, visibility, self._budget, message.receive_count
+                self._service,
+                message.body,
+                visibility,
+                self._budget,
+                message.receive_count,
+                on_result=self._on_result,
             ):
                 self._queue.delete(message)
+
+    def _on_result(self, result: ProcessResult) -> None:
+        if result.outcome is Outcome.UNAVAILABLE:
+            self._gate.failed(result.dependency or "AWS", "unavailable")
+        else:
+            self._gate.succeeded()

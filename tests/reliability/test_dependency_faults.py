@@ -274,3 +274,74 @@ def test_soak_dlpipe_run_survives_a_ten_second_sqs_blip_at_start(
     batches = rig.batches().query_by_date(day)
     assert [b.status for b in batches] == [BatchStatus.COMPLETED]
     rig.check_day(day, batches[0].batch_id, stub.expected(day))
+
+
+# A claim's or a completion's UpdateItem answered with an error dlpipe counts as transient
+# (adapters/aws_errors.py) but botocore does not retry: what the worker sees once a throttle
+# has outlasted the client's eight tries (about a minute), in a second.
+GIVEN_UP = ("InternalFailure", 400)
+WORKER_OUTAGE_S = 8
+
+
+def test_a_worker_side_dynamodb_outage_ends_the_day_soon_after_the_outage(
+    make_rig: Callable[..., Rig], stub_factory: StubFactory, figures: Any
+) -> None:
+    """Every claim and completion fails (past the client's retries) for the first 8 s of an
+    8-file day on 2 workers, lease 40 s: the messages come back on a short backoff (the
+    worker's pause has grown to 8 s by the end), not after lease + margin (44 s), so the day
+    ends within 15 s of the outage's end; each worker logs
+    the outage once (one dependency_down and one dependency_up), with no traceback."""
+    lease_s = 40
+    rig = make_rig(visibility_s=lease_s + 10, max_receive=5)
+    stub = stub_factory(tiny(unique_entity(), 8))
+    code, status = GIVEN_UP
+    rules = [
+        Rule(service="dynamodb", operations=UPDATE, fault="error", status=status, code=code,
+             body_contains=marker, end_s=WORKER_OUTAGE_S)
+        for marker in (CLAIM, COMPLETE)
+    ]  # fmt: skip
+    day = unique_day()
+    with ProxiedDays(rig, stub, workers=2, lease_s=lease_s, name="store-down") as proxied:
+        run = proxied.run(FaultPlan(rules, seed=SEED), day, polls=90)
+        logs = [w.events() for w in proxied.pool]
+    after_s = round(run.seconds - WORKER_OUTAGE_S, 1)
+    figures(**run.figures(), after_outage_s=after_s)
+    assert run.plan.fired_count("error") >= 1, "no claim met the outage"
+    assert_clean_day(run, list(stub.expected(day)))
+    assert after_s <= 15, f"the day ended {after_s} s after an {WORKER_OUTAGE_S} s outage"
+    for events in logs:
+        names = [e["event"] for e in events]
+        downs, ups = names.count("worker.dependency_down"), names.count("worker.dependency_up")
+        assert downs <= 1, f"{downs} dependency_down lines in one worker's log"
+        assert ups == downs, f"{downs} down and {ups} up lines in one worker's log"
+        assert not [e for e in events if e.get("level") == "error"], "an error-level line"
+    assert sum("worker.dependency_down" in [e["event"] for e in ev] for ev in logs) >= 1
+
+
+@pytest.mark.soak
+@pytest.mark.timeout(1800)
+def test_soak_a_three_minute_worker_side_dynamodb_throttle_ends_the_day_within_a_minute(
+    make_rig: Callable[..., Rig], stub_factory: StubFactory, figures: Any
+) -> None:
+    """Every claim and completion UpdateItem throttled (the service's own answer, retried by
+    the client eight times) for 180 s of a 60-file day, 4 workers on the default 300 s lease:
+    the day ends within 60 s of the throttle's end (issue 34: 4 min 5 s before)."""
+    outage_s = 180
+    rig = make_rig(visibility_s=Settings().lease_seconds + 30, max_receive=5)
+    stub = stub_factory(tiny(unique_entity(), 60))
+    rules = [
+        Rule(service="dynamodb", operations=UPDATE, fault="throttle", body_contains=marker,
+             end_s=outage_s)
+        for marker in (CLAIM, COMPLETE)
+    ]  # fmt: skip
+    day = unique_day()
+    lease_s = Settings().lease_seconds
+    with ProxiedDays(rig, stub, workers=4, lease_s=lease_s, name="store-throttled") as proxied:
+        run = proxied.run(FaultPlan(rules, seed=SEED), day, polls=outage_s + 600)
+        logs = [w.events() for w in proxied.pool]
+    after_s = round(run.seconds - outage_s, 1)
+    figures(**run.figures(), after_outage_s=after_s)
+    assert_clean_day(run, list(stub.expected(day)))
+    assert after_s <= 60, f"the day ended {after_s} s after a {outage_s} s throttle"
+    for events in logs:
+        assert not [e for e in events if e.get("level") == "error"], "an error-level line"

@@ -40,12 +40,12 @@ def test_a_refused_receive_is_a_transient_queue_error(error: Exception) -> None:
 
 
 def test_the_worker_logs_a_failed_receive_and_keeps_polling() -> None:
-    """The log names the SQS error's type, as before the translation; the thread lives on."""
+    """The outage's one log line names the SQS error's type; the thread lives on."""
     sqs = RefusingSqs(EndpointConnectionError(endpoint_url=QUEUE_URL))
     options = WorkerOptions(wait_seconds=0, exit_when_idle_s=0.5)
     worker = Worker(FakeService({}), DownloadQueue(sqs, QUEUE_URL), options)  # type: ignore[arg-type]
     with capture_logs() as logs:
         assert worker.run() == 0
-    failed = [e for e in logs if e["event"] == "worker.receive_failed"]
+    failed = [e for e in logs if e["event"] == "worker.dependency_down"]
     assert [e["error_type"] for e in failed[:1]] == ["EndpointConnectionError"]
     assert not [e for e in logs if e["event"] == "worker.poll_failed"]

@@ -109,6 +109,15 @@ def test_finished_outcomes_acknowledge_the_message(outcome: Outcome) -> None:
     assert sqs.visibility == []
 
 
+def test_unavailable_replaces_the_message_with_a_copy_delayed_by_the_backoff() -> None:
+    """A fresh copy (its receive count at zero) delayed retry_after_s, the received one
+    acknowledged: waiting out an outage never walks a file towards the DLQ."""
+    acked, sqs = run(ProcessResult(Outcome.UNAVAILABLE, retry_after_s=4, dependency="DynamoDB"))
+    assert acked
+    assert [delay for _, delay in sqs.sent] == [4]
+    assert sqs.visibility == []
+
+
 def test_busy_replaces_the_message_with_a_copy_delayed_until_the_claim_ends() -> None:
     """BUSY: a fresh copy delayed retry_after_s is sent and the received one acknowledged."""
     acked, sqs = run(ProcessResult(Outcome.BUSY, retry_after_s=42))

@@ -89,8 +89,8 @@ def test_the_visibility_margin_is_a_tenth_of_the_lease_unless_set() -> None:
 
 
 def test_only_finished_outcomes_acknowledge() -> None:
-    """BUSY, RELEASED, NO_TIME, FEED_UNKNOWN and SLOW keep the message; every other outcome
-    deletes it."""
+    """BUSY, RELEASED, NO_TIME, FEED_UNKNOWN, SLOW and UNAVAILABLE keep the message; every
+    other outcome deletes it."""
     kept = {o for o in Outcome if not ProcessResult(o).acknowledge}
     assert kept == {
         Outcome.BUSY,
@@ -98,6 +98,7 @@ def test_only_finished_outcomes_acknowledge() -> None:
         Outcome.NO_TIME,
         Outcome.FEED_UNKNOWN,
         Outcome.SLOW,
+        Outcome.UNAVAILABLE,
     }
 
 

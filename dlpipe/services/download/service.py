@@ -7,11 +7,14 @@ the result: acknowledge the message, hide it until a live claim ends, or make it
 from __future__ import annotations
 
 import math
+import threading
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import partial
+from typing import TypeVar
 
 from structlog.contextvars import bound_contextvars
 
@@ -22,9 +25,10 @@ from dlpipe.domain.download_errors import (
     TooLargeForWorkerError,
     TransientError,
 )
-from dlpipe.domain.errors import ClaimRefusedError, LeaseLostError
+from dlpipe.domain.errors import ClaimRefusedError, DependencyUnavailableError, LeaseLostError
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME, FeedError
 from dlpipe.domain.model import FileJob, JobStatus, Verified, file_feed
+from dlpipe.domain.outage import DEFAULT_DEPENDENCY_BUDGET_SECONDS, worker_retry_s
 from dlpipe.domain.routing import Budget, TimeBudget, too_large_message
 from dlpipe.domain.rules import ClaimDecision, claim_decision
 from dlpipe.domain.stall import slow_retry_s
@@ -44,6 +48,7 @@ from dlpipe.services.download.transfer import MIB
 log = get_logger()
 _MAX_VISIBILITY_S = 43_200  # SQS's limit
 _CLAIM_ROUNDS = 3
+_T = TypeVar("_T")
 
 
 class Outcome(StrEnum):
@@ -62,6 +67,9 @@ class Outcome(StrEnum):
     SLOW = (
         "slow"  # below the stall floor: `available` again, the message returns after retry_after_s
     )
+    # DynamoDB (or another of our AWS dependencies) unavailable past the client's retries:
+    # nothing decided, no claim kept; the message returns after retry_after_s (short, growing)
+    UNAVAILABLE = "unavailable"
 
 
 _ACKNOWLEDGED = frozenset(
@@ -72,11 +80,13 @@ _ACKNOWLEDGED = frozenset(
 
 @dataclass(frozen=True)
 class ProcessResult:
-    """An outcome, and for BUSY, FEED_UNKNOWN and SLOW how long the message should stay hidden."""
+    """An outcome, and for BUSY, FEED_UNKNOWN, SLOW and UNAVAILABLE how long the message
+    should stay hidden (UNAVAILABLE: `dependency` names what could not be reached)."""
 
     outcome: Outcome
     retry_after_s: int | None = None
     size_bytes: int | None = None  # the job's size, for routing a delayed copy of its message
+    dependency: str | None = None
 
     @property
     def acknowledge(self) -> bool:
@@ -96,6 +106,9 @@ class DownloadService:
     def __init__(self, deps: ServiceDeps, feeds: FeedServices | None = None) -> None:
         self.deps = deps
         self._feeds = feeds
+        self._lock = threading.Lock()
+        self._unavailable = 0  # consecutive UNAVAILABLE results: the next backoff grows with it
+        self._unavailable_since_ms = 0  # when the first of them came (the deps' clock)
 
     def process(
         self,
@@ -107,7 +120,44 @@ class DownloadService:
     ) -> ProcessResult:
         """Process one FileID; `on_heartbeat(seconds)` keeps the message hidden that long;
         a file that cannot finish in `budget` is not started (see dlpipe.domain.routing).
-        `receive_count` is the message's delivery count (None: no message, no later try)."""
+        `receive_count` is the message's delivery count (None: no message, no later try).
+
+        DynamoDB unavailable past the client's retries is an outcome, not an exception:
+        UNAVAILABLE, with no claim kept and a short backoff that grows while it lasts."""
+        try:
+            result = self._process_feed(file_id, on_heartbeat, budget, receive_count)
+        except DependencyUnavailableError as exc:
+            return self._unavailable_result(exc)
+        if result.outcome is not Outcome.UNAVAILABLE:
+            with self._lock:
+                self._unavailable = 0
+        return result
+
+    def _unavailable_result(self, exc: DependencyUnavailableError) -> ProcessResult:
+        now_ms = self.deps.clock.now_ms()
+        with self._lock:
+            if self._unavailable == 0:
+                self._unavailable_since_ms = now_ms
+            self._unavailable += 1
+            # Never longer than the outage so far: files met together at its start (one per
+            # thread) would otherwise grow the delay per file, not per second of outage.
+            down_s = math.ceil((now_ms - self._unavailable_since_ms) / 1000)
+            retry_after_s = min(worker_retry_s(self._unavailable), max(1, down_s))
+        log.warning(
+            "job.unavailable",
+            dependency=exc.dependency,
+            error=str(exc),
+            retry_after_s=retry_after_s,
+        )
+        return ProcessResult(Outcome.UNAVAILABLE, retry_after_s, dependency=exc.dependency)
+
+    def _process_feed(
+        self,
+        file_id: str,
+        on_heartbeat: Callable[[int], None] | None,
+        budget: TimeBudget | None,
+        receive_count: int | None,
+    ) -> ProcessResult:
         # A FileID that names no feed takes the default feed's path, where no job has it:
         # NOT_FOUND, acknowledged like any missing job.
         feed = file_feed(file_id, default=DEFAULT_FEED_NAME)
@@ -191,7 +241,7 @@ class DownloadService:
                 run = FileRun(
                     self.deps, claimed, owner, reclaimed=reclaimed, on_heartbeat=on_heartbeat
                 )
-                return self._run(run, claimed)
+                return self._run(run, claimed, on_heartbeat)
 
     def _claimable(self, job: FileJob) -> bool:
         return claim_decision(job, self.deps.clock.now_ms()) is not ClaimDecision.DONE
@@ -231,34 +281,67 @@ class DownloadService:
         log.info("job.busy", retry_after_s=retry_after_s)
         return ProcessResult(Outcome.BUSY, retry_after_s, size_bytes=job.expected_size)
 
-    def _run(self, run: FileRun, job: FileJob) -> ProcessResult:
+    def _run(
+        self, run: FileRun, job: FileJob, on_heartbeat: Callable[[int], None] | None = None
+    ) -> ProcessResult:
         started = time.monotonic()
         try:
             with run.heartbeat:
                 self.deps.pause("claimed", job.file_id)
                 key, verified = run.produce()
             self.deps.pause("published", job.file_id)
-            return self._complete(job, run, key, verified, time.monotonic() - started)
+            return self._while_claimed(
+                lambda: self._complete(job, run, key, verified, time.monotonic() - started),
+                on_heartbeat,
+            )
         except LeaseLost:
             log.warning("job.lease_lost", during="transfer")
             return ProcessResult(Outcome.LEASE_LOST)
         except ShutdownRequested:
             return self._release(job, run.owner)
         except ProviderSlowError as exc:
-            return self._slow(job, run, exc, started)
-        except PermanentError as exc:
-            return self._finish(
-                job, run.owner, JobStatus.ERROR, exc, started=started, transfers=run.transfers
+            return self._while_claimed(partial(self._slow, job, run, exc, started), on_heartbeat)
+        except (PermanentError, TransientError) as exc:
+            status = JobStatus.ERROR if isinstance(exc, PermanentError) else JobStatus.FAILED
+            finish = partial(
+                self._finish, job, run.owner, status, exc, started=started, transfers=run.transfers
             )
-        except TransientError as exc:
-            return self._finish(
-                job, run.owner, JobStatus.FAILED, exc, started=started, transfers=run.transfers
-            )
+            return self._while_claimed(finish, on_heartbeat)
+        except DependencyUnavailableError:
+            # An outage outlasting the client's retries: the claim is given back as soon as
+            # the store answers (not left to run out), then UNAVAILABLE (see `process`).
+            self._while_claimed(lambda: self._release(job, run.owner), on_heartbeat)
+            raise
         except Exception:
-            # A bug or an outage outlasting the retries: give the claim back, let SQS redeliver.
+            # A bug: give the claim back, let SQS redeliver.
             log.exception("job.crashed")
             self._release(job, run.owner, quiet=True)
             raise
+
+    def _while_claimed(
+        self, call: Callable[[], _T], on_heartbeat: Callable[[int], None] | None
+    ) -> _T:
+        """`call` (the run's outcome written under our claim: a completion, a `failed` or
+        `error`, a release), tried again while DynamoDB is unavailable: 1 s doubling to 30 s,
+        the message kept hidden meanwhile, until the stop or the dependency budget. Giving up here would leave the claim to run out, and the
+        file hidden for a lease + margin after the outage."""
+        started = time.monotonic()
+        failures = 0
+        while True:
+            try:
+                return call()
+            except DependencyUnavailableError as exc:
+                failures += 1
+                delay_s = worker_retry_s(failures)
+                spent_s = time.monotonic() - started
+                if self.deps.stop.is_set() or spent_s + delay_s > DEFAULT_DEPENDENCY_BUDGET_SECONDS:
+                    raise
+                if failures == 1:
+                    log.warning("job.store_unavailable", dependency=exc.dependency, error=str(exc))
+                if on_heartbeat is not None:
+                    margin_s = self.deps.tuning.margin_s(self.deps.lease_seconds)
+                    on_heartbeat(delay_s + margin_s)
+                self.deps.stop.wait(delay_s)
 
     def _complete(
         self, job: FileJob, run: FileRun, key: str, verified: Verified, seconds: float
