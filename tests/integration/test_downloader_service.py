@@ -13,7 +13,6 @@ from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 from dlpipe.adapters.aws import AwsClients
 from dlpipe.adapters.jobs_table import JobsTable
 from dlpipe.domain.cipher_format import CIPHER_CBC, CIPHER_GCM
-from dlpipe.domain.errors import StoreUnavailableError
 from dlpipe.domain.model import JobStatus
 from dlpipe.local.provision import Provisioned
 from dlpipe.local.stub.publish import StubFileSpec
@@ -213,11 +212,13 @@ def test_a_rerun_after_a_crash_between_publish_and_complete_reuses_the_object(
     file_id, sha256 = one_file(stub_factory, table, entity, MULTIPART_SIZE, CIPHER_CBC)
     crashing = wall_clock_jobs(clients, provisioned)
 
-    def outage(*_: object, **__: object) -> None:
-        raise StoreUnavailableError("DynamoDB unreachable")
+    def crash(*_: object, **__: object) -> None:
+        # The worker dies here. (A DynamoDB outage here is waited out under the claim, not a
+        # crash: tests/unit/services/test_store_outage.py.)
+        raise RuntimeError("worker killed between publish and complete")
 
-    crashing.complete = outage  # type: ignore[method-assign]
-    with pytest.raises(StoreUnavailableError):
+    crashing.complete = crash  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError, match="worker killed"):
         make_service(clients, provisioned, private_key, jobs=crashing).process(file_id)
     assert object_exists(clients, str(provisioned.destination_bucket), destination_key(file_id))
     counter = PublishCounter.create()
