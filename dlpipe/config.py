@@ -16,6 +16,7 @@ from dlpipe.domain.outage import (
     dependency_backoff,
 )
 from dlpipe.domain.routing import DEFAULT_LARGE_FILE_THRESHOLD_BYTES
+from dlpipe.domain.lanes import DEFAULT_MAX_SHARE_PERCENT
 from dlpipe.domain.stall import DEFAULT_STALL_FLOOR_BYTES, DEFAULT_STALL_WINDOW_SECONDS
 from dlpipe.domain.waiting import DEFAULT_IDLE_WARNING_SECONDS
 
@@ -62,6 +63,9 @@ ENV_IDLE_WARNING_SECONDS = "DLPIPE_IDLE_WARNING_SECONDS"  # dlpipe.domain.waitin
 ENV_STALL_FLOOR_BYTES = "DLPIPE_STALL_FLOOR_BYTES"
 ENV_STALL_WINDOW_SECONDS = "DLPIPE_STALL_WINDOW_SECONDS"
 ENV_AWS_OUTAGE_BUDGET_SECONDS = "DLPIPE_AWS_OUTAGE_BUDGET_SECONDS"
+# The share of a worker's threads one feed may hold while other feeds are configured
+# (dlpipe/domain/lanes.py).
+ENV_MAX_SHARE_PERCENT = "DLPIPE_MAX_SHARE_PERCENT"
 # Which provider URLs may be requested (dlpipe/domain/url_policy.py); the exemptions are local only.
 ENV_URL_ALLOWED_HOSTS = "DLPIPE_URL_ALLOWED_HOSTS"
 ENV_ALLOW_HTTP_URLS = "DLPIPE_ALLOW_HTTP_URLS"
@@ -124,6 +128,13 @@ def _int_setting(env: Mapping[str, str], name: str, default: int, minimum: int =
     return value
 
 
+def _percent_setting(env: Mapping[str, str], name: str, default: int) -> int:
+    value = _int_setting(env, name, default)
+    if value > 100:  # noqa: PLR2004 - a percentage
+        raise ConfigError(f"{name} must be at most 100, got {value}")
+    return value
+
+
 def _bool_setting(env: Mapping[str, str], name: str, default: bool = False) -> bool:
     raw = (env.get(name) or "").strip().lower()
     if raw == "":
@@ -169,6 +180,8 @@ class Settings:
     # The downloads' stall floor: at least this many bytes in every window of this many seconds.
     stall_floor_bytes: int = DEFAULT_STALL_FLOOR_BYTES
     stall_window_seconds: int = DEFAULT_STALL_WINDOW_SECONDS
+    # The share of the downloaders one feed may hold (a feed's max_share_percent overrides it).
+    max_share_percent: int = DEFAULT_MAX_SHARE_PERCENT
     # The same while SQS or DynamoDB is unavailable to the fan-out or a completion check.
     aws_outage_budget_seconds: int = DEFAULT_DEPENDENCY_BUDGET_SECONDS
     # Host patterns a provider URL may name; empty: the provider's S3 hosts and API host.
@@ -235,6 +248,9 @@ class Settings:
             ),
             stall_window_seconds=_int_setting(
                 env, ENV_STALL_WINDOW_SECONDS, DEFAULT_STALL_WINDOW_SECONDS
+            ),
+            max_share_percent=_percent_setting(
+                env, ENV_MAX_SHARE_PERCENT, DEFAULT_MAX_SHARE_PERCENT
             ),
             idle_warning_seconds=_int_setting(
                 env, ENV_IDLE_WARNING_SECONDS, DEFAULT_IDLE_WARNING_SECONDS

@@ -31,6 +31,8 @@ _OVERRIDES = (
     "large_file_threshold_bytes",
     "stall_floor_bytes",
     "stall_window_seconds",
+    "max_share_percent",
+    "queue_url",
 )
 # Shorter than the first wait of a job whose feed is unknown (dlpipe.domain.unknown_feed), so
 # the job's next delivery always meets a fresh read.

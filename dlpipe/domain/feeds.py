@@ -50,6 +50,7 @@ _HOST_PATTERN = re.compile(r"(\*\.)?[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:([0-9]{1,5}|
 POLL_INTERVAL_RANGE = (10, 86400)
 MAX_POLLS_RANGE = (1, 1000)
 STALL_WINDOW_RANGE = (5, 3600)
+MAX_SHARE_PERCENT_RANGE = (1, 100)
 FILE_SECRET_PREFIX = "file:"  # noqa: S105 (a scheme, not a secret)
 
 
@@ -80,6 +81,11 @@ class Feed:
     # The downloads' stall floor (dlpipe/domain/stall.py) for this feed's files.
     stall_floor_bytes: int | None = None
     stall_window_seconds: int | None = None
+    # The share of the downloaders this feed may hold at once (dlpipe/domain/lanes.py).
+    max_share_percent: int | None = None
+    # The feed's own download queue, set by the deployment (Terraform, the local stack), never
+    # by hand; None: the deployment's queue (DLPIPE_QUEUE_URL), shared with the default feed.
+    queue_url: str | None = None
 
     @property
     def is_default(self) -> bool:
@@ -196,6 +202,15 @@ def _provider_base_url(value: object, feed: Feed, local: bool) -> str | None:
     return "must be an https URL with a host, no credentials, query or fragment"
 
 
+def _queue_url(value: object, _: Feed, local: bool) -> str | None:
+    if value is None:
+        return None
+    matched = _PROVIDER_URL.fullmatch(value) if isinstance(value, str) else None
+    if matched and (matched["scheme"] == "https" or local):
+        return None
+    return f"{value!a} is not an SQS queue URL"
+
+
 def _secret(value: object, feed: Feed, local: bool) -> str | None:
     if value is None:
         return None if feed.is_default else "is required for a named feed"
@@ -264,4 +279,6 @@ _CHECKS = (
     ("large_file_threshold_bytes", _whole(0)),
     ("stall_floor_bytes", _whole(0)),
     ("stall_window_seconds", _whole(*STALL_WINDOW_RANGE)),
+    ("max_share_percent", _whole(*MAX_SHARE_PERCENT_RANGE)),
+    ("queue_url", _queue_url),
 )
