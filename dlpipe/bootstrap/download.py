@@ -6,15 +6,16 @@ fakes, benchmarks wrappers)."""
 from __future__ import annotations
 
 import functools
+import os
 import threading
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from dlpipe.adapters.aws import AwsClients
 from dlpipe.adapters.decryption import KeyDecryption
 from dlpipe.adapters.destination import S3Destination
-from dlpipe.adapters.download_queue import DownloadQueue, EventQueues
+from dlpipe.adapters.download_queue import CopyRoute, DownloadQueue, EventQueues
 from dlpipe.adapters.jobs_table import JobsTable
 from dlpipe.adapters.keys import private_key_from_settings
 from dlpipe.adapters.queue import JobQueue
@@ -22,13 +23,15 @@ from dlpipe.adapters.source import HttpSource
 from dlpipe.bootstrap.feeds import feed_source
 from dlpipe.config import Settings
 from dlpipe.domain.clock import Clock, SystemClock
-from dlpipe.domain.feeds import DEFAULT_FEED_NAME, FeedError
+from dlpipe.domain.errors import AwsRequestError, DependencyUnavailableError
+from dlpipe.domain.feeds import DEFAULT_FEED, DEFAULT_FEED_NAME, FeedError
 from dlpipe.domain.messages import MalformedMessageError, decode_message
 from dlpipe.domain.model import file_feed
 from dlpipe.domain.stall import StallFloor
 from dlpipe.domain.url_policy import UrlPolicy, default_allowed_hosts
 from dlpipe.feed_settings import FeedSource, settings_for_feed
-from dlpipe.log import configure_logging
+from dlpipe.feeds_config import feeds_from_env
+from dlpipe.log import configure_logging, get_logger
 from dlpipe.services.download.deps import ServiceDeps, no_pause
 from dlpipe.services.download.service import DownloadService
 from dlpipe.services.download.transfer import TransferTuning
@@ -38,6 +41,8 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
     from dlpipe.services.download.ports import Destination, JobLeases, Source, UrlSigner
+
+log = get_logger()
 
 
 def provider_factory(settings: Settings, clients: AwsClients) -> Callable[[], UrlSigner] | None:
@@ -194,13 +199,70 @@ def build_lambda_wiring(
     return build_service(settings, clients, feeds=feeds), queues
 
 
-def build_worker_queues(settings: Settings, clients: AwsClients) -> list[DownloadQueue]:
-    """The main queue, and the large-file queue if it is configured (`dlpipe worker`, and the
-    local day's downloaders); delayed copies of messages are routed by size and feed."""
+@dataclass(frozen=True)
+class FeedQueue:
+    """One download queue and the feeds whose files it carries, with their share of a
+    worker's threads (the smallest of theirs, when feeds share a queue)."""
+
+    name: str  # the feeds, comma-separated
+    queue: DownloadQueue
+    share_percent: int
+
+
+@dataclass(frozen=True)
+class WorkerQueues:
+    """What a long-poll worker consumes: each feed's queue, and the shared large-file queue;
+    `feed_queues()` reads the feeds again (a feed added later gets its queue consumed)."""
+
+    feeds: list[FeedQueue]
+    large: DownloadQueue | None
+    feed_queues: Callable[[], list[FeedQueue]]
+    shared: bool  # True: the feeds' queues may change (named feeds are deployed by SSM)
+
+
+def build_worker_queues(settings: Settings, clients: AwsClients) -> WorkerQueues:
+    """Each known feed's download queue (the default feed's is DLPIPE_QUEUE_URL; a named feed
+    without its own shares it), and the large-file queue if it is configured (`dlpipe worker`,
+    and the local day's downloaders); delayed copies of messages are routed by size and feed."""
     router = FeedRouter(clients.sqs, settings, feed_source(settings, clients))
     main = router.default
-    urls = [main.queue_url, *([main.large_queue_url] if main.large_queue_url else [])]
-    return [DownloadQueue(clients.sqs, url, router.copy_queue_url) for url in urls]
+
+    def feed_queues() -> list[FeedQueue]:
+        return _feed_queues(settings, clients, router.copy_queue_url)
+
+    large = main.large_queue_url
+    return WorkerQueues(
+        feeds=feed_queues(),
+        large=DownloadQueue(clients.sqs, large, router.copy_queue_url) if large else None,
+        feed_queues=feed_queues,
+        shared=bool(settings.feeds_parameter_path),
+    )
+
+
+def _feed_queues(settings: Settings, clients: AwsClients, copy_to: CopyRoute) -> list[FeedQueue]:
+    """The known feeds' queues; a feeds parameter path that cannot be listed now leaves the
+    named feeds deployed there out until the next read (logged)."""
+    feeds = {DEFAULT_FEED_NAME: DEFAULT_FEED, **feeds_from_env(os.environ)}
+    path = settings.feeds_parameter_path
+    if path:
+        from dlpipe.adapters.feed_parameters import feeds_under_path  # noqa: PLC0415
+
+        try:
+            feeds |= feeds_under_path(clients.ssm, path, local=settings.allow_http_urls)
+        except (FeedError, AwsRequestError, DependencyUnavailableError) as exc:
+            log.warning("worker.feeds_unlisted", path=path, error=str(exc))
+    by_url: dict[str, list[tuple[str, int]]] = {}
+    for name, feed in feeds.items():
+        own = settings_for_feed(settings, feed)
+        by_url.setdefault(own.require("queue_url"), []).append((name, own.max_share_percent))
+    return [
+        FeedQueue(
+            ",".join(name for name, _ in members),
+            DownloadQueue(clients.sqs, url, copy_to),
+            min(share for _, share in members),
+        )
+        for url, members in by_url.items()
+    ]
 
 
 def tuning_from_settings(settings: Settings) -> TransferTuning:

@@ -50,7 +50,5 @@ def may_receive(lane: LaneLoad, has_message: bool) -> bool:
 def next_lane(lanes: Sequence[LaneLoad]) -> LaneLoad | None:
     """The lane whose waiting message a free thread takes: under its cap, fewest threads held,
     then waiting longest; None when no lane has a message it may hand out."""
-    ready = [
-        lane for lane in lanes if lane.waiting_since is not None and lane.held < lane.cap
-    ]
+    ready = [lane for lane in lanes if lane.waiting_since is not None and lane.held < lane.cap]
     return min(ready, key=lambda lane: (lane.held, lane.waiting_since), default=None)

@@ -1,8 +1,11 @@
-"""One long-poll Worker per download queue (main and, when deployed, large-file), run as one.
+"""One long-poll Worker on the feeds' download queues and one on the large-file queue (when
+deployed), run as one.
 
-The large-file queue is consumed only here: the downloader Lambda's event source is the
-main queue alone. Each queue gets its own `concurrency` threads, so a quiet large queue
-never delays the main one's long polls. `build_worker_pool` runs one on the queues
+The feeds' queues share one Worker's `concurrency` threads through a LaneInbox (a cap per feed,
+fair between feeds: dlpipe.entrypoints.lanes); a deployment whose feeds all share one queue
+polls it directly. The large-file queue is consumed only here (the downloader Lambda's event
+sources are the feeds' queues) and gets its own `concurrency` threads, so a quiet large queue
+never delays the others' long polls. `build_worker_pool` runs one on the queues
 dlpipe.bootstrap.download builds.
 """
 
@@ -11,10 +14,16 @@ from __future__ import annotations
 import threading
 
 from dlpipe.adapters.aws import AwsClients
+from dlpipe.adapters.download_queue import DownloadQueue
 from dlpipe.bootstrap.download import build_service, build_worker_queues
 from dlpipe.config import Settings
+from dlpipe.entrypoints.dispatch import receive_visibility_s
+from dlpipe.entrypoints.lanes import LaneInbox
 from dlpipe.entrypoints.worker import Worker, WorkerOptions
+from dlpipe.log import get_logger
 from dlpipe.services.download.service import DownloadService
+
+log = get_logger()
 
 
 class WorkerPool:
@@ -55,4 +64,15 @@ def build_worker_pool(
     (`dlpipe worker`, and the local day's downloaders)."""
     service = service or build_service(settings, clients, stop=stop)
     queues = build_worker_queues(settings, clients)
-    return WorkerPool([Worker(service, queue, options) for queue in queues])
+    main: DownloadQueue | LaneInbox = queues.feeds[0].queue
+    if len(queues.feeds) > 1 or queues.shared:
+        main = LaneInbox(
+            queues.feeds,
+            options.concurrency,
+            wait_s=options.wait_seconds,
+            visibility_s=receive_visibility_s(service),
+            refresh=queues.feed_queues,
+        )
+        log.info("worker.lanes", caps=main.caps())
+    large = [queues.large] if queues.large is not None else []
+    return WorkerPool([Worker(service, queue, options) for queue in [main, *large]])

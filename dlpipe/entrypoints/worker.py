@@ -29,6 +29,7 @@ from dlpipe.domain.download_errors import QueueUnavailableError
 from dlpipe.domain.routing import TimeBudget
 from dlpipe.entrypoints.dependency_gate import DependencyGate
 from dlpipe.entrypoints.dispatch import dispatch, receive_visibility_s
+from dlpipe.entrypoints.lanes import LaneInbox
 from dlpipe.log import get_logger
 from dlpipe.services.download.service import DownloadService, Outcome, ProcessResult
 
@@ -51,16 +52,40 @@ class WorkerOptions:
     time_budget_s: float | None = None  # per file; None: unlimited (files are never refused)
 
 
+class _OneQueue:
+    """One queue as the Worker's inbox: every thread long-polls it directly."""
+
+    def __init__(self, queue: DownloadQueue) -> None:
+        self._queue = queue
+        self.receive, self.delete, self.hide = queue.receive, queue.delete, queue.hide
+        self.visibility = queue.visibility
+
+    def settled(self, message: Received) -> None:
+        """Nothing to count: the queue's threads are all the same."""
+
+    def has_pending(self) -> bool:
+        """Only the threads' own long polls are open: the drain waits for those."""
+        return False
+
+    def close(self) -> None:
+        """Nothing of its own to stop."""
+
+    def release_waiting(self) -> None:
+        """Nothing waits outside a thread."""
+
+
 class Worker:
-    """Receives messages on `concurrency` threads and processes them until stopped."""
+    """Receives messages on `concurrency` threads and processes them until stopped: from one
+    queue, or from several feeds' queues through a LaneInbox (dlpipe.entrypoints.lanes)."""
 
     def __init__(
         self,
         service: DownloadService,
-        queue: DownloadQueue,
+        queue: DownloadQueue | LaneInbox,
         options: WorkerOptions,
     ) -> None:
-        self._service, self._queue, self._options = service, queue, options
+        self._service, self._options = service, options
+        self._queue = queue if isinstance(queue, LaneInbox) else _OneQueue(queue)
         budget_s = options.time_budget_s
         self._budget = None if budget_s is None else TimeBudget(budget_s, lambda: budget_s)
         self._stopping = threading.Event()
@@ -91,11 +116,13 @@ class Worker:
             if self._idle_too_long():
                 self.request_stop("idle")
         log.info("worker.stopping", reason=self._stop_reason)
+        self._queue.close()
         receives_end = time.monotonic() + self._options.wait_seconds + _RECEIVE_SLACK_S
         self._extend_grace()
         self._drain(receives_end)
         for thread in threads:
             thread.join(timeout=max(0.0, receives_end - time.monotonic()))
+        self._queue.release_waiting()
         log.info("worker.stopped")
         return 0
 
@@ -144,7 +171,7 @@ class Worker:
         self._service.deps.stop.set()  # in-progress files release their claims now
 
     def _poll_loop(self) -> None:
-        while self._gate.wait_turn() and self._begin_poll():
+        while self._next_turn() and self._begin_poll():
             try:
                 self._poll_once()
             except Exception:
@@ -155,10 +182,14 @@ class Worker:
                 self._gate.probe_done()
                 self._end_poll()
 
+    def _next_turn(self) -> bool:
+        """The gate's turn; after the stop, only for what the inbox's open polls still return."""
+        return self._gate.wait_turn() or self._queue.has_pending()
+
     def _begin_poll(self) -> bool:
         # Checked and counted under one lock, so `_drain` never misses a receive just started.
         with self._lock:
-            if self._stopping.is_set():
+            if self._stopping.is_set() and not self._queue.has_pending():
                 return False
             self._polling += 1
             self._receiving += 1
@@ -176,10 +207,12 @@ class Worker:
                 self._queue.hide(messages[index:], self._visibility_s)
             if not self._enter():
                 self._queue.visibility(message)(0)  # past the grace period: hand it back
+                self._queue.settled(message)
                 continue
             try:
                 self._handle(message)
             finally:
+                self._queue.settled(message)
                 self._leave()
 
     def _enter(self) -> bool:

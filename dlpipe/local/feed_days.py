@@ -40,6 +40,7 @@ from dlpipe.local.feeds import (
     named_feed_keys,
     store_feed_secrets,
 )
+from dlpipe.local.provision import provision_feed_queue
 from dlpipe.local.stack import LocalStack
 from dlpipe.local.stub.faults import Faults
 from dlpipe.local.stub.publish import StubFileSpec
@@ -132,7 +133,8 @@ def _serving(stack: LocalStack, local: LocalFeeds, options: DayOptions) -> Itera
             for name in local.names
             if name != DEFAULT_FEED_NAME
         }
-        feeds = effective_feeds(local.tables, secrets, urls, allowed)
+        queues = {name: provision_feed_queue(stack.clients, name) for name in secrets}
+        feeds = effective_feeds(local.tables, secrets, urls, allowed, queues)
         # A process caches a key by its secret; the stack has just given these secrets new
         # values (fresh key pairs every run), which an earlier run in this process must not hide.
         clear_key_cache()

@@ -2,7 +2,8 @@
 
 A feeds template (`dlpipe/local/feeds.local.toml`, or `local up --feeds N`'s numbered feeds)
 names the feeds and their own fields; the stack adds what only it knows - each named feed's
-stub URL, token and key files, and the emulator's host as its URL allowlist - validates the
+stub URL, token and key files, the emulator's host as its URL allowlist and its own download
+queue (created as terraform/ defines it) - validates the
 result by the one rule (dlpipe/feeds_config.py), and writes each named feed as an SSM
 parameter in the emulator, as Terraform does on AWS (adapters/feed_parameters.publish_feeds):
 every process reads it from there through DLPIPE_FEEDS_PARAMETER_PATH, the production path.
@@ -142,15 +143,18 @@ def effective_feeds(
     secrets: Mapping[str, tuple[str, str]],
     urls: Mapping[str, str],
     allowed_hosts: tuple[str, ...],
+    queues: Mapping[str, str] | None = None,
 ) -> dict[str, Feed]:
     """The template's feeds with what the stack adds (each named feed's stub URL, its token
-    and key secrets as `secrets` names them, `allowed_hosts`), validated as a feeds file is."""
+    and key secrets as `secrets` names them, `allowed_hosts`, its own download queue as
+    `queues` names it), validated as a feeds file is."""
     stack_fields = {
         name: {
             "provider_base_url": urls[name],
             "token_secret": secrets[name][0],
             "private_key_secret": secrets[name][1],
             "url_allowed_hosts": list(allowed_hosts),
+            **({"queue_url": queues[name]} if queues and name in queues else {}),
         }
         for name in tables
         if name != DEFAULT_FEED_NAME

@@ -20,6 +20,8 @@ DLQ_RESOURCE = "downloads_dlq"
 # Created in AWS only with the ECS worker (count); locally always, so that local runs and
 # tests exercise the routing of large files to the long-poll worker.
 LARGE_QUEUE_RESOURCE = "downloads_large"
+# One per named feed (for_each over var.feeds): the feed's own download queue.
+FEED_QUEUE_RESOURCE = "feed_downloads"
 DESTINATION_BUCKET_RESOURCE = "destination"
 DEFAULT_MAX_RECEIVE_COUNT = 5
 PRIVATE_KEY_SECRET_RESOURCE = "rsa_private_key"  # noqa: S105 - a Terraform label
@@ -148,13 +150,7 @@ def _provision_queues(
     dlq_url = clients.sqs.create_queue(
         QueueName=module.value(dlq_body["name"]), Attributes=_queue_attributes(module, dlq_body)
     )["QueueUrl"]
-    dlq_arn = clients.sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])[
-        "Attributes"
-    ]["QueueArn"]
-    max_receive = module.variables.get("max_receive_count", DEFAULT_MAX_RECEIVE_COUNT)
-    redrive = json.dumps(
-        {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": int(module.value(max_receive))}
-    )
+    redrive = _redrive_policy(clients, module, dlq_url)
     urls: dict[str, str] = {}
     for label in (QUEUE_RESOURCE, LARGE_QUEUE_RESOURCE):
         if label not in queues:
@@ -164,6 +160,35 @@ def _provision_queues(
             QueueName=module.value(queues[label]["name"]), Attributes=attributes
         )["QueueUrl"]
     return urls[QUEUE_RESOURCE], dlq_url, urls.get(LARGE_QUEUE_RESOURCE)
+
+
+def provision_feed_queue(
+    clients: AwsClients, feed: str, module: TerraformModule | None = None
+) -> str:
+    """Create (idempotently) feed `feed`'s download queue as terraform/ defines it, dead-lettering
+    to the deployment's DLQ; its URL. TerraformReadError if terraform/ defines no such queue."""
+    module = module or TerraformModule.load()
+    queues = module.resources.get("aws_sqs_queue", {})
+    if FEED_QUEUE_RESOURCE not in queues or DLQ_RESOURCE not in queues:
+        raise TerraformReadError(f"terraform/ defines no aws_sqs_queue.{FEED_QUEUE_RESOURCE}")
+    body = queues[FEED_QUEUE_RESOURCE]
+    dlq_url = clients.sqs.get_queue_url(QueueName=module.value(queues[DLQ_RESOURCE]["name"]))
+    attributes = _queue_attributes(module, body) | {
+        "RedrivePolicy": _redrive_policy(clients, module, dlq_url["QueueUrl"])
+    }
+    return clients.sqs.create_queue(
+        QueueName=str(module.value_for(body["name"], feed)), Attributes=attributes
+    )["QueueUrl"]
+
+
+def _redrive_policy(clients: AwsClients, module: TerraformModule, dlq_url: str) -> str:
+    dlq_arn = clients.sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])[
+        "Attributes"
+    ]["QueueArn"]
+    max_receive = module.variables.get("max_receive_count", DEFAULT_MAX_RECEIVE_COUNT)
+    return json.dumps(
+        {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": int(module.value(max_receive))}
+    )
 
 
 def _provision_bucket(clients: AwsClients, module: TerraformModule) -> str | None:

@@ -12,7 +12,7 @@ import ast
 import operator
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,7 @@ class TerraformReadError(ValueError):
 
 
 _REF = re.compile(
-    r"\b(?:var|local|data\.[a-z0-9_]+\.[a-z0-9_]+)\.[A-Za-z0-9_]+(?:\.[A-Za-z0-9_]+)*"
+    r"\b(?:var|local|each|data\.[a-z0-9_]+\.[a-z0-9_]+)\.[A-Za-z0-9_]+(?:\.[A-Za-z0-9_]+)*"
 )
 _BINOPS: Mapping[type[ast.AST], Callable[[Any, Any], Any]] = {
     ast.Add: operator.add,
@@ -56,6 +56,7 @@ class TerraformModule:
     variables: dict[str, Any] = field(default_factory=dict)
     locals: dict[str, Any] = field(default_factory=dict)
     overrides: dict[str, Any] = field(default_factory=dict)
+    each_key: str | None = None  # `each.key` while resolving one instance of a for_each
 
     @classmethod
     def load(cls, directory: Path = TERRAFORM_DIR, **var_overrides: Any) -> TerraformModule:
@@ -84,6 +85,10 @@ class TerraformModule:
                 f"resource {rtype}.{name} is not defined in terraform/"
             ) from exc
 
+    def value_for(self, raw: Any, each_key: str) -> Any:
+        """`value(raw)` for the for_each instance keyed `each_key` (its `each.key`)."""
+        return replace(self, each_key=each_key).value(raw)
+
     def value(self, raw: Any) -> Any:
         """Resolve one raw hcl2 value (string expression, number, bool, list or dict)."""
         if isinstance(raw, list):
@@ -106,6 +111,8 @@ class TerraformModule:
         if ref in LOCAL_DATA_VALUES:
             return LOCAL_DATA_VALUES[ref]
         kind, _, name = ref.partition(".")
+        if kind == "each" and name == "key" and self.each_key is not None:
+            return self.each_key
         if kind == "var":
             if name in self.overrides:
                 return self.overrides[name]

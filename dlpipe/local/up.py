@@ -42,7 +42,7 @@ from dlpipe.local.feeds import (
     store_feed_secrets,
     write_key_pair,
 )
-from dlpipe.local.provision import Provisioned, provision
+from dlpipe.local.provision import Provisioned, provision, provision_feed_queue
 from dlpipe.local.stub.publish import default_day
 from dlpipe.local.stub.server import StubProvider
 
@@ -157,7 +157,8 @@ def _serve_stubs(  # noqa: PLR0917 (one private helper of local_up, called once)
         # Each named feed as an SSM parameter in the emulator, as Terraform writes it on AWS.
         path = str(provisioned.feeds_parameter_path)
         stored = {name: store_feed_secrets(clients, name, keys[name]) for name in list(tables)[1:]}
-        feeds = effective_feeds(tables, stored, urls, (urlsplit(aws_url).netloc,))
+        queues = {name: provision_feed_queue(clients, name) for name in list(tables)[1:]}
+        feeds = effective_feeds(tables, stored, urls, (urlsplit(aws_url).netloc,), queues)
         publish_feeds(clients.ssm, path, feeds)
         env[ENV_FEEDS_PARAMETER_PATH] = path
     return urls

@@ -46,7 +46,7 @@ def test_a_delayed_copy_goes_where_its_feeds_threshold_routes_it(
     monkeypatch.setenv(ENV_FEEDS_FILE, str(feeds))
     settings = Settings(queue_url=MAIN, large_queue_url=LARGE, large_file_threshold_bytes=100 * MIB)
     sqs = FakeSqs()
-    main, _ = build_worker_queues(settings, SimpleNamespace(sqs=sqs))  # type: ignore[arg-type]
+    main = build_worker_queues(settings, SimpleNamespace(sqs=sqs)).feeds[0].queue  # type: ignore[arg-type]
     for feed in ("vendor-b", "default", "vendor-x"):
         body = _body(feed)
         copied = main.visibility(Received("m", "rh", body)).send_copy_later(body, 5, 2 * MIB)
