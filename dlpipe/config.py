@@ -10,13 +10,13 @@ from urllib.parse import urlsplit
 # Tests only: seconds this process's wall clock runs ahead (named and read in dlpipe.domain.clock).
 from dlpipe.domain.clock import ENV_TEST_CLOCK_OFFSET_SECONDS  # noqa: F401 (re-exported: tests set it)
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME
+from dlpipe.domain.lanes import DEFAULT_MAX_SHARE_PERCENT
 from dlpipe.domain.outage import (
     DEFAULT_DEPENDENCY_BUDGET_SECONDS,
     OutageBackoff,
     dependency_backoff,
 )
 from dlpipe.domain.routing import DEFAULT_LARGE_FILE_THRESHOLD_BYTES
-from dlpipe.domain.lanes import DEFAULT_MAX_SHARE_PERCENT
 from dlpipe.domain.stall import DEFAULT_STALL_FLOOR_BYTES, DEFAULT_STALL_WINDOW_SECONDS
 from dlpipe.domain.waiting import DEFAULT_IDLE_WARNING_SECONDS
 
@@ -130,7 +130,7 @@ def _int_setting(env: Mapping[str, str], name: str, default: int, minimum: int =
 
 def _percent_setting(env: Mapping[str, str], name: str, default: int) -> int:
     value = _int_setting(env, name, default)
-    if value > 100:  # noqa: PLR2004 - a percentage
+    if value > 100:
         raise ConfigError(f"{name} must be at most 100, got {value}")
     return value
 

@@ -59,11 +59,15 @@ class LocalFeeds:
     folder: Path  # the effective feeds file is written here
     files: Sequence[StubFileSpec]
     faults: Mapping[str, Faults] = field(default_factory=dict)  # per feed, for tests
+    # A feed's own files instead of `files` (a large feed beside small ones, for tests).
+    files_by_feed: Mapping[str, Sequence[StubFileSpec]] = field(default_factory=dict)
+
+    running: tuple[str, ...] | None = None  # whose days run; None: every feed's
 
     @property
     def names(self) -> list[str]:
-        """The feeds, in the template's order."""
-        return list(self.tables)
+        """The feeds whose days run, in the template's order."""
+        return [name for name in self.tables if self.running is None or name in self.running]
 
 
 def local_feeds(
@@ -91,9 +95,13 @@ def run_feed_days(
     local: LocalFeeds,
     options: DayOptions,
     on_progress: Callable[[str, DayProgress], None] | None = None,
+    days: Sequence[str] | None = None,
 ) -> list[DayReport]:
     """Every feed's day of `options.date` concurrently, on shared workers; one report per feed,
-    in the feeds' order."""
+    in the feeds' order. `days` runs only those feeds' days, the others configured and idle
+    (a feed's time alone, as the deployment's workers see it)."""
+    if days is not None:
+        local = replace(local, running=tuple(days))
     with _serving(stack, local, options) as running:
         tables = build_ops_context(running.settings, stack.clients)
         enforce_checkpoint_size_limit()  # patched once, before the executions' threads start
@@ -124,13 +132,17 @@ def _serving(stack: LocalStack, local: LocalFeeds, options: DayOptions) -> Itera
     with ExitStack() as stubs:
         started = {
             name: stubs.enter_context(_stub(stack, local, name, seed))
-            for seed, name in enumerate(local.names)
+            for seed, name in enumerate(local.tables)
         }
         urls = {name: stub.base_url for name, stub in started.items()}
-        allowed = (urlsplit(stack.emulator.endpoint_url).netloc,)
+        # The emulator's S3, and the stubs themselves (their file endpoint, when it trickles).
+        allowed = (
+            urlsplit(stack.emulator.endpoint_url).netloc,
+            *sorted({urlsplit(url).netloc for url in urls.values()}),
+        )
         secrets = {
             name: store_feed_secrets(stack.clients, name, local.keys[name])
-            for name in local.names
+            for name in local.tables
             if name != DEFAULT_FEED_NAME
         }
         queues = {name: provision_feed_queue(stack.clients, name) for name in secrets}
@@ -161,7 +173,7 @@ def _stub(stack: LocalStack, local: LocalFeeds, name: str, seed: int) -> StubPro
         stack.clients,
         keys.public_key_pem,
         keys.token,
-        local.files,
+        local.files_by_feed.get(name, local.files),
         seed=seed,  # each feed's plaintext differs: a file published as another's fails its check
         key_prefix="" if name == DEFAULT_FEED_NAME else f"{name}/",  # one stub bucket for all
         faults=local.faults.get(name),

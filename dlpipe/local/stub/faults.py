@@ -58,6 +58,11 @@ class Faults:
     unknown_cipher_entities: AbstractSet[str] = frozenset()
     duplicate_entities: AbstractSet[str] = frozenset()
     extra_listing_entries: Sequence[Mapping[str, object]] = ()  # raw, hostile entries
+    # File URLs point at the stub itself, which sends each file at this many bytes a second
+    # (0: the presigned S3 URL, at full speed); only the first `trickle_downloads` downloads
+    # trickle (None: all of them), so a provider can recover.
+    trickle_bytes_per_s: int = 0
+    trickle_downloads: int | None = None
     broken_page: int = 0  # 1-based listing page answered with broken JSON; 0: none
     broken_page_kind: str = BROKEN_TRUNCATED  # one of BROKEN_PAGE_KINDS
     broken_at_entry: int = 0  # entries of that page served intact before the break

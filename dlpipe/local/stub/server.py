@@ -15,6 +15,7 @@ import base64
 import random
 import threading
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from functools import cached_property
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
 
 DEFAULT_BUCKET = "dlpipe-provider-stub"
 _ERROR_STATUSES = (500, 502, 503)
+_BLOB_PATH = "/v1/blob/"  # the file endpoint: /v1/blob/DATE/ENTITY
 
 
 def _log() -> Any:
@@ -103,6 +105,7 @@ class StubProvider:
         self._lock = threading.Lock()  # guards the counter and the shared Random
         self._requests = 0
         self._http: StubHttpServer | None = None
+        self._downloads = self._streaming = self.peak_streaming = 0  # of the file endpoint
 
     def start(self) -> str:
         """Create the bucket, start serving on 127.0.0.1, and return the base URL."""
@@ -172,6 +175,8 @@ class StubProvider:
 
     def _serve(self, path: str, authorization: str | None) -> Reply:
         faults = self._fault_snapshot()
+        if path.startswith(_BLOB_PATH):
+            return self._blob(path[len(_BLOB_PATH) :], faults)  # a file URL: no bearer token
         if fault_reply := self._call_fault(faults):
             return fault_reply
         if not bearer_matches(authorization, self._token):
@@ -192,6 +197,40 @@ class StubProvider:
             return self._listing_page(call, faults)
         descriptor = self._descriptor(call.date, call.entity, faults, refresh=True)
         return Reply.json(200, {"date": call.date, **descriptor})
+
+    def _blob(self, rest: str, faults: Faults) -> Reply:
+        """A file's ciphertext from the stub itself (trickle_bytes_per_s), streamed slowly to
+        the first `trickle_downloads` downloads; `peak_streaming` counts those open at once."""
+        date, _, entity = rest.partition("/")
+        published = self._days.get(date).get(entity) if entity in self._entities else None
+        if published is None:
+            return Reply.json(404, {"error": "no such file"})
+        body = self._clients.s3.get_object(Bucket=self._bucket, Key=published.object_key)
+        data = body["Body"].read()
+        with self._lock:
+            self._downloads += 1
+            limit = faults.trickle_downloads
+            slow = faults.trickle_bytes_per_s if limit is None or self._downloads <= limit else 0
+        return Reply.streamed(200, self._trickled(data, slow))
+
+    def _trickled(self, data: bytes, bytes_per_s: int) -> Iterator[bytes]:
+        with self._lock:
+            self._streaming += 1
+            self.peak_streaming = max(self.peak_streaming, self._streaming)
+        try:
+            if not bytes_per_s:
+                yield data
+                return
+            step = max(1, min(bytes_per_s, 1024))
+            for start in range(0, len(data), step):
+                http = self._http
+                if http is None:
+                    return
+                http.pause(step / bytes_per_s)
+                yield data[start : start + step]
+        finally:
+            with self._lock:
+                self._streaming -= 1
 
     def _call_fault(self, faults: Faults) -> Reply | None:
         http = self._http
@@ -272,6 +311,8 @@ class StubProvider:
         signed = sign(
             self._bucket, published.object_key + (".missing" if missing else ""), self._url_ttl_s
         )
+        if faults.trickle_bytes_per_s:
+            signed = replace(signed, url=f"{self.base_url}{_BLOB_PATH}{date}/{entity}")
         rsa_key = self._wrong_key if entity in faults.wrong_key_entities else self._public_key
         descriptor: Descriptor = {
             "entity": entity,
