@@ -162,8 +162,9 @@ class DownloadQueue:
 class EventQueues:
     """The queues an SQS event source's records come from, found by their ARN (the Lambda).
 
-    `queue_url` set: every record is taken to come from it (no GetQueueUrl call); `copy_to`
-    routes delayed copies (CopyRoute).
+    A record of the queue `queue_url` names is taken to come from it (no GetQueueUrl call);
+    another feed's queue is found by its ARN (GetQueueUrl, once). `copy_to` routes delayed
+    copies (CopyRoute).
     """
 
     def __init__(
@@ -178,7 +179,8 @@ class EventQueues:
         return DownloadQueue(self._sqs, self._url_for(arn), self._copy_to)
 
     def _url_for(self, arn: str) -> str:
-        if self._queue_url:
+        name = arn.rsplit(":", 1)[-1]
+        if self._queue_url and (not arn or self._queue_url.rstrip("/").endswith(f"/{name}")):
             return self._queue_url
         if arn not in self._urls:
             _, _, _, _, account, name = arn.split(":", 5)

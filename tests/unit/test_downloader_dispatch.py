@@ -239,3 +239,23 @@ def test_handler_goes_on_when_hiding_its_records_fails() -> None:
     assert result == {"batchItemFailures": []}
     assert service.calls == ["a-2026-02-28"]
     assert any(e["event"] == "message.visibility_failed" for e in logs)
+
+
+def test_a_record_of_a_feed_s_own_queue_is_answered_on_that_queue_not_the_main_one() -> None:
+    """The downloader Lambda has one event source per feed's queue and DLPIPE_QUEUE_URL set
+    to the main one: a feed queue's record is found by its ARN (GetQueueUrl, once)."""
+    asked: list[tuple[str, str]] = []
+    feed_url = "http://127.0.0.1:1/000000000000/dlpipe-downloads-feed-vendor-b"
+
+    def get_queue_url(QueueName: str, QueueOwnerAWSAccountId: str) -> dict[str, str]:
+        asked.append((QueueName, QueueOwnerAWSAccountId))
+        return {"QueueUrl": feed_url}
+
+    sqs = SimpleNamespace(get_queue_url=get_queue_url)
+    queues = EventQueues(sqs, QUEUE_URL)  # type: ignore[arg-type]
+    main_arn = "arn:aws:sqs:eu-west-1:000000000000:q"
+    feed_arn = "arn:aws:sqs:eu-west-1:000000000000:dlpipe-downloads-feed-vendor-b"
+    assert queues.queue_for(main_arn).queue_url == QUEUE_URL
+    assert queues.queue_for(feed_arn).queue_url == feed_url
+    assert queues.queue_for(feed_arn).queue_url == feed_url
+    assert asked == [("dlpipe-downloads-feed-vendor-b", "000000000000")]

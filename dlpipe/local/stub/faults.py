@@ -33,6 +33,28 @@ BROKEN_MALFORMED = "malformed"  # a bad token where the entry should be, then th
 BROKEN_PAGE_KINDS = (BROKEN_TRUNCATED, BROKEN_MALFORMED)
 
 
+class Streams:
+    """What the trickling file endpoint saw: downloads started, open now, most open at once.
+    One instance is shared by every snapshot of its Faults, so a test reads it while it runs."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.downloads = self.open = self.peak = 0
+
+    def started(self) -> int:
+        """Count a download that starts; its number (1 for the first)."""
+        with self._lock:
+            self.downloads += 1
+            self.open += 1
+            self.peak = max(self.peak, self.open)
+            return self.downloads
+
+    def ended(self) -> None:
+        """Count a download that ended, however (sent, or the client went away)."""
+        with self._lock:
+            self.open -= 1
+
+
 @dataclass
 class Faults:
     """Mutable switches; change them with `set` while the stub runs (each call sees one snapshot)."""
@@ -63,6 +85,7 @@ class Faults:
     # trickle (None: all of them), so a provider can recover.
     trickle_bytes_per_s: int = 0
     trickle_downloads: int | None = None
+    streams: Streams = field(default_factory=Streams, compare=False)
     broken_page: int = 0  # 1-based listing page answered with broken JSON; 0: none
     broken_page_kind: str = BROKEN_TRUNCATED  # one of BROKEN_PAGE_KINDS
     broken_at_entry: int = 0  # entries of that page served intact before the break

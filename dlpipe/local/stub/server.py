@@ -105,7 +105,6 @@ class StubProvider:
         self._lock = threading.Lock()  # guards the counter and the shared Random
         self._requests = 0
         self._http: StubHttpServer | None = None
-        self._downloads = self._streaming = self.peak_streaming = 0  # of the file endpoint
 
     def start(self) -> str:
         """Create the bucket, start serving on 127.0.0.1, and return the base URL."""
@@ -200,28 +199,25 @@ class StubProvider:
 
     def _blob(self, rest: str, faults: Faults) -> Reply:
         """A file's ciphertext from the stub itself (trickle_bytes_per_s), streamed slowly to
-        the first `trickle_downloads` downloads; `peak_streaming` counts those open at once."""
+        the first `trickle_downloads` downloads; `faults.streams` counts them."""
         date, _, entity = rest.partition("/")
         published = self._days.get(date).get(entity) if entity in self._entities else None
         if published is None:
             return Reply.json(404, {"error": "no such file"})
         body = self._clients.s3.get_object(Bucket=self._bucket, Key=published.object_key)
         data = body["Body"].read()
-        with self._lock:
-            self._downloads += 1
-            limit = faults.trickle_downloads
-            slow = faults.trickle_bytes_per_s if limit is None or self._downloads <= limit else 0
-        return Reply.streamed(200, self._trickled(data, slow))
+        return Reply.streamed(200, self._trickled(data, faults))
 
-    def _trickled(self, data: bytes, bytes_per_s: int) -> Iterator[bytes]:
-        with self._lock:
-            self._streaming += 1
-            self.peak_streaming = max(self.peak_streaming, self._streaming)
+    def _trickled(self, data: bytes, faults: Faults) -> Iterator[bytes]:
+        number = faults.streams.started()
+        limit = faults.trickle_downloads
+        bytes_per_s = faults.trickle_bytes_per_s if limit is None or number <= limit else 0
         try:
             if not bytes_per_s:
                 yield data
                 return
-            step = max(1, min(bytes_per_s, 1024))
+            # Small steps: a client that gave up is noticed at the next writes, within ~0.2 s.
+            step = max(1, bytes_per_s // 10)
             for start in range(0, len(data), step):
                 http = self._http
                 if http is None:
@@ -229,8 +225,7 @@ class StubProvider:
                 http.pause(step / bytes_per_s)
                 yield data[start : start + step]
         finally:
-            with self._lock:
-                self._streaming -= 1
+            faults.streams.ended()
 
     def _call_fault(self, faults: Faults) -> Reply | None:
         http = self._http

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from dlpipe.config import ConfigError, Settings
 from dlpipe.domain.clock import Clock
 from dlpipe.domain.feeds import DEFAULT_FEED, Feed
+from dlpipe.feed_settings import settings_for_feed
 from dlpipe.services.ops.manifest_ports import ManifestReader
 from dlpipe.services.ops.ports import (
     JobSender,
@@ -60,9 +61,13 @@ class OpsContext:
         """The batches table."""
         return self.batch_store
 
-    def queue(self) -> JobSender:
-        """The download queues, routed by size (ConfigError if DLPIPE_QUEUE_URL is unset)."""
-        return self.download_queues(self.settings)
+    def queue(self, feed: str = DEFAULT_FEED.name) -> JobSender:
+        """Feed `feed`'s download queues, routed by size: its own queue when it has one, else
+        the deployment's (ConfigError if DLPIPE_QUEUE_URL is unset)."""
+        known = self.feeds.get(feed)
+        return self.download_queues(
+            self.settings if known is None else settings_for_feed(self.settings, known)
+        )
 
     def poller_starter(self) -> Starter:
         """Backfill's starter: the one handed in, else the orchestrator Lambda (ConfigError

@@ -131,7 +131,7 @@ def _execute(ops: OpsContext, entries: list[DlqEntry]) -> list[DlqEntry]:
     entries = [_requeue(jobs, e, ops.now_ms()) for e in entries]
     # Each job goes back to the queue its size routes it to: the DLQ is shared by both.
     to_send = [e.job for e in entries if e.action is Action.SEND and e.job is not None]
-    unsent = send_jobs(ops.queue(), to_send) if to_send else set()
+    unsent = send_jobs(ops, to_send) if to_send else set()
     return [replace(e, outcome=_outcome(e, unsent)) for e in entries]
 
 

@@ -8,7 +8,8 @@ from enum import StrEnum
 
 from dlpipe.domain.clock import time_for_people
 from dlpipe.domain.errors import QueueSendError, RequeueRefusedError
-from dlpipe.domain.model import FileJob, JobStatus
+from dlpipe.domain.feeds import DEFAULT_FEED_NAME
+from dlpipe.domain.model import FileJob, JobStatus, file_feed
 from dlpipe.domain.transitions import is_stuck, lease_live, may_requeue
 from dlpipe.log import get_logger
 from dlpipe.services.ops.context import OpsContext
@@ -96,9 +97,19 @@ def _requeue_one(
     )
 
 
-def send_jobs(queue: JobSender, jobs: Sequence[FileJob]) -> set[str]:
-    """Send in chunks of ten, each job to the queue its size routes it to; return the
+def send_jobs(ops: OpsContext, jobs: Sequence[FileJob]) -> set[str]:
+    """Send in chunks of ten, each job to its feed's queue its size routes it to; return the
     FileIDs that could not be sent."""
+    by_feed: dict[str, list[FileJob]] = {}
+    for job in jobs:
+        by_feed.setdefault(file_feed(job.file_id, default=DEFAULT_FEED_NAME), []).append(job)
+    unsent: set[str] = set()
+    for feed, feed_jobs in by_feed.items():
+        unsent |= _send_chunks(ops.queue(feed), feed_jobs)
+    return unsent
+
+
+def _send_chunks(queue: JobSender, jobs: Sequence[FileJob]) -> set[str]:
     unsent: set[str] = set()
     for start in range(0, len(jobs), SEND_CHUNK):
         chunk = jobs[start : start + SEND_CHUNK]
@@ -123,7 +134,7 @@ def requeue_files(
     jobs, now_ms = ops.jobs(), ops.now_ms()
     results = [_requeue_one(jobs, f, now_ms, force, dry_run) for f in dict.fromkeys(file_ids)]
     to_send = [r.job for r in results if r.outcome is Outcome.REQUEUED and r.job is not None]
-    unsent = send_jobs(ops.queue(), to_send) if to_send else set()
+    unsent = send_jobs(ops, to_send) if to_send else set()
     return [_unsent(r) if r.file_id in unsent else r for r in results]
 
 
