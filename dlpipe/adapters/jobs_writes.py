@@ -229,10 +229,18 @@ class JobWrites:
         }
         return self._owned_update(file_id, owner, update, values, str(status), ends_in=status)
 
-    def release(self, file_id: str, owner: str) -> FileJob:
-        """downloading -> available: give a claim back (clean shutdown), if owned."""
+    def release(self, file_id: str, owner: str, *, error_message: str | None = None) -> FileJob:
+        """downloading -> available: give a claim back, if owned; with `error_message`, the
+        reason it was given back (a slow source's `provider_slow: ...`), kept as the job's
+        last error until it completes or is requeued."""
         update = "SET #status = :available, #updated = :now REMOVE #owner, #lease"
-        values = {":available": str(JobStatus.AVAILABLE), ":now": self._clock.now_ms()}
+        values: dict[str, Any] = {
+            ":available": str(JobStatus.AVAILABLE),
+            ":now": self._clock.now_ms(),
+        }
+        if error_message is not None:
+            update = update.replace(" REMOVE ", ", #error = :message REMOVE ", 1)
+            values[":message"] = error_message[:1000]
         return self._owned_update(
             file_id, owner, update, values, "release", ends_in=JobStatus.AVAILABLE
         )

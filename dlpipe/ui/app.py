@@ -7,7 +7,7 @@ from werkzeug.exceptions import HTTPException
 
 from dlpipe.domain.errors import StoreUnavailableError
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME
-from dlpipe.domain.waiting import idle_warning
+from dlpipe.domain.waiting import idle_warning, starving_warning
 from dlpipe.log import get_logger
 from dlpipe.services.ops.advice import start_day_command
 from dlpipe.services.ops.context import OpsContext
@@ -87,6 +87,7 @@ def create_app(ops: OpsContext, options: UiOptions | None = None) -> Flask:
             ops.settings, day, feed
         ),
         idle_warning=idle_warning,
+        starving_warning=starving_warning,
         idle_threshold_s=lambda: ops.settings.idle_warning_seconds,
         duration_span=present.span_text,
     )

@@ -174,10 +174,13 @@ class FakeJobsTable:
                 lease_expires_at_ms=None,
             )
 
-    def release(self, file_id: str, owner: str) -> FileJob:
+    def release(self, file_id: str, owner: str, *, error_message: str | None = None) -> FileJob:
         with self._lock:
             job = self._owned(file_id, owner, "release")
-            return self._put(job, JobStatus.AVAILABLE, lease_owner=None, lease_expires_at_ms=None)
+            reason = {} if error_message is None else {"error_message": error_message[:1000]}
+            return self._put(
+                job, JobStatus.AVAILABLE, lease_owner=None, lease_expires_at_ms=None, **reason
+            )
 
     def requeue(self, file_id: str, *, force: bool = False) -> FileJob:
         with self._lock:

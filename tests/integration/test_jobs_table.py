@@ -178,6 +178,22 @@ def test_release_returns_a_claim_to_available(jobs: JobsTable, entity: str) -> N
     jobs.claim(job.file_id, "w1", LEASE_S)
     released = jobs.release(job.file_id, "w1")
     assert (released.status, released.lease_owner) == (JobStatus.AVAILABLE, None)
+    assert released.error_message is None
+
+
+def test_a_release_with_a_reason_keeps_it_as_the_last_error_until_completion(
+    jobs: JobsTable, entity: str
+) -> None:
+    """A slow source's claim given back carries `provider_slow: ...` while available; the
+    next claim's completion clears it."""
+    job = jobs.create(make_job(entity))
+    jobs.claim(job.file_id, "w1", LEASE_S)
+    released = jobs.release(job.file_id, "w1", error_message="provider_slow: 3 bytes in 30 s")
+    assert released.status is JobStatus.AVAILABLE
+    assert released.error_message == "provider_slow: 3 bytes in 30 s"
+    jobs.claim(job.file_id, "w2", LEASE_S)
+    done = jobs.complete(job.file_id, "w2", byte_count=1, sha256="0" * 64, destination_key="k")
+    assert (done.status, done.error_message) == (JobStatus.COMPLETED, None)
 
 
 def test_update_url_stores_a_fresh_url_for_the_owner_only(jobs: JobsTable, entity: str) -> None:

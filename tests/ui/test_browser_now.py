@@ -44,6 +44,8 @@ def test_an_open_day_page_shows_the_idle_warning_once_the_threshold_passes(
     world.clients.sqs.send_message(QueueUrl=world.ops.settings.queue_url or "", MessageBody=body)
     browser.get(f"{ui_url}/day/{seeded.day}")
     assert _text(browser, "queue-visible") == "1"
+    by_feed = '#queues-by-feed tr[data-feed="default"] .queue-visible'
+    assert browser.find_element(By.CSS_SELECTOR, by_feed).text == "1"
     assert not browser.find_elements(By.ID, "idle-warning")
     world.clock.advance(2 * THRESHOLD_S)
     _wait(browser).until(lambda d: d.find_elements(By.ID, "idle-warning"))

@@ -7,12 +7,14 @@ from __future__ import annotations
 import html
 import re
 import shlex
+import uuid
 from dataclasses import replace
 from datetime import date, timedelta
 
 import pytest
 from flask.testing import FlaskClient
 
+from dlpipe.domain.feeds import DEFAULT_FEED
 from dlpipe.domain.messages import JobMessage, encode_message
 from dlpipe.ui.app import answer_only_at, create_app
 from dlpipe.ui.server import HOST
@@ -64,6 +66,38 @@ def test_the_day_page_warns_when_no_worker_took_the_work_past_the_threshold(
     warning = re.search(r'id="idle-warning">([^<]*)<', page)
     assert warning, page
     assert warning.group(1).startswith("no worker has received a message for ")
+
+
+def test_the_queue_section_shows_each_feeds_queue_and_the_feed_holding_the_threads(
+    client: FlaskClient, world: World, seeded: SeededDay
+) -> None:
+    """vendor-b has its own queue, a worker holds its one message; default's has waited two
+    minutes with none in flight: a row per feed, and the page heads with the feed named."""
+    sqs = world.clients.sqs
+    url = sqs.create_queue(QueueName=f"ops-ui-feed-{uuid.uuid4().hex[:10]}")["QueueUrl"]
+    try:
+        world.ops.feeds = {
+            DEFAULT_FEED.name: DEFAULT_FEED,
+            "vendor-b": replace(DEFAULT_FEED, name="vendor-b", queue_url=url),
+        }
+        _queue_message(world, seeded)
+        sqs.send_message(QueueUrl=url, MessageBody="held by a worker")
+        sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=1)
+        world.clock.advance(2 * THRESHOLD_S)
+        page = client.get(f"/day/{seeded.day}").get_data(as_text=True)
+    finally:
+        sqs.delete_queue(QueueUrl=url)
+    rows = dict(re.findall(r'<tr data-feed="([a-z-]+)">(.*?)</tr>', page, re.DOTALL))
+    cells = {
+        feed: re.findall(r'class="num queue-(?:visible|in-flight)">([^<]*)<', row)
+        for feed, row in rows.items()
+    }
+    assert cells == {"default": ["1", "0"], "vendor-b": ["0", "1"]}, cells
+    assert url.rsplit("/", 1)[-1] in rows["vendor-b"]
+    warning = re.search(r'id="starving-warning">([^<]*)<', page)
+    assert warning, page
+    assert warning.group(1).startswith("vendor-b holds 1 of 1 in flight; 1 waiting on default for ")
+    assert 'id="idle-warning"' not in page  # a worker holds a message: not idle
 
 
 def test_without_an_orchestrator_the_start_command_is_dlpipe_run(client: FlaskClient) -> None:

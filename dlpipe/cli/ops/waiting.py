@@ -1,16 +1,30 @@
-"""The download queue's part of `dlpipe status`: depth, the oldest wait, the idle warning."""
+"""The download queues' part of `dlpipe status`: depth, the oldest wait, the idle warning, and
+per feed who holds the capacity (the queues by feed, the starving warning)."""
 
 from __future__ import annotations
 
-from dlpipe.domain.waiting import WaitingWork, idle_warning
+from rich.console import RenderableType
+
+from dlpipe.cli.ops.layout import Column, FitTable
+from dlpipe.cli.ops.render import iso, table
+from dlpipe.domain.waiting import FeedQueue, FeedQueues, WaitingWork, idle_warning, starving_warning
 from dlpipe.services.ops.queries import DayStatus
 
 # SQS gives depth only; the oldest message's age is CloudWatch's, so it is derived here.
 AGE_SOURCE = "oldest available job, StatusIndex (when it became available)"
+_FEED_COLUMNS = (
+    Column("feed", "id"),
+    Column("waiting"),
+    Column("in flight"),
+    Column("oldest wait"),
+    Column("slow", drop=1),
+    Column("queue", drop=2),
+)
 
 
 def waiting_payload(found: DayStatus) -> dict[str, object]:
-    """`queue` and `idle_warning` of `status --json` (queue None: no queue configured)."""
+    """`queue`, `idle_warning`, `queues_by_feed` and `starving_warning` of `status --json`
+    (queue None: no queue configured)."""
     work = found.waiting
     queue: dict[str, object] | None = None
     if work is not None and work.depth is not None:
@@ -21,15 +35,104 @@ def waiting_payload(found: DayStatus) -> dict[str, object]:
             "oldest_available_from": AGE_SOURCE,
         }
     warning = None if found.idle_s is None else idle_warning(found.idle_s)
-    return {"queue": queue, "idle_warning": warning}
+    starving = None if found.starving is None else starving_warning(found.starving)
+    return {
+        "queue": queue,
+        "idle_warning": warning,
+        "queues_by_feed": _by_feed_payload(found.queues),
+        "starving_warning": starving,
+    }
 
 
-def waiting_lines(found: DayStatus) -> list[str]:
-    """The queue line, and the warning line when no worker takes the work."""
-    lines = [_queue_line(found.waiting)]
+def _by_feed_payload(queues: FeedQueues | None) -> dict[str, object] | None:
+    if queues is None:
+        return None
+    large = queues.large
+    return {
+        "feeds": [_row_payload(row, queues) for row in queues.rows],
+        "large_files": None
+        if large is None
+        else {"visible": large.visible, "in_flight": large.in_flight},
+        # The available jobs read to find each feed's oldest and slow ones, oldest first:
+        # truncated, a feed's oldest may be missing and `slow` is a lower bound.
+        "available_read_cap": queues.read_cap,
+        "available_read_truncated": queues.truncated,
+    }
+
+
+def _row_payload(row: FeedQueue, queues: FeedQueues) -> dict[str, object]:
+    depth = row.depth
+    return {
+        "feed": row.feed,
+        "queue_url": row.queue_url,
+        # None on every feed but the first of a shared queue: its depth is shown once.
+        "visible": None if depth is None else depth.visible,
+        "in_flight": None if depth is None else depth.in_flight,
+        "shared_with": list(row.shared_with),
+        "oldest_available_age_s": row.age_s(queues.now_ms),
+        "oldest_available_at": iso(row.oldest_available_ms),
+        "slow": row.slow,
+    }
+
+
+def waiting_lines(found: DayStatus) -> list[RenderableType]:
+    """The queue line, the queues by feed, and the warning lines when no worker takes the
+    work or one feed's queue holds the threads."""
+    lines: list[RenderableType] = [_queue_line(found.waiting)]
+    if found.queues is not None and found.queues.rows:
+        lines.append(queues_view(found.queues))
     if found.idle_s is not None:
         lines.append(f"WARNING: {idle_warning(found.idle_s)}")
+    if found.starving is not None:
+        lines.append(f"WARNING: {starving_warning(found.starving)}")
     return lines
+
+
+def queues_view(queues: FeedQueues) -> FitTable:
+    """A row per feed: waiting, in flight, oldest wait, slow, and its queue (shared or own);
+    the shared large-file queue last."""
+    more = "≥" if queues.truncated else ""
+    rows: list[list[object]] = []
+    for row in queues.rows:
+        depth = row.depth
+        age_s = row.age_s(queues.now_ms)
+        oldest = (
+            _span(age_s)
+            if age_s is not None
+            else (f"beyond {queues.read_cap}" if queues.truncated else None)
+        )
+        rows.append(
+            [
+                row.feed,
+                None if depth is None else depth.visible,
+                None if depth is None else depth.in_flight,
+                oldest,
+                f"{more}{row.slow}",
+                _queue_text(row),
+            ]
+        )
+    if queues.large is not None:
+        rows.append(
+            [
+                "(large files)",
+                queues.large.visible,
+                queues.large.in_flight,
+                None,
+                None,
+                "shared by every feed",
+            ]
+        )
+    return table("queues by feed", _FEED_COLUMNS, rows)
+
+
+def _queue_text(row: FeedQueue) -> str:
+    if row.queue_url is None:
+        return "not configured"
+    name = row.queue_url.rsplit("/", 1)[-1]
+    if not row.shared_with:
+        return name
+    where = "" if row.depth is not None else f"; its depth on {row.shared_with[0]}'s row"
+    return f"{name}, shared with {', '.join(row.shared_with)}{where}"
 
 
 def _queue_line(work: WaitingWork | None) -> str:

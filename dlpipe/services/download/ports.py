@@ -48,8 +48,9 @@ class JobLeases(Protocol):
         """downloading -> failed or error, with the error message."""
         ...
 
-    def release(self, file_id: str, owner: str) -> FileJob:
-        """downloading -> available: give the claim back."""
+    def release(self, file_id: str, owner: str, *, error_message: str | None = None) -> FileJob:
+        """downloading -> available: give the claim back (with the reason, if given, as the
+        job's last error)."""
         ...
 
 

@@ -402,15 +402,17 @@ class DownloadService:
             return self._finish(
                 job, run.owner, JobStatus.FAILED, exc, started=started, transfers=run.transfers
             )
-        released = self._release(job, run.owner)
+        released = self._release(job, run.owner, reason=exc.error_message)
         if released.outcome is not Outcome.RELEASED:
             return released
         log.warning("job.slow", error_code=exc.code, error=str(exc), retry_after_s=delay_s)
         return ProcessResult(Outcome.SLOW, delay_s, size_bytes=job.expected_size)
 
-    def _release(self, job: FileJob, owner: str, *, quiet: bool = False) -> ProcessResult:
+    def _release(
+        self, job: FileJob, owner: str, *, quiet: bool = False, reason: str | None = None
+    ) -> ProcessResult:
         try:
-            self.deps.jobs.release(job.file_id, owner)
+            self.deps.jobs.release(job.file_id, owner, error_message=reason)
         except LeaseLostError:
             log.warning("job.lease_lost", during="release")
             return ProcessResult(Outcome.LEASE_LOST)

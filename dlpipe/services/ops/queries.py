@@ -13,13 +13,14 @@ from dlpipe.domain.freshness import Freshness
 from dlpipe.domain.model import Batch, BatchStatus, FileJob, JobStatus
 from dlpipe.domain.statuses import JOB_STATUSES_BY_PROGRESS, PENDING_JOB_STATUSES
 from dlpipe.domain.transitions import is_stuck
-from dlpipe.domain.waiting import WaitingWork
+from dlpipe.domain.waiting import FeedQueues, Starving, WaitingWork
 from dlpipe.services.ops.context import OpsContext
 from dlpipe.services.ops.errors import NoBatchForDateError
+from dlpipe.services.ops.feed_queues import feed_queue_urls, feed_queues, queue_depths
 from dlpipe.services.ops.feeds import FeedChoice, chosen, feeds_shown, record_feed
 from dlpipe.services.ops.freshness import day_freshness
 from dlpipe.services.ops.ports import OpsBatches, OpsJobs
-from dlpipe.services.ops.waiting import idle_seconds, waiting_work
+from dlpipe.services.ops.waiting import idle_seconds, starving, waiting_work
 
 STUCK_LIMIT = 100
 # The statuses a job may be stuck in (pending), as operators read them: claims, then jobs
@@ -79,6 +80,8 @@ class DayStatus:
     idle_s: int | None = None  # set when no worker takes the waiting work (domain.waiting)
     feeds: list[FeedDay] = field(default_factory=list)
     feed: FeedChoice = None  # the feed chosen; None: every feed
+    queues: FeedQueues | None = None  # each feed's queue and available jobs (all dates)
+    starving: Starving | None = None  # set when one feed's queue holds the threads (domain.waiting)
 
 
 def stuck_jobs(
@@ -156,7 +159,7 @@ def day_status(
     ops: OpsContext, polling_date: str, older_than_s: int, feed: FeedChoice = None
 ) -> DayStatus:
     """The date's batches and counts, jobs stuck for `older_than_s`, and the DLQ depth; of
-    `feed` only if given, else every feed's (the queues are shared: their depths are all feeds')."""
+    `feed` only if given, else every feed's; the download queues of every feed (all dates)."""
     now_ms = ops.now_ms()
     cutoff_ms = now_ms - older_than_s * 1000
     stuck = []
@@ -197,5 +200,14 @@ def feed_days(
 
 
 def _waiting_fields(ops: OpsContext) -> dict[str, Any]:
-    work = waiting_work(ops)
-    return {"waiting": work, "idle_s": idle_seconds(ops, work)}
+    """The queues read once (a GetQueueAttributes per queue), judged together and by feed."""
+    urls = feed_queue_urls(ops)
+    depths = queue_depths(ops, urls)
+    work = waiting_work(ops, depths)
+    queues = feed_queues(ops, urls, depths)
+    return {
+        "waiting": work,
+        "idle_s": idle_seconds(ops, work),
+        "queues": queues,
+        "starving": starving(ops, queues),
+    }

@@ -76,14 +76,16 @@ def _rig(keypair: tuple[RSAPrivateKey, bytes], source: PacedSource) -> Rig:
 def test_a_trickling_source_gives_the_claim_back_then_ends_the_job_provider_slow(
     keypair: tuple[RSAPrivateKey, bytes],
 ) -> None:
-    """1 byte every 10 s: SLOW (60 s, then 120 s), the job `available` in between and fetched
-    once per claim, never retried in the same claim; the third claim ends it `failed`."""
+    """1 byte every 10 s: SLOW (60 s, then 120 s), the job `available` in between (its last
+    error provider_slow, which the operator's views count) and fetched once per claim, never
+    retried in the same claim; the third claim ends it `failed`."""
     rig = _rig(keypair, PacedSource())
     for attempt, delay_s in ((1, 60), (2, 120)):
         result = rig.service.process(rig.job.file_id)
         assert (result.outcome, result.retry_after_s) == (Outcome.SLOW, delay_s)
         job = rig.stored()
         assert (job.status, job.attempts, job.lease_owner) == (JobStatus.AVAILABLE, attempt, None)
+        assert (job.error_message or "").startswith("provider_slow: "), job.error_message
         assert len(rig.source.opened) == attempt
     assert rig.service.process(rig.job.file_id).outcome is Outcome.FAILED
     job = rig.stored()
