@@ -327,3 +327,18 @@ def test_past_ten_dead_letter_sources_any_queue_of_the_account_may_use_the_dlq(
     assert json.loads(module.outputs(variables)["redrive_allow"]) == {
         "redrivePermission": "allowAll"
     }
+
+
+def test_a_share_below_two_invocations_still_runs_the_mappings_minimum(module: Rendered) -> None:
+    """downloader_max_concurrency 3: a 10 % share and the default 50 % both round down to 1
+    invocation (the lane cap), and each mapping runs the 2 SQS takes at least."""
+    feed = dict(_tfvars("two-feeds.tfvars")["feeds"]["vendor-a"])
+    variables = {
+        **REQUIRED,
+        "downloader_max_concurrency": 3,
+        "feeds": {"vendor-a": {**feed, "max_share_percent": 10}},
+    }
+    outputs = module.outputs(variables)
+    assert lane_cap(3, 10, 2) == lane_cap(3, DEFAULTS["feed_max_share_percent"], 2) == 1
+    assert outputs["feed_caps"] == {"vendor-a": MAPPING_MIN_CONCURRENCY}
+    assert outputs["cap"] == MAPPING_MIN_CONCURRENCY
