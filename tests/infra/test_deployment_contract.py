@@ -46,7 +46,7 @@ CAP = ("scaling_config", "maximum_concurrency")
 SOURCE = ("event_source_arn",)
 DIMENSIONS = ("dimensions",)
 # The variables' defaults, for a deployment that leaves them unset.
-DEFAULTS = {name: body.get("default") for name, body in Module.load().variables.items()}
+DEFAULTS: dict[str, Any] = {n: body.get("default") for n, body in Module.load().variables.items()}
 # An SQS event source mapping runs at least 2 invocations at once.
 MAPPING_MIN_CONCURRENCY = 2
 
@@ -339,6 +339,6 @@ def test_a_share_below_two_invocations_still_runs_the_mappings_minimum(module: R
         "feeds": {"vendor-a": {**feed, "max_share_percent": 10}},
     }
     outputs = module.outputs(variables)
-    assert lane_cap(3, 10, 2) == lane_cap(3, DEFAULTS["feed_max_share_percent"], 2) == 1
+    assert lane_cap(3, 10, 2) == lane_cap(3, int(DEFAULTS["feed_max_share_percent"]), 2) == 1
     assert outputs["feed_caps"] == {"vendor-a": MAPPING_MIN_CONCURRENCY}
     assert outputs["cap"] == MAPPING_MIN_CONCURRENCY
