@@ -138,3 +138,26 @@ resource "aws_cloudwatch_metric_alarm" "feed_batch_timed_out" {
   treat_missing_data  = "notBreaching"
   alarm_actions       = [aws_sns_topic.alarms.arn]
 }
+
+# --- per named feed: its download queue ------------------------------------------------------
+# A message of the feed's own queue (sqs.tf) that nobody has taken for this long: its event
+# source mapping is off, its share is too small for its day, or its downloads keep failing
+# and coming back. Keyed by the feed's name, like the batch alarms.
+
+resource "aws_cloudwatch_metric_alarm" "feed_queue_oldest_message" {
+  for_each = var.feeds
+
+  alarm_name          = "${var.name_prefix}dlpipe-feed-${each.key}-queue-oldest-message"
+  alarm_description   = "Feed ${each.key}: a message has waited in its download queue ${aws_sqs_queue.feed_downloads[each.key].name} longer than ${var.feed_queue_oldest_age_alarm_seconds} s (is its event source mapping on, its share large enough, its provider answering?). Dashboard: ${local.dashboard_url}"
+  namespace           = "AWS/SQS"
+  metric_name         = "ApproximateAgeOfOldestMessage"
+  dimensions          = { QueueName = aws_sqs_queue.feed_downloads[each.key].name }
+  statistic           = "Maximum"
+  period              = 300
+  evaluation_periods  = 1
+  comparison_operator = "GreaterThanThreshold"
+  threshold           = var.feed_queue_oldest_age_alarm_seconds
+  treat_missing_data  = "notBreaching"
+  alarm_actions       = [aws_sns_topic.alarms.arn]
+  ok_actions          = [aws_sns_topic.alarms.arn]
+}

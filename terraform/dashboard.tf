@@ -201,18 +201,23 @@ locals {
 
 # --- per feed: one row each, the default feed first, then var.feeds by name ------------------
 # Below the widgets above: the feed's batches and its files by outcome, on the Feed dimension
-# every per-batch and per-file metric carries (dlpipe/metrics.py). A `for` here, so the rows
+# every per-batch and per-file metric carries (dlpipe/metrics.py), and its download queue (the
+# default feed's is the main queue, a named feed's its own: sqs.tf). A `for` here, so the rows
 # are checked by rendering them with terraform (tests/infra/test_dashboard_feeds.py).
 
 locals {
   dashboard_feeds = concat(["default"], sort(keys(var.feeds)))
+  dashboard_feed_queues = merge(
+    { default = aws_sqs_queue.downloads.name },
+    { for name, queue in aws_sqs_queue.feed_downloads : name => queue.name },
+  )
   dashboard_feed_widgets = flatten([
     for index, feed in local.dashboard_feeds : [
       {
         type   = "metric"
         x      = 0
         y      = 24 + 6 * index
-        width  = 12
+        width  = 8
         height = 6
         properties = {
           title  = "Feed ${feed}: batches ended, and files expected"
@@ -230,9 +235,9 @@ locals {
       },
       {
         type   = "metric"
-        x      = 12
+        x      = 8
         y      = 24 + 6 * index
-        width  = 12
+        width  = 8
         height = 6
         properties = {
           title   = "Feed ${feed}: files by outcome"
@@ -245,6 +250,25 @@ locals {
             [local.metric_namespace, "FileDownloads", "Feed", feed, "Outcome", "completed", { label = "completed", color = "#2ca02c" }],
             [local.metric_namespace, "FileDownloads", "Feed", feed, "Outcome", "failed", { label = "failed (retries used up)", color = "#ff7f0e" }],
             [local.metric_namespace, "FileDownloads", "Feed", feed, "Outcome", "error", { label = "error (permanent)", color = "#d62728" }],
+          ]
+        }
+      },
+      {
+        type   = "metric"
+        x      = 16
+        y      = 24 + 6 * index
+        width  = 8
+        height = 6
+        properties = {
+          title  = "Feed ${feed}: its download queue"
+          view   = "timeSeries"
+          region = var.aws_region
+          stat   = "Maximum"
+          period = 300
+          metrics = [
+            ["AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", local.dashboard_feed_queues[feed], { label = "waiting" }],
+            ["AWS/SQS", "ApproximateNumberOfMessagesNotVisible", "QueueName", local.dashboard_feed_queues[feed], { label = "in flight" }],
+            ["AWS/SQS", "ApproximateAgeOfOldestMessage", "QueueName", local.dashboard_feed_queues[feed], { label = "oldest message (s)", yAxis = "right" }],
           ]
         }
       },

@@ -66,6 +66,17 @@ data "aws_iam_policy_document" "ecs_task" {
     resources = [aws_sqs_queue.downloads.arn]
   }
 
+  # Each named feed's own queue, polled like the main one (its copies: downloader_code).
+  dynamic "statement" {
+    for_each = var.feeds
+
+    content {
+      sid       = "ReceiveFeedDownloads${replace(statement.key, "-", "X")}"
+      actions   = ["sqs:ReceiveMessage", "sqs:DeleteMessage"]
+      resources = [aws_sqs_queue.feed_downloads[statement.key].arn]
+    }
+  }
+
   # The large-file queue's delayed copies are granted in downloader_code (CopyToLargeDownloads).
   statement {
     sid = "ConsumeLargeDownloads"

@@ -31,6 +31,19 @@ locals {
     for name, value in { DLPIPE_FEEDS_PARAMETER_PATH = local.feeds_parameter_path } : name => value if length(var.feeds) > 0
   }
 
+  # The share rule of the downloaders (dlpipe/domain/lanes.py), merged into their environments
+  # only with named feeds, like the path: alone, the default feed holds every downloader.
+  downloaders_feeds_environment = {
+    for name, value in { DLPIPE_MAX_SHARE_PERCENT = tostring(var.feed_max_share_percent) } : name => value if length(var.feeds) > 0
+  }
+
+  # The most downloader invocations a feed's event source mapping runs at once: its share
+  # (its own max_share_percent, else feed_max_share_percent) of downloader_max_concurrency,
+  # rounded down, as dlpipe/domain/lanes.py caps a lane, and at least 2 (the mapping's minimum).
+  feed_max_concurrency = {
+    for name, feed in var.feeds : name => max(2, floor(var.downloader_max_concurrency * coalesce(feed.max_share_percent, var.feed_max_share_percent) / 100))
+  }
+
   # Feeds whose polling (their overrides, else the deployment's), with the outage budgets and
   # the setup margin, would outlast the durable execution: the orchestrator's precondition
   # (lambda_orchestrator.tf) names them, as it checks the default feed's polling.
@@ -71,11 +84,13 @@ resource "aws_ssm_parameter" "feed" {
   description = "dlpipe feed ${each.key}: settings and secret ARNs (JSON)."
   type        = "String"
   tier        = "Standard"
-  # Every field of the feed's entry as given (unset optional ones null), its name, and its
-  # secrets resolved to ARNs: a field added to var.feeds reaches the parameter by itself.
+  # Every field of the feed's entry as given (unset optional ones null), its name, its secrets
+  # resolved to ARNs, and its own download queue (sqs.tf), which the orchestrator sends its
+  # files to: a field added to var.feeds reaches the parameter by itself.
   value = jsonencode(merge(each.value, {
     name               = each.key
     token_secret       = local.feed_token_secret_arns[each.key]
     private_key_secret = local.feed_private_key_secret_arns[each.key]
+    queue_url          = aws_sqs_queue.feed_downloads[each.key].url
   }))
 }

@@ -105,6 +105,17 @@ data "aws_iam_policy_document" "orchestrator" {
     resources = [aws_sqs_queue.downloads.arn]
   }
 
+  # A named feed's files go to its own queue (sqs.tf), with the same checks as the main queue's.
+  dynamic "statement" {
+    for_each = var.feeds
+
+    content {
+      sid       = "QueueFeedDownloads${replace(statement.key, "-", "X")}"
+      actions   = ["sqs:SendMessage", "sqs:GetQueueAttributes"]
+      resources = [aws_sqs_queue.feed_downloads[statement.key].arn]
+    }
+  }
+
   # Files above the large-file threshold go to the ECS worker's queue, when it exists.
   dynamic "statement" {
     for_each = length(aws_sqs_queue.downloads_large) > 0 ? [1] : []
@@ -233,6 +244,17 @@ data "aws_iam_policy_document" "downloader_code" {
     resources = [aws_sqs_queue.downloads.arn]
   }
 
+  # The same on each named feed's own queue, whose messages a downloader keeps and defers alike.
+  dynamic "statement" {
+    for_each = var.feeds
+
+    content {
+      sid       = "KeepAndDeferFeedDownloads${replace(statement.key, "-", "X")}"
+      actions   = ["sqs:ChangeMessageVisibility", "sqs:SendMessage"]
+      resources = [aws_sqs_queue.feed_downloads[statement.key].arn]
+    }
+  }
+
   # A delayed copy of a large file's message goes back to the large-file queue (download_queue.py).
   dynamic "statement" {
     for_each = length(aws_sqs_queue.downloads_large) > 0 ? [1] : []
@@ -341,6 +363,28 @@ data "aws_iam_policy_document" "downloader" {
     sid       = "FindDownloadQueue"
     actions   = ["sqs:GetQueueUrl"]
     resources = [aws_sqs_queue.downloads.arn]
+  }
+
+  # Each named feed's queue has its own event source mapping (lambda_downloader.tf), which
+  # polls and deletes with this role; a record's queue URL is found from its ARN as above.
+  dynamic "statement" {
+    for_each = var.feeds
+
+    content {
+      sid       = "EventSourceConsumesFeedDownloads${replace(statement.key, "-", "X")}"
+      actions   = ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"]
+      resources = [aws_sqs_queue.feed_downloads[statement.key].arn]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = var.feeds
+
+    content {
+      sid       = "FindFeedDownloadQueue${replace(statement.key, "-", "X")}"
+      actions   = ["sqs:GetQueueUrl"]
+      resources = [aws_sqs_queue.feed_downloads[statement.key].arn]
+    }
   }
 
   statement {

@@ -61,6 +61,18 @@ resource "aws_lambda_function" "downloader" {
   depends_on = [aws_iam_role_policy.downloader]
 }
 
+# One event source mapping per download queue: the default feed's (the main queue) and one per
+# named feed (its own queue, sqs.tf). A queue with its own mapping is the AWS-native bulkhead:
+# each mapping polls only its queue, up to its maximum_concurrency, so a feed with a large
+# backlog holds at most its share of the downloaders and never delays another feed's files,
+# and fairness between feeds needs no coordination. Alone (feeds = {}), the default feed holds
+# them all; with named feeds it holds feed_max_share_percent of them, as a named feed without
+# its own max_share_percent does (feeds.tf: local.feed_max_concurrency; at least 2, the
+# mapping's minimum).
+locals {
+  default_feed_max_concurrency = length(var.feeds) > 0 ? max(2, floor(var.downloader_max_concurrency * var.feed_max_share_percent / 100)) : var.downloader_max_concurrency
+}
+
 resource "aws_lambda_event_source_mapping" "downloads" {
   event_source_arn = aws_sqs_queue.downloads.arn
   function_name    = aws_lambda_function.downloader.arn
@@ -69,9 +81,24 @@ resource "aws_lambda_event_source_mapping" "downloads" {
   function_response_types = ["ReportBatchItemFailures"]
 
   scaling_config {
-    maximum_concurrency = var.downloader_max_concurrency
+    maximum_concurrency = local.default_feed_max_concurrency
   }
 
   # Creating the mapping checks that the role may receive from the queue.
+  depends_on = [aws_iam_role_policy.downloader]
+}
+
+resource "aws_lambda_event_source_mapping" "feed_downloads" {
+  for_each = var.feeds
+
+  event_source_arn        = aws_sqs_queue.feed_downloads[each.key].arn
+  function_name           = aws_lambda_function.downloader.arn
+  batch_size              = var.downloader_batch_size
+  function_response_types = ["ReportBatchItemFailures"]
+
+  scaling_config {
+    maximum_concurrency = local.feed_max_concurrency[each.key]
+  }
+
   depends_on = [aws_iam_role_policy.downloader]
 }

@@ -70,5 +70,5 @@ locals {
     DLPIPE_PROVIDER_TOKEN_SECRET = aws_secretsmanager_secret.provider_token.arn
     DLPIPE_LEASE_SECONDS         = tostring(var.lease_seconds)
     DLPIPE_LOG_LEVEL             = var.log_level
-  }, local.feeds_environment)
+  }, local.feeds_environment, local.downloaders_feeds_environment)
 }

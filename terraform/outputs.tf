@@ -13,6 +13,11 @@ output "queue_url" {
   value       = aws_sqs_queue.downloads.url
 }
 
+output "feed_queue_urls" {
+  description = "URL of each named feed's own download queue, by feed name (each feed's parameter holds it as queue_url; the default feed's is queue_url)."
+  value       = { for name, queue in aws_sqs_queue.feed_downloads : name => queue.url }
+}
+
 output "large_queue_url" {
   description = "URL of the large-file queue (DLPIPE_LARGE_QUEUE_URL), null without the ECS worker. Operators set it with DLPIPE_LARGE_FILE_THRESHOLD_BYTES so that `dlpipe jobs requeue` and `dlpipe dlq redrive` route large files there."
   value       = one(aws_sqs_queue.downloads_large[*].url)

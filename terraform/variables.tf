@@ -361,6 +361,17 @@ variable "alarm_email" {
   }
 }
 
+variable "feed_queue_oldest_age_alarm_seconds" {
+  description = "Age, in seconds, of the oldest message in a named feed's download queue above which its alarm fires (ApproximateAgeOfOldestMessage, Maximum over 5 minutes). Above the queue's visibility timeout (six downloader timeouts, 3,600 s by default) by default, so that a message coming back after a worker died does not page."
+  type        = number
+  default     = 7200
+
+  validation {
+    condition     = var.feed_queue_oldest_age_alarm_seconds >= 300 && var.feed_queue_oldest_age_alarm_seconds <= 1209600 && floor(var.feed_queue_oldest_age_alarm_seconds) == var.feed_queue_oldest_age_alarm_seconds
+    error_message = "feed_queue_oldest_age_alarm_seconds must be a whole number between 300 and 1209600."
+  }
+}
+
 # --- optional container worker (ECS Fargate) -------------------------------------------------
 
 variable "enable_ecs_worker" {
@@ -455,6 +466,17 @@ variable "provider_outage_budget_seconds" {
 
 # --- feeds: named providers besides the default one ------------------------------------------
 
+variable "feed_max_share_percent" {
+  description = "Share of the downloaders one feed may hold at once, in percent, for every feed that sets no max_share_percent of its own, the default feed included (DLPIPE_MAX_SHARE_PERCENT). With named feeds each feed's event source mapping polls its own queue with maximum_concurrency = max(2, floor(downloader_max_concurrency * share / 100)), and the ECS worker gives each feed at most that share of its threads; with feeds = {} the one feed holds everything."
+  type        = number
+  default     = 50
+
+  validation {
+    condition     = var.feed_max_share_percent >= 1 && var.feed_max_share_percent <= 100 && floor(var.feed_max_share_percent) == var.feed_max_share_percent
+    error_message = "feed_max_share_percent must be a whole number between 1 and 100."
+  }
+}
+
 variable "feeds" {
   description = "Named feeds, each one provider's daily delivery, keyed by feed name. The default feed (provider_base_url, schedule_expression, the two dlpipe/ secrets) always runs; each entry here adds a schedule, its secrets and its configuration parameter, all keyed by the name. token_secret: null creates one, or an existing secret's ARN. private_key_secret: null creates one, an existing secret's ARN, or another feed's name to share that feed's key. Overrides left null take the deployment's values."
   type = map(object({
@@ -469,6 +491,7 @@ variable "feeds" {
     large_file_threshold_bytes = optional(number)
     stall_floor_bytes          = optional(number)
     stall_window_seconds       = optional(number)
+    max_share_percent          = optional(number)
     token_secret               = optional(string)
     private_key_secret         = optional(string)
   }))
@@ -522,6 +545,11 @@ variable "feeds" {
       feed.stall_window_seconds == null || try(feed.stall_window_seconds >= 5 && feed.stall_window_seconds <= 3600 && floor(feed.stall_window_seconds) == feed.stall_window_seconds, false),
     ])])
     error_message = "feeds: a feed's poll_interval_seconds must be a whole number from 10 to 86400, max_polls from 1 to 1000, large_file_threshold_bytes and stall_floor_bytes whole numbers of at least 0, stall_window_seconds from 5 to 3600 (or null for the deployment's values)."
+  }
+
+  validation {
+    condition     = alltrue([for name, feed in var.feeds : feed.max_share_percent == null || try(feed.max_share_percent >= 1 && feed.max_share_percent <= 100 && floor(feed.max_share_percent) == feed.max_share_percent, false)])
+    error_message = "feeds: a feed's max_share_percent must be a whole number from 1 to 100 (or null for feed_max_share_percent)."
   }
 
   validation {

@@ -91,3 +91,61 @@ def test_without_feeds_no_role_reads_a_feed_parameter() -> None:
     for name in FEEDS:
         arn = parameter_arn(name)
         assert [r for r in plain.component_roles if plain.allowing(r, READ_PARAMETER, arn)] == []
+
+
+# --- each feed's own download queue (terraform/sqs.tf) ---------------------------------------
+
+SQS_ACTIONS = (
+    "sqs:SendMessage",
+    "sqs:ReceiveMessage",
+    "sqs:DeleteMessage",
+    "sqs:ChangeMessageVisibility",
+    "sqs:GetQueueAttributes",
+    "sqs:GetQueueUrl",
+    "sqs:PurgeQueue",
+    "sqs:SetQueueAttributes",
+)
+
+
+def queue_arn(name: str) -> str:
+    """The ARN of the queue Terraform makes for feed `name`, resolved as the policies are."""
+    return policies().resolve(f'${{aws_sqs_queue.feed_downloads["{name}"].arn}}')
+
+
+def sqs_grants(arn: str) -> dict[str, set[str]]:
+    """role -> the SQS actions its policy allows on the queue `arn`."""
+    found = policies()
+    return {
+        role: {action for action in SQS_ACTIONS if found.allowing(role, action, arn)}
+        for role in found.component_roles
+    }
+
+
+@pytest.mark.parametrize("feed", sorted(FEEDS))
+def test_each_role_uses_a_feeds_queue_as_it_uses_the_main_queue(feed: str) -> None:
+    """The orchestrator sends (and reads the backlog), the Lambda's event source and the ECS
+    worker consume, both keep and defer messages: on a feed's queue exactly as on the main one."""
+    main = sqs_grants(policies().resolve("${aws_sqs_queue.downloads.arn}"))
+    assert main[ORCHESTRATOR] == {"sqs:SendMessage", "sqs:GetQueueAttributes"}
+    assert {"sqs:ReceiveMessage", "sqs:DeleteMessage"} <= main[DOWNLOADER] & main[ECS_TASK]
+    arn = queue_arn(feed)
+    assert feed in arn
+    assert sqs_grants(arn) == main
+
+
+def test_no_role_reaches_the_queue_of_a_feed_not_in_the_map() -> None:
+    """vendor-c has no queue here: no grant names one, nor any other queue by a pattern."""
+    arn = queue_arn("vendor-a").replace("vendor-a", "vendor-c")
+    assert sqs_grants(arn) == {role: set() for role in policies().component_roles}
+
+
+def test_without_feeds_no_role_uses_a_feed_queue() -> None:
+    """The local stack's view (feeds = {}): no per-feed queue grant exists."""
+    plain = Policies()
+    arn = queue_arn("vendor-a")
+    assert [
+        (role, action)
+        for role in plain.component_roles
+        for action in SQS_ACTIONS
+        if plain.allowing(role, action, arn)
+    ] == []

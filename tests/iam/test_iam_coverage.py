@@ -132,6 +132,33 @@ for _feed in ("vendor-a", "vendor-b"):
         ("ecs_task", f"ReadFeedKeyAndToken{_sid}", f'${{local.feed_token_secret_arns["{_feed}"]}}')
     ] = _FEED_TOKEN
 
+# Each named feed's own download queue (terraform/sqs.tf): the local stack's named feeds share
+# its one queue (their parameters carry no queue_url), so no test calls a feed's queue; the
+# grants mirror the main queue's, which the tests do call (tests/iam/test_feed_grants.py holds
+# the two equal). The Lambda's event source polls a feed's queue as it polls the main one.
+_FEED_QUEUE = (
+    "a named feed's own queue exists only on AWS (the local stack's feeds share its one "
+    "queue); the same grant on the main queue is called"
+)
+for _feed in ("vendor-a", "vendor-b"):
+    _sid = _feed.replace("-", "X")
+    for _action in ("sqs:SendMessage", "sqs:GetQueueAttributes"):
+        NOT_CALLED_BUT_NEEDED[("orchestrator", f"QueueFeedDownloads{_sid}", _action)] = _FEED_QUEUE
+    for _role in ("downloader", "ecs_task"):
+        for _action in ("sqs:ChangeMessageVisibility", "sqs:SendMessage"):
+            NOT_CALLED_BUT_NEEDED[(_role, f"KeepAndDeferFeedDownloads{_sid}", _action)] = (
+                _FEED_QUEUE
+            )
+    for _action in ("sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"):
+        NOT_CALLED_BUT_NEEDED[
+            ("downloader", f"EventSourceConsumesFeedDownloads{_sid}", _action)
+        ] = _ESM
+    NOT_CALLED_BUT_NEEDED[("downloader", f"FindFeedDownloadQueue{_sid}", "sqs:GetQueueUrl")] = (
+        _FEED_QUEUE
+    )
+    for _action in ("sqs:ReceiveMessage", "sqs:DeleteMessage"):
+        NOT_CALLED_BUT_NEEDED[("ecs_task", f"ReceiveFeedDownloads{_sid}", _action)] = _FEED_QUEUE
+
 ENCRYPTED_SERVICES = frozenset({"s3", "sqs", "secretsmanager", "dynamodb"})
 
 
@@ -211,6 +238,8 @@ _LOCAL_FEED_SECRET = re.compile(
     r"(t[0-9a-f]+-)?dlpipe/feeds/([a-z0-9-]+)/(provider-token|rsa-private-key)"
 )
 _FEED_SECRET_KIND = {"provider-token": "token", "rsa-private-key": "private_key"}
+# A local feed's own download queue, named as terraform/sqs.tf names it (any name prefix).
+_LOCAL_FEED_QUEUE = re.compile(r"(t[0-9a-f]+-)?dlpipe-downloads-feed-([a-z0-9-]+)")
 
 
 @cache
@@ -226,6 +255,10 @@ def canonical(service: str, arn: str) -> str:
     if secret:  # the secret Terraform resolves for that feed: created, named or shared
         kind, feed = _FEED_SECRET_KIND[secret.group(3)], _as_deployed(secret.group(2))
         return policies().resolve(f'${{local.feed_{kind}_secret_arns["{feed}"]}}')
+    queue = _LOCAL_FEED_QUEUE.fullmatch(name or "") if service == "sqs" else None
+    if queue:  # the queue Terraform makes for that feed
+        feed = _as_deployed(queue.group(2))
+        return policies().resolve(f'${{aws_sqs_queue.feed_downloads["{feed}"].arn}}')
     if name is None or name in _terraform_names(service):
         return arn
     for stand_in_service, pattern, resource in STAND_INS:
@@ -353,6 +386,26 @@ def test_every_grant_is_used_by_a_call_or_explained(
         "NOT_CALLED_BUT_NEEDED (tests/iam/test_iam_coverage.py) who uses it:\n"
         + "\n".join(unexplained)
     )
+
+
+def test_every_feed_queue_grant_is_explained_while_no_call_uses_it() -> None:
+    """With no call recorded (the local stack has no feed queue), every grant on a feed's queue
+    has its explanation: the whole suite's check then finds none unexplained."""
+    unexplained = [
+        (s.role, s.sid, item)
+        for s, item in unused_grants([])
+        if "FeedDownload" in s.sid and (s.role, s.sid, item) not in NOT_CALLED_BUT_NEEDED
+    ]
+    assert unexplained == []
+
+
+def test_a_local_feed_queue_stands_for_the_feeds_queue_on_aws() -> None:
+    """A test's queue named as Terraform names a feed's (any name prefix) is that feed's queue;
+    a feed the fixture lacks stands for FEED_STAND_IN's."""
+    local = f"arn:aws:sqs:{REGION}:{ACCOUNT}:t0a1b-dlpipe-downloads-feed-"
+    deployed = '${aws_sqs_queue.feed_downloads["%s"].arn}'
+    assert canonical("sqs", local + "vendor-b") == policies().resolve(deployed % "vendor-b")
+    assert canonical("sqs", local + "other") == policies().resolve(deployed % FEED_STAND_IN)
 
 
 def test_every_explanation_names_a_grant_that_exists() -> None:

@@ -2,10 +2,12 @@
 
 Rendered by the terraform binary from the sources (tests/infra/terraform_render.py): the
 functions' and the ECS task's environments, each feed's SSM parameter and each schedule's
-input, for the default variables and the fixtures. Each is then read as on AWS: the
-environment by Settings.from_env, a feed by ParameterFeeds at the name the code builds from
-DLPIPE_FEEDS_PARAMETER_PATH, a schedule's input by the orchestrator's event parser with the
-feed's run. A value Terraform writes and the code refuses fails here, not on the first day.
+input, each feed's queue and event source mapping, for the default variables and the
+fixtures. Each is then read as on AWS: the environment by Settings.from_env, a feed by
+ParameterFeeds at the name the code builds from DLPIPE_FEEDS_PARAMETER_PATH, a schedule's
+input by the orchestrator's event parser with the feed's run, a mapping's cap against
+dlpipe/domain/lanes.py's rule. A value Terraform writes and the code refuses fails here, not
+on the first day.
 """
 
 from __future__ import annotations
@@ -25,9 +27,11 @@ from dlpipe.bootstrap.orchestrator import check_recovery_fits, day_deadline, fee
 from dlpipe.config import ENV_REGION, Settings, check_provider_url
 from dlpipe.domain.events import parse_event
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME, Feed
+from dlpipe.domain.lanes import lane_cap
 from dlpipe.feed_settings import settings_for_feed
 from dlpipe.services.orchestrator.feed_runs import served_request
 from dlpipe.services.orchestrator.sequence import InlineSteps
+from tests.infra.hcl import Module
 from tests.infra.terraform_render import TERRAFORM, Rendered, Value
 
 pytestmark = pytest.mark.skipif(TERRAFORM is None, reason="no terraform binary on PATH")
@@ -37,6 +41,14 @@ REQUIRED = {"provider_base_url": "https://provider.example.com"}
 # What EventBridge Scheduler puts in place of its keyword when it invokes the target.
 SCHEDULED_TIME = "2026-11-27T07:00:00Z"
 KEYWORD = "<aws.scheduler.scheduled-time>"
+
+CAP = ("scaling_config", "maximum_concurrency")
+SOURCE = ("event_source_arn",)
+DIMENSIONS = ("dimensions",)
+# The variables' defaults, for a deployment that leaves them unset.
+DEFAULTS: dict[str, Any] = {n: body.get("default") for n, body in Module.load().variables.items()}
+# An SQS event source mapping runs at least 2 invocations at once.
+MAPPING_MIN_CONCURRENCY = 2
 
 VALUES = {
     "orchestrator": Value("aws_lambda_function", "orchestrator", ("environment", "variables")),
@@ -57,6 +69,16 @@ VALUES = {
     "key": Value("aws_secretsmanager_secret", "rsa_private_key"),
     "feed_keys": Value("aws_secretsmanager_secret", "feed_private_key"),
     "feed_tokens": Value("aws_secretsmanager_secret", "feed_token"),
+    "feed_queues": Value("aws_sqs_queue", "feed_downloads"),
+    "redrive": Value("aws_sqs_queue", "downloads", ("redrive_policy",)),
+    "feed_redrives": Value("aws_sqs_queue", "feed_downloads", ("redrive_policy",)),
+    "redrive_allow": Value(
+        "aws_sqs_queue_redrive_allow_policy", "downloads_dlq", ("redrive_allow_policy",)
+    ),
+    "cap": Value("aws_lambda_event_source_mapping", "downloads", CAP),
+    "feed_caps": Value("aws_lambda_event_source_mapping", "feed_downloads", CAP),
+    "feed_sources": Value("aws_lambda_event_source_mapping", "feed_downloads", SOURCE),
+    "feed_alarms": Value("aws_cloudwatch_metric_alarm", "feed_queue_oldest_message", DIMENSIONS),
 }
 
 
@@ -75,8 +97,12 @@ DEPLOYMENTS = {
 
 
 @pytest.fixture(scope="module")
-def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
-    module = Rendered(tmp_path_factory.mktemp("deployment"), VALUES)
+def module(tmp_path_factory: pytest.TempPathFactory) -> Rendered:
+    return Rendered(tmp_path_factory.mktemp("deployment"), VALUES)
+
+
+@pytest.fixture(scope="module")
+def rendered(module: Rendered) -> dict[str, dict[str, Any]]:
     return {name: module.outputs(variables) for name, variables in DEPLOYMENTS.items()}
 
 
@@ -172,8 +198,12 @@ def test_every_downloader_loads_its_environment_and_each_feeds_secrets(
         (worker,) = json.loads(containers)
         environments.append({pair["name"]: pair["value"] for pair in worker["environment"]})
     assert len(environments) == (2 if variables.get("enable_ecs_worker") else 1)
+    share = variables.get("feed_max_share_percent", DEFAULTS["feed_max_share_percent"])
     for environment in environments:
         settings = _lambda_settings(environment, _region(variables))
+        # Set with named feeds only; alone, the default feed's one lane holds every thread.
+        assert settings.max_share_percent == share
+        assert ("DLPIPE_MAX_SHARE_PERCENT" in environment) == bool(variables.get("feeds"))
         assert settings.jobs_table == outputs["jobs"]["name"]
         assert settings.queue_url == outputs["queue"]["url"]
         assert settings.large_queue_url == next(
@@ -191,14 +221,124 @@ def test_every_downloader_loads_its_environment_and_each_feeds_secrets(
             assert own.provider_token_secret_id in (tokens if declared is None else {declared})
 
 
+@pytest.mark.parametrize("deployment", ["two-feeds", "all-features"])
 def test_the_local_stack_writes_a_feed_in_the_shape_terraform_does(
-    rendered: dict[str, dict[str, Any]],
+    rendered: dict[str, dict[str, Any]], deployment: str
 ) -> None:
-    """parameter_value (the local stack's writer) gives the keys feeds.tf's jsonencode gives,
-    and a feed read from Terraform's parameter is written back to the same feed."""
-    outputs = rendered["two-feeds"]
+    """parameter_value (the local stack's writer) gives the keys feeds.tf's jsonencode gives
+    (every Feed field, its queue and share too), and a feed read from Terraform's parameter is
+    written back to the same feed."""
+    outputs = rendered[deployment]
+    assert outputs["parameters"]
     for name, written in outputs["parameters"].items():
         feed = feed_from_parameter(name, f"/dlpipe/feeds/{name}", written)
         ours = parameter_value(feed)
         assert sorted(json.loads(ours)) == sorted(json.loads(written))
         assert feed_from_parameter(name, f"/dlpipe/feeds/{name}", ours) == feed
+
+
+@pytest.mark.parametrize("deployment", DEPLOYMENTS)
+def test_each_feed_sends_to_and_reads_from_its_own_queue(
+    rendered: dict[str, dict[str, Any]], deployment: str
+) -> None:
+    """Each named feed's parameter names the queue Terraform makes for it, which its settings
+    (orchestrator and downloaders) take as theirs; no two feeds share a queue, and the
+    default feed keeps the main one."""
+    outputs, variables = rendered[deployment], DEPLOYMENTS[deployment]
+    queues = outputs["feed_queues"]
+    assert sorted(queues) == sorted(variables.get("feeds", {}))
+    urls = {queue["url"] for queue in queues.values()} | {outputs["queue"]["url"]}
+    assert len(urls) == len(queues) + 1
+    for component in ("orchestrator", "downloader"):
+        settings = _lambda_settings(outputs[component], _region(variables))
+        assert settings.queue_url == outputs["queue"]["url"]
+        for name, feed in _feeds(outputs, settings).items():
+            assert feed.queue_url == queues[name]["url"], (component, name)
+            assert settings_for_feed(settings, feed).queue_url == queues[name]["url"]
+
+
+def _concurrency(variables: Mapping[str, Any]) -> int:
+    return int(variables.get("downloader_max_concurrency", DEFAULTS["downloader_max_concurrency"]))
+
+
+@pytest.mark.parametrize("deployment", DEPLOYMENTS)
+def test_each_feeds_event_source_mapping_holds_its_share_of_the_downloaders(
+    rendered: dict[str, dict[str, Any]], deployment: str
+) -> None:
+    """Each feed's mapping reads its own queue and runs at most the lane cap
+    (dlpipe/domain/lanes.py) of downloader_max_concurrency for its share, the feed's own or
+    DLPIPE_MAX_SHARE_PERCENT as the downloaders load it, and never fewer than the mapping's
+    minimum; alone, the default feed's mapping runs them all."""
+    outputs, variables = rendered[deployment], DEPLOYMENTS[deployment]
+    settings = _lambda_settings(outputs["downloader"], _region(variables))
+    share = variables.get("feed_max_share_percent", DEFAULTS["feed_max_share_percent"])
+    assert settings.max_share_percent == share
+    feeds = _feeds(outputs, settings)
+    lanes, concurrency = 1 + len(feeds), _concurrency(variables)
+
+    def cap(feed_share: int) -> int:
+        return max(MAPPING_MIN_CONCURRENCY, lane_cap(concurrency, feed_share, lanes))
+
+    assert outputs["cap"] == cap(settings.max_share_percent)
+    if not feeds:
+        assert outputs["cap"] == concurrency
+    assert sorted(outputs["feed_caps"]) == sorted(feeds)
+    for name, feed in feeds.items():
+        own = settings_for_feed(settings, feed)
+        assert outputs["feed_caps"][name] == cap(own.max_share_percent), name
+        assert outputs["feed_sources"][name] == outputs["feed_queues"][name]["arn"]
+    overrides = {f.max_share_percent for f in feeds.values()} - {None}
+    assert deployment == "defaults" or overrides  # the fixtures exercise a feed's own share
+
+
+@pytest.mark.parametrize("deployment", DEPLOYMENTS)
+def test_each_feed_queue_dead_letters_to_the_shared_dlq_which_allows_it(
+    rendered: dict[str, dict[str, Any]], deployment: str
+) -> None:
+    """A feed's queue redrives to the download DLQ after as many receives as the main queue,
+    and the DLQ's redrive allow policy names it among its sources; its alarm watches it."""
+    outputs = rendered[deployment]
+    main = json.loads(outputs["redrive"])
+    assert main["deadLetterTargetArn"] == outputs["dlq"]["arn"]
+    allow = json.loads(outputs["redrive_allow"])
+    assert allow["redrivePermission"] == "byQueue"
+    sources = [outputs["queue"]["arn"], *(q["arn"] for q in outputs["large_queue"])]
+    sources += [outputs["feed_queues"][name]["arn"] for name in sorted(outputs["feed_queues"])]
+    assert allow["sourceQueueArns"] == sources
+    for name, queue in outputs["feed_queues"].items():
+        assert json.loads(outputs["feed_redrives"][name]) == main, name
+        assert outputs["feed_alarms"][name] == {"QueueName": queue["name"]}, name
+
+
+def test_past_ten_dead_letter_sources_any_queue_of_the_account_may_use_the_dlq(
+    module: Rendered,
+) -> None:
+    """SQS takes at most 10 source ARNs in a byQueue policy: with the large-file queue and
+    nine named feeds (eleven sources) the policy allows every queue (same account and region)."""
+    feed = dict(_tfvars("two-feeds.tfvars")["feeds"]["vendor-a"])
+    variables = {
+        **DEPLOYMENTS["all-features"],
+        "feeds": {
+            f"vendor-{index}": {**feed, "destination_prefix": f"v{index}"} for index in range(8)
+        },
+    }
+    assert len(json.loads(module.outputs(variables)["redrive_allow"])["sourceQueueArns"]) == 10
+    variables["feeds"]["vendor-8"] = {**feed, "destination_prefix": "v8"}
+    assert json.loads(module.outputs(variables)["redrive_allow"]) == {
+        "redrivePermission": "allowAll"
+    }
+
+
+def test_a_share_below_two_invocations_still_runs_the_mappings_minimum(module: Rendered) -> None:
+    """downloader_max_concurrency 3: a 10 % share and the default 50 % both round down to 1
+    invocation (the lane cap), and each mapping runs the 2 SQS takes at least."""
+    feed = dict(_tfvars("two-feeds.tfvars")["feeds"]["vendor-a"])
+    variables = {
+        **REQUIRED,
+        "downloader_max_concurrency": 3,
+        "feeds": {"vendor-a": {**feed, "max_share_percent": 10}},
+    }
+    outputs = module.outputs(variables)
+    assert lane_cap(3, 10, 2) == lane_cap(3, int(DEFAULTS["feed_max_share_percent"]), 2) == 1
+    assert outputs["feed_caps"] == {"vendor-a": MAPPING_MIN_CONCURRENCY}
+    assert outputs["cap"] == MAPPING_MIN_CONCURRENCY

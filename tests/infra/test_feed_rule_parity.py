@@ -114,6 +114,7 @@ FIELD_CASES: dict[str, list[Any]] = {
     "large_file_threshold_bytes": [0, 1, 10**12, -1, 0.5],
     "stall_floor_bytes": [0, 65536, -1, 1.5, None],
     "stall_window_seconds": [5, 3600, 30, 4, 3601, 7.5, None],
+    "max_share_percent": [1, 100, 50, 0, 101, 2.5, -1, None],
     "token_secret": [
         TOKEN,
         "arn:aws-us-gov:secretsmanager:us-gov-west-1:123456789012:secret:t-AbCdEf",
@@ -175,6 +176,10 @@ def _module() -> str:
     value = value.replace(
         "local.feed_private_key_secret_arns[each.key]", "each.value.private_key_secret"
     )
+    # The feed's own queue (sqs.tf), as AWS names its URL: the feed's name in its last segment.
+    queue = '"https://sqs.eu-west-1.amazonaws.com/123456789012/dlpipe-downloads-feed-${each.key}"'
+    value = value.replace("aws_sqs_queue.feed_downloads[each.key].url", queue)
+    assert "aws_" not in value, value  # every resource the parameter names has its stand-in
     value = value.replace("each.key", "name").replace("each.value", "feed")
     verdicts = ",\n".join(over_case)
     return (

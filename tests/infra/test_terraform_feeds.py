@@ -225,6 +225,9 @@ def test_every_feed_resource_is_keyed_by_feed_name() -> None:
         ("aws_secretsmanager_secret", "feed_token"),
         ("aws_secretsmanager_secret", "feed_private_key"),
         ("aws_ssm_parameter", "feed"),
+        ("aws_sqs_queue", "feed_downloads"),
+        ("aws_lambda_event_source_mapping", "feed_downloads"),
+        ("aws_cloudwatch_metric_alarm", "feed_queue_oldest_message"),
     }
     for address, body in resources.items():
         assert "count" not in body, address
@@ -249,6 +252,11 @@ IN_PLACE = {
     ("aws_lambda_function", "orchestrator"): "the parameter path, from the first feed on",
     ("aws_lambda_function", "downloader"): "the parameter path, from the first feed on",
     ("aws_ecs_task_definition", "worker"): "the parameter path, from the first feed on",
+    # The default feed holds every downloader alone, its share (feed_max_share_percent) of them
+    # once there is a named feed; a later feed changes neither.
+    ("aws_lambda_event_source_mapping", "downloads"): "its cap, from the first feed on",
+    # Every download queue may dead-letter to the one DLQ: the feed's queue is among them.
+    ("aws_sqs_queue_redrive_allow_policy", "downloads_dlq"): "the feed's queue as a source",
 }
 
 
@@ -396,13 +404,57 @@ def test_every_feed_statement_names_only_its_own_feed() -> None:
 
 
 def test_no_other_role_names_a_feed_secret_or_parameter() -> None:
-    """The scheduler, the ECS execution role and the key policy never see feed secrets."""
+    """The scheduler, the ECS execution role and the key policy never see feed secrets; the
+    Lambda's and the ECS task's own documents only the feeds' queues."""
     for (dtype, name), body in MODULE.data.items():
         if dtype != "aws_iam_policy_document" or name in {"orchestrator", "downloader_code"}:
             continue
         text = " ".join(strings(list(policy_statements(body))))
+        if name in {"downloader", "ecs_task"}:
+            text = text.replace("aws_sqs_queue.feed_downloads[", "")
         assert "feed_" not in text, name
         assert "aws_ssm_parameter" not in text, name
+
+
+# Per-feed SQS grants, by document: (sid prefix, actions) on the feed's own queue. Each mirrors
+# a statement on the main queue (the same actions, there on aws_sqs_queue.downloads).
+FEED_QUEUE_GRANTS = {
+    "orchestrator": {"QueueFeedDownloads": "QueueDownloads"},
+    "downloader_code": {"KeepAndDeferFeedDownloads": "KeepAndDeferDownloads"},
+    "downloader": {
+        "EventSourceConsumesFeedDownloads": "EventSourceConsumesDownloads",
+        "FindFeedDownloadQueue": "FindDownloadQueue",
+    },
+    "ecs_task": {"ReceiveFeedDownloads": "ReceiveDownloads"},
+}
+
+
+@pytest.mark.parametrize("document", FEED_QUEUE_GRANTS)
+def test_each_role_may_use_a_feeds_queue_as_it_uses_the_main_queue(document: str) -> None:
+    """Every statement on the main queue has a per-feed twin (for_each over the feeds) with
+    the same actions on the feed's own queue, and no other statement names a feed's queue."""
+    body = MODULE.data[("aws_iam_policy_document", document)]
+    statements = list(policy_statements(body))
+    on_main = {
+        literal(s["sid"]): sorted(literal(a) for a in s["actions"])
+        for s in statements
+        if s.get("resources") == ["${aws_sqs_queue.downloads.arn}"]
+    }
+    twins: dict[str, list[str]] = {}
+    for dynamic in body.get("dynamic", []):
+        for label, block in dynamic.items():
+            for content in block["content"] if literal(label) == "statement" else []:
+                if "feed_downloads" not in str(content.get("resources")):
+                    continue
+                assert block["for_each"] == "${var.feeds}", document
+                assert content["resources"] == [
+                    "${aws_sqs_queue.feed_downloads[statement.key].arn}"
+                ]
+                sid = literal(content["sid"]).split("${")[0]
+                twins[FEED_QUEUE_GRANTS[document][sid]] = sorted(
+                    literal(a) for a in content["actions"]
+                )
+    assert twins == on_main
 
 
 def test_the_orchestrator_checks_every_feeds_polling_against_its_execution_timeout() -> None:

@@ -31,6 +31,7 @@ STAND_INS = """
 locals {
   created_token = { for name, feed in var.feeds : name => { arn = "created-token:${name}" } if feed.token_secret == null }
   created_key   = { for name, feed in var.feeds : name => { arn = "created-key:${name}" } if feed.private_key_secret == null }
+  created_queue = { for name, feed in var.feeds : name => { url = "created-queue:${name}" } }
 }
 variable "name_prefix" {
   type    = string
@@ -64,7 +65,8 @@ def _block(text: str, header: str, opening: str = "{", closing: str = "}") -> st
         index += 1
 
 
-# The deployment's polling and budgets, which a feed's polling overrides are checked against.
+# The deployment's polling and budgets, which a feed's polling overrides are checked against,
+# and the downloaders' concurrency and share, which its share override is taken from.
 POLLING_VARIABLES = (
     "poll_interval_seconds",
     "max_polls",
@@ -72,6 +74,8 @@ POLLING_VARIABLES = (
     "aws_outage_budget_seconds",
     "durable_setup_margin_seconds",
     "durable_execution_timeout_seconds",
+    "downloader_max_concurrency",
+    "feed_max_share_percent",
 )
 
 
@@ -103,6 +107,7 @@ def _module(directory: Path) -> Path:
         r"aws_secretsmanager_secret\.feed_private_key\b", "local.created_key", feed_locals
     )
     parts = [variable, feed_locals, STAND_INS, _per_feed(), _orchestrator_feed_precondition()]
+    parts = [re.sub(r"aws_sqs_queue\.feed_downloads\b", "local.created_queue", p) for p in parts]
     (directory / "main.tf").write_text("\n".join(parts))
     subprocess.run(
         [TERRAFORM, "init", "-input=false"], cwd=directory, check=True, capture_output=True
@@ -204,6 +209,7 @@ BAD = [
     pytest.param(
         _with("vendor-a", "poll_interval_seconds", 5), "poll_interval_seconds", id="interval"
     ),
+    pytest.param(_with("vendor-a", "max_share_percent", 0), "max_share_percent", id="share-zero"),
     pytest.param(_with("vendor-a", "token_secret", "vendor-b"), "token_secret", id="token-by-name"),
     pytest.param(
         _with("vendor-b", "private_key_secret", "vendor-z"),
@@ -245,6 +251,9 @@ def test_each_feeds_parameter_is_json_of_its_settings_and_resolved_secrets(modul
     assert parameters["vendor-b"]["private_key_secret"] == "created-key:vendor-a"
     assert parameters["vendor-b"]["deadline"] is None
     assert parameters["vendor-a"]["url_allowed_hosts"] == ["files.vendor-a.example.com"]
+    assert {n: v["queue_url"] for n, v in parameters.items()} == {
+        n: f"created-queue:{n}" for n in ("vendor-a", "vendor-b")
+    }
     assert parameters["vendor-b"]["url_allowed_hosts"] == []
 
 

@@ -85,6 +85,7 @@ DOWNLOADER_NEEDS = {
     config.ENV_LARGE_QUEUE_URL,
     config.ENV_LARGE_FILE_THRESHOLD_BYTES,
     config.ENV_FEEDS_PARAMETER_PATH,  # a job's feed's parameter (set only with named feeds)
+    config.ENV_MAX_SHARE_PERCENT,  # the share one feed may hold (set only with named feeds)
 }
 
 TABLES = [
@@ -410,14 +411,28 @@ def test_schedule_input_becomes_an_event_the_orchestrator_reads() -> None:
     assert parse_event(json.loads(sent)).polling_date == "2026-02-28"
 
 
-def test_downloader_event_source_reports_item_failures_and_caps_concurrency() -> None:
-    """The SQS event source retries only failed messages and never exceeds the set concurrency."""
-    mapping = MODULE.resource("aws_lambda_event_source_mapping", "downloads")
+@pytest.mark.parametrize(
+    ("label", "queue", "cap"),
+    [
+        ("downloads", "${aws_sqs_queue.downloads.arn}", "${local.default_feed_max_concurrency}"),
+        (
+            "feed_downloads",
+            "${aws_sqs_queue.feed_downloads[each.key].arn}",
+            "${local.feed_max_concurrency[each.key]}",
+        ),
+    ],
+)
+def test_downloader_event_source_reports_item_failures_and_caps_concurrency(
+    label: str, queue: str, cap: str
+) -> None:
+    """Each SQS event source (the main queue's, each feed's) retries only failed messages, reads
+    its own queue, and never exceeds its feed's cap (tests/infra/test_deployment_contract.py
+    renders the caps and checks them against dlpipe/domain/lanes.py)."""
+    mapping = MODULE.resource("aws_lambda_event_source_mapping", label)
     assert mapping["function_response_types"] == ['"ReportBatchItemFailures"']
-    assert (
-        mapping["scaling_config"][0]["maximum_concurrency"] == "${var.downloader_max_concurrency}"
-    )
-    assert mapping["event_source_arn"] == "${aws_sqs_queue.downloads.arn}"
+    assert mapping["scaling_config"][0]["maximum_concurrency"] == cap
+    assert mapping["event_source_arn"] == queue
+    assert mapping["batch_size"] == "${var.downloader_batch_size}"
 
 
 def test_queue_visibility_is_six_downloader_timeouts() -> None:
@@ -581,7 +596,21 @@ def test_large_queue_exists_only_with_the_ecs_worker_and_dead_letters_to_the_sha
     assert queue["count"] == "${local.ecs_worker_count}"
     assert "aws_sqs_queue.downloads_dlq.arn" in queue["redrive_policy"]
     allow = MODULE.resource("aws_sqs_queue_redrive_allow_policy", "downloads_dlq")
-    assert "aws_sqs_queue.downloads_large[*].arn" in allow["redrive_allow_policy"]
+    assert "local.download_dlq_sources" in allow["redrive_allow_policy"]
+    assert "aws_sqs_queue.downloads_large[*].arn" in MODULE.locals["download_dlq_sources"]
+
+
+def test_each_feed_queue_is_the_main_queue_but_for_its_name() -> None:
+    """A named feed's queue (for_each over the feeds) has the main queue's visibility,
+    retention, long polling, key and redrive to the shared DLQ; its name carries the feed's."""
+    main = MODULE.resource("aws_sqs_queue", "downloads")
+    feed = MODULE.resource("aws_sqs_queue", "feed_downloads")
+    assert feed["for_each"] == "${var.feeds}"
+    assert "${each.key}" in literal(feed["name"])
+    assert literal(feed["name"]).startswith(literal(main["name"]))
+    same = {k: v for k, v in main.items() if k not in ("name", "__comments__")}
+    assert {k: feed.get(k) for k in same} == same
+    assert "aws_sqs_queue.feed_downloads" in MODULE.locals["download_dlq_sources"]
 
 
 def test_large_file_threshold_is_the_routing_rule_at_the_downloader_timeout() -> None:
