@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from dlpipe.services.orchestrator.handoff import EventSender
     from dlpipe.services.orchestrator.manifest_ports import ManifestStore
     from dlpipe.services.orchestrator.ports import BatchFlow
-    from dlpipe.services.orchestrator.store_ports import BatchStore, JobSender, JobStore
+    from dlpipe.services.orchestrator.store_ports import BatchStore, DownloadQueues, JobStore
     from dlpipe.services.orchestrator.sweep_ports import PublishedCheck
 
 
@@ -55,7 +55,7 @@ def build_flow(
     jobs: JobStore | None = None,
     batches: BatchStore | None = None,
     provider: FileLister | None = None,
-    queue: JobSender | None = None,
+    queue: DownloadQueues | None = None,
     clock: Clock | None = None,
     new_uuid: Callable[[], str] | None = None,
     published: PublishedCheck | None = None,

@@ -10,14 +10,8 @@ from dlpipe.config import ConfigError, Settings
 from dlpipe.domain.clock import Clock
 from dlpipe.domain.feeds import DEFAULT_FEED, Feed
 from dlpipe.services.ops.manifest_ports import ManifestReader
-from dlpipe.services.ops.ports import (
-    JobSender,
-    MessagePeeker,
-    OpsBatches,
-    OpsJobs,
-    QueueGauge,
-    Starter,
-)
+from dlpipe.services.ops.ports import MessagePeeker, OpsBatches, OpsJobs, QueueGauge, Starter
+from dlpipe.services.shared_ports import JobSender
 
 # AWS short polls sample a subset of SQS servers; one second of long poll sees them all.
 RECEIVE_WAIT_SECONDS = 1

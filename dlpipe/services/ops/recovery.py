@@ -13,8 +13,9 @@ from dlpipe.domain.transitions import is_stuck, lease_live, may_requeue
 from dlpipe.log import get_logger
 from dlpipe.services.ops.context import OpsContext
 from dlpipe.services.ops.feeds import FeedChoice
-from dlpipe.services.ops.ports import JobSender, OpsJobs
+from dlpipe.services.ops.ports import OpsJobs
 from dlpipe.services.ops.queries import STUCK_STATUSES, stuck_jobs
+from dlpipe.services.shared_ports import JobSender
 
 # Jobs sent per call: a refused send costs only its ten, never the rest of the list.
 SEND_CHUNK = 10
