@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Protocol
 
+from dlpipe.domain.clock import Clock
 from dlpipe.domain.model import Batch, BatchStatus, FileJob, JobStatus
 from dlpipe.domain.outcome import OutcomeSummary
 from dlpipe.domain.routing import Route
@@ -111,3 +112,17 @@ class DownloadQueues(SweepQueue, Protocol):
     def route(self, size_bytes: int | None) -> Route:
         """Which queue a file of `size_bytes` goes to."""
         ...
+
+
+class FlowStores(Protocol):
+    """The two tables and the clock, as a step of the flow reads them from it (BatchFlowService
+    fits): a step module asks for these and what else it uses, not for the whole flow."""
+
+    @property
+    def jobs(self) -> JobStore: ...
+
+    @property
+    def batches(self) -> BatchStore: ...
+
+    @property
+    def clock(self) -> Clock: ...
