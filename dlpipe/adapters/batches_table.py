@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import ClientError
-
 from dlpipe.adapters import dynamo
 from dlpipe.adapters.items import (
     BATCH_ATTRIBUTES,
@@ -91,30 +89,24 @@ class BatchesTable:
         # Race: a replayed create-batch step re-putting the same BatchID must not reset it.
         # Rule: transitions.may_create (every condition here mirrors a rule of
         # dlpipe/domain/transitions.py; tests/property/test_conditions.py checks each pair).
-        try:
-            dynamo.call(
-                self.table_name,
-                self._client.put_item,
-                Item=batch_to_item(batch),
-                ConditionExpression="attribute_not_exists(#id)",
-                ExpressionAttributeNames=_names("#id"),
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
-        except ClientError as exc:
-            if not dynamo.is_condition_failure(exc):
-                raise
-            old = dynamo.old_item(exc)
-            current = batch_from_item(old) if old else None
-            # A retry after a lost response finds the batch its first send wrote.
-            # Rule: is_own_batch_create.
-            if is_own_batch_create(current, batch):
-                log.info("record.write_landed_before", table=self.table_name, rule="create")
-                return batch
-            raise BatchExistsError(
+        dynamo.conditional_put(
+            self._client,
+            self.table_name,
+            batch_key(batch.batch_id),
+            batch_to_item(batch),
+            condition="attribute_not_exists(#id)",
+            names=_names("#id"),
+            parse=batch_from_item,
+            refused=lambda _, current: BatchExistsError(
                 f"batch {batch.batch_id} exists already",
                 condition=f"attribute_not_exists({_NAMES['#id']})",
                 current=current,
-            ) from exc
+            ),
+            # A retry after a lost response finds the batch its first send wrote.
+            # Rule: is_own_batch_create.
+            own=lambda current: is_own_batch_create(current, batch),
+            rule="create",
+        )
         return batch
 
     def get(self, batch_id: str) -> Batch | None:

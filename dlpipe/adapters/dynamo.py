@@ -1,4 +1,5 @@
-"""What both table modules share: error translation and paginated queries."""
+"""What both table modules share: error translation, paginated queries and the plumbing of a
+conditional write (the conditions themselves stay with each table's methods)."""
 
 from __future__ import annotations
 
@@ -100,6 +101,34 @@ def call(table: str, operation: Callable[..., Any], **request: Any) -> Any:
 _R = TypeVar("_R")
 
 
+def conditional_put(
+    client: DynamoDBClient,
+    table: str,
+    key: dict[str, Any],
+    item: dict[str, Any],
+    *,
+    condition: str,
+    names: dict[str, str],
+    parse: Callable[[dict[str, Any]], _R],
+    refused: Callable[[str, _R | None], Exception],
+    own: Callable[[_R], bool] | None = None,
+    rule: str = "",
+) -> None:
+    """PutItem of `item` (whose key is `key`) under `condition`; a lost condition is
+    `_landed_or_refused`'s."""
+    try:
+        call(
+            table,
+            client.put_item,
+            Item=item,
+            ConditionExpression=condition,
+            ExpressionAttributeNames=names,
+            ReturnValuesOnConditionCheckFailure="ALL_OLD",
+        )
+    except ClientError as exc:
+        _landed_or_refused(exc, table, key, parse=parse, refused=refused, own=own, rule=rule)
+
+
 def conditional_update(
     client: DynamoDBClient,
     table: str,
@@ -114,11 +143,8 @@ def conditional_update(
     own: Callable[[_R], bool] | None = None,
     rule: str = "",
 ) -> _R:
-    """UpdateItem under `condition`, returning the new record; a lost condition raises
-    `refused(message, what the item held)`, learned without a second read (ALL_OLD).
-
-    A refusal whose stored record is this very write (`own`, a domain rule), applied by an
-    earlier send that botocore re-sent after a lost response, is the write's success."""
+    """UpdateItem under `condition`, returning the new record; a lost condition is
+    `_landed_or_refused`'s."""
     try:
         response = call(
             table,
@@ -132,16 +158,33 @@ def conditional_update(
             ReturnValuesOnConditionCheckFailure="ALL_OLD",
         )
     except ClientError as exc:
-        if not is_condition_failure(exc):
-            raise
-        old = old_item(exc)
-        current = parse(old) if old else None
-        if current is not None and own is not None and own(current):
-            log.info("record.write_landed_before", table=table, key=_key_text(key), rule=rule)
-            return current
-        state = f"it is {getattr(current, 'status', '?')}" if current else "it does not exist"
-        raise refused(state, current) from exc
+        return _landed_or_refused(exc, table, key, parse=parse, refused=refused, own=own, rule=rule)
     return parse(response["Attributes"])
+
+
+def _landed_or_refused(
+    exc: ClientError,
+    table: str,
+    key: dict[str, Any],
+    *,
+    parse: Callable[[dict[str, Any]], _R],
+    refused: Callable[[str, _R | None], Exception],
+    own: Callable[[_R], bool] | None,
+    rule: str,
+) -> _R:
+    """A conditional write's ClientError: a lost condition raises `refused(state, what the
+    item held)`, learned without a second read (ALL_OLD), unless the stored record is this
+    very write (`own`, a domain rule), applied by an earlier send that botocore re-sent after
+    a lost response: then it is the write's success, and the stored record is returned."""
+    if not is_condition_failure(exc):
+        raise exc
+    old = old_item(exc)
+    current = parse(old) if old else None
+    if current is not None and own is not None and own(current):
+        log.info("record.write_landed_before", table=table, key=_key_text(key), rule=rule)
+        return current
+    state = f"it is {getattr(current, 'status', '?')}" if current else "it does not exist"
+    raise refused(state, current) from exc
 
 
 def _key_text(key: dict[str, Any]) -> str:

@@ -7,7 +7,7 @@ jobs_writes.py's; JobsTable (jobs_table.py) is both on one client.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +23,12 @@ from dlpipe.adapters.items import (
     job_status_from_item,
 )
 from dlpipe.domain.clock import Clock, SystemClock
-from dlpipe.domain.errors import CorruptRecordError, NotFoundError, StoreUnavailableError
+from dlpipe.domain.errors import (
+    CorruptRecordError,
+    NotFoundError,
+    StoreUnavailableError,
+    UnreadableHandler,
+)
 from dlpipe.domain.model import FileJob, JobStatus
 from dlpipe.domain.rules import ttl_expired
 from dlpipe.domain.schema import BATCH_INDEX, STATUS_INDEX
@@ -33,7 +38,6 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 log = get_logger(component="records")
-UnreadableHandler = Callable[[CorruptRecordError], None]
 _BATCH_GET_MAX = 100
 # Items a Query page evaluates at most (its Limit). With job items of ~1-1.5 KB, DynamoDB's
 # own 1 MB page cap binds first (~700-1,000 items), so on AWS the pages, and the capacity

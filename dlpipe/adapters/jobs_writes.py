@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import ClientError
-
 from dlpipe.adapters import dynamo
 from dlpipe.adapters.items import job_from_item, job_key, job_to_item, serialize
 from dlpipe.adapters.jobs_conditions import CLAIMABLE, EXPIRED, FORCE_REQUEUABLE, HELD, REQUEUABLE
@@ -81,25 +79,20 @@ class JobWrites:
         # Race: a replayed or concurrent poller writing the same day's file. The first
         # write wins; the loser learns what is stored without a second read.
         # Rule: may_create.
-        try:
-            dynamo.call(
-                self.table_name,
-                self._client.put_item,
-                Item=job_to_item(job),
-                ConditionExpression="attribute_not_exists(#id)",
-                ExpressionAttributeNames=job_names("#id"),
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
-        except ClientError as exc:
-            if not dynamo.is_condition_failure(exc):
-                raise
-            old = dynamo.old_item(exc)
-            current = job_from_item(old) if old else None
-            raise JobExistsError(
+        dynamo.conditional_put(
+            self._client,
+            self.table_name,
+            job_key(job.file_id),
+            job_to_item(job),
+            condition="attribute_not_exists(#id)",
+            names=job_names("#id"),
+            parse=job_from_item,
+            refused=lambda _, current: JobExistsError(
                 f"job {job.file_id} exists already",
                 condition=f"attribute_not_exists({JOB_NAMES['#id']})",
                 current=current,
-            ) from exc
+            ),
+        )
         return job
 
     def claim(self, file_id: str, owner: str, lease_seconds: int) -> FileJob:

@@ -5,6 +5,7 @@
 and timeouts before a page's body retry that page, then raise ProviderUnavailableError; other
 4xx and a body that does not decode are permanent. Logs never carry the token or a file's URL.
 Why a break mid-body is not retried: docs/ARCHITECTURE.md, "Why the listing is a stream".
+The token comes in as a string; dlpipe/adapters/provider_token.py reads it.
 """
 
 from __future__ import annotations
@@ -13,23 +14,15 @@ import json
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import requests
-from botocore.exceptions import ClientError
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
 from tenacity.wait import wait_random_exponential
 
 from dlpipe.adapters.listing_stream import ListingLimits, ListingParser, collect_listing
 from dlpipe.adapters.retry_after import retry_after_seconds
-from dlpipe.config import (
-    ENV_PROVIDER_TOKEN,
-    ENV_PROVIDER_TOKEN_SECRET,
-    ConfigError,
-    Settings,
-    check_provider_url,
-)
+from dlpipe.config import ConfigError, check_provider_url
 from dlpipe.domain.listing import (
     MAX_FILES_PER_LISTING,
     FileDescriptor,
@@ -46,9 +39,6 @@ from dlpipe.domain.provider_errors import (
     ProviderUnavailableError,
 )
 from dlpipe.log import get_logger
-
-if TYPE_CHECKING:
-    from dlpipe.adapters.aws import AwsClients
 
 MAX_RESPONSE_BYTES = 32 * 1024 * 1024  # one file's answer; the listing is streamed, uncapped
 _LISTING_CHUNK_BYTES = 64 * 1024
@@ -320,38 +310,3 @@ def _check_status(response: requests.Response, path: str, not_found: str) -> Non
     raise ProviderRequestError(
         f"the provider refused {path} with HTTP {status}", status_code=status
     )
-
-
-def token_from_settings(settings: Settings, clients: AwsClients) -> str:
-    """The bearer token: from the local setting or a named feed's `file:PATH`, else from the
-    Secrets Manager secret."""
-    if settings.provider_token:
-        return settings.provider_token
-    if settings.provider_token_file:
-        return _token_from_file(settings.provider_token_file)
-    secret_id = settings.provider_token_secret_id
-    if not secret_id:
-        raise ConfigError(
-            f"set {ENV_PROVIDER_TOKEN_SECRET} (on AWS) or {ENV_PROVIDER_TOKEN} (local)"
-        )
-    try:
-        secret = clients.secretsmanager.get_secret_value(SecretId=secret_id)
-    except ClientError as exc:
-        if exc.response["Error"]["Code"] != "ResourceNotFoundException":
-            raise
-        raise ConfigError(f"secret {secret_id!r} does not exist or has no value yet") from exc
-    token = (secret.get("SecretString") or "").strip()
-    if not token:
-        raise ConfigError(f"secret {secret_id!r} holds no provider token")
-    return token
-
-
-def _token_from_file(path: str) -> str:
-    """A feed's token file (local use): its text, stripped; ConfigError in one line."""
-    try:
-        token = Path(path).read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"provider token file {path!r} cannot be read ({exc})") from exc
-    if not token:
-        raise ConfigError(f"provider token file {path!r} holds no provider token")
-    return token

@@ -54,7 +54,8 @@ def provider_factory(settings: Settings, clients: AwsClients) -> Callable[[], Ur
     @functools.cache
     def build() -> UrlSigner:
         # Imported on first use: most files never need a fresh URL.
-        from dlpipe.adapters.provider_client import ProviderClient, token_from_settings  # noqa: PLC0415
+        from dlpipe.adapters.provider_client import ProviderClient  # noqa: PLC0415
+        from dlpipe.adapters.provider_token import token_from_settings  # noqa: PLC0415
 
         return ProviderClient(
             base_url, token_from_settings(settings, clients), allow_http=settings.allow_http_urls

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from dlpipe.services.orchestrator.handoff import EventSender
     from dlpipe.services.orchestrator.manifest_ports import ManifestStore
     from dlpipe.services.orchestrator.ports import BatchFlow
-    from dlpipe.services.orchestrator.store_ports import BatchStore, JobSender, JobStore
+    from dlpipe.services.orchestrator.store_ports import BatchStore, DownloadQueues, JobStore
     from dlpipe.services.orchestrator.sweep_ports import PublishedCheck
 
 
@@ -55,7 +55,7 @@ def build_flow(
     jobs: JobStore | None = None,
     batches: BatchStore | None = None,
     provider: FileLister | None = None,
-    queue: JobSender | None = None,
+    queue: DownloadQueues | None = None,
     clock: Clock | None = None,
     new_uuid: Callable[[], str] | None = None,
     published: PublishedCheck | None = None,
@@ -70,7 +70,8 @@ def build_flow(
     from dlpipe.adapters.jobs_table import JobsTable  # noqa: PLC0415
     from dlpipe.adapters.listing_stream import ListingLimits  # noqa: PLC0415
     from dlpipe.adapters.manifest_store import S3ManifestStore  # noqa: PLC0415
-    from dlpipe.adapters.provider_client import ProviderClient, token_from_settings  # noqa: PLC0415
+    from dlpipe.adapters.provider_client import ProviderClient  # noqa: PLC0415
+    from dlpipe.adapters.provider_token import token_from_settings  # noqa: PLC0415
     from dlpipe.adapters.published import published_check  # noqa: PLC0415
     from dlpipe.adapters.queue import JobQueue  # noqa: PLC0415
     from dlpipe.services.orchestrator.flow import BatchFlowService  # noqa: PLC0415
@@ -135,7 +136,7 @@ def check_ready(settings: Settings, date: str) -> None:
     propagates as it is."""
     # Imported here, as in build_flow: the Lambda's init never runs the checks.
     from dlpipe.adapters.aws import PROBE_CONFIG  # noqa: PLC0415
-    from dlpipe.adapters.provider_client import token_from_settings  # noqa: PLC0415
+    from dlpipe.adapters.provider_token import token_from_settings  # noqa: PLC0415
     from dlpipe.adapters.readiness import AwsProbe, ProviderProbe  # noqa: PLC0415
     from dlpipe.services.orchestrator.preflight import check_probes, required_settings  # noqa: PLC0415
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 
@@ -24,6 +24,10 @@ class CorruptRecordError(RecordsError):
     def __init__(self, message: str, *, key: str) -> None:
         super().__init__(message)
         self.key = key
+
+
+# What a read that skips an unreadable item calls with its error (to count or log it).
+UnreadableHandler = Callable[[CorruptRecordError], None]
 
 
 class DependencyUnavailableError(RecordsError):

@@ -116,11 +116,11 @@ def run_feed_days(
                 running_workers(stack, options.workers, running.settings),
                 ThreadPoolExecutor(len(local.names), thread_name_prefix="dlpipe-day") as pool,
             ):
-                days = {
+                futures = {
                     name: pool.submit(_run_one, stack, running, name, options)
                     for name in local.names
                 }
-                results = {name: day.result() for name, day in days.items()}
+                results = {name: future.result() for name, future in futures.items()}
         return [_report(stack, running, name, results[name], options.date) for name in local.names]
 
 

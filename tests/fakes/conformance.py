@@ -10,7 +10,7 @@ from dlpipe.services.download.ports import Destination, JobLeases, Source, Uploa
 from dlpipe.services.orchestrator.fanout import FileLister
 from dlpipe.services.orchestrator.handoff import EventSender
 from dlpipe.services.orchestrator.manifest_ports import ManifestStore
-from dlpipe.services.orchestrator.store_ports import BatchStore, JobSender, JobStore, ReadCost
+from dlpipe.services.orchestrator.store_ports import BatchStore, DownloadQueues, JobStore, ReadCost
 from tests.fakes.download import FakeDestination, FakeSigner, FakeSource, FakeUpload
 from tests.fakes.events import FakeEventBus
 from tests.fakes.manifests import FakeManifestStore
@@ -31,7 +31,7 @@ def _download_ports(clock: Clock, answer: FileDescriptor) -> None:
 def _orchestrator_ports(clock: Clock) -> None:
     jobs: JobStore = FakeJobsTable(clock)
     batches: BatchStore = FakeBatchesTable(clock)
-    queue: JobSender = FakeQueue()
+    queue: DownloadQueues = FakeQueue()
     meter: ReadCost = FakeMeter()
     lister: FileLister = FakeLister()
     manifests: ManifestStore = FakeManifestStore()

@@ -11,7 +11,8 @@ import requests
 from structlog.testing import capture_logs
 
 from dlpipe.adapters.aws import AwsClients
-from dlpipe.adapters.provider_client import ProviderClient, token_from_settings
+from dlpipe.adapters.provider_client import ProviderClient
+from dlpipe.adapters.provider_token import token_from_settings
 from dlpipe.config import ConfigError, Settings
 from dlpipe.domain.cipher_format import CIPHER_CBC, CIPHER_GCM
 from dlpipe.domain.errors import InvalidIdentifierError

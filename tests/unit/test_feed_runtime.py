@@ -12,7 +12,7 @@ from botocore.stub import Stubber
 from click.testing import CliRunner
 
 from dlpipe.adapters.lambda_starter import LambdaStarter
-from dlpipe.adapters.provider_client import token_from_settings
+from dlpipe.adapters.provider_token import token_from_settings
 from dlpipe.bootstrap.orchestrator import feed_runs
 from dlpipe.cli.worker import worker_command
 from dlpipe.config import ConfigError, Settings

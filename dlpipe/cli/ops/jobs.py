@@ -22,7 +22,12 @@ from dlpipe.domain.model import SETS_MAX_FILES, JobStatus
 from dlpipe.services.ops.context import OpsContext
 from dlpipe.services.ops.feeds import FeedChoice
 from dlpipe.services.ops.queries import STUCK_STATUSES, batch_jobs, stuck_jobs
-from dlpipe.services.ops.recovery import Outcome, RequeueResult, requeue_files, stuck_file_ids
+from dlpipe.services.ops.recovery import (
+    RequeueOutcome,
+    RequeueResult,
+    requeue_files,
+    stuck_file_ids,
+)
 
 _STUCK_CHOICE = click.Choice([str(s) for s in STUCK_STATUSES])
 
@@ -152,7 +157,7 @@ def _requeue_view(results: list[RequeueResult]) -> FitTable:
 
 def _fail_unless_done(results: list[RequeueResult], *, named: bool) -> None:
     """Exit 1 when a named file was not requeued, or any file was not sent."""
-    bad = [r for r in results if (named and not r.ok) or r.outcome is Outcome.NOT_SENT]
+    bad = [r for r in results if (named and not r.ok) or r.outcome is RequeueOutcome.NOT_SENT]
     if bad:
         names = ", ".join(f"{r.file_id} ({r.outcome})" for r in bad)
         raise IncompleteRecoveryError(f"{len(bad)} of {len(results)} file(s) not requeued: {names}")

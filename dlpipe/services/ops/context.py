@@ -11,14 +11,8 @@ from dlpipe.domain.clock import Clock
 from dlpipe.domain.feeds import DEFAULT_FEED, Feed
 from dlpipe.feed_settings import settings_for_feed
 from dlpipe.services.ops.manifest_ports import ManifestReader
-from dlpipe.services.ops.ports import (
-    JobSender,
-    MessagePeeker,
-    OpsBatches,
-    OpsJobs,
-    QueueGauge,
-    Starter,
-)
+from dlpipe.services.ops.ports import MessagePeeker, OpsBatches, OpsJobs, QueueGauge, Starter
+from dlpipe.services.shared_ports import JobSender
 
 # AWS short polls sample a subset of SQS servers; one second of long poll sees them all.
 RECEIVE_WAIT_SECONDS = 1

@@ -2,22 +2,23 @@
 structurally, `dlpipe.bootstrap.ops` builds them; tests may pass in-memory fakes).
 
 Every AWS refusal reaches the use cases as a domain error (dlpipe.domain.errors), never as
-a botocore type: the adapters translate at their edge."""
+a botocore type: the adapters translate at their edge. What the other services ask of the
+same stores too (a batch's jobs, a requeue, the batches by date, the queue's send) is written
+once in dlpipe/services/shared_ports.py and taken in here."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Protocol
 
-from dlpipe.domain.errors import CorruptRecordError
+from dlpipe.domain.errors import UnreadableHandler
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME
-from dlpipe.domain.model import Batch, BatchStatus, FileJob, JobStatus
+from dlpipe.domain.model import FileJob, JobStatus
 from dlpipe.domain.queued import QueuedMessage
+from dlpipe.services.shared_ports import BatchJobReads, BatchReads, JobRequeue
 
-UnreadableHandler = Callable[[CorruptRecordError], None]
 
-
-class OpsJobs(Protocol):
+class OpsJobs(BatchJobReads, JobRequeue, Protocol):
     """The jobs table as operators read and repair it (GetItem and indexed Queries only)."""
 
     def get(self, file_id: str, *, consistent: bool = True) -> FileJob | None:
@@ -26,20 +27,6 @@ class OpsJobs(Protocol):
 
     def require(self, file_id: str) -> FileJob:
         """The job, or NotFoundError."""
-        ...
-
-    def batch_get(
-        self,
-        file_ids: Iterable[str],
-        *,
-        consistent: bool = False,
-        on_unreadable: UnreadableHandler | None = None,
-    ) -> dict[str, FileJob]:
-        """Jobs by FileID (absent ones left out)."""
-        ...
-
-    def requeue(self, file_id: str, *, force: bool = False) -> FileJob:
-        """Back to available unless completed or held under a live lease; RequeueRefusedError."""
         ...
 
     def query_by_status(
@@ -57,17 +44,6 @@ class OpsJobs(Protocol):
         """The oldest (or newest) readable job in `status`."""
         ...
 
-    def query_by_batch(
-        self,
-        batch_id: str,
-        status: JobStatus | None = None,
-        *,
-        limit: int | None = None,
-        on_unreadable: UnreadableHandler | None = None,
-    ) -> Iterator[FileJob]:
-        """Jobs of `batch_id` (BatchIndex), optionally only those in `status`."""
-        ...
-
     def page_by_batch(
         self,
         batch_id: str,
@@ -79,29 +55,9 @@ class OpsJobs(Protocol):
         """One page of `batch_id`'s jobs after `start`, and the key to go on from."""
         ...
 
-    def count_by_batch(self, batch_id: str, status: JobStatus) -> int:
-        """How many jobs of `batch_id` are in `status`."""
-        ...
 
-
-class OpsBatches(Protocol):
-    """The batches table as operators read it."""
-
-    def require(self, batch_id: str) -> Batch:
-        """The batch, or NotFoundError."""
-        ...
-
-    def query_by_date(self, polling_date: str, status: BatchStatus | None = None) -> list[Batch]:
-        """The batches of a polling date (PollingDateIndex), oldest first."""
-        ...
-
-
-class JobSender(Protocol):
-    """The download queues: each job sent to the queue its size routes it to."""
-
-    def send_jobs(self, jobs: Sequence[FileJob]) -> int:
-        """Send one message per job; QueueSendError (naming the unsent) if some failed."""
-        ...
+class OpsBatches(BatchReads, Protocol):
+    """The batches table as operators read it: by BatchID and by polling date."""
 
 
 class QueueGauge(Protocol):

@@ -14,15 +14,17 @@ from dlpipe.domain.transitions import is_stuck, lease_live, may_requeue
 from dlpipe.log import get_logger
 from dlpipe.services.ops.context import OpsContext
 from dlpipe.services.ops.feeds import FeedChoice
-from dlpipe.services.ops.ports import JobSender, OpsJobs
+from dlpipe.services.ops.ports import OpsJobs
 from dlpipe.services.ops.queries import STUCK_STATUSES, stuck_jobs
+from dlpipe.services.shared_ports import JobSender
 
 # Jobs sent per call: a refused send costs only its ten, never the rest of the list.
 SEND_CHUNK = 10
 
 
-class Outcome(StrEnum):
-    """What happened to one requested file."""
+class RequeueOutcome(StrEnum):
+    """What a requeue did to one requested file (how a download ended is another enum: the
+    download service's Outcome)."""
 
     REQUEUED = "requeued"
     WOULD_REQUEUE = "would-requeue"  # --dry-run
@@ -36,7 +38,7 @@ class RequeueResult:
     """One file's outcome, with the status it had when we looked."""
 
     file_id: str
-    outcome: Outcome
+    outcome: RequeueOutcome
     previous_status: str | None
     batch_id: str | None
     detail: str
@@ -45,7 +47,7 @@ class RequeueResult:
     @property
     def ok(self) -> bool:
         """True if the file is (or would be) back on the queue."""
-        return self.outcome in (Outcome.REQUEUED, Outcome.WOULD_REQUEUE)
+        return self.outcome in (RequeueOutcome.REQUEUED, RequeueOutcome.WOULD_REQUEUE)
 
 
 def refusal(job: FileJob, now_ms: int, force: bool) -> str | None:
@@ -58,7 +60,7 @@ def refusal(job: FileJob, now_ms: int, force: bool) -> str | None:
     return f"refused: {job.status}"
 
 
-def _result(job: FileJob, outcome: Outcome, detail: str) -> RequeueResult:
+def _result(job: FileJob, outcome: RequeueOutcome, detail: str) -> RequeueResult:
     return RequeueResult(job.file_id, outcome, str(job.status), job.batch_id, detail)
 
 
@@ -73,13 +75,13 @@ def _requeue_one(
 ) -> RequeueResult:
     before = jobs.get(file_id)
     if before is None:
-        return RequeueResult(file_id, Outcome.UNKNOWN, None, None, "no such job")
+        return RequeueResult(file_id, RequeueOutcome.UNKNOWN, None, None, "no such job")
     reason = refusal(before, now_ms, force)
     if reason is not None:
-        return _result(before, Outcome.REFUSED, reason)
+        return _result(before, RequeueOutcome.REFUSED, reason)
     change = _change(before)
     if dry_run:
-        return _result(before, Outcome.WOULD_REQUEUE, f"would be {change}")
+        return _result(before, RequeueOutcome.WOULD_REQUEUE, f"would be {change}")
     try:
         # The condition re-checks at write time: a worker may have finished or renewed.
         after = jobs.requeue(file_id, force=force)
@@ -87,13 +89,13 @@ def _requeue_one(
         current = refused.current
         detail = (current and refusal(current, now_ms, force)) or f"refused: {refused}"
         get_logger(component="ops").info("ops.requeue_refused", file_id=file_id, detail=detail)
-        return _result(current or before, Outcome.REFUSED, detail)
+        return _result(current or before, RequeueOutcome.REFUSED, detail)
     get_logger(component="ops").info(
         "ops.requeued", file_id=file_id, batch_id=after.batch_id, was=str(before.status)
     )
     # The batch the job belongs to now (a rerun may have adopted it since we looked).
     return RequeueResult(
-        file_id, Outcome.REQUEUED, str(before.status), after.batch_id, change, job=after
+        file_id, RequeueOutcome.REQUEUED, str(before.status), after.batch_id, change, job=after
     )
 
 
@@ -123,7 +125,7 @@ def _send_chunks(queue: JobSender, jobs: Sequence[FileJob]) -> set[str]:
 def _unsent(result: RequeueResult) -> RequeueResult:
     detail = "available again but not sent to SQS: run the requeue again"
     return RequeueResult(
-        result.file_id, Outcome.NOT_SENT, result.previous_status, result.batch_id, detail
+        result.file_id, RequeueOutcome.NOT_SENT, result.previous_status, result.batch_id, detail
     )
 
 
@@ -133,7 +135,7 @@ def requeue_files(
     """Requeue each file (look, then conditional write) and send the requeued ones to SQS."""
     jobs, now_ms = ops.jobs(), ops.now_ms()
     results = [_requeue_one(jobs, f, now_ms, force, dry_run) for f in dict.fromkeys(file_ids)]
-    to_send = [r.job for r in results if r.outcome is Outcome.REQUEUED and r.job is not None]
+    to_send = [r.job for r in results if r.outcome is RequeueOutcome.REQUEUED and r.job is not None]
     unsent = send_jobs(ops, to_send) if to_send else set()
     return [_unsent(r) if r.file_id in unsent else r for r in results]
 

@@ -3,21 +3,28 @@ when a run attaches and when it makes a new batch)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from dlpipe.domain.clock import iso_from_ms
 from dlpipe.domain.model import Batch, BatchStatus, make_batch_id
 from dlpipe.domain.rules import batch_ttl_epoch_s
 from dlpipe.domain.transitions import batch_to_attach
 from dlpipe.log import get_logger
-
-if TYPE_CHECKING:
-    from dlpipe.services.orchestrator.flow import BatchFlowService
+from dlpipe.services.orchestrator.store_ports import FlowStores
 
 log = get_logger(component="orchestrator")
 
 
-def create_batch(flow: BatchFlowService, polling_date: str, rerun: bool = False) -> str:
+class CreatingFlow(FlowStores, Protocol):
+    """What create-batch reads of the flow: the stores, and the feed and ids it names batches by."""
+
+    @property
+    def feed(self) -> str: ...
+
+    def new_uuid(self) -> str: ...
+
+
+def create_batch(flow: CreatingFlow, polling_date: str, rerun: bool = False) -> str:
     """Create the day's batch (initiated), or attach to the one already running / done."""
     # Another feed's batch of the same date is not this day: never attach to it.
     same_feed = [b for b in flow.batches.query_by_date(polling_date) if b.feed == flow.feed]

@@ -3,8 +3,6 @@ poller or a replay ended it first), and its metrics emitted."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from dlpipe import metrics
 from dlpipe.domain.clock import iso_from_ms, ms_from_iso
 from dlpipe.domain.errors import BatchTransitionRefusedError
@@ -15,14 +13,12 @@ from dlpipe.services.orchestrator.outcome import (
     summarize_failure,
     summarize_outcome,
 )
-
-if TYPE_CHECKING:
-    from dlpipe.services.orchestrator.flow import BatchFlowService
+from dlpipe.services.orchestrator.store_ports import FlowStores
 
 log = get_logger(component="orchestrator")
 
 
-def finish(flow: BatchFlowService, batch: Batch, status: BatchStatus, pending: int) -> Batch:
+def finish(flow: FlowStores, batch: Batch, status: BatchStatus, pending: int) -> Batch:
     timeout_at = iso_from_ms(flow.clock.now_ms()) if status is BatchStatus.TIMEOUT else None
     cause = final_cause(batch, status, pending)
     outcome = summarize_outcome(flow.jobs, batch.batch_id, cause)
@@ -43,7 +39,7 @@ def finish(flow: BatchFlowService, batch: Batch, status: BatchStatus, pending: i
     return finished
 
 
-def fail_batch(flow: BatchFlowService, batch_id: str, reason: str) -> None:
+def fail_batch(flow: FlowStores, batch_id: str, reason: str) -> None:
     """End the batch failed with `reason` (e.g. the provider stayed down)."""
     outcome = summarize_failure(flow.jobs, batch_id, reason)
     try:

@@ -33,7 +33,7 @@ from dlpipe.services.orchestrator.fanout import CHUNK_ENTRIES, FileLister, Listi
 from dlpipe.services.orchestrator.handoff import EventSender
 from dlpipe.services.orchestrator.manifest_ports import ManifestStore
 from dlpipe.services.orchestrator.ports import CompletionCheck, QueueResult
-from dlpipe.services.orchestrator.store_ports import BatchStore, JobSender, JobStore
+from dlpipe.services.orchestrator.store_ports import BatchStore, DownloadQueues, JobStore
 from dlpipe.services.orchestrator.sweep_ports import PublishedCheck
 
 
@@ -45,7 +45,7 @@ class BatchFlowService:
     jobs: JobStore
     batches: BatchStore
     provider: FileLister
-    queue: JobSender
+    queue: DownloadQueues
     clock: Clock
     new_uuid: Callable[[], str]
     sweep_requeue: bool = DEFAULT_SWEEP_REQUEUE

@@ -5,7 +5,7 @@ published files and a pointer naming the day's current manifest (docs/ARCHITECTU
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from dlpipe.domain.manifest import (
     DayPointer,
@@ -16,13 +16,18 @@ from dlpipe.domain.manifest import (
 )
 from dlpipe.domain.model import Batch, BatchStatus, JobStatus
 from dlpipe.log import get_logger
-
-if TYPE_CHECKING:
-    from dlpipe.services.orchestrator.flow import BatchFlowService
-    from dlpipe.services.orchestrator.manifest_ports import ManifestStore
-    from dlpipe.services.orchestrator.store_ports import JobStore
+from dlpipe.services.orchestrator.manifest_ports import ManifestStore
+from dlpipe.services.orchestrator.store_ports import FlowStores, JobStore
 
 log = get_logger(component="orchestrator")
+
+
+class ManifestFlow(FlowStores, Protocol):
+    """What write-manifest reads of the flow: the stores and the manifests' bucket (None: none)."""
+
+    @property
+    def manifests(self) -> ManifestStore | None: ...
+
 
 # Pointer writes are compare-and-swap on its ETag: a lost race re-reads and decides again.
 POINTER_ATTEMPTS = 5
@@ -32,7 +37,7 @@ class PointerContendedError(RuntimeError):
     """The day's pointer kept changing under this write (transient: the step is retried)."""
 
 
-def write_manifest(flow: BatchFlowService, batch_id: str) -> ManifestRef | None:
+def write_manifest(flow: ManifestFlow, batch_id: str) -> ManifestRef | None:
     """The ended batch's manifest (None when no destination bucket is wired) and the day's
     pointer, if this manifest is now the day's current one."""
     if flow.manifests is None:
@@ -63,7 +68,7 @@ def _finished_at(batch: Batch) -> str:
     return batch.updated_at
 
 
-def _day_batches(flow: BatchFlowService, batch: Batch) -> list[Batch]:
+def _day_batches(flow: ManifestFlow, batch: Batch) -> list[Batch]:
     """This batch and the feed's earlier batches of the date: a rerun never adopts completed
     jobs, so the day's completed files sit in these partitions, each FileID in one of them.
     Later batches are left out, so a replay renders what the first attempt did."""

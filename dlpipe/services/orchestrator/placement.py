@@ -5,7 +5,8 @@ error job or a line on the batch."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+import threading
+from typing import NamedTuple, Protocol
 
 from dlpipe.domain.errors import (
     BatchTransitionRefusedError,
@@ -20,15 +21,24 @@ from dlpipe.domain.transitions import may_adopt
 from dlpipe.log import get_logger
 from dlpipe.services.orchestrator.fanout import Entry, ListingPosition, in_parallel, refusal
 from dlpipe.services.orchestrator.jobs_from_listing import error_job, job_from_descriptor
-
-if TYPE_CHECKING:
-    from dlpipe.services.orchestrator.flow import BatchFlowService
+from dlpipe.services.orchestrator.store_ports import FlowStores
 
 log = get_logger(component="orchestrator")
 
 
+class PlacingFlow(FlowStores, Protocol):
+    """What writing a chunk's jobs reads of the flow: the stores, and the earlier batches this
+    invocation already marked adopted, with the lock that guards them."""
+
+    @property
+    def adopted_from(self) -> set[str]: ...
+
+    @property
+    def adopted_lock(self) -> threading.Lock: ...
+
+
 def write_jobs(
-    flow: BatchFlowService, batch_id: str, chunk: list[Entry], start: int, position: ListingPosition
+    flow: PlacingFlow, batch_id: str, chunk: list[Entry], start: int, position: ListingPosition
 ) -> tuple[list[FileJob], int]:
     """Write the chunk's jobs (WRITE_WORKERS at a time; entry i of the chunk is entry
     start + i of the day); the jobs to send, and how many were there with nothing to send."""
@@ -72,13 +82,13 @@ def write_jobs(
     return to_send, present
 
 
-def _refuse(flow: BatchFlowService, batch_id: str, position: ListingPosition, line: str) -> None:
+def _refuse(flow: PlacingFlow, batch_id: str, position: ListingPosition, line: str) -> None:
     log.warning("batch.entry_rejected", batch_id=batch_id, problem=line)
     position.refusals.add(line)
 
 
 def _record_refusal(
-    flow: BatchFlowService,
+    flow: PlacingFlow,
     batch_id: str,
     position: ListingPosition,
     rejected: RejectedFile,
@@ -111,7 +121,7 @@ def _record_refusal(
     position.expected.add(job.file_id)  # written now, or by a replay of this entry
 
 
-def _place_job(flow: BatchFlowService, job: FileJob) -> _Placed:
+def _place_job(flow: PlacingFlow, job: FileJob) -> _Placed:
     """Write the job, or find why its FileID is taken: a replay of this entry (send it
     again while available), another batch's job (adopt it), or a duplicate entry."""
     try:
@@ -129,7 +139,7 @@ def _place_job(flow: BatchFlowService, job: FileJob) -> _Placed:
     return _Placed(send=True)
 
 
-def _listed_again(flow: BatchFlowService, job: FileJob) -> _Placed:
+def _listed_again(flow: PlacingFlow, job: FileJob) -> _Placed:
     """Another batch's job this rerun could not adopt (completed, or held) is marked as
     named by this entry, so that a later copy of the entity is refused as on a fresh day."""
     if job.listing_index is None:
@@ -144,7 +154,7 @@ def _listed_again(flow: BatchFlowService, job: FileJob) -> _Placed:
     return _Placed(send=False)  # (a job gone meanwhile is nothing to send either)
 
 
-def _adopt(flow: BatchFlowService, job: FileJob, current: FileJob | None) -> bool:
+def _adopt(flow: PlacingFlow, job: FileJob, current: FileJob | None) -> bool:
     """True if another batch's unfinished job moved into this batch (and must be sent)."""
     if current is None or not may_adopt(current, job.batch_id, flow.clock.now_ms()):
         return False  # completed, or held under a live lease: the adoption would be refused
@@ -157,7 +167,7 @@ def _adopt(flow: BatchFlowService, job: FileJob, current: FileJob | None) -> boo
     return True
 
 
-def _mark_adopted(flow: BatchFlowService, earlier: str, rerun: str) -> None:
+def _mark_adopted(flow: PlacingFlow, earlier: str, rerun: str) -> None:
     """Tell the earlier batch where its files went: one write per earlier batch and
     invocation (a replay writes the same value again), not one per file."""
     with flow.adopted_lock:  # jobs are placed on several threads

@@ -1,19 +1,21 @@
 """The stores the batch flow needs: the jobs table, the batches table and the download queues
 (ports: dlpipe.adapters.jobs_table / batches_table / queue fit them structurally,
 `dlpipe.bootstrap.orchestrator` wires them; tests pass the in-memory fakes of tests/fakes/).
-AWS refusals arrive as the domain's errors: the adapters translate at their edge."""
+AWS refusals arrive as the domain's errors: the adapters translate at their edge. What the
+operator services ask of the same stores too is dlpipe/services/shared_ports.py's, and what
+the sweeper asks is sweep_ports.py's: the ports here add what only the flow uses."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable
 from typing import Protocol
 
-from dlpipe.domain.errors import CorruptRecordError
+from dlpipe.domain.clock import Clock
 from dlpipe.domain.model import Batch, BatchStatus, FileJob, JobStatus
 from dlpipe.domain.outcome import OutcomeSummary
 from dlpipe.domain.routing import Route
-
-UnreadableHandler = Callable[[CorruptRecordError], None]
+from dlpipe.services.orchestrator.sweep_ports import SweepJobs, SweepQueue
+from dlpipe.services.shared_ports import BatchJobReads, BatchReads
 
 
 class ReadCost(Protocol):
@@ -25,7 +27,7 @@ class ReadCost(Protocol):
         ...
 
 
-class JobStore(Protocol):
+class JobStore(BatchJobReads, SweepJobs, Protocol):
     """The jobs table as the batch flow, its completion check and its sweeper use it.
     Each write is conditional: refusals raise the domain's errors (JobExistsError, ...)."""
 
@@ -48,60 +50,17 @@ class JobStore(Protocol):
         ListedTwiceError if another entry of it did."""
         ...
 
-    def requeue(self, file_id: str, *, force: bool = False) -> FileJob:
-        """Back to available unless completed or held under a live lease; RequeueRefusedError."""
-        ...
-
-    def complete_abandoned(
-        self, file_id: str, owner: str, *, byte_count: int, sha256: str, destination_key: str
-    ) -> FileJob:
-        """Complete `owner`'s expired claim whose file is published; LeaseLostError."""
-        ...
-
-    def query_by_batch(
-        self,
-        batch_id: str,
-        status: JobStatus | None = None,
-        *,
-        limit: int | None = None,
-        on_unreadable: UnreadableHandler | None = None,
-    ) -> Iterator[FileJob]:
-        """Jobs of `batch_id` (BatchIndex), optionally only those in `status`."""
-        ...
-
-    def count_by_batch(self, batch_id: str, status: JobStatus) -> int:
-        """How many jobs of `batch_id` are in `status`."""
-        ...
-
     def batch_file_ids(self, batch_id: str) -> dict[str, JobStatus | None]:
         """FileID -> status of every job of `batch_id` (None: unreadable)."""
         ...
 
-    def batch_get(
-        self,
-        file_ids: Iterable[str],
-        *,
-        consistent: bool = False,
-        on_unreadable: UnreadableHandler | None = None,
-    ) -> dict[str, FileJob]:
-        """Jobs by FileID (absent ones left out)."""
-        ...
 
-
-class BatchStore(Protocol):
+class BatchStore(BatchReads, Protocol):
     """The batches table as the batch flow uses it; refused transitions raise
     BatchTransitionRefusedError (with the stored batch)."""
 
     def create(self, batch: Batch) -> Batch:
         """Write a new batch; BatchExistsError if the BatchID is taken."""
-        ...
-
-    def require(self, batch_id: str) -> Batch:
-        """The batch, or NotFoundError."""
-        ...
-
-    def query_by_date(self, polling_date: str, status: BatchStatus | None = None) -> list[Batch]:
-        """The batches of a polling date, oldest first."""
         ...
 
     def mark_queued(
@@ -147,17 +106,23 @@ class BatchStore(Protocol):
         ...
 
 
-class JobSender(Protocol):
-    """The download queues: each job sent to the queue its size routes it to."""
+class DownloadQueues(SweepQueue, Protocol):
+    """The download queues as the flow uses them: it also asks which queue a file goes to."""
 
     def route(self, size_bytes: int | None) -> Route:
         """Which queue a file of `size_bytes` goes to."""
         ...
 
-    def send_jobs(self, jobs: Sequence[FileJob]) -> int:
-        """Send one message per job; QueueSendError (naming the unsent) if some failed."""
-        ...
 
-    def depth(self) -> int:
-        """Messages visible in the queues now (a backlog estimate)."""
-        ...
+class FlowStores(Protocol):
+    """The two tables and the clock, as a step of the flow reads them from it (BatchFlowService
+    fits): a step module asks for these and what else it uses, not for the whole flow."""
+
+    @property
+    def jobs(self) -> JobStore: ...
+
+    @property
+    def batches(self) -> BatchStore: ...
+
+    @property
+    def clock(self) -> Clock: ...

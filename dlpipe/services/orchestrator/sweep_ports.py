@@ -1,26 +1,23 @@
 """What the poller's sweeper needs from the jobs table, the download queues and the bucket
 (ports: the adapters fit them structurally, `dlpipe.bootstrap.orchestrator` wires them; the
-flow's own JobStore and JobSender are wider and fit too). AWS refusals arrive as the
-domain's errors: the adapters translate at their edge."""
+flow's own JobStore and DownloadQueues in store_ports.py extend them). AWS refusals arrive as
+the domain's errors: the adapters translate at their edge."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from typing import Protocol
 
 from dlpipe.domain.model import FileJob, JobStatus, Verified
+from dlpipe.services.shared_ports import JobRequeue, JobSender
 
 # (destination key, verified object) when a job's file is already published, else None. A HEAD
 # that fails answers None: not knowing costs only a download.
 PublishedCheck = Callable[[FileJob], "tuple[str, Verified] | None"]
 
 
-class SweepJobs(Protocol):
+class SweepJobs(JobRequeue, Protocol):
     """The jobs table's conditional writes and the BatchIndex read the sweeper uses."""
-
-    def requeue(self, file_id: str, *, force: bool = False) -> FileJob:
-        """Back to available unless completed or held under a live lease; RequeueRefusedError."""
-        ...
 
     def complete_abandoned(
         self, file_id: str, owner: str, *, byte_count: int, sha256: str, destination_key: str
@@ -33,12 +30,8 @@ class SweepJobs(Protocol):
         ...
 
 
-class SweepQueue(Protocol):
+class SweepQueue(JobSender, Protocol):
     """The download queues as the sweeper re-sends to them."""
-
-    def send_jobs(self, jobs: Sequence[FileJob]) -> int:
-        """Send one message per job to the queue its size routes it to; QueueSendError."""
-        ...
 
     def depth(self) -> int:
         """Messages visible now (a backlog estimate); AwsRequestError if SQS refuses."""
