@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from collections.abc import Callable, Mapping, Sequence
 
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
@@ -80,7 +81,19 @@ CATALOG: Mapping[str, DimensionSets] = {
     **dict.fromkeys(FILE_METRICS, FILE_DIMENSION_SETS),
 }
 
-_sink: Callable[[str], None] = lambda line: print(line, file=sys.stdout, flush=True)  # noqa: E731
+_stdout_lock = threading.Lock()
+
+
+def stdout_line(line: str) -> None:
+    """One EMF document per line, whole: a worker's threads emit at once, and a line split
+    between two writes (print writes the text and its newline apart) can interleave with
+    another thread's, leaving two documents on one line that CloudWatch cannot parse."""
+    with _stdout_lock:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+
+_sink: Callable[[str], None] = stdout_line
 
 
 def batch_dimensions(batch_id: str) -> dict[str, str]:

@@ -21,9 +21,10 @@ from dlpipe.log import configure_logging
 @click.option(
     "--concurrency",
     type=click.IntRange(1, 64),
-    default=1,
+    default=4,
     show_default=True,
-    help="Threads per queue (the main queue, and the large-file queue when configured).",
+    help="Threads shared by the feeds' queues (each feed at most its share of them), and as many"
+    " for the large-file queue when configured.",
 )
 @click.option(
     "--wait-seconds",

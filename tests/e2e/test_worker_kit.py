@@ -101,13 +101,15 @@ def worker_env(
 
 
 class WorkerProcess:
-    """One `dlpipe worker` child process; its JSON log lines go to a file."""
+    """One `dlpipe worker` child process; its JSON log lines go to a file. One thread unless
+    `args` say otherwise: the scenarios count processes, each one file at a time."""
 
     def __init__(self, env: dict[str, str], log_path: Path, *args: str) -> None:
         self.log_path = log_path
+        threads = [] if "--concurrency" in args else ["--concurrency", "1"]
         with log_path.open("wb") as log:
             self.process = subprocess.Popen(  # stopped by PID in stop()
-                [*WORKER, "--wait-seconds", "1", *args],
+                [*WORKER, "--wait-seconds", "1", *threads, *args],
                 env=env,
                 stdout=subprocess.DEVNULL,
                 stderr=log,

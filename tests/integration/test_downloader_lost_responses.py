@@ -79,7 +79,7 @@ def emf() -> Iterator[list[str]]:
     try:
         yield lines
     finally:
-        metrics.set_sink(print)
+        metrics.set_sink(metrics.stdout_line)
 
 
 def per_file(lines: list[str]) -> list[dict[str, Any]]:

@@ -191,7 +191,7 @@ def restored_logging_and_metrics() -> Any:
     saved = structlog.get_config()
     yield
     structlog.configure(**saved)
-    metrics.set_sink(print)
+    metrics.set_sink(metrics.stdout_line)
 
 
 @pytest.mark.usefixtures("restored_logging_and_metrics")

@@ -411,7 +411,7 @@ def test_sweeper_reports_and_requeues_a_job_whose_worker_died(
     try:
         assert flow.check_completion(batch_id, 1, False).status is None
     finally:
-        metrics.set_sink(print)
+        metrics.set_sink(metrics.stdout_line)
     assert any('"StuckJobs":[1.0]' in line for line in lines)
     assert jobs.require(only).status is JobStatus.AVAILABLE
     assert drain(clients, queue) == [only]

@@ -58,7 +58,7 @@ def emitted_metrics() -> Iterator[list[str]]:
     try:
         yield lines
     finally:
-        metrics.set_sink(print)
+        metrics.set_sink(metrics.stdout_line)
 
 
 def test_a_check_that_cannot_read_the_jobs_table_ends_the_day_failed_saying_why(

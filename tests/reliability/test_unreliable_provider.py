@@ -128,7 +128,7 @@ def emitted_metrics() -> Iterator[list[str]]:
     try:
         yield lines
     finally:
-        metrics.set_sink(print)
+        metrics.set_sink(metrics.stdout_line)
 
 
 def test_a_flaky_provider_slows_the_day_but_every_file_completes(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
 
@@ -48,3 +49,31 @@ def test_every_final_batch_status_counts_a_catalogued_metric() -> None:
     assert {metrics.CATALOG[name] for name in metrics.BATCH_FINISHED.values()} == {
         metrics.BATCH_DIMENSION_SETS
     }
+
+
+def test_each_emf_document_reaches_stdout_in_one_write_whole_line_included(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A worker's threads emit at once: a document written apart from its newline (print)
+    interleaves with another thread's, two documents on one line."""
+    writes: list[str] = []
+
+    class Recording:
+        def write(self, text: str) -> int:
+            writes.append(text)
+            return len(text)
+
+        def flush(self) -> None:
+            pass
+
+    monkeypatch.setattr(metrics.sys, "stdout", Recording())
+    threads = [
+        threading.Thread(target=metrics.stdout_line, args=(json.dumps({"n": n}),))
+        for n in range(20)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(writes) == 20
+    assert all(w.endswith("\n") and json.loads(w) for w in writes)
