@@ -1,3 +1,5 @@
 data "aws_caller_identity" "current" {}
 
 data "aws_partition" "current" {}
+
+data "aws_region" "current" {}

@@ -77,6 +77,18 @@ data "aws_iam_policy_document" "ecs_task" {
     }
   }
 
+  # The worker lists the named feeds (every 60 s) to consume each one's own queue
+  # (dlpipe/entrypoints/lanes.py): the path's own ARN, as GetParametersByPath is authorized.
+  dynamic "statement" {
+    for_each = length(var.feeds) > 0 ? ["feeds"] : []
+
+    content {
+      sid       = "ListFeeds"
+      actions   = ["ssm:GetParametersByPath"]
+      resources = ["arn:${data.aws_partition.current.partition}:ssm:${data.aws_region.current.region}:${data.aws_caller_identity.current.account_id}:parameter${local.feeds_parameter_path}"]
+    }
+  }
+
   # The large-file queue's delayed copies are granted in downloader_code (CopyToLargeDownloads).
   statement {
     sid = "ConsumeLargeDownloads"

@@ -53,6 +53,8 @@ _DOCUMENT_REF = re.compile(r"data\.aws_iam_policy_document\.([A-Za-z_][\w-]*)(?:
 _ROLE_REF = re.compile(r"aws_iam_role\.([A-Za-z_][\w-]*)(?:\[0\])?\.(?:id|arn|name)")
 # A `dynamic "statement"` repeated once per named feed (for_each over var.feeds).
 _PER_FEED = re.compile(r"(?<![\w.])var\.feeds\b")
+# A dynamic statement present once while there are named feeds, none without.
+_WITH_FEEDS = '${length(var.feeds) > 0 ? ["feeds"] : []}'
 
 
 def glob_regex(pattern: str, *, ignore_case: bool = False) -> re.Pattern[str]:
@@ -229,6 +231,10 @@ class Policies:
         for dynamic in document.get("dynamic", []):
             for label, body in dynamic.items():
                 if unquote(label) != "statement":
+                    continue
+                if body.get("for_each") == _WITH_FEEDS:
+                    if self.feeds:  # one statement while there are named feeds
+                        yield from body.get("content", [])
                     continue
                 if _PER_FEED.search(str(body.get("for_each", ""))):
                     assert body["for_each"] == "${var.feeds}", "teach tests/iam/ this for_each"
