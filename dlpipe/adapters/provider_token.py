@@ -7,6 +7,7 @@ where it was looked for; the token itself is never logged or put in an error.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,14 +18,23 @@ from dlpipe.config import ENV_PROVIDER_TOKEN, ENV_PROVIDER_TOKEN_SECRET, ConfigE
 if TYPE_CHECKING:
     from dlpipe.adapters.aws import AwsClients
 
+# One header value's worth of visible ASCII: a bearer token (RFC 6750's b64token and the
+# opaque tokens providers issue) has no space, line break or control character. Anything else
+# (a pasted token with a newline, a file: secret pointing at the wrong file) is refused here,
+# without echoing it: the HTTP library would quote the whole header in its error.
+_TOKEN = re.compile(r"[\x21-\x7e]{1,4096}")
+
 
 def token_from_settings(settings: Settings, clients: AwsClients) -> str:
     """The bearer token: from the local setting or a named feed's `file:PATH`, else from the
     Secrets Manager secret."""
     if settings.provider_token:
-        return settings.provider_token
+        return _checked(settings.provider_token, ENV_PROVIDER_TOKEN)
     if settings.provider_token_file:
-        return _token_from_file(settings.provider_token_file)
+        return _checked(
+            _token_from_file(settings.provider_token_file),
+            f"provider token file {settings.provider_token_file!r}",
+        )
     secret_id = settings.provider_token_secret_id
     if not secret_id:
         raise ConfigError(
@@ -39,7 +49,17 @@ def token_from_settings(settings: Settings, clients: AwsClients) -> str:
     token = (secret.get("SecretString") or "").strip()
     if not token:
         raise ConfigError(f"secret {secret_id!r} holds no provider token")
-    return token
+    return _checked(token, f"secret {secret_id!r}")
+
+
+def _checked(token: str, where: str) -> str:
+    """`token` if it is one bearer token; a ConfigError naming `where`, never the token."""
+    if _TOKEN.fullmatch(token):
+        return token
+    raise ConfigError(
+        f"the provider token in {where} is not one line of visible ASCII characters (no"
+        f" spaces, line breaks or control characters, at most 4096); it is not shown here"
+    )
 
 
 def _token_from_file(path: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import boto3
 import pytest
@@ -92,6 +93,35 @@ def test_an_unusable_token_file_is_one_config_error_line(
     with pytest.raises(ConfigError, match=why) as refused:
         token_from_settings(Settings(provider_token_file=str(token_file)), clients=None)  # type: ignore[arg-type]
     assert "\n" not in str(refused.value)
+
+
+PASSWD = "root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n"
+
+
+@pytest.mark.parametrize(
+    "token", ["abc\ndef-secret-part", "Bearer abc", "tok\x1b[2Jen", "t\u00f6ken", PASSWD]
+)
+def test_a_token_that_is_no_header_value_is_refused_without_being_shown(
+    tmp_path: Path, token: str
+) -> None:
+    """A token the HTTP library would refuse (and quote whole in its error, which reached the
+    batch's outcome, the Day Failed event and every log line) is refused where it is read, in
+    one line that shows none of it: as a value, a file (`file:/etc/passwd`) or a secret."""
+    token_file = tmp_path / "token"
+    token_file.write_text(token)
+    sm = boto3.client("secretsmanager", region_name="us-east-1")
+    stubber = Stubber(sm)
+    stubber.add_response("get_secret_value", {"SecretString": token}, {"SecretId": "tok"})
+    for settings in (
+        Settings(provider_token=token),
+        Settings(provider_token_file=str(token_file)),
+        Settings(provider_token_secret_id="tok"),
+    ):
+        with stubber, pytest.raises(ConfigError, match="is not one line of visible") as refused:
+            token_from_settings(settings, clients=SimpleNamespace(secretsmanager=sm))  # type: ignore[arg-type]
+        shown = str(refused.value)
+        assert "\n" not in shown
+        assert not [part for part in token.split() if len(part) > 3 and part in shown], shown
 
 
 def test_the_default_feed_is_always_known_and_another_is_named_when_unknown() -> None:
