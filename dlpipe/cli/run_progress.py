@@ -60,8 +60,9 @@ class PollReporter:
             self._next_check_at = None
             why = outcome_text(check.outcome)
             tail = f"; {why}" if why else ""
+            # Provider text (a refused entity's name) is in `tail`: printed as is, never markup.
             self._console.print(
-                f"{head}; batch {check.status}{tail}", highlight=False, soft_wrap=True
+                f"{head}; batch {check.status}{tail}", markup=False, highlight=False, soft_wrap=True
             )
             return
         self._next_check_at = self._clock() + self._interval_s
@@ -80,11 +81,13 @@ class PollReporter:
             log.warning("run.idle_probe_failed", error=str(exc))
             return
         if idle_s is not None:
-            self._console.print(f"WARNING: {idle_warning(idle_s)}", highlight=False)
+            self._console.print(f"WARNING: {idle_warning(idle_s)}", markup=False, highlight=False)
 
     def _say(self, head: str, upcoming: str) -> None:
         self._state = f"{head}; {upcoming} in"
-        self._console.print(f"{self._state} {_clock_text(self._interval_s)}", highlight=False)
+        self._console.print(
+            f"{self._state} {_clock_text(self._interval_s)}", markup=False, highlight=False
+        )
 
     def countdown(self) -> Text:
         """The live line: the last state and the seconds left to the next check."""

@@ -48,3 +48,14 @@ def test_a_probe_that_cannot_read_the_queue_never_stops_the_run() -> None:
     reporter, text = _reporter(broken)
     reporter.checked(1, _pending())
     assert len(text.getvalue().splitlines()) == 1
+
+
+def test_provider_text_in_the_final_line_is_printed_as_is_never_read_as_markup() -> None:
+    """A cause naming a refused entity `[/]` raised MarkupError inside the durable step that
+    checks completion, ending the day `check_failed`: the line is text, never markup."""
+    reporter, text = _reporter(lambda: None)
+    cause = "refused entity [/] then [bold red]x[/bold red]"
+    final = CompletionCheck(status="failed", completed=4, failed=0, pending=0, error=8,
+                            outcome={"cause": cause})  # fmt: skip
+    reporter.checked(3, final)
+    assert cause in text.getvalue()
