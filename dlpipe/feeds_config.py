@@ -11,7 +11,14 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from dlpipe.config import ENV_FEEDS_FILE
-from dlpipe.domain.feeds import DEFAULT_FEED, Feed, FeedError, feed_from_mapping, shown_name
+from dlpipe.domain.feeds import (
+    DEFAULT_FEED,
+    Feed,
+    FeedError,
+    feed_from_mapping,
+    overlapping_feeds,
+    shown_name,
+)
 
 
 def load_feeds_file(path: str | Path) -> dict[str, Feed]:
@@ -37,19 +44,20 @@ def feeds_from_document(document: Mapping[str, object]) -> dict[str, Feed]:
     if not isinstance(tables, Mapping) or not tables:
         raise FeedError("feeds: no [feeds.NAME] table")
     loaded: dict[str, Feed] = {}
-    prefixes: dict[str, str] = {}
     for name, values in tables.items():
         if not isinstance(values, Mapping):
             raise FeedError(f"feeds.{shown_name(name)}: must be a table of fields")
-        feed = feed_from_mapping(name, values, local=True)
-        # Two feeds publishing under one prefix could not be told apart by a consumer.
-        if feed.destination_prefix in prefixes:
-            other = prefixes[feed.destination_prefix]
-            raise FeedError(
-                f"feeds.{name}.destination_prefix: {feed.destination_prefix!r} is feed {other}'s too"
-            )
-        prefixes[feed.destination_prefix] = name
-        loaded[name] = feed
+        loaded[name] = feed_from_mapping(name, values, local=True)
+    # Two feeds publishing under one prefix, or one inside the other, could not be told apart
+    # by a consumer listing either.
+    overlap = overlapping_feeds(loaded)
+    if overlap is not None:
+        first, second = (loaded[name] for name in overlap)
+        raise FeedError(
+            f"feeds.{second.name}.destination_prefix: {second.destination_prefix!r} overlaps"
+            f" feed {first.name}'s {first.destination_prefix!r} (no prefix may equal, contain"
+            f" or lie inside another)"
+        )
     return loaded
 
 

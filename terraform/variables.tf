@@ -527,6 +527,24 @@ variable "feeds" {
   }
 
   validation {
+    condition     = alltrue([for name, feed in var.feeds : split("/", feed.destination_prefix)[0] != "_dlpipe"])
+    error_message = "feeds: no feed's destination_prefix may lie in _dlpipe/, where dlpipe keeps its own keys (the day manifests)."
+  }
+
+  # A consumer listing one feed's prefix must find that feed's files only: no two prefixes
+  # equal, contain or lie inside one another, segment by segment.
+  validation {
+    condition = alltrue(flatten([
+      for name, feed in var.feeds : [
+        for other, theirs in var.feeds : name == other || !(
+          startswith("${trimsuffix(feed.destination_prefix, "/")}/", "${trimsuffix(theirs.destination_prefix, "/")}/")
+        )
+      ]
+    ]))
+    error_message = "feeds: no feed's destination_prefix may equal, contain or lie inside another feed's (\"vendor\" and \"vendor/daily\" overlap; \"vendor\" and \"vendor-b\" do not)."
+  }
+
+  validation {
     condition     = alltrue([for name, feed in var.feeds : feed.deadline == null || can(regex("^([01][0-9]|2[0-3]):[0-5][0-9]$", feed.deadline))])
     error_message = "feeds: each feed's deadline must be null or a local time HH:MM (00:00 to 23:59) in its time_zone."
   }

@@ -40,6 +40,8 @@ _PROVIDER_URL = re.compile(
 # (as Terraform's examples write it) is dropped where a feed is read, in feed_from_mapping.
 _PREFIX = re.compile(r"[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*")
 _PREFIX_MAX = 200
+# dlpipe's own keys (the day manifests, _dlpipe/manifests/...) live under this first segment.
+RESERVED_PREFIX = "_dlpipe"
 # A Secrets Manager ARN; locally also a secret's name or `file:PATH`.
 _SECRET_NAME = re.compile(r"[A-Za-z0-9/_+=.@-]{1,512}")
 _SECRET_ARN = re.compile(
@@ -153,6 +155,24 @@ def feed_from_fields(name: str, fields: Mapping[str, Any]) -> Feed:
         raise FeedError(f"feeds.{shown_name(name)}: not a feed's fields") from exc
 
 
+def prefixes_overlap(first: str, second: str) -> bool:
+    """True if two feeds publishing under these prefixes could meet: one equals, contains or
+    lies inside the other, segment by segment ('vendor' and 'vendor/daily' do; 'vendor' and
+    'vendor-b' do not)."""
+    return f"{first}/".startswith(f"{second}/") or f"{second}/".startswith(f"{first}/")
+
+
+def overlapping_feeds(feeds: Mapping[str, Feed]) -> tuple[str, str] | None:
+    """Two named feeds whose destination prefixes overlap (the first pair found), or None: a
+    consumer listing one feed's prefix must find that feed's files only."""
+    named = sorted((f.name, f.destination_prefix) for f in feeds.values() if not f.is_default)
+    for index, (name, prefix) in enumerate(named):
+        for other, other_prefix in named[index + 1 :]:
+            if prefixes_overlap(prefix, other_prefix):
+                return name, other
+    return None
+
+
 def validate_feed(feed: Feed, *, local: bool = False) -> Feed:
     """Return `feed` if every field is valid, else FeedError naming the first bad field."""
     name = shown_name(feed.name)
@@ -230,6 +250,8 @@ def _prefix(value: object, feed: Feed, _: bool) -> str | None:
     if value == "":
         return None if feed.is_default else "is required for a named feed"
     if isinstance(value, str) and len(value) <= _PREFIX_MAX and _PREFIX.fullmatch(value):
+        if value.split("/", 1)[0] == RESERVED_PREFIX:
+            return f"{value!a} lies in {RESERVED_PREFIX}/, where dlpipe keeps its own keys"
         return None
     return (
         f"{value!a} is not a key prefix (segments of letters, digits, '_', '-' joined by"

@@ -95,6 +95,9 @@ FIELD_CASES: dict[str, list[Any]] = {
         "vendor b",
         "v\u00e9ndor",
         "vendor\n",
+        "_dlpipe",
+        "_dlpipe/manifests/",
+        "_dlpipe_x/vendor",
     ],
     "url_allowed_hosts": [
         [],

@@ -12,12 +12,14 @@ import json
 import re
 import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import hcl2
 import pytest
 
+from dlpipe.domain.feeds import DEFAULT_FEED, overlapping_feeds
 from tests.infra.hcl import TERRAFORM_DIR
 
 TERRAFORM = shutil.which("terraform")
@@ -204,6 +206,11 @@ BAD = [
     pytest.param(
         _with("vendor-a", "destination_prefix", "/vendor-a"), "destination_prefix", id="prefix"
     ),
+    pytest.param(
+        _with("vendor-a", "destination_prefix", "_dlpipe/manifests"),
+        "destination_prefix",
+        id="prefix-reserved",
+    ),
     pytest.param(_with("vendor-a", "deadline", "24:00"), "deadline", id="deadline"),
     pytest.param(_with("vendor-a", "max_polls", 0), "max_polls", id="max-polls"),
     pytest.param(
@@ -234,6 +241,35 @@ def test_a_bad_feed_fails_the_plan_naming_the_field(
     assert applied.returncode != 0
     assert "Invalid value for variable" in applied.stderr
     assert field in " ".join(applied.stderr.split()), applied.stderr
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ("vendor-a/", "vendor-a/daily"),
+        ("vendor-a", "vendor-a/"),
+        ("vendor-a", "vendor-ab"),
+        ("x/y", "x/yz/w"),
+        ("accounts", "accounts/vendor-b/"),
+    ],
+)
+def test_terraform_and_the_code_refuse_the_same_overlapping_prefixes(
+    module: Path, first: str, second: str
+) -> None:
+    """Two feeds' prefixes, one inside the other or equal: refused by Terraform's validation
+    exactly when the code's overlap rule (dlpipe/domain/feeds.py) refuses them."""
+    feeds = _fixture()
+    feeds["vendor-a"]["destination_prefix"] = first
+    feeds["vendor-b"]["destination_prefix"] = second
+    applied = _apply(module, feeds)
+    loaded = {
+        name: replace(DEFAULT_FEED, name=name, destination_prefix=prefix.rstrip("/"))
+        for name, prefix in (("vendor-a", first), ("vendor-b", second))
+    }
+    code_refuses = overlapping_feeds(loaded) is not None
+    assert (applied.returncode != 0) == code_refuses, applied.stderr
+    if code_refuses:
+        assert "destination_prefix" in " ".join(applied.stderr.split())
 
 
 def test_each_feeds_parameter_is_json_of_its_settings_and_resolved_secrets(module: Path) -> None:

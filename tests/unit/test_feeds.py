@@ -230,9 +230,38 @@ def test_a_missing_file_is_one_line(tmp_path: Path) -> None:
 def test_two_feeds_may_not_share_a_destination_prefix() -> None:
     """Consumers tell feeds apart by prefix."""
     with pytest.raises(
-        FeedError, match=r"^feeds.c.destination_prefix: 'vendor-b' is feed b's too$"
+        FeedError, match=r"^feeds.c.destination_prefix: 'vendor-b' overlaps feed b's 'vendor-b'"
     ):
         feeds_from_document({"feeds": {"b": NAMED, "c": NAMED}})
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "overlap"),
+    [
+        ("accounts", "accounts/vendor", True),
+        ("vendor/daily", "vendor", True),
+        ("vendor", "vendor-b", False),
+        ("a/b", "a/bc", False),
+        ("a/b/c", "a/b/c", True),
+    ],
+)
+def test_no_feed_s_prefix_may_contain_or_lie_inside_another_s(
+    first: str, second: str, overlap: bool
+) -> None:
+    """A consumer listing `accounts/` must not find another feed's files in it."""
+    document = {"feeds": {"b": {**NAMED, "destination_prefix": first},
+                          "c": {**NAMED, "destination_prefix": second}}}  # fmt: skip
+    if not overlap:
+        assert set(feeds_from_document(document)) == {"b", "c"}
+        return
+    with pytest.raises(FeedError, match=r"^feeds.c.destination_prefix: .* overlaps feed b's"):
+        feeds_from_document(document)
+
+
+@pytest.mark.parametrize("prefix", ["_dlpipe", "_dlpipe/manifests", "_dlpipe/x/"])
+def test_a_feed_may_not_publish_where_dlpipe_keeps_its_own_keys(prefix: str) -> None:
+    """The day manifests live under _dlpipe/manifests/: no feed's files go there."""
+    assert "_dlpipe/" in _refused("b", {**NAMED, "destination_prefix": prefix})
 
 
 def test_a_name_field_inside_the_table_is_refused() -> None:
