@@ -108,7 +108,9 @@ class Bench:
         self.stack, self.stub = stack, stub
         self.bucket = stack.settings.require("destination_bucket")
         self.jobs = JobsTable(stack.clients.dynamodb, stack.settings.jobs_table)
-        self.provider = ProviderClient(stub.base_url, stack.provider_token, allow_http=True)
+        self.provider = ProviderClient(
+            stub.base_url, stack.provider_token, allow_http=True, allow_private=True
+        )
         settings = replace(stack.settings, provider_base_url=stub.base_url)
         self.service: DownloadService = build_service(settings, stack.clients, tuning=TUNING)
         assert stack.emulator.pid is not None

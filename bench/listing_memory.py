@@ -48,7 +48,7 @@ def child(url: str, *, whole: bool) -> None:
     from dlpipe.adapters.provider_client import ProviderClient  # noqa: PLC0415
     from dlpipe.domain.descriptor import parse_file  # noqa: PLC0415
 
-    client = ProviderClient(url, TOKEN, allow_http=True)  # the local stub
+    client = ProviderClient(url, TOKEN, allow_http=True, allow_private=True)  # the local stub
     rss_before, hwm_before = _status_kib("VmRSS"), _status_kib("VmHWM")
     started = time.monotonic()
     entries = rejected = 0

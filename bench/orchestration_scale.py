@@ -162,7 +162,9 @@ def child_listing(cfg: dict[str, Any]) -> None:
     from dlpipe.adapters.provider_client import ProviderClient  # noqa: PLC0415
 
     quiet()
-    client = ProviderClient(cfg["base_url"], cfg["token"], allow_http=True)  # the stub
+    client = ProviderClient(
+        cfg["base_url"], cfg["token"], allow_http=True, allow_private=True
+    )  # the stub
     rss_kib = status_kib("VmRSS")
     mark("listing")
     started, entries = time.monotonic(), 0
@@ -198,7 +200,7 @@ def child_orchestrate(cfg: dict[str, Any]) -> None:
     flow = BatchFlowService(
         jobs=jobs,
         batches=BatchesTable(clients.dynamodb, cfg["batches_table"], SystemClock()),
-        provider=ProviderClient(cfg["base_url"], cfg["token"], allow_http=True),
+        provider=ProviderClient(cfg["base_url"], cfg["token"], allow_http=True, allow_private=True),
         queue=JobQueue(clients.sqs, cfg["queue_url"]),
         clock=SystemClock(),
         new_uuid=lambda: str(uuid_module.uuid4()),

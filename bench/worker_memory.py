@@ -151,9 +151,9 @@ class Run:
         """Queue the file, run a worker on it, check the published object."""
         clients, bucket = self.clients, str(self.provisioned.destination_bucket)
         jobs = JobsTable(clients.dynamodb, self.provisioned.jobs_table)
-        descriptor = ProviderClient(self.stub.base_url, TOKEN, allow_http=True).get_file(
-            entity, DAY
-        )
+        descriptor = ProviderClient(
+            self.stub.base_url, TOKEN, allow_http=True, allow_private=True
+        ).get_file(entity, DAY)
         batch_id = make_batch_id(DAY, str(uuid.uuid4()))
         job = job_from_descriptor(descriptor, batch_id, int(time.time() * 1000))
         jobs.create(job)

@@ -30,6 +30,7 @@ def fast_client(
     kwargs.setdefault("initial_wait_s", 0.01)
     kwargs.setdefault("max_wait_s", 0.05)
     kwargs.setdefault("allow_http", True)  # the stub serves plain http on loopback
+    kwargs.setdefault("allow_private", True)
     return ProviderClient(stub.base_url, token, **kwargs)
 
 

@@ -21,6 +21,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_aft
 from tenacity.wait import wait_random_exponential
 
 from dlpipe.adapters.listing_stream import ListingLimits, ListingParser, collect_listing
+from dlpipe.adapters.pinned_http import pinning
 from dlpipe.adapters.retry_after import retry_after_seconds
 from dlpipe.config import ConfigError, check_provider_url
 from dlpipe.domain.listing import (
@@ -35,9 +36,11 @@ from dlpipe.domain.provider_errors import (
     MalformedResponseError,
     ProviderAuthError,
     ProviderNotFoundError,
+    ProviderRefusedError,
     ProviderRequestError,
     ProviderUnavailableError,
 )
+from dlpipe.domain.url_policy import Resolver, UrlRefused, approve_api, resolve_addresses
 from dlpipe.log import get_logger
 
 MAX_RESPONSE_BYTES = 32 * 1024 * 1024  # one file's answer; the listing is streamed, uncapped
@@ -87,6 +90,8 @@ class ProviderClient:
         sleep: Callable[[float], None] = time.sleep,
         listing_limits: ListingLimits | None = None,
         allow_http: bool = False,
+        allow_private: bool = False,
+        resolver: Resolver = resolve_addresses,
     ) -> None:
         if not token:
             raise ConfigError("the provider token is empty")
@@ -94,6 +99,7 @@ class ProviderClient:
         self._base_url = check_provider_url(base_url, allow_http=allow_http).rstrip("/")
         self._headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
         self._session = session or requests.Session()
+        self._allow_private, self._resolver = allow_private, resolver
         self._timeout = timeout
         self._max_attempts = max(1, max_attempts)
         self._max_wait_s = max_wait_s
@@ -190,8 +196,23 @@ class ProviderClient:
             "/v1/files", f"/v1/files (page {page})", self._open_page_attempt, params, page
         )
 
+    def _pin(self) -> None:
+        """Resolve the API's host for this attempt and connect only there (pinned_http.py):
+        an internal address is a permanent refusal, a name that does not resolve a
+        transient one."""
+        try:
+            approved = approve_api(
+                self._base_url, allow_private=self._allow_private, resolver=self._resolver
+            )
+        except UrlRefused as exc:
+            if exc.reason == "the host does not resolve":
+                raise _Retryable("NameResolutionError") from None
+            raise ProviderRefusedError(f"the provider API is refused: {exc}") from None
+        pinning(self._session).pin(approved)
+
     def _open_page_attempt(self, params: dict[str, str], page: int) -> requests.Response:
         path, date = "/v1/files", params["date"]
+        self._pin()
         started = time.monotonic()
         try:
             response = self._session.get(
@@ -237,6 +258,7 @@ class ProviderClient:
             ) from None
 
     def _attempt(self, path: str, date: str, not_found: str) -> bytes:
+        self._pin()
         started = time.monotonic()
         try:
             with self._session.get(

@@ -87,6 +87,7 @@ class ProviderProbe:
     base_url: str
     token: Callable[[], str]  # read when the check runs: after the token's own probe passed
     allow_http: bool = False
+    allow_private: bool = False
 
     def check_listing(self, date: str) -> None:
         """Return if the provider answers 200; ProviderError as the client raises it, or
@@ -97,6 +98,7 @@ class ProviderProbe:
             timeout=_PROVIDER_TIMEOUT_S,
             max_attempts=1,
             allow_http=self.allow_http,
+            allow_private=self.allow_private,
         )
         try:
             client.check_listing(date)

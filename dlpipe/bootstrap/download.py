@@ -58,7 +58,10 @@ def provider_factory(settings: Settings, clients: AwsClients) -> Callable[[], Ur
         from dlpipe.adapters.provider_token import token_from_settings  # noqa: PLC0415
 
         return ProviderClient(
-            base_url, token_from_settings(settings, clients), allow_http=settings.allow_http_urls
+            base_url,
+            token_from_settings(settings, clients),
+            allow_http=settings.allow_http_urls,
+            allow_private=settings.allow_private_url_hosts,
         )
 
     return build

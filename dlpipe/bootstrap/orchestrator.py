@@ -86,6 +86,7 @@ def build_flow(
             token_from_settings(settings, aws()),
             listing_limits=ListingLimits.from_settings(settings),
             allow_http=settings.allow_http_urls,
+            allow_private=settings.allow_private_url_hosts,
         )
     bucket = settings.destination_bucket
     if published is None and bucket:
@@ -170,7 +171,12 @@ def check_ready(settings: Settings, date: str) -> None:
         )
     )
     probes.append(probe("secretsmanager", "the provider token", token))
-    provider = ProviderProbe(provider_url, token, allow_http=settings.allow_http_urls)
+    provider = ProviderProbe(
+        provider_url,
+        token,
+        allow_http=settings.allow_http_urls,
+        allow_private=settings.allow_private_url_hosts,
+    )
     check_probes(probes, provider, provider_url, date)
 
 

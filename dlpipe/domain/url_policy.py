@@ -187,6 +187,27 @@ def url_host(url: str) -> str:
     return printable(urlsplit(url).hostname or "?")
 
 
+def approve_api(
+    url: str, *, allow_private: bool = False, resolver: Resolver = resolve_addresses
+) -> Approved:
+    """The addresses the provider's API at `url` may be called at, resolved now: its host was
+    checked when the feed was loaded, so what is left is where it points. Loopback,
+    link-local (the metadata service), private, multicast and reserved addresses, by name or
+    as a literal, are refused (UrlRefused) unless `allow_private` (the local stack); the
+    bearer token then goes to the addresses checked and to no later DNS answer."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    port = parts.port or _DEFAULT_PORTS.get(parts.scheme, 443)
+    addresses = (host,) if _is_ip_literal(host) else tuple(resolver(host, port))
+    if not addresses:
+        raise UrlRefused("the host does not resolve", host)
+    if not allow_private:
+        internal = [a for a in addresses if _is_internal(a)]
+        if internal:
+            raise UrlRefused(f"the provider API resolves to internal address {internal[0]}", host)
+    return Approved(host, port, addresses)
+
+
 def check_url(policy: UrlPolicy, url: str) -> Approved:
     """The addresses `url` may be requested at; UrlNotAllowedError (permanent) if none."""
     try:

@@ -244,7 +244,9 @@ def test_a_body_that_does_not_decode_is_malformed_and_not_retried() -> None:
     again), from the listing and from the single-file endpoint, after one request each."""
     provider = _CorruptGzipProvider()
     try:
-        client = ProviderClient(provider.base_url, "t", allow_http=True, initial_wait_s=0.01)
+        client = ProviderClient(
+            provider.base_url, "t", allow_http=True, allow_private=True, initial_wait_s=0.01
+        )
         with pytest.raises(MalformedResponseError) as listing:
             list(client.iter_listing(DAY))
         assert provider.requests == 1

@@ -80,6 +80,7 @@ def down_client(stub_factory: StubFactory, down: str) -> ProviderClient:
             max_attempts=2,
             initial_wait_s=0.01,
             allow_http=True,
+            allow_private=True,
         )
     faults = Faults(error_rate=1.0) if down == "5xx" else Faults(throttle_rate=1.0)
     return fast_client(stub_factory([], faults=faults), max_attempts=2)
