@@ -115,6 +115,10 @@ def check_provider_url(url: str, *, allow_http: bool) -> str:
     )
 
 
+# No setting is a count or a duration beyond this: larger values overflow date arithmetic.
+_INT_SETTING_MAX = 10**9
+
+
 def _int_setting(env: Mapping[str, str], name: str, default: int, minimum: int = 1) -> int:
     raw = env.get(name)
     if raw is None or raw == "":
@@ -125,7 +129,24 @@ def _int_setting(env: Mapping[str, str], name: str, default: int, minimum: int =
         raise ConfigError(f"{name} must be a whole number, got {raw!r}") from exc
     if value < minimum:
         raise ConfigError(f"{name} must be at least {minimum}, got {value}")
+    if value > _INT_SETTING_MAX:
+        raise ConfigError(f"{name} must be at most {_INT_SETTING_MAX}, got {value}")
     return value
+
+
+def _endpoint(env: Mapping[str, str], name: str) -> str | None:
+    """An AWS endpoint override: an http(s) URL with a host, or a one-line ConfigError."""
+    raw = env.get(name) or None
+    if raw is None:
+        return None
+    try:
+        parts = urlsplit(raw)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in {"http", "https"} or not parts.hostname:
+        raise ConfigError(f"{name} must be an http(s) URL with a host, got {raw!a}")
+    return raw
 
 
 def _percent_setting(env: Mapping[str, str], name: str, default: int) -> int:
@@ -214,9 +235,9 @@ class Settings:
         prefix = env.get(ENV_NAME_PREFIX, "")
         return cls(
             region=env.get(ENV_REGION) or env.get(ENV_DEFAULT_REGION) or DEFAULT_REGION,
-            endpoint_url=env.get(ENV_ENDPOINT_URL) or None,
+            endpoint_url=_endpoint(env, ENV_ENDPOINT_URL),
             service_endpoint_urls={
-                service: env[name]
+                service: str(_endpoint(env, name))
                 for service, name in SERVICE_ENDPOINT_ENV.items()
                 if env.get(name)
             },

@@ -45,7 +45,12 @@ def _read_pem(settings: Settings, clients: AwsClients) -> bytes:
         if "SecretString" in secret:
             return secret["SecretString"].encode("utf-8")
         return bytes(secret["SecretBinary"])
-    return Path(str(settings.private_key_file)).read_bytes()
+    path = str(settings.private_key_file)
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise ConfigError(f"the RSA private key file {path!a} cannot be read ({reason})") from None
 
 
 def clear_cache() -> None:

@@ -22,6 +22,7 @@ from dlpipe.cli.safe_text import error_line
 from dlpipe.cli.ui import ui_command
 from dlpipe.cli.worker import worker_command
 from dlpipe.config import ConfigError
+from dlpipe.domain.download_errors import InvalidPrivateKeyError
 from dlpipe.domain.errors import NotReadyError, RecordsError
 from dlpipe.domain.feeds import FeedError
 from dlpipe.local.durable_runner import LocalRunError
@@ -46,6 +47,7 @@ _EXPECTED: dict[type[Exception], str] = {
     NotReadyError: "{exc}",
     LocalRunError: "the run failed: {exc} (details in the log file)",
     FeedError: "{exc}",
+    InvalidPrivateKeyError: "configuration error: {exc}",
 }
 
 

@@ -168,3 +168,38 @@ def test_run_local_of_a_feed_not_in_the_template_is_one_line_before_anything_sta
     assert "feed 'nope' is not in the local feeds template" in line, line
     assert line.endswith("(its feeds: default, vendor-b)"), line
     assert "moto" not in run.stderr
+
+
+def _dlpipe_with(env_changes: dict[str, str], *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DLPIPE_", "AWS_ENDPOINT"))}
+    env.update(AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x", AWS_REGION="us-east-1")
+    env.update(AWS_ENDPOINT_URL="http://127.0.0.1:1", DLPIPE_QUEUE_URL="http://127.0.0.1:1/q")
+    env.update(DLPIPE_DEST_BUCKET="b", **env_changes)
+    return subprocess.run(  # bounded by its timeout
+        [str(DLPIPE), *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=120,
+        check=False,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("changes", "args", "said"),
+    [
+        ({"DLPIPE_PRIVATE_KEY_FILE": "/nonexistent.pem"}, ("worker",), "cannot be read"),
+        ({"DLPIPE_PRIVATE_KEY_FILE": "NOT_PEM"}, ("worker",), "not a PEM private key"),
+        ({"DLPIPE_MAX_POLLS": "1000000000000000"}, ("run", "--date", "2026-03-07"), "at most"),
+        ({"AWS_ENDPOINT_URL": "not a url"}, ("dlq", "show"), "AWS_ENDPOINT_URL must be"),
+        ({"AWS_ENDPOINT_URL_SQS": "http://[::1"}, ("dlq", "show"), "AWS_ENDPOINT_URL_SQS"),
+    ],
+)
+def test_bad_keys_numbers_and_endpoints_are_one_line_each(
+    tmp_path: Path, changes: dict[str, str], args: tuple[str, ...], said: str
+) -> None:
+    """Each of these was a traceback (FileNotFoundError, InvalidPrivateKeyError, OverflowError,
+    ValueError: Invalid endpoint)."""
+    if changes.get("DLPIPE_PRIVATE_KEY_FILE") == "NOT_PEM":
+        (tmp_path / "bad.pem").write_text("not a key\n")
+        changes = {**changes, "DLPIPE_PRIVATE_KEY_FILE": str(tmp_path / "bad.pem")}
+    run = _dlpipe_with(changes, *args, cwd=tmp_path)
+    line = _one_error_line(run)
+    assert run.returncode != 0
+    assert said in line, line

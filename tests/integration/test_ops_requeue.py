@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from dlpipe.domain.messages import JobMessage
@@ -117,3 +119,19 @@ def test_requeue_without_files_or_stuck_is_a_usage_error(dlpipe_cli: CliRunner) 
     run = dlpipe_cli("jobs", "requeue")
     assert run.code == 2
     assert "FILEIDs or --stuck" in run.err
+
+
+def test_requeue_without_a_queue_changes_nothing_and_says_so_in_one_line(
+    world: World, dlpipe_cli: CliRunner, entity: str
+) -> None:
+    """Without DLPIPE_QUEUE_URL the job stays as it was (it used to be made available, then
+    the send failed: a job with no message, waiting for the sweeper)."""
+    failed = world.job(entity)
+    world.jobs.claim(failed.file_id, "w", 60)
+    world.jobs.finish_unsuccessfully(failed.file_id, "w", JobStatus.FAILED, "timeouts")
+    no_queue = replace(world.ops, settings=replace(world.ops.settings, queue_url=None))
+    run = dlpipe_cli("jobs", "requeue", failed.file_id, obj=no_queue)
+    assert run.code == 1
+    assert run.err.strip().splitlines()[-1].startswith("dlpipe: configuration error:")
+    assert "DLPIPE_QUEUE_URL" in run.err
+    assert world.jobs.require(failed.file_id).status is JobStatus.FAILED

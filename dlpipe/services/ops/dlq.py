@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from dlpipe.domain.errors import RequeueRefusedError
+from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.domain.model import FileJob, JobStatus, file_feed
 from dlpipe.domain.queued import QueuedMessage
 from dlpipe.domain.statuses import UNSUCCESSFUL_JOB_STATUSES
@@ -128,6 +129,10 @@ def _outcome(entry: DlqEntry, unsent: set[str]) -> str:
 
 def _execute(ops: OpsContext, entries: list[DlqEntry]) -> list[DlqEntry]:
     jobs = ops.jobs()
+    # Every queue the files go back to is found before the first write (ConfigError, nothing
+    # changed): a requeued job whose message cannot be sent would wait for the sweeper.
+    for feed in {file_feed(e.file_id, default=DEFAULT_FEED_NAME) for e in entries if e.file_id}:
+        ops.queue(feed)
     entries = [_requeue(jobs, e, ops.now_ms()) for e in entries]
     # Each job goes back to the queue its size routes it to: the DLQ is shared by both.
     to_send = [e.job for e in entries if e.action is Action.SEND and e.job is not None]

@@ -134,7 +134,13 @@ def requeue_files(
 ) -> list[RequeueResult]:
     """Requeue each file (look, then conditional write) and send the requeued ones to SQS."""
     jobs, now_ms = ops.jobs(), ops.now_ms()
-    results = [_requeue_one(jobs, f, now_ms, force, dry_run) for f in dict.fromkeys(file_ids)]
+    wanted = list(dict.fromkeys(file_ids))
+    if not dry_run:
+        # Every queue the files go to is found before the first write (ConfigError, one line,
+        # nothing changed): a job made available with no message would wait for the sweeper.
+        for feed in {file_feed(f, default=DEFAULT_FEED_NAME) for f in wanted}:
+            ops.queue(feed)
+    results = [_requeue_one(jobs, f, now_ms, force, dry_run) for f in wanted]
     to_send = [r.job for r in results if r.outcome is RequeueOutcome.REQUEUED and r.job is not None]
     unsent = send_jobs(ops, to_send) if to_send else set()
     return [_unsent(r) if r.file_id in unsent else r for r in results]
