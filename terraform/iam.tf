@@ -170,6 +170,18 @@ data "aws_iam_policy_document" "orchestrator" {
     }
   }
 
+  # The default feed's day lists the named feeds to refuse entities named like their prefixes
+  # (dlpipe/services/orchestrator/root_guard.py): the path's own ARN.
+  dynamic "statement" {
+    for_each = length(var.feeds) > 0 ? ["feeds"] : []
+
+    content {
+      sid       = "ListFeeds"
+      actions   = ["ssm:GetParametersByPath"]
+      resources = ["arn:${data.aws_partition.current.partition}:ssm:${data.aws_region.current.region}:${data.aws_caller_identity.current.account_id}:parameter${local.feeds_parameter_path}"]
+    }
+  }
+
   # The sweeper finishes a job whose worker died after publishing: it HEADs the deterministic
   # destination key (sha256 metadata, size). ListBucket turns a missing key's 403 into a 404.
   statement {

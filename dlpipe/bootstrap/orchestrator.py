@@ -5,6 +5,7 @@ overridden (tests pass fakes)."""
 from __future__ import annotations
 
 import functools
+import os
 import uuid
 from collections.abc import Callable
 from dataclasses import replace
@@ -15,10 +16,13 @@ from dlpipe.adapters.items import batch_key, job_key
 from dlpipe.bootstrap.feeds import feed_source
 from dlpipe.config import ENV_DAY_DEADLINE, ENV_DAY_DEADLINE_TIME_ZONE, ConfigError, Settings
 from dlpipe.domain.clock import Clock, SystemClock
+from dlpipe.domain.errors import AwsRequestError, DependencyUnavailableError
 from dlpipe.domain.feeds import DEFAULT_FEED, Feed, FeedError, validate_feed
 from dlpipe.domain.outage import OutageBackoff
 from dlpipe.domain.rules import RecoveryBudgetError, assert_recovery_fits, visibility_margin_seconds
 from dlpipe.feed_settings import FeedSource, settings_for_feed
+from dlpipe.feeds_config import feeds_from_env
+from dlpipe.log import get_logger
 from dlpipe.services.orchestrator.durable import build_durable_handler
 from dlpipe.services.orchestrator.feed_runs import FeedRun, FeedRuns, PollingPlan
 from dlpipe.services.orchestrator.handoff import DayDeadline, feed_deadline
@@ -32,6 +36,8 @@ if TYPE_CHECKING:
     from dlpipe.services.orchestrator.ports import BatchFlow
     from dlpipe.services.orchestrator.store_ports import BatchStore, DownloadQueues, JobStore
     from dlpipe.services.orchestrator.sweep_ports import PublishedCheck
+
+log = get_logger()
 
 
 def check_recovery_fits(settings: Settings) -> None:
@@ -75,6 +81,7 @@ def build_flow(
     from dlpipe.adapters.published import published_check  # noqa: PLC0415
     from dlpipe.adapters.queue import JobQueue  # noqa: PLC0415
     from dlpipe.services.orchestrator.flow import BatchFlowService  # noqa: PLC0415
+    from dlpipe.services.orchestrator.root_guard import RootGuard, reserved_roots  # noqa: PLC0415
 
     check_recovery_fits(settings)
     # Built only if some real dependency needs it: a flow on fakes touches no boto3 at all.
@@ -88,6 +95,8 @@ def build_flow(
             allow_http=settings.allow_http_urls,
             allow_private=settings.allow_private_url_hosts,
         )
+    if not settings.destination_prefix:  # the default feed, publishing at the bucket's root
+        provider = RootGuard(provider, reserved_roots(_named_prefixes(settings, aws)))
     bucket = settings.destination_bucket
     if published is None and bucket:
         published = published_check(aws().s3, bucket, settings.destination_prefix)
@@ -109,6 +118,22 @@ def build_flow(
         # until the first event is sent).
         events=events or EventBus(lambda: aws().events, settings.event_bus),
     )
+
+
+def _named_prefixes(settings: Settings, aws: Callable[[], AwsClients]) -> list[str]:
+    """The named feeds' destination prefixes (the feeds file's, then the SSM parameters');
+    a listing SSM refuses now is logged and leaves only dlpipe's own root reserved."""
+    feeds = dict(feeds_from_env(os.environ))
+    if settings.feeds_parameter_path:
+        from dlpipe.adapters.feed_parameters import feeds_under_path  # noqa: PLC0415
+
+        try:
+            feeds |= feeds_under_path(
+                aws().ssm, settings.feeds_parameter_path, local=settings.allow_http_urls
+            )
+        except (FeedError, AwsRequestError, DependencyUnavailableError) as exc:
+            log.warning("batch.feeds_unlisted", error=str(exc))
+    return [feed.destination_prefix for feed in feeds.values() if not feed.is_default]
 
 
 def day_deadline(settings: Settings) -> DayDeadline | None:

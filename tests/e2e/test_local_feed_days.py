@@ -162,3 +162,28 @@ def test_a_feed_whose_polling_cannot_recover_a_file_is_refused_before_any_day_st
         run_feed_days(stack, local, replace(QUICK, date=day))
     batches = BatchesTable(stack.clients.dynamodb, stack.settings.batches_table)
     assert batches.query_by_date(day) == []
+
+
+def test_the_default_feeds_entity_named_like_a_feeds_prefix_is_refused_not_published(
+    stack: LocalStack, tmp_path: Path
+) -> None:
+    """The default feed publishes at the bucket's root: its provider's entity `vendor-b` would
+    land inside feed vendor-b's folder (`vendor-b/DAY/vendor-b-DAY`), where a consumer takes it
+    for vendor-b's data. It ends `error` (`rejected_listing`, reserved), nothing is published
+    there, and the default feed's other files complete."""
+    day = unique_day()
+    local = replace(
+        _two_feeds(stack, tmp_path),
+        files_by_feed={"default": [*FILES, StubFileSpec("vendor-b", 1_000, CIPHER_GCM)]},
+    )
+    reports = _by_feed(run_feed_days(stack, local, replace(QUICK, date=day)))
+    jobs = JobsTable(stack.clients.dynamodb, stack.settings.jobs_table)
+    stranger = jobs.require(make_file_id("vendor-b", day, "default"))
+    assert stranger.status is JobStatus.ERROR
+    assert "reserved" in (stranger.error_message or ""), stranger.error_message
+    bucket = stack.settings.require("destination_bucket")
+    listed = stack.clients.s3.list_objects_v2(Bucket=bucket, Prefix=f"vendor-b/{day}/")
+    assert [o["Key"] for o in listed.get("Contents", [])] == []
+    others = [jobs.require(make_file_id(f.entity, day, "default")) for f in FILES]
+    assert {j.status for j in others} == {JobStatus.COMPLETED}
+    assert reports["vendor-b"].ok

@@ -79,11 +79,12 @@ LIST_PARAMETERS = "ssm:GetParametersByPath"
 
 def test_ssm_grants_are_get_parameter_on_one_named_parameter_each() -> None:
     """No other SSM action, no wildcard: each statement names one parameter ARN; only the ECS
-    worker lists the feeds' path (to consume each feed's queue), and nothing else."""
+    worker (to consume each feed's queue) and the orchestrator (to keep the default feed's
+    entities out of the feeds' prefixes) list the feeds' path, and nothing else."""
     for role in policies().component_roles:
         for statement, action, pattern, raw in policies().grants(role):
             if action == LIST_PARAMETERS:
-                assert role == "ecs_task", (role, statement.sid)
+                assert role in {"ecs_task", "orchestrator"}, (role, statement.sid)
                 assert pattern == parameter_arn("x").removesuffix("/x"), pattern
                 continue
             if action.lower().startswith("ssm:") or "aws_ssm_parameter" in raw:
