@@ -7,22 +7,16 @@ where it was looked for; the token itself is never logged or put in an error.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
 
 from dlpipe.config import ENV_PROVIDER_TOKEN, ENV_PROVIDER_TOKEN_SECRET, ConfigError, Settings
+from dlpipe.domain.feeds import is_bearer_token
 
 if TYPE_CHECKING:
     from dlpipe.adapters.aws import AwsClients
-
-# One header value's worth of visible ASCII: a bearer token (RFC 6750's b64token and the
-# opaque tokens providers issue) has no space, line break or control character. Anything else
-# (a pasted token with a newline, a file: secret pointing at the wrong file) is refused here,
-# without echoing it: the HTTP library would quote the whole header in its error.
-_TOKEN = re.compile(r"[\x21-\x7e]{1,4096}")
 
 
 def token_from_settings(settings: Settings, clients: AwsClients) -> str:
@@ -54,7 +48,9 @@ def token_from_settings(settings: Settings, clients: AwsClients) -> str:
 
 def _checked(token: str, where: str) -> str:
     """`token` if it is one bearer token; a ConfigError naming `where`, never the token."""
-    if _TOKEN.fullmatch(token):
+    # Anything else (a pasted token with a newline, a file: secret pointing at the wrong file)
+    # is refused without echoing it: the HTTP library would quote the whole header in its error.
+    if is_bearer_token(token):
         return token
     raise ConfigError(
         f"the provider token in {where} is not one line of visible ASCII characters (no"

@@ -54,6 +54,14 @@ MAX_POLLS_RANGE = (1, 1000)
 STALL_WINDOW_RANGE = (5, 3600)
 MAX_SHARE_PERCENT_RANGE = (1, 100)
 FILE_SECRET_PREFIX = "file:"  # noqa: S105 (a scheme, not a secret)
+# One header value's worth of visible ASCII: a bearer token (RFC 6750's b64token and the opaque
+# tokens providers issue) has no space, line break or control character.
+_BEARER_TOKEN = re.compile(r"[\x21-\x7e]{1,4096}")
+
+
+def is_bearer_token(text: str) -> bool:
+    """True if `text` can be sent as one bearer token (visible ASCII, one line, <= 4096)."""
+    return _BEARER_TOKEN.fullmatch(text) is not None
 
 
 class FeedError(ValueError):
