@@ -7,8 +7,10 @@ the feed, date, batch, status, counts, the errors by code (the batch's outcome s
 dlpipe/domain/outcome.py) and the day manifest's URI, version and SHA-256 when there is one.
 
 PutEvents is at-least-once, and a durable step may run again after a crash: `event_id` is
-derived from the outcome alone (feed | date | batch | detail-type), never from a clock or a
-random value, so every copy of one outcome carries the same ID and a consumer de-duplicates on it.
+derived from the event's content alone (feed | date | batch | detail-type | the rest of the
+detail), never from a clock or a random value, so every copy of one content carries the same ID
+(a consumer de-duplicates on it) and an ID never stands for two contents (a later report of
+the batch with another manifest, say, is another event).
 """
 
 from __future__ import annotations
@@ -154,9 +156,17 @@ class HandoffEvent:
         return cls(str(data["detail_type"]), dict(data["detail"]))
 
 
-def event_id(feed: str, date: str, batch_id: str, detail_type: str) -> str:
-    """sha256 hex of `feed|date|batch_id|detail_type`: one outcome, one ID, however often sent."""
-    return hashlib.sha256(f"{feed}|{date}|{batch_id}|{detail_type}".encode()).hexdigest()
+def event_id(
+    feed: str, date: str, batch_id: str, detail_type: str, content: Mapping[str, Any]
+) -> str:
+    """sha256 hex of `feed|date|batch_id|detail_type|` and the detail's canonical JSON
+    (sorted keys, no spaces; its own `event_id` left out): one content, one ID, however often
+    sent."""
+    rest = {key: value for key, value in content.items() if key != "event_id"}
+    canonical = json.dumps(rest, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(
+        f"{feed}|{date}|{batch_id}|{detail_type}|{canonical}".encode()
+    ).hexdigest()
 
 
 def detail_type_for(status: str) -> str:
@@ -199,7 +209,7 @@ def build_event(detail_type: str, day: DayFacts) -> HandoffEvent:
     outcome = day.outcome or {}
     detail = {
         "version": DETAIL_VERSION,
-        "event_id": event_id(day.feed, day.date, day.batch_id, detail_type),
+        "event_id": "",
         "feed": day.feed,
         "date": day.date,
         "batch_id": day.batch_id,
@@ -212,4 +222,5 @@ def build_event(detail_type: str, day: DayFacts) -> HandoffEvent:
         "manifest": manifest_fields(day.manifest),
         "deadline_at": day.deadline_at,
     }
+    detail["event_id"] = event_id(day.feed, day.date, day.batch_id, detail_type, detail)
     return HandoffEvent(detail_type, detail)

@@ -85,7 +85,7 @@ def assert_one_event(events: list[dict[str, Any]], detail_type: str, status: str
     detail: dict[str, Any] = event["detail"]
     assert detail["status"] == status
     assert detail["event_id"] == event_id(
-        "default", detail["date"], detail["batch_id"], detail_type
+        "default", detail["date"], detail["batch_id"], detail_type, detail
     )
     return detail
 

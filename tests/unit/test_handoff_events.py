@@ -48,15 +48,19 @@ def test_the_same_outcome_always_has_the_same_id_and_another_outcome_another() -
     first = build_event("Day Failed", facts())
     again = build_event("Day Failed", facts(counts=DayCounts(7, 1, 2, 0)))
     assert (
-        first.event_id == again.event_id == event_id("vendor-b", "2026-02-28", BATCH, "Day Failed")
+        first.event_id
+        == again.event_id
+        == event_id("vendor-b", "2026-02-28", BATCH, "Day Failed", first.detail)
     )
+    manifest = {"uri": "s3://b/k", "version_id": "v1", "sha256": "0" * 64}
     others = {
         build_event(DAY_LATE, facts(status="queued")).event_id,
         build_event("Day Failed", facts(feed="default")).event_id,
         build_event("Day Failed", facts(batch_id=BATCH + "1")).event_id,
+        build_event("Day Failed", facts(manifest=manifest)).event_id,
         first.event_id,
     }
-    assert len(others) == 4
+    assert len(others) == 5  # one ID never stands for two contents (a manifest, or none)
     assert first.detail_json() == again.detail_json()  # a replay sends the same bytes
 
 
