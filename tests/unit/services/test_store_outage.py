@@ -15,7 +15,7 @@ from dlpipe.domain.download_errors import SourceUnavailableError
 from dlpipe.domain.errors import StoreUnavailableError
 from dlpipe.domain.model import JobStatus
 from dlpipe.domain.outage import WORKER_RETRY_MAX_S, worker_retry_s
-from dlpipe.services.download import service as service_module
+from dlpipe.services.download import claim as claim_module
 from dlpipe.services.download.service import Outcome
 from tests.fakes.download import FakeSource
 from tests.unit.services.test_download_service import URL, keypair, make_rig
@@ -98,7 +98,7 @@ def test_a_completion_given_up_after_the_budget_releases_the_claim_once_dynamodb
     throttled once, then goes through: the job is available again (not held for a lease)
     and the result is UNAVAILABLE, not an exception."""
     rig = make_rig(keypair)
-    monkeypatch.setattr(service_module, "DEFAULT_DEPENDENCY_BUDGET_SECONDS", 3)
+    monkeypatch.setattr(claim_module, "DEFAULT_DEPENDENCY_BUDGET_SECONDS", 3)
     unavailable(rig, "complete", times=10**6)
     releases = unavailable(rig, "release", times=1)
     waits: list[float] = []
