@@ -115,11 +115,20 @@ def check_provider_url(url: str, *, allow_http: bool) -> str:
     )
 
 
-# No setting is a count or a duration beyond this: larger values overflow date arithmetic.
-_INT_SETTING_MAX = 10**9
+# No whole-number setting is larger (a byte count included); the polling window has its own
+# bounds (POLL_*_MAX): a window past them overflows date arithmetic.
+_INT_SETTING_MAX = 10**15
+POLL_INTERVAL_MAX_S = 86_400
+MAX_POLLS_MAX = 100_000
 
 
-def _int_setting(env: Mapping[str, str], name: str, default: int, minimum: int = 1) -> int:
+def _int_setting(
+    env: Mapping[str, str],
+    name: str,
+    default: int,
+    minimum: int = 1,
+    maximum: int = _INT_SETTING_MAX,
+) -> int:
     raw = env.get(name)
     if raw is None or raw == "":
         return default
@@ -129,8 +138,8 @@ def _int_setting(env: Mapping[str, str], name: str, default: int, minimum: int =
         raise ConfigError(f"{name} must be a whole number, got {raw!r}") from exc
     if value < minimum:
         raise ConfigError(f"{name} must be at least {minimum}, got {value}")
-    if value > _INT_SETTING_MAX:
-        raise ConfigError(f"{name} must be at most {_INT_SETTING_MAX}, got {value}")
+    if value > maximum:
+        raise ConfigError(f"{name} must be at most {maximum}, got {value}")
     return value
 
 
@@ -252,8 +261,10 @@ class Settings:
             private_key_file=env.get(ENV_PRIVATE_KEY_FILE) or None,
             private_key_secret_id=env.get(ENV_PRIVATE_KEY_SECRET) or None,
             lease_seconds=_int_setting(env, ENV_LEASE_SECONDS, 300),
-            poll_interval_seconds=_int_setting(env, ENV_POLL_INTERVAL_SECONDS, 300),
-            max_polls=_int_setting(env, ENV_MAX_POLLS, 12),
+            poll_interval_seconds=_int_setting(
+                env, ENV_POLL_INTERVAL_SECONDS, 300, maximum=POLL_INTERVAL_MAX_S
+            ),
+            max_polls=_int_setting(env, ENV_MAX_POLLS, 12, maximum=MAX_POLLS_MAX),
             date_offset_days=_int_setting(env, ENV_DATE_OFFSET_DAYS, 1, minimum=0),
             log_level=(env.get(ENV_LOG_LEVEL) or "INFO").upper(),
             orchestrator_arn=env.get(ENV_ORCHESTRATOR_ARN) or None,
