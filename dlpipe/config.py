@@ -75,7 +75,7 @@ ENV_LARGE_FILE_THRESHOLD_BYTES = "DLPIPE_LARGE_FILE_THRESHOLD_BYTES"
 ENV_PROVIDER_LISTING_MAX_ENTRY_BYTES = "DLPIPE_PROVIDER_LISTING_MAX_ENTRY_BYTES"
 ENV_PROVIDER_LISTING_MAX_FILES = "DLPIPE_PROVIDER_LISTING_MAX_FILES"
 ENV_PROVIDER_LISTING_MAX_PAGES = "DLPIPE_PROVIDER_LISTING_MAX_PAGES"
-# The local feeds file (TOML), read by dlpipe/feeds_config.py.
+# The local feeds file (TOML), read by dlpipe/feeds_file.py.
 ENV_FEEDS_FILE = "DLPIPE_FEEDS_FILE"
 # On AWS: the SSM path under which each named feed is one parameter, `{path}/{name}`
 # (`/<prefix>dlpipe/feeds`), read by dlpipe/adapters/feed_parameters.py.

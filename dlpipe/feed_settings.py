@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from dlpipe.config import ENV_FEEDS_FILE, Settings
 from dlpipe.domain.feeds import DEFAULT_FEED, FILE_SECRET_PREFIX, Feed, FeedError
-from dlpipe.feeds_config import feeds_from_env, load_feeds_file
+from dlpipe.feeds_file import feeds_from_env, load_feeds_file
 from dlpipe.log import get_logger
 
 log = get_logger()

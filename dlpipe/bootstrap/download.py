@@ -20,7 +20,7 @@ from dlpipe.adapters.jobs_table import JobsTable
 from dlpipe.adapters.keys import private_key_from_settings
 from dlpipe.adapters.queue import JobQueue
 from dlpipe.adapters.source import HttpSource
-from dlpipe.bootstrap.feeds import feed_source
+from dlpipe.bootstrap.feed_source import feed_source
 from dlpipe.config import Settings
 from dlpipe.domain.clock import Clock, SystemClock
 from dlpipe.domain.errors import AwsRequestError, DependencyUnavailableError
@@ -30,7 +30,7 @@ from dlpipe.domain.model import file_feed
 from dlpipe.domain.stall import StallFloor
 from dlpipe.domain.url_policy import UrlPolicy, default_allowed_hosts
 from dlpipe.feed_settings import FeedSource, settings_for_feed
-from dlpipe.feeds_config import feeds_from_env
+from dlpipe.feeds_file import feeds_from_env
 from dlpipe.log import configure_logging, get_logger
 from dlpipe.services.download.deps import ServiceDeps, no_pause
 from dlpipe.services.download.service import DownloadService

@@ -18,7 +18,7 @@ from dlpipe.adapters.sqs_messages import SqsMessages
 from dlpipe.config import ConfigError, Settings
 from dlpipe.domain.clock import Clock, SystemClock
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME, Feed
-from dlpipe.feeds_config import feeds_from_env
+from dlpipe.feeds_file import feeds_from_env
 from dlpipe.services.ops.context import RECEIVE_WAIT_SECONDS, OpsContext
 
 if TYPE_CHECKING:

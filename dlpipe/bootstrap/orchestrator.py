@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from dlpipe.adapters.aws import AwsClients
 from dlpipe.adapters.items import batch_key, job_key
-from dlpipe.bootstrap.feeds import feed_source
+from dlpipe.bootstrap.feed_source import feed_source
 from dlpipe.config import ENV_DAY_DEADLINE, ENV_DAY_DEADLINE_TIME_ZONE, ConfigError, Settings
 from dlpipe.domain.clock import Clock, SystemClock
 from dlpipe.domain.errors import AwsRequestError, DependencyUnavailableError
@@ -21,7 +21,7 @@ from dlpipe.domain.feeds import DEFAULT_FEED, Feed, FeedError, validate_feed
 from dlpipe.domain.outage import OutageBackoff
 from dlpipe.domain.rules import RecoveryBudgetError, assert_recovery_fits, visibility_margin_seconds
 from dlpipe.feed_settings import FeedSource, settings_for_feed
-from dlpipe.feeds_config import feeds_from_env
+from dlpipe.feeds_file import feeds_from_env
 from dlpipe.log import get_logger
 from dlpipe.services.orchestrator.durable import build_durable_handler
 from dlpipe.services.orchestrator.feed_runs import FeedRun, FeedRuns, PollingPlan

@@ -24,8 +24,8 @@ from dlpipe.config import (
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.local.dynamodb_local import DynamoDBLocalError
 from dlpipe.local.emulator import EmulatorError
-from dlpipe.local.feeds import MAX_LOCAL_FEEDS
 from dlpipe.local.provision import Provisioned, provision
+from dlpipe.local.stack_feeds import MAX_LOCAL_FEEDS
 from dlpipe.local.up import LocalUp, StubOptions, local_up
 
 console = Console(stderr=True)

@@ -29,7 +29,7 @@ from dlpipe.config import Settings
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME, FeedError
 from dlpipe.domain.statuses import SUCCESSFUL_BATCH_STATUSES
 from dlpipe.local.durable_runner import run_durable_locally
-from dlpipe.local.feeds import LOCAL_FEEDS_TEMPLATE
+from dlpipe.local.stack_feeds import LOCAL_FEEDS_TEMPLATE
 from dlpipe.log import configure_logging
 from dlpipe.services.ops.waiting import idle_seconds, waiting_work
 

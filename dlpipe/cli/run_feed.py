@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from dlpipe.bootstrap.feeds import feed_source
+from dlpipe.bootstrap.feed_source import feed_source
 from dlpipe.config import Settings
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME, Feed
 from dlpipe.feed_settings import FeedSource, settings_for_feed

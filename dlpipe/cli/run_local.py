@@ -24,8 +24,8 @@ from dlpipe.domain.statuses import JobStatus
 from dlpipe.local.day import DayOptions, DayProgress, DayReport
 from dlpipe.local.dynamodb_local import ENV_HOME as ENV_DYNAMODB_LOCAL_HOME
 from dlpipe.local.feed_days import local_feeds, run_feed_days
-from dlpipe.local.feeds import LOCAL_FEEDS_TEMPLATE, FeedTables, read_template
 from dlpipe.local.stack import LocalStack, local_stack
+from dlpipe.local.stack_feeds import LOCAL_FEEDS_TEMPLATE, FeedTables, read_template
 from dlpipe.local.stub.publish import default_day
 from dlpipe.local.testpoints import ENV_TEST_PAUSE_AT
 

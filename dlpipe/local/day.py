@@ -24,7 +24,7 @@ from dlpipe.local.stack import LocalStack
 from dlpipe.local.stub.publish import StubFileSpec
 from dlpipe.local.stub.server import StubProvider
 from dlpipe.local.testpoints import pause_from_env
-from dlpipe.services.ops.feeds import record_feed
+from dlpipe.services.ops.feed_filter import record_feed
 from dlpipe.services.ops.ports import OpsBatches, OpsJobs
 from dlpipe.services.orchestrator.durable import build_durable_handler
 

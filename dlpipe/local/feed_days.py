@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from dlpipe.adapters.feed_parameters import publish_feeds
 from dlpipe.adapters.keys import clear_cache as clear_key_cache
-from dlpipe.bootstrap.feeds import feed_source
+from dlpipe.bootstrap.feed_source import feed_source
 from dlpipe.bootstrap.ops import build_ops_context
 from dlpipe.bootstrap.orchestrator import build_flow, check_recovery_fits, feed_runs
 from dlpipe.config import ConfigError, Settings
@@ -33,15 +33,15 @@ from dlpipe.local.durable_runner import (
     enforce_checkpoint_size_limit,
     run_durable_locally,
 )
-from dlpipe.local.feeds import (
+from dlpipe.local.provision import provision_feed_queue
+from dlpipe.local.stack import LocalStack
+from dlpipe.local.stack_feeds import (
     FeedKeys,
     FeedTables,
     effective_feeds,
     named_feed_keys,
     store_feed_secrets,
 )
-from dlpipe.local.provision import provision_feed_queue
-from dlpipe.local.stack import LocalStack
 from dlpipe.local.stub.faults import Faults
 from dlpipe.local.stub.publish import StubFileSpec
 from dlpipe.local.stub.server import StubProvider

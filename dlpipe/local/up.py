@@ -34,7 +34,8 @@ from dlpipe.config import (
 )
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.local.emulator import LocalAws
-from dlpipe.local.feeds import (
+from dlpipe.local.provision import Provisioned, provision, provision_feed_queue
+from dlpipe.local.stack_feeds import (
     FeedKeys,
     effective_feeds,
     named_feed_keys,
@@ -42,7 +43,6 @@ from dlpipe.local.feeds import (
     store_feed_secrets,
     write_key_pair,
 )
-from dlpipe.local.provision import Provisioned, provision, provision_feed_queue
 from dlpipe.local.stub.publish import default_day
 from dlpipe.local.stub.server import StubProvider
 
@@ -64,7 +64,7 @@ class StubOptions:
     files: int = 20
     port: int = 0  # the default feed's stub; the others' are free ports
     key_dir: Path = field(default_factory=lambda: Path(".dlpipe") / "local-up")
-    feeds: int = 1  # the default feed, then feed-2 .. feed-N (dlpipe/local/feeds.py)
+    feeds: int = 1  # the default feed, then feed-2 .. feed-N (dlpipe/local/stack_feeds.py)
 
 
 @dataclass(frozen=True)

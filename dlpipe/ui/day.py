@@ -8,7 +8,7 @@ from typing import Any
 from dlpipe.domain.errors import InvalidIdentifierError
 from dlpipe.domain.model import FileJob, JobStatus, validate_batch_id, validate_date
 from dlpipe.services.ops.context import OpsContext
-from dlpipe.services.ops.feeds import record_feed
+from dlpipe.services.ops.feed_filter import record_feed
 from dlpipe.services.ops.queries import BatchSummary, DayStatus, day_status
 from dlpipe.ui.cursor import decode_cursor, encode_cursor
 from dlpipe.ui.errors_by_code import ErrorsByCode, errors_by_code

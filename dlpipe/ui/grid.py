@@ -8,7 +8,7 @@ from datetime import date, timedelta
 
 from dlpipe.domain.model import Batch
 from dlpipe.services.ops.context import OpsContext
-from dlpipe.services.ops.feeds import feeds_shown, record_feed
+from dlpipe.services.ops.feed_filter import feeds_shown, record_feed
 from dlpipe.services.ops.opening_date import latest_scheduled_date
 from dlpipe.services.ops.ports import OpsBatches
 from dlpipe.services.ops.queries import day_batches

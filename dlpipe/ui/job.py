@@ -11,7 +11,7 @@ from dlpipe.domain.model import FileJob, JobStatus, batch_polling_date, parse_fi
 from dlpipe.domain.transitions import lease_live, may_requeue
 from dlpipe.log import redact_processor
 from dlpipe.services.ops.context import OpsContext
-from dlpipe.services.ops.feeds import record_feed
+from dlpipe.services.ops.feed_filter import record_feed
 from dlpipe.ui.options import BadRequestError, NotFoundPageError
 
 

@@ -23,8 +23,8 @@ from dlpipe.domain.model import BatchStatus, JobStatus, make_file_id, parse_batc
 from dlpipe.domain.outage import OutageBackoff
 from dlpipe.local.day import DayOptions, DayReport
 from dlpipe.local.feed_days import LocalFeeds, local_feeds, run_feed_days
-from dlpipe.local.feeds import read_template
 from dlpipe.local.stack import LocalStack
+from dlpipe.local.stack_feeds import read_template
 from dlpipe.local.stub.faults import Faults
 from dlpipe.local.stub.publish import StubFileSpec
 from tests.e2e.test_local_day import stack

@@ -15,7 +15,7 @@ import pytest
 from botocore.config import Config
 
 from dlpipe.adapters.aws import AwsClients
-from dlpipe.bootstrap.feeds import feed_source
+from dlpipe.bootstrap.feed_source import feed_source
 from dlpipe.bootstrap.orchestrator import build_orchestrator_handler
 from dlpipe.config import ENV_ENDPOINT_URL, Settings
 from tests.faults.proxy import FaultProxy

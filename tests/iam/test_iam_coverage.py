@@ -163,7 +163,7 @@ ENCRYPTED_SERVICES = frozenset({"s3", "sqs", "secretsmanager", "dynamodb"})
 
 
 # The local stack writes its named feeds as Terraform does (an SSM parameter and two secrets per
-# feed, dlpipe/local/feeds.py). A feed of the two-feed fixture's name is that feed; any other
+# feed, dlpipe/local/stack_feeds.py). A feed of the two-feed fixture's name is that feed; any other
 # name a test gives a feed stands for FEED_STAND_IN, whose secrets Terraform creates; a name in
 # UNCONFIGURED_FEEDS is a feed no deployment has (DENIED_BY_DESIGN).
 FEED_STAND_IN = "vendor-a"

@@ -22,7 +22,7 @@ import hcl2
 import pytest
 
 from dlpipe.adapters.feed_parameters import ParameterFeeds, feed_from_parameter, parameter_value
-from dlpipe.bootstrap.feeds import feed_source
+from dlpipe.bootstrap.feed_source import feed_source
 from dlpipe.bootstrap.orchestrator import check_recovery_fits, day_deadline, feed_runs
 from dlpipe.config import ENV_REGION, Settings, check_provider_url
 from dlpipe.domain.events import parse_event
@@ -167,7 +167,7 @@ def test_the_orchestrator_runs_every_feed_from_what_terraform_renders(
     buses = [bus["name"] for bus in outputs["bus"]] or ["default"]
     assert settings.event_bus in buses
     feeds = _feeds(outputs, settings)
-    # The wiring's own source (bootstrap/feeds.py) on the rendered parameters; no feeds file.
+    # The wiring's own source (bootstrap/feed_source.py) on the rendered parameters; no feeds file.
     clients = SimpleNamespace(ssm=RenderedParameters(outputs))
     source = feed_source(settings, clients, env={})  # type: ignore[arg-type]
     runs = feed_runs(settings, source, lambda own: own)  # type: ignore[arg-type,return-value]

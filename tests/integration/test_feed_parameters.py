@@ -12,7 +12,7 @@ import pytest
 
 from dlpipe.adapters.aws import AwsClients
 from dlpipe.adapters.feed_parameters import ParameterFeeds
-from dlpipe.bootstrap.feeds import feed_source
+from dlpipe.bootstrap.feed_source import feed_source
 from dlpipe.config import Settings
 from dlpipe.domain.feeds import DEFAULT_FEED, FeedError
 from dlpipe.feed_settings import REREAD_INTERVAL_S, UnknownFeedError

@@ -19,7 +19,7 @@ from dlpipe.domain.feeds import (
     feed_from_mapping,
 )
 from dlpipe.domain.model import make_file_id
-from dlpipe.feeds_config import feeds_from_document, feeds_from_env, load_feeds_file
+from dlpipe.feeds_file import feeds_from_document, feeds_from_env, load_feeds_file
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "feeds.example.toml"
 

@@ -10,7 +10,7 @@ import pytest
 
 from dlpipe.adapters.feed_parameters import feed_from_parameter, parameter_value
 from dlpipe.domain.feeds import FeedError
-from dlpipe.local.feeds import (
+from dlpipe.local.stack_feeds import (
     LOCAL_FEEDS_TEMPLATE,
     effective_feeds,
     named_feed_keys,

@@ -10,7 +10,7 @@ from dlpipe.domain.clock import ms_from_iso
 from dlpipe.domain.feeds import DEFAULT_FEED
 from dlpipe.domain.model import Batch, BatchStatus, make_batch_id, make_file_id
 from dlpipe.services.ops.backfill import backfill
-from dlpipe.services.ops.feeds import feeds_shown, record_feed
+from dlpipe.services.ops.feed_filter import feeds_shown, record_feed
 from dlpipe.services.ops.freshness import day_freshness
 from dlpipe.services.ops.queries import day_batches
 from tests.fakes.stores import FakeBatchesTable

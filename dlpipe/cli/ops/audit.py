@@ -14,7 +14,7 @@ from dlpipe.cli.ops.render import emit, table
 from dlpipe.cli.safe_text import visible
 from dlpipe.services.ops.audit import AuditDeps, DayCheck, audit_manifests
 from dlpipe.services.ops.context import OpsContext
-from dlpipe.services.ops.feeds import FeedChoice, feeds_shown
+from dlpipe.services.ops.feed_filter import FeedChoice, feeds_shown
 
 MAX_AUDIT_DAYS = 366  # one PollingDateIndex query and one pointer GET a day
 

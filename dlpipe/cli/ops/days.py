@@ -27,7 +27,7 @@ from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.domain.model import BatchStatus
 from dlpipe.services.ops.backfill import MAX_BACKFILL_DAYS, DayPlan, backfill
 from dlpipe.services.ops.context import OpsContext
-from dlpipe.services.ops.feeds import FeedChoice
+from dlpipe.services.ops.feed_filter import FeedChoice
 from dlpipe.services.ops.queries import (
     day_batches,
     day_summaries,

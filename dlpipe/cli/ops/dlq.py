@@ -12,7 +12,7 @@ from dlpipe.cli.ops.render import emit, iso, stamp, table
 from dlpipe.cli.safe_text import error_line
 from dlpipe.services.ops.context import OpsContext
 from dlpipe.services.ops.dlq import DlqEntry, peek, redrive
-from dlpipe.services.ops.feeds import FeedChoice
+from dlpipe.services.ops.feed_filter import FeedChoice
 
 
 @click.group("dlq")

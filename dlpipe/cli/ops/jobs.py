@@ -20,7 +20,7 @@ from dlpipe.cli.ops.render import (
 )
 from dlpipe.domain.model import SETS_MAX_FILES, JobStatus
 from dlpipe.services.ops.context import OpsContext
-from dlpipe.services.ops.feeds import FeedChoice
+from dlpipe.services.ops.feed_filter import FeedChoice
 from dlpipe.services.ops.queries import STUCK_STATUSES, batch_jobs, stuck_jobs
 from dlpipe.services.ops.recovery import (
     RequeueOutcome,

@@ -11,7 +11,7 @@ from dlpipe.cli.ops.dates import resolve_day
 from dlpipe.cli.ops.param_types import DAY, DURATION, FEED
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.services.ops.context import OpsContext
-from dlpipe.services.ops.feeds import FeedChoice
+from dlpipe.services.ops.feed_filter import FeedChoice
 from dlpipe.services.ops.opening_date import latest_scheduled_date
 
 FC = TypeVar("FC", bound=Callable[..., Any])

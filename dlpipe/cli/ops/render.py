@@ -22,7 +22,7 @@ from dlpipe.domain.clock import iso_from_ms, ms_from_iso, time_for_people
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.domain.model import Batch, FileJob
 from dlpipe.log import redact_processor
-from dlpipe.services.ops.feeds import feed_order, record_feed
+from dlpipe.services.ops.feed_filter import feed_order, record_feed
 
 if TYPE_CHECKING:
     from dlpipe.services.ops.queries import StuckJobs

@@ -31,7 +31,7 @@ from dlpipe.cli.ops.render import (
 from dlpipe.cli.ops.waiting import waiting_lines, waiting_payload
 from dlpipe.services.ops.context import OpsContext
 from dlpipe.services.ops.errors import NoBatchForDateError
-from dlpipe.services.ops.feeds import FeedChoice
+from dlpipe.services.ops.feed_filter import FeedChoice
 from dlpipe.services.ops.queries import DayStatus, FeedDay, day_status, no_batch_message
 
 

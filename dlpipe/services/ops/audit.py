@@ -23,7 +23,7 @@ from dlpipe.domain.manifest import (
     parse_manifest,
 )
 from dlpipe.domain.model import Batch, BatchStatus, JobStatus
-from dlpipe.services.ops.feeds import record_feed
+from dlpipe.services.ops.feed_filter import record_feed
 from dlpipe.services.ops.manifest_ports import ManifestReader
 from dlpipe.services.ops.ports import OpsBatches, OpsJobs
 

@@ -9,7 +9,7 @@ from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.domain.model import Batch, BatchStatus
 from dlpipe.domain.transitions import batch_to_attach
 from dlpipe.log import get_logger
-from dlpipe.services.ops.feeds import chosen
+from dlpipe.services.ops.feed_filter import chosen
 from dlpipe.services.ops.ports import OpsBatches, Starter
 
 MAX_BACKFILL_DAYS = 92

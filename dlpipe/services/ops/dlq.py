@@ -17,7 +17,7 @@ from dlpipe.domain.statuses import UNSUCCESSFUL_JOB_STATUSES
 from dlpipe.domain.transitions import lease_live
 from dlpipe.log import get_logger
 from dlpipe.services.ops.context import OpsContext
-from dlpipe.services.ops.feeds import FeedChoice
+from dlpipe.services.ops.feed_filter import FeedChoice
 from dlpipe.services.ops.ports import OpsJobs
 from dlpipe.services.ops.recovery import send_jobs
 

@@ -18,7 +18,7 @@ from dlpipe.domain.outcome import error_code
 from dlpipe.domain.waiting import FeedQueue, FeedQueues, QueueDepth
 from dlpipe.feed_settings import settings_for_feed
 from dlpipe.services.ops.context import OpsContext
-from dlpipe.services.ops.feeds import feed_order, record_feed
+from dlpipe.services.ops.feed_filter import feed_order, record_feed
 
 # The available jobs read, oldest first, to find each feed's oldest and count its slow ones:
 # one StatusIndex Query page (up to ~1 MB, ~128 RCU) however long the backlog. Past it, a

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 from dlpipe.domain.feeds import DEFAULT_FEED, Feed
 from dlpipe.domain.schedule import last_scheduled_date, run_date
-from dlpipe.services.ops.feeds import FeedChoice
+from dlpipe.services.ops.feed_filter import FeedChoice
 
 
 def latest_scheduled_date(

@@ -16,8 +16,8 @@ from dlpipe.domain.transitions import is_stuck
 from dlpipe.domain.waiting import FeedQueues, Starving, WaitingWork
 from dlpipe.services.ops.context import OpsContext
 from dlpipe.services.ops.errors import NoBatchForDateError
+from dlpipe.services.ops.feed_filter import FeedChoice, chosen, feeds_shown, record_feed
 from dlpipe.services.ops.feed_queues import feed_queue_urls, feed_queues, queue_depths
-from dlpipe.services.ops.feeds import FeedChoice, chosen, feeds_shown, record_feed
 from dlpipe.services.ops.freshness import day_freshness
 from dlpipe.services.ops.ports import OpsBatches, OpsJobs
 from dlpipe.services.ops.waiting import idle_seconds, starving, waiting_work

@@ -13,7 +13,7 @@ from dlpipe.domain.model import FileJob, JobStatus, file_feed
 from dlpipe.domain.transitions import is_stuck, lease_live, may_requeue
 from dlpipe.log import get_logger
 from dlpipe.services.ops.context import OpsContext
-from dlpipe.services.ops.feeds import FeedChoice
+from dlpipe.services.ops.feed_filter import FeedChoice
 from dlpipe.services.ops.ports import OpsJobs
 from dlpipe.services.ops.queries import STUCK_STATUSES, stuck_jobs
 from dlpipe.services.shared_ports import JobSender

@@ -4,7 +4,7 @@ A feeds template (`dlpipe/local/feeds.local.toml`, or `local up --feeds N`'s num
 names the feeds and their own fields; the stack adds what only it knows - each named feed's
 stub URL, token and key files, the emulator's host as its URL allowlist and its own download
 queue (created as terraform/ defines it) - validates the
-result by the one rule (dlpipe/feeds_config.py), and writes each named feed as an SSM
+result by the one rule (dlpipe/feeds_file.py), and writes each named feed as an SSM
 parameter in the emulator, as Terraform does on AWS (adapters/feed_parameters.publish_feeds):
 every process reads it from there through DLPIPE_FEEDS_PARAMETER_PATH, the production path.
 The default feed reads the process's settings, as on AWS.
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME, Feed, FeedError
-from dlpipe.feeds_config import feeds_from_document
+from dlpipe.feeds_file import feeds_from_document
 from dlpipe.local.stub.crypto import generate_rsa_keypair
 
 if TYPE_CHECKING:
