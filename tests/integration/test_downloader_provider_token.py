@@ -26,7 +26,10 @@ def test_the_downloaders_provider_client_authenticates_with_the_secrets_token(
     name = f"dlpipe-test/provider-token-{uuid.uuid4().hex[:8]}"
     clients.secretsmanager.create_secret(Name=name, SecretString=TEST_PROVIDER_TOKEN)
     settings = Settings(
-        provider_base_url=stub.base_url, provider_token_secret_id=name, allow_http_urls=True
+        provider_base_url=stub.base_url,
+        provider_token_secret_id=name,
+        allow_http_urls=True,
+        allow_private_url_hosts=True,  # the stub on 127.0.0.1, as the local stack allows it
     )
     build = provider_factory(settings, clients)
     assert build is not None

@@ -13,8 +13,9 @@ import pytest
 
 from dlpipe.adapters.aws import AwsClients
 from dlpipe.domain.messages import JobMessage, encode_message
-from dlpipe.domain.model import FileJob, make_batch_id, make_file_id
+from dlpipe.domain.model import FileJob, JobStatus, make_batch_id, make_file_id
 from dlpipe.domain.rules import job_ttl_epoch_s
+from dlpipe.local.provision import provision_feed_queue
 from tests.integration.test_feed_parameters import AS_TERRAFORM_WRITES, path, put
 from tests.integration.test_ops_feeds_ssm import on_aws
 from tests.integration.test_ops_fixtures import CliRunner, World, dlpipe_cli, no_scan, world
@@ -32,9 +33,9 @@ _TTL = job_ttl_epoch_s(BASE_MS // 1000)
 def feed_queue(clients: AwsClients) -> Iterator[tuple[str, str]]:
     """A named feed of this test's own (the StatusIndex is shared by the session) and its
     own download queue, deleted afterwards."""
-    suffix = uuid.uuid4().hex[:10]
-    url = clients.sqs.create_queue(QueueName=f"ops-feed-{suffix}")["QueueUrl"]
-    yield f"vq-{suffix}", url
+    feed = f"vq-{uuid.uuid4().hex[:10]}"
+    url = provision_feed_queue(clients, feed)  # named as Terraform names it
+    yield feed, url
     clients.sqs.delete_queue(QueueUrl=url)
 
 
@@ -126,3 +127,26 @@ def test_a_feed_without_its_own_queue_shares_the_deployments_shown_once(
         None,
     )
     assert rows[feed]["shared_with"] == ["default"]
+
+
+def test_requeue_sends_a_named_feeds_file_to_that_feeds_own_queue(
+    world: World,
+    dlpipe_cli: CliRunner,
+    clients: AwsClients,
+    path: str,
+    feed_queue: tuple[str, str],
+    entity: str,
+) -> None:
+    """A failed file of a feed with its own queue goes back to that queue, not the main one
+    (where no lane of that feed would look for it first)."""
+    feed, url = feed_queue
+    put(clients, f"{path}/{feed}", {**AS_TERRAFORM_WRITES, "name": feed, "queue_url": url})
+    on_aws(world, path, allow_http_urls=True)
+    job = _available(world, entity, feed, waited_s=30)
+    world.jobs.claim(job.file_id, "w", 60)
+    world.jobs.finish_unsuccessfully(job.file_id, "w", JobStatus.FAILED, "timeouts")
+    run = dlpipe_cli("jobs", "requeue", job.file_id, "--json")
+    assert run.code == 0, run.err
+    got = clients.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=1)
+    bodies = [m["Body"] for m in got.get("Messages", [])]
+    assert [job.file_id in b for b in bodies] == [True], bodies
