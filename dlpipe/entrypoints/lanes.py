@@ -21,7 +21,7 @@ import contextvars
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from dlpipe.adapters.download_queue import DownloadQueue, MessageVisibility, Received
 from dlpipe.bootstrap.download import FeedQueue
@@ -46,7 +46,6 @@ class _Lane:
     extended_at: float = 0.0
     polling: bool = False
     failing: BaseException | None = None
-    thread: threading.Thread | None = field(default=None, repr=False)
 
     def load(self) -> LaneLoad:
         since = self.waiting_since if self.waiting is not None else None
@@ -76,12 +75,6 @@ class LaneInbox:
             self._add(spec)
         if refresh is not None:
             self._start(self._refresh_loop, "lanes-refresh")
-
-    @property
-    def names(self) -> list[str]:
-        """The lanes' names (their feeds), in the order they were added."""
-        with self._cond:
-            return [lane.spec.name for lane in self._lanes.values()]
 
     def caps(self) -> dict[str, int]:
         """Each lane's cap now (it shrinks as lanes are added)."""
@@ -165,7 +158,7 @@ class LaneInbox:
         count = len(self._lanes)
         for each in self._lanes.values():
             each.cap = lane_cap(self._concurrency, each.spec.share_percent, count)
-        lane.thread = self._start(lambda: self._receive_loop(lane), f"lane-{spec.name}")
+        self._start(lambda: self._receive_loop(lane), f"lane-{spec.name}")
 
     def _start(self, target: Callable[[], None], name: str) -> threading.Thread:
         context = contextvars.copy_context()
