@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from dlpipe.adapters import dynamo
+from dlpipe.adapters.batch_marks import BatchMarks
 from dlpipe.adapters.items import (
     BATCH_ATTRIBUTES,
     batch_from_item,
@@ -67,8 +68,9 @@ def _names(expression: str) -> dict[str, str]:
     return {k: v for k, v in _NAMES.items() if k in expression}
 
 
-class BatchesTable:
-    """Repository of Batch records in data-download-batches."""
+class BatchesTable(BatchMarks):
+    """Repository of Batch records in data-download-batches (the hand-off's marks beside the
+    status: batch_marks.py)."""
 
     def __init__(self, client: DynamoDBClient, table_name: str, clock: Clock | None = None):
         self._client = client

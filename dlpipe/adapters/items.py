@@ -91,6 +91,10 @@ BATCH_ATTRIBUTES: dict[str, str] = {
     "outcome": "OutcomeSummary",
     "adopted_by": "AdoptedBy",
     "feed": _FEED,
+    "handoff_event": "HandoffEvent",
+    "handoff_type": "HandoffType",
+    "handoff_problem": "HandoffProblem",
+    "late_event_id": "DayLateEventID",
 }
 
 _INT_FIELDS = frozenset(

@@ -48,6 +48,13 @@ class BatchState(Protocol):
     def status(self) -> BatchStatus | None: ...  # pragma: no cover - a protocol
 
 
+class LateState(Protocol):
+    """What the Day Late claim reads of a batch item: the event that holds it."""
+
+    @property
+    def late_event_id(self) -> str | None: ...  # pragma: no cover - a protocol
+
+
 def job_sources(new: JobStatus) -> frozenset[JobStatus]:
     """Every job status from which `new` may be reached."""
     return frozenset(old for old, targets in JOB_TRANSITIONS.items() if new in targets)
@@ -199,6 +206,24 @@ def may_finish(batch: BatchState | None, new: BatchStatus) -> bool:
 def may_record(batch: BatchState | None) -> bool:
     """Outcome sets are recorded on an existing batch only (never create one)."""
     return batch is not None
+
+
+def may_record_handoff(batch: Batch | None, status: str, detail_type: str) -> bool:
+    """The outcome event of `status` is recorded while the batch still is in that status and
+    no event of its detail-type is recorded yet: the first one sent stays the batch's, and a
+    late retry for a status the batch left (timeout, repaired) records nothing."""
+    return batch is not None and str(batch.status) == status and batch.handoff_type != detail_type
+
+
+def may_claim_late(batch: LateState | None, event_id: str) -> bool:
+    """Day Late is claimed once per batch: by the first event, or again by that same event
+    (a retried step re-sends what it claimed)."""
+    return batch is not None and batch.late_event_id in (None, event_id)
+
+
+def may_release_late(batch: LateState | None, event_id: str) -> bool:
+    """A claim is given back (its send failed) only by the event that holds it."""
+    return batch is not None and batch.late_event_id == event_id
 
 
 def may_record_counts(batch: BatchState | None) -> bool:

@@ -40,6 +40,7 @@ from dlpipe.domain.transitions import (
     holds_claim,
     may_adopt,
     may_claim,
+    may_claim_late,
     may_complete_abandoned,
     may_create,
     may_finish,
@@ -47,6 +48,8 @@ from dlpipe.domain.transitions import (
     may_mark_queued,
     may_record,
     may_record_counts,
+    may_record_handoff,
+    may_release_late,
     may_requeue,
 )
 
@@ -380,6 +383,39 @@ class FakeBatchesTable:
                 "mark adopted refused", condition="mark adopted", current=batch
             )
         return self._put(batch, adopted_by=adopted_by)
+
+    def record_handoff(self, batch_id: str, status: str, detail_type: str, event: str) -> Batch:
+        batch = self.items.get(batch_id)
+        if not may_record_handoff(batch, status, detail_type):
+            raise BatchTransitionRefusedError(
+                "record hand-off refused", condition="record hand-off", current=batch
+            )
+        return self._mark(self.require(batch_id), handoff_event=event, handoff_type=detail_type)
+
+    def record_handoff_problem(self, batch_id: str, problem: str | None) -> Batch:
+        return self._mark(self.require(batch_id), handoff_problem=problem)
+
+    def claim_day_late(self, batch_id: str, event_id: str) -> Batch:
+        batch = self.items.get(batch_id)
+        if not may_claim_late(batch, event_id):
+            raise BatchTransitionRefusedError(
+                "claim Day Late refused", condition="claim Day Late", current=batch
+            )
+        return self._mark(self.require(batch_id), late_event_id=event_id)
+
+    def release_day_late(self, batch_id: str, event_id: str) -> Batch:
+        batch = self.items.get(batch_id)
+        if not may_release_late(batch, event_id):
+            raise BatchTransitionRefusedError(
+                "release Day Late refused", condition="release Day Late", current=batch
+            )
+        return self._mark(self.require(batch_id), late_event_id=None)
+
+    def _mark(self, batch: Batch, **changes: Any) -> Batch:
+        # A mark beside the status: UpdatedAt stays (the manifest's header reads it).
+        updated = replace(batch, **changes)
+        self.items[batch.batch_id] = updated
+        return updated
 
     def _put(self, batch: Batch, **changes: Any) -> Batch:
         updated = replace(batch, updated_at=iso_from_ms(self.clock.now_ms()), **changes)

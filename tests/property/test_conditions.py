@@ -21,8 +21,9 @@ from botocore.exceptions import ClientError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dlpipe.adapters import batches_table, jobs_writes
+from dlpipe.adapters import batch_marks, batches_table, jobs_writes
 from dlpipe.adapters.aws import AwsClients
+from dlpipe.adapters.batch_marks import BatchMarks
 from dlpipe.adapters.batches_table import BatchesTable
 from dlpipe.adapters.dynamo import CONDITION_FAILED
 from dlpipe.adapters.items import (
@@ -45,6 +46,7 @@ from dlpipe.domain.transitions import (
     is_own_job_write,
     may_adopt,
     may_claim,
+    may_claim_late,
     may_complete_abandoned,
     may_create,
     may_finish,
@@ -52,6 +54,8 @@ from dlpipe.domain.transitions import (
     may_mark_queued,
     may_record,
     may_record_counts,
+    may_record_handoff,
+    may_release_late,
     may_requeue,
 )
 from dlpipe.local.provision import table_definitions
@@ -112,6 +116,8 @@ class BatchDraw:
     sets_truncated: bool
     error_message: str | None
     updated_at: str
+    handoff_type: str | None = None  # the outcome event recorded: none, ours, another's
+    late_event_id: str | None = None  # the Day Late claim: none, ours, another's
 
     @property
     def status(self) -> BatchStatus | None:
@@ -155,6 +161,8 @@ BATCH_STATES = st.builds(
     error_message=st.one_of(st.none(), st.text("abc ;:", min_size=1, max_size=20)),
     # now: the UpdatedAt a retried write of ours finds (it re-sends the same values); earlier
     updated_at=st.sampled_from([iso_from_ms(NOW_MS), iso_from_ms(NOW_MS - 1000)]),
+    handoff_type=st.sampled_from([None, "Day Completed", "Day Timed Out"]),
+    late_event_id=st.sampled_from([None, "late-1", "late-2"]),
 )
 
 
@@ -207,6 +215,11 @@ def _as_batch(draw: BatchDraw | None) -> Batch | None:
     if draw is None or draw.status is None:
         return None
     return batch_from_item(_batch_item(draw, THIS_BATCH))
+
+
+def _as_batch_state(draw: BatchDraw | None) -> BatchDraw | None:
+    """The item as the attribute-only rules read it (present whatever its status)."""
+    return draw
 
 
 def _own_create(state: Any, _op: str) -> bool:
@@ -291,6 +304,32 @@ BATCH_CONDITIONS: dict[str, Condition] = {
         if new is not BatchStatus.INITIATED  # nothing leads there: finish refuses to try
     },
 }
+# The hand-off's marks beside the status (dlpipe/adapters/batch_marks.py), on the same items.
+MARK_CONDITIONS: dict[str, Condition] = {
+    "record_handoff_problem": Condition(
+        may_record,
+        {
+            "record_handoff_problem": lambda t, b: t.record_handoff_problem(b, "manifest_x: y"),
+            "clear_handoff_problem": lambda t, b: t.record_handoff_problem(b, None),
+        },
+        moves_status=False,
+    ),
+    "record_handoff": Condition(
+        lambda s: may_record_handoff(_as_batch(s), "completed", "Day Completed"),
+        {"record_handoff": lambda t, b: t.record_handoff(b, "completed", "Day Completed", "{}")},
+        moves_status=False,
+    ),
+    "claim_day_late": Condition(
+        lambda s: may_claim_late(_as_batch_state(s), "late-1"),
+        {"claim_day_late": lambda t, b: t.claim_day_late(b, "late-1")},
+        moves_status=False,
+    ),
+    "release_day_late": Condition(
+        lambda s: may_release_late(_as_batch_state(s), "late-1"),
+        {"release_day_late": lambda t, b: t.release_day_late(b, "late-1")},
+        moves_status=False,
+    ),
+}
 
 
 @pytest.mark.parametrize(
@@ -298,8 +337,9 @@ BATCH_CONDITIONS: dict[str, Condition] = {
     [
         (jobs_writes, jobs_writes.JobWrites, JOB_CONDITIONS),
         (batches_table, BatchesTable, BATCH_CONDITIONS),
+        (batch_marks, BatchMarks, MARK_CONDITIONS),
     ],
-    ids=["jobs", "batches"],
+    ids=["jobs", "batches", "batch marks"],
 )
 def test_every_conditional_write_is_registered_here(
     module: Any, cls: type, conditions: dict[str, Condition]
@@ -338,6 +378,8 @@ def _batch_item(draw: BatchDraw, batch_id: str) -> dict[str, Any]:
         sets_truncated=draw.sets_truncated,
         error_message=draw.error_message,
         updated_at=draw.updated_at,
+        handoff_type=draw.handoff_type,
+        late_event_id=draw.late_event_id,
     )
     item: dict[str, Any] = dict(batch_to_item(batch))
     item.pop("Status")
@@ -502,7 +544,7 @@ def test_batch_conditions_accept_exactly_what_the_rules_accept(
     moves = _check_conditions(
         clients.dynamodb,
         table,
-        BATCH_CONDITIONS,
+        BATCH_CONDITIONS | MARK_CONDITIONS,
         BATCH_STATES,
         _batch_item,
         lambda n, i: make_batch_id(DAY, f"00000000-0000-4000-{8000 + i:04d}-{n:012x}"),

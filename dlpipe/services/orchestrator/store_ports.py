@@ -105,6 +105,23 @@ class BatchStore(BatchReads, Protocol):
         """Record that rerun `adopted_by` took over the batch's unfinished files."""
         ...
 
+    def record_handoff(self, batch_id: str, status: str, detail_type: str, event: str) -> Batch:
+        """Record the outcome event (`event`, its JSON) unless one of `detail_type` is recorded
+        or the batch left `status`: BatchTransitionRefusedError carrying the stored batch."""
+        ...
+
+    def record_handoff_problem(self, batch_id: str, problem: str | None) -> Batch:
+        """Record why the hand-off was withheld (None: clear it)."""
+        ...
+
+    def claim_day_late(self, batch_id: str, event_id: str) -> Batch:
+        """Claim the batch's one Day Late; BatchTransitionRefusedError if another event has."""
+        ...
+
+    def release_day_late(self, batch_id: str, event_id: str) -> Batch:
+        """Give back the claim `event_id` holds; BatchTransitionRefusedError if it holds none."""
+        ...
+
 
 class DownloadQueues(SweepQueue, Protocol):
     """The download queues as the flow uses them: it also asks which queue a file goes to."""
