@@ -65,12 +65,12 @@ class BatchMarks:
 
     def claim_day_late(self, batch_id: str, event_id: str) -> Batch:
         """Claim the batch's one Day Late for `event_id`; BatchTransitionRefusedError if another
-        event holds it (another run sent it, or is sending it)."""
+        event holds it (another run, or this step before a crash, sent it or is sending it)."""
         # Race: every run attached to a running batch passes the deadline. Rule: may_claim_late.
         return self._mark(
             batch_id,
             "SET #late = :event_id",
-            "attribute_exists(#id) AND (attribute_not_exists(#late) OR #late = :event_id)",
+            "attribute_exists(#id) AND attribute_not_exists(#late)",
             {":event_id": event_id},
             "claim Day Late",
         )

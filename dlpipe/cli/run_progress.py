@@ -146,6 +146,10 @@ class ReportingFlow:
         """The inner flow's write_manifest."""
         return self._inner.write_manifest(batch_id)
 
+    def record_handoff_problem(self, batch_id: str, problem: str) -> None:
+        """The inner flow's record_handoff_problem."""
+        self._inner.record_handoff_problem(batch_id, problem)
+
     def publish_event(self, event: dict[str, Any]) -> dict[str, Any]:
         """The inner flow's publish_event."""
         return self._inner.publish_event(event)

@@ -215,10 +215,10 @@ def may_record_handoff(batch: Batch | None, status: str, detail_type: str) -> bo
     return batch is not None and str(batch.status) == status and batch.handoff_type != detail_type
 
 
-def may_claim_late(batch: LateState | None, event_id: str) -> bool:
-    """Day Late is claimed once per batch: by the first event, or again by that same event
-    (a retried step re-sends what it claimed)."""
-    return batch is not None and batch.late_event_id in (None, event_id)
+def may_claim_late(batch: LateState | None) -> bool:
+    """Day Late is claimed once per batch, by the first run past the deadline: another run
+    (an attach) or a retried step finds it claimed and sends nothing."""
+    return batch is not None and batch.late_event_id is None
 
 
 def may_release_late(batch: LateState | None, event_id: str) -> bool:

@@ -397,7 +397,7 @@ class FakeBatchesTable:
 
     def claim_day_late(self, batch_id: str, event_id: str) -> Batch:
         batch = self.items.get(batch_id)
-        if not may_claim_late(batch, event_id):
+        if not may_claim_late(batch):
             raise BatchTransitionRefusedError(
                 "claim Day Late refused", condition="claim Day Late", current=batch
             )

@@ -320,7 +320,7 @@ MARK_CONDITIONS: dict[str, Condition] = {
         moves_status=False,
     ),
     "claim_day_late": Condition(
-        lambda s: may_claim_late(_as_batch_state(s), "late-1"),
+        lambda s: may_claim_late(_as_batch_state(s)),
         {"claim_day_late": lambda t, b: t.claim_day_late(b, "late-1")},
         moves_status=False,
     ),

@@ -112,6 +112,10 @@ class FakeFlow:
         ref = {"bucket": "b", "key": key, "version_id": None, "sha256": "0" * 64, "size": 2}
         return ref | {"entries": 0, "uri": f"s3://b/{key}"}
 
+    def record_handoff_problem(self, batch_id: str, problem: str) -> None:
+        self._enter("record_handoff_problem", batch_id, problem)
+        self._leave("record_handoff_problem")
+
     def publish_event(self, event: dict[str, Any]) -> dict[str, Any]:
         self._enter("publish_event", event["detail"]["batch_id"], event["detail_type"])
         self._leave("publish_event")

@@ -27,6 +27,7 @@ from dlpipe.config import DEFAULT_RESEND_AFTER_SECONDS, DEFAULT_SWEEP_REQUEUE
 from dlpipe.domain.clock import Clock
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.domain.handoff_events import HandoffEvent
+from dlpipe.domain.manifest import ManifestConflictError
 from dlpipe.domain.model import FileJob
 from dlpipe.services.orchestrator import create, finish, handoff, manifest, poll, queueing
 from dlpipe.services.orchestrator.fanout import CHUNK_ENTRIES, FileLister, ListingPosition
@@ -88,16 +89,24 @@ class BatchFlowService:
         finish.fail_batch(self, batch_id, reason)
 
     def write_manifest(self, batch_id: str) -> dict[str, Any] | None:
-        """write-manifest: the ended batch's manifest and the day's pointer (manifest.py)."""
-        ref = manifest.write_manifest(self, batch_id)
+        """write-manifest: the ended batch's manifest and the day's pointer (manifest.py); a
+        manifest there with other bytes is `{"problem": "manifest_tampered: ..."}`."""
+        try:
+            ref = manifest.write_manifest(self, batch_id)
+        except ManifestConflictError as exc:
+            return {"problem": f"{handoff.MANIFEST_TAMPERED}: {exc}"}
         return None if ref is None else ref.to_dict()
 
+    def record_handoff_problem(self, batch_id: str, problem: str) -> None:
+        """record-handoff-problem: why the batch's hand-off was withheld, on its item."""
+        self.batches.record_handoff_problem(batch_id, problem)
+
     def publish_event(self, event: dict[str, Any]) -> dict[str, Any]:
-        """publish-outcome-event: put the hand-off event on the bus."""
-        return handoff.publish(self.events, HandoffEvent.from_dict(event))
+        """publish-outcome-event: put the batch's hand-off event on the bus (handoff.py)."""
+        return handoff.publish_once(self.batches, self.events, HandoffEvent.from_dict(event))
 
     def publish_if_late(self, event: dict[str, Any], deadline_at_ms: int) -> bool:
-        """day-late-{n}: put `Day Late` on the bus once the deadline has passed."""
+        """day-late-{n}: put the batch's one `Day Late` on the bus once the deadline passed."""
         return handoff.publish_if_late(
-            self.events, self.clock, HandoffEvent.from_dict(event), deadline_at_ms
+            self.batches, self.events, self.clock, HandoffEvent.from_dict(event), deadline_at_ms
         )

@@ -9,17 +9,30 @@ Both are durable steps, so a replay finds their checkpoint and sends nothing aga
 - `day-late-{n}`, after each poll that leaves the batch running, only while the feed has a
   deadline and no `Day Late` went out yet: its body reads the flow's clock (time is read in a
   step, so a replay decides the same) and sends the event once the deadline has passed. Its
-  failure is logged and the next poll's step tries again; at most one `Day Late` succeeds per
-  execution.
+  failure is logged and the next poll's step tries again.
+
+An event ID is one content, across executions too: a run that attaches to an ended batch
+(`dlpipe run --date D` again) builds the event anew, so the batch item keeps the outcome event
+as first sent (`record_handoff`, the first one wins) and every later run re-sends that one byte
+for byte. A later run whose manifest is no longer the one that event named withholds it and
+names why (`manifest_recreated` / `manifest_changed`, and `manifest_tampered` /
+`manifest_failed` when the write-manifest step could not verify or write it): the reason is
+recorded on the batch item (HandoffProblem, shown by `dlpipe status` and the day page) and in
+the run's result, never sent as an event with another manifest or none. `Day Late` is claimed
+on the batch item before it is sent, so it goes out once per batch however many runs watch it
+(a send that fails gives the claim back; a crash between the claim and the send loses it).
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from dlpipe.domain.clock import Clock, iso_from_ms
+from dlpipe.domain.errors import BatchTransitionRefusedError
 from dlpipe.domain.feeds import Feed
 from dlpipe.domain.freshness import deadline_ms
 from dlpipe.domain.handoff_events import (
@@ -41,11 +54,17 @@ if TYPE_CHECKING:
         CompletionCheck,
         StepRunner,
     )
+    from dlpipe.services.orchestrator.store_ports import BatchStore
 
 log = get_logger(component="orchestrator")
 
 # Step names are part of every in-flight execution's history: renaming one breaks replay.
 STEP_PUBLISH_OUTCOME = "publish-outcome-event"
+STEP_RECORD_PROBLEM = "record-handoff-problem"
+# The reasons a hand-off is withheld that the write-manifest step finds (the others are
+# manifest_problem's).
+MANIFEST_TAMPERED = "manifest_tampered"
+MANIFEST_FAILED = "manifest_failed"
 
 
 def late_step_name(poll_number: int) -> str:
@@ -97,13 +116,91 @@ def publish(events: EventSender | None, event: HandoffEvent) -> dict[str, Any]:
     return fields | {"sent": True}
 
 
+def publish_once(
+    batches: BatchStore, events: EventSender | None, event: HandoffEvent
+) -> dict[str, Any]:
+    """The outcome event's step body (module docstring): record `event` as the batch's, or
+    find the one recorded first, and send that; withheld, with the reason as `problem`, when
+    this run's manifest is not the one it named."""
+    batch_id = str(event.detail["batch_id"])
+    fields = {"detail_type": event.detail_type, "event_id": event.event_id}
+    try:
+        batch = batches.record_handoff(
+            batch_id, str(event.detail["status"]), event.detail_type, _event_json(event)
+        )
+    except BatchTransitionRefusedError as refused:
+        if refused.current is None:
+            raise
+        batch = refused.current
+    if batch.handoff_type != event.detail_type or not batch.handoff_event:
+        # A late retry for a status the batch has left (timeout, since repaired).
+        log.warning("batch.event_superseded", batch_id=batch_id, status=str(batch.status), **fields)
+        return fields | {"sent": False}
+    sent = HandoffEvent.from_dict(json.loads(batch.handoff_event))
+    if sent.event_id != event.event_id:
+        problem = manifest_problem(sent, event)
+        if problem is not None:
+            batches.record_handoff_problem(batch_id, problem)
+            log.error("batch.handoff_withheld", batch_id=batch_id, problem=problem, **fields)
+            return fields | {"sent": False, "problem": problem}
+        log.info("batch.event_resent", batch_id=batch_id, built=event.event_id)
+    published = publish(events, sent)
+    if batch.handoff_problem is not None:
+        batches.record_handoff_problem(batch_id, None)  # the hand-off holds again
+    return published
+
+
+def manifest_problem(sent: HandoffEvent, built: HandoffEvent) -> str | None:
+    """Why `built` (this run's) may not stand for `sent` (the batch's event): its manifest is
+    another (None: the same manifest, so `sent` is re-sent as it is)."""
+    old, new = sent.detail.get("manifest"), built.detail.get("manifest")
+    if old == new:
+        return None
+    if old and new and old["uri"] == new["uri"]:
+        return (
+            f"manifest_recreated: {new['uri']} is version {new['version_id']} now; the"
+            f" {sent.detail_type} event sent named version {old['version_id']}"
+        )
+    return (
+        f"manifest_changed: the {sent.detail_type} event sent named"
+        f" {_manifest_text(old)}, this run's manifest is {_manifest_text(new)}"
+    )
+
+
+def _manifest_text(manifest: Mapping[str, Any] | None) -> str:
+    if not manifest:
+        return "no manifest"
+    return f"{manifest['uri']} version {manifest['version_id']}"
+
+
+def _event_json(event: HandoffEvent) -> str:
+    return json.dumps(event.to_dict(), sort_keys=True, separators=(",", ":"))
+
+
 def publish_if_late(
-    events: EventSender | None, clock: Clock, event: HandoffEvent, deadline_at_ms: int
+    batches: BatchStore,
+    events: EventSender | None,
+    clock: Clock,
+    event: HandoffEvent,
+    deadline_at_ms: int,
 ) -> bool:
-    """Send `Day Late` if the deadline has passed (the step body); True once it went out."""
+    """Send `Day Late` if the deadline has passed and no other event claimed the batch's one
+    (the step body); True once it went out, here or by another run."""
     if clock.now_ms() <= deadline_at_ms:
         return False
-    return bool(publish(events, event)["sent"])
+    batch_id = str(event.detail["batch_id"])
+    try:
+        batches.claim_day_late(batch_id, event.event_id)
+    except BatchTransitionRefusedError:
+        log.info("batch.day_late_sent_before", batch_id=batch_id, event_id=event.event_id)
+        return True
+    try:
+        return bool(publish(events, event)["sent"])
+    except Exception:
+        # Unsent: give the claim back, so the next poll's step (or another run) may send it.
+        with contextlib.suppress(BatchTransitionRefusedError):
+            batches.release_day_late(batch_id, event.event_id)
+        raise
 
 
 def publish_outcome(
@@ -114,8 +211,9 @@ def publish_outcome(
     feed: str,
     deadline: DayDeadline | None,
     manifest: Mapping[str, Any] | None = None,
-) -> None:
-    """The step `publish-outcome-event` for an ended batch; StepFailed if it could not be sent."""
+) -> str | None:
+    """The step `publish-outcome-event` for an ended batch; why it was withheld (None: it went
+    out); StepFailed if it could not be sent."""
     counts = DayCounts(result.completed, result.failed, result.error, result.pending)
     facts = DayFacts(
         feed,
@@ -129,12 +227,14 @@ def publish_outcome(
     )
     event = build_event(detail_type_for(result.status), facts)
     try:
-        steps.step(STEP_PUBLISH_OUTCOME, lambda: flow().publish_event(event.to_dict()))
+        done = steps.step(STEP_PUBLISH_OUTCOME, lambda: flow().publish_event(event.to_dict()))
     except StepFailed as exc:
         log.error(  # noqa: TRY400 - the cause is one line; a traceback says nothing more
             "batch.event_unsent", event_id=event.event_id, batch_id=result.batch_id, cause=str(exc)
         )
         raise
+    problem = done.get("problem")
+    return None if problem is None else str(problem)
 
 
 def late_if_due(

@@ -100,9 +100,15 @@ def _point(store: ManifestStore, batch: Batch, ref: ManifestRef) -> None:
     for _ in range(POINTER_ATTEMPTS):
         found = store.read_pointer(header.feed, header.date)
         current, etag = found if found else (None, None)
-        if not supersedes(new, current):
+        if not supersedes(new, current) and not _recreated(new, current):
             return
         if store.put_pointer(new, etag=etag):
             log.info("batch.manifest_pointed", batch_id=batch.batch_id, key=ref.key)
             return
     raise PointerContendedError(f"the pointer of {header.feed} {header.date} kept changing")
+
+
+def _recreated(new: DayPointer, current: DayPointer | None) -> bool:
+    """The pointer names this very manifest at a version that is gone (its object was deleted
+    and this write made it again): it follows the object, so the two always agree."""
+    return current is not None and current.key == new.key and current.version_id != new.version_id

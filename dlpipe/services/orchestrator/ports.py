@@ -149,10 +149,16 @@ class BatchRunResult:
     outcome: dict[str, Any] | None = None
     # The write-manifest step's ManifestRef.to_dict() (dlpipe/domain/manifest.py), or None.
     manifest: dict[str, Any] | None = None
+    # Why the hand-off was withheld ("manifest_tampered: ..."; handoff.py), or None.
+    handoff_problem: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON form, the handler's return value."""
-        return asdict(self)
+        """Plain JSON form, the handler's return value (`handoff_problem` only when there is
+        one: a run whose hand-off went out returns what it always did)."""
+        result = asdict(self)
+        if result["handoff_problem"] is None:
+            del result["handoff_problem"]
+        return result
 
 
 class BatchFlow(Protocol):
@@ -188,8 +194,13 @@ class BatchFlow(Protocol):
         written; a replay verifies the stored one and writes nothing new."""
         ...
 
+    def record_handoff_problem(self, batch_id: str, problem: str) -> None:
+        """Record on the batch why its hand-off was withheld."""
+        ...
+
     def publish_event(self, event: dict[str, Any]) -> dict[str, Any]:
-        """Put a hand-off event (HandoffEvent.to_dict()) on the bus; what went out."""
+        """Put the batch's hand-off event on the bus (the one recorded first, else this one,
+        HandoffEvent.to_dict()); what went out, with `problem` when it was withheld."""
         ...
 
     def publish_if_late(self, event: dict[str, Any], deadline_at_ms: int) -> bool:

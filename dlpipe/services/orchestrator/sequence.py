@@ -18,7 +18,12 @@ from dlpipe.services.orchestrator.feed_runs import (
     served_request,
     single_feed,
 )
-from dlpipe.services.orchestrator.handoff import late_if_due, publish_outcome
+from dlpipe.services.orchestrator.handoff import (
+    MANIFEST_FAILED,
+    STEP_RECORD_PROBLEM,
+    late_if_due,
+    publish_outcome,
+)
 from dlpipe.services.orchestrator.ports import (
     BatchFlow,
     BatchRunResult,
@@ -68,10 +73,12 @@ def run_batch(
     """Run the batch to its end (its manifest written), then hand it off: the outcome event
     (handoff.py), which names the manifest."""
     result = _run_to_end(steps, flow, request, plan)
-    publish_outcome(
+    if result.handoff_problem is not None:
+        return result  # withheld: the batch item and the result say why (handoff.py)
+    problem = publish_outcome(
         steps, flow, result, feed=request.feed, deadline=plan.deadline, manifest=result.manifest
     )
-    return result
+    return result if problem is None else replace(result, handoff_problem=problem)
 
 
 def _run_to_end(
@@ -182,15 +189,22 @@ def _hand_on(
     steps: StepRunner, flow: Callable[[], BatchFlow], ended: BatchRunResult
 ) -> BatchRunResult:
     """The write-manifest step, once the batch's final status is written, on every path that
-    ends it. A manifest that cannot be written leaves the ended batch as it is: the run
-    reports it without one (the audit then names the day's missing manifest)."""
+    ends it. A manifest that cannot be written, or is there with other bytes, leaves the ended
+    batch as it is and withholds its hand-off: the reason is recorded on the batch item (the
+    record-handoff-problem step) and returned in the result, and no event goes out."""
     try:
         ref = steps.step(STEP_WRITE_MANIFEST, lambda: flow().write_manifest(ended.batch_id))
     except StepFailed as exc:
         log.error(  # noqa: TRY400 (the cause is the message; a traceback says nothing more)
             "batch.manifest_failed", batch_id=ended.batch_id, cause=str(exc)
         )
-        return ended
+        ref = {"problem": f"{MANIFEST_FAILED}: {exc}"}
+    if ref is not None and "problem" in ref:
+        problem = str(ref["problem"])
+        steps.step(
+            STEP_RECORD_PROBLEM, lambda: flow().record_handoff_problem(ended.batch_id, problem)
+        )
+        return replace(ended, handoff_problem=problem)
     return replace(ended, manifest=ref)
 
 
