@@ -4,6 +4,7 @@ wrote (moto S3, DynamoDB Local), then broken one way at a time."""
 from __future__ import annotations
 
 import hashlib
+import json
 import uuid
 from dataclasses import dataclass, replace
 
@@ -11,6 +12,7 @@ import pytest
 
 from dlpipe.adapters.manifest_store import S3ManifestStore
 from dlpipe.domain.clock import iso_from_ms
+from dlpipe.domain.handoff_events import DayCounts, DayFacts, build_event
 from dlpipe.domain.manifest import pointer_key
 from dlpipe.domain.model import BatchStatus
 from dlpipe.local.provision import Provisioned
@@ -215,3 +217,69 @@ def test_a_repaired_day_still_pointing_at_its_timeout_manifest_is_named(
         f"{world.day} default: latest.json names batch {batch_id}'s timeout manifest"
         f" {timeout_key}, not a completed one"
     )
+
+
+def _only_version_deleted(world: World, day: Day) -> str:
+    """Delete the manifest's one version outright (no delete marker); its version ID."""
+    version = world.clients.s3.head_object(Bucket=day.bucket, Key=day.manifest_key)["VersionId"]
+    world.clients.s3.delete_object(Bucket=day.bucket, Key=day.manifest_key, VersionId=version)
+    return str(version)
+
+
+def test_the_audit_names_a_manifest_re_created_behind_the_pointer(
+    world: World, dlpipe_cli: CliRunner, day: Day
+) -> None:
+    """The named version deleted and the same bytes written again by hand: the bytes verify,
+    but latest.json names a version that is gone."""
+    head = world.clients.s3.get_object(Bucket=day.bucket, Key=day.manifest_key)
+    body, metadata = head["Body"].read(), head["Metadata"]
+    deleted = _only_version_deleted(world, day)
+    world.clients.s3.put_object(
+        Bucket=day.bucket, Key=day.manifest_key, Body=body, Metadata=metadata
+    )
+    code, lines = _audit(world, dlpipe_cli)
+    assert code == 1
+    (line,) = lines
+    assert line.startswith(f"{world.day} default: manifest {day.manifest_key} is version ")
+    assert line.endswith(f"latest.json names version {deleted} (deleted or re-created)")
+
+
+def test_the_audit_names_a_re_created_manifest_the_sent_event_does_not_name(
+    world: World, dlpipe_cli: CliRunner, day: Day
+) -> None:
+    """The write-manifest step writes the deleted manifest again and moves latest.json to it:
+    pointer and object agree, but the `Day Completed` the batch sent named the deleted one."""
+    sent = build_event(
+        "Day Completed",
+        DayFacts(
+            "default",
+            world.day,
+            day.batch_id,
+            "completed",
+            DayCounts(3, 0, 0, 0),
+            manifest=world_ref(world, day),
+        ),
+    )
+    world.batches.record_handoff(
+        day.batch_id, "completed", "Day Completed", json.dumps(sent.to_dict())
+    )
+    assert _audit(world, dlpipe_cli) == (0, [])
+    deleted = _only_version_deleted(world, day)
+    assert write_manifest(_flow(world, day.bucket), day.batch_id) is not None
+    code, lines = _audit(world, dlpipe_cli)
+    assert code == 1
+    (line,) = lines
+    assert line.startswith(
+        f"{world.day} default: the Day Completed event sent named {day.manifest_key}"
+        f" version {deleted}, latest.json names version "
+    )
+
+
+def world_ref(world: World, day: Day) -> dict[str, object]:
+    """The manifest as the write-manifest step reported it (its current version)."""
+    head = world.clients.s3.head_object(Bucket=day.bucket, Key=day.manifest_key)
+    return {
+        "uri": f"s3://{day.bucket}/{day.manifest_key}",
+        "version_id": head["VersionId"],
+        "sha256": head["Metadata"]["sha256"],
+    }

@@ -29,7 +29,8 @@ def batch_audit_command(
     ops: OpsContext, *, first: str, last: str, feed: FeedChoice, as_json: bool
 ) -> None:
     """Per date: a completed batch received every listed file, and its manifest verifies
-    (each object at its version, size and SHA-256; counts as the jobs'). Exit 1 if not."""
+    (latest.json's version and SHA-256, the Day Completed event's too; each object at its
+    version, size and SHA-256; counts as the jobs'). Exit 1 if not."""
     now_ms = ops.now_ms()
     try:
         dates = date_range(resolve_day(first, now_ms), resolve_day(last, now_ms), MAX_AUDIT_DAYS)

@@ -5,15 +5,20 @@ names that batch's completed manifest (not its timeout one, if it was repaired);
 manifest's bytes hash to the SHA-256 the pointer recorded and parse; each entry's object is
 there at the entry's version, with its size and SHA-256 metadata (HEAD only: no file is read
 twice); and the manifest's counts agree with the batch item and with the jobs (BatchIndex
-COUNTs). Each problem is one line."""
+COUNTs). The pointer names the object that is there: its version too, so a manifest deleted
+and written again is named, as is a pointer that still names the deleted version; and the
+`Day Completed` event the batch sent named that same version and SHA-256, and no later run
+withheld the hand-off (HandoffProblem). Each problem is one line."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from dlpipe.domain.handoff_events import DAY_COMPLETED, HandoffEvent
 from dlpipe.domain.manifest import (
     HEAD_WORKERS,
     DayPointer,
@@ -86,6 +91,7 @@ def _audit_day(deps: AuditDeps, day: str, feed: str) -> DayCheck:
     check.manifest_key = pointer.key
     if completed:
         check.problems += _pointer_problems(pointer, completed[-1])
+        check.problems += _handoff_problems(pointer, completed[-1])
     manifest = _read_manifest(deps.manifests, pointer, check)
     if manifest is not None:
         check.entries = len(manifest.entries)
@@ -109,9 +115,39 @@ def _pointer_problems(pointer: DayPointer, completed: Batch) -> list[str]:
     return []
 
 
+def _handoff_problems(pointer: DayPointer, completed: Batch) -> list[str]:
+    """The event the batch handed off named the manifest the pointer names (version and
+    SHA-256), and no run withheld the hand-off since (HandoffProblem on the batch item)."""
+    problems = []
+    if completed.handoff_problem:
+        problems.append(f"hand-off withheld: {completed.handoff_problem}")
+    if completed.handoff_event and completed.handoff_type == DAY_COMPLETED:
+        named = HandoffEvent.from_dict(json.loads(completed.handoff_event)).detail.get("manifest")
+        if (
+            named
+            and pointer.key == _named_key(named)
+            and (
+                named.get("version_id") != pointer.version_id
+                or named.get("sha256") != pointer.sha256
+            )
+        ):
+            problems.append(
+                f"the {DAY_COMPLETED} event sent named {pointer.key} version"
+                f" {named.get('version_id')}, latest.json names version {pointer.version_id}"
+            )
+    return problems
+
+
+def _named_key(named: dict[str, object]) -> str:
+    """The key of the manifest an event names (its `uri` without the bucket)."""
+    return str(named.get("uri", "")).removeprefix("s3://").partition("/")[2]
+
+
 def _read_manifest(reader: ManifestReader, pointer: DayPointer, check: DayCheck) -> Manifest | None:
     # The current object, as a consumer following the pointer's key reads it: a delete marker
-    # over the recorded version is a missing manifest, other bytes fail the SHA-256.
+    # over the recorded version is a missing manifest, other bytes fail the SHA-256, and the
+    # same bytes at another version (the named one deleted, the manifest written again) are
+    # not the object the pointer names.
     data = reader.read_object(pointer.key)
     if data is None:
         check.problems.append(f"manifest {pointer.key} missing")
@@ -119,6 +155,14 @@ def _read_manifest(reader: ManifestReader, pointer: DayPointer, check: DayCheck)
     if hashlib.sha256(data).hexdigest() != pointer.sha256 or len(data) != pointer.size:
         check.problems.append(f"manifest {pointer.key} does not verify (SHA-256 or size differs)")
         return None
+    current = reader.head(pointer.key)
+    if pointer.version_id is not None and (
+        current is None or current.version_id != pointer.version_id
+    ):
+        check.problems.append(
+            f"manifest {pointer.key} is version {current.version_id if current else None},"
+            f" latest.json names version {pointer.version_id} (deleted or re-created)"
+        )
     try:
         return parse_manifest(data)
     except ManifestError as exc:
