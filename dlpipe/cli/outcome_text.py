@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dlpipe.domain.outcome import OutcomeSummary
+from dlpipe.domain.statuses import SUCCESSFUL_BATCH_STATUSES
 
 
 def outcome_text(outcome: Mapping[str, Any] | OutcomeSummary | None) -> str | None:
@@ -39,4 +40,13 @@ def result_line(result: Mapping[str, Any]) -> str:
     )
     line = f"batch {result.get('batch_id')} {result.get('status')}: {counts}"
     why = outcome_text(result.get("outcome"))
-    return f"{line}; {why}" if why else line
+    line = f"{line}; {why}" if why else line
+    problem = result.get("handoff_problem")
+    return f"{line}; hand-off withheld: {problem}" if problem else line
+
+
+def run_exit_code(result: Mapping[str, Any]) -> int:
+    """A run's exit code: 0 for a day that completed and was handed off, else 1 (a withheld
+    hand-off included: the day's event did not go out)."""
+    ok = result.get("status") in SUCCESSFUL_BATCH_STATUSES and not result.get("handoff_problem")
+    return 0 if ok else 1

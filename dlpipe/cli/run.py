@@ -20,14 +20,13 @@ from dlpipe.bootstrap.ops import build_ops_context
 from dlpipe.bootstrap.orchestrator import build_flow, build_orchestrator_handler, check_ready
 from dlpipe.cli.ops.dates import resolve_day, wall_clock_ms
 from dlpipe.cli.ops.param_types import DAY, FEED
-from dlpipe.cli.outcome_text import result_line
+from dlpipe.cli.outcome_text import result_line, run_exit_code
 from dlpipe.cli.run_feed import run_feed
 from dlpipe.cli.run_local import render_reports, run_local
 from dlpipe.cli.run_progress import PollReporter, ReportingFlow
 from dlpipe.cli.safe_text import plain
 from dlpipe.config import Settings
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME, FeedError
-from dlpipe.domain.statuses import SUCCESSFUL_BATCH_STATUSES
 from dlpipe.local.durable_runner import run_durable_locally
 from dlpipe.local.stack_feeds import LOCAL_FEEDS_TEMPLATE
 from dlpipe.log import configure_logging
@@ -194,4 +193,4 @@ def _run_remote(day: str, feed: str, poll_interval: int | None, log_path: Path) 
         )
     out.print_json(json.dumps(result))
     err.print(plain(result_line(result)), highlight=False, soft_wrap=True)
-    return 0 if result.get("status") in SUCCESSFUL_BATCH_STATUSES else 1
+    return run_exit_code(result)

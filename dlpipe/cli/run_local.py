@@ -148,7 +148,11 @@ def render_reports(out: Console, reports: list[DayReport]) -> None:
     for report in reports:
         render_report(out, report, named=True)
     done = [r.feed for r in reports if r.ok]
-    short = [f"{r.feed} {r.status}" for r in reports if not r.ok]
+    short = [
+        f"{r.feed} {r.status}" + (", hand-off withheld" if r.result.get("handoff_problem") else "")
+        for r in reports
+        if not r.ok
+    ]
     if not short:
         out.print(
             f"all {len(reports)} feeds' days completed, every file verified: {', '.join(done)}"

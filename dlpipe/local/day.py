@@ -70,8 +70,13 @@ class DayReport:
 
     @property
     def ok(self) -> bool:
-        """True when the batch completed and every file verified."""
-        return self.status in SUCCESSFUL_BATCH_STATUSES and all(f.verified for f in self.files)
+        """True when the batch completed, was handed off and every file verified."""
+        handed_off = not self.result.get("handoff_problem")
+        return (
+            self.status in SUCCESSFUL_BATCH_STATUSES
+            and handed_off
+            and all(f.verified for f in self.files)
+        )
 
 
 @contextmanager

@@ -19,6 +19,8 @@ def outcome_views(rows: Sequence[dict[str, Any]]) -> list[Text]:
         why = outcome_text(row.get("outcome"))
         if why:
             lines.append(plain(f"{row['batch_id']} {row['status']}: {why}"))
+        if row.get("handoff_problem"):
+            lines.append(plain(f"{row['batch_id']}: hand-off withheld: {row['handoff_problem']}"))
         if row.get("adopted_by"):
             lines.append(
                 plain(

@@ -170,6 +170,8 @@ def batch_dict(batch: Batch, counts: dict[str, int] | None = None) -> dict[str, 
         "error_count": batch.error_count,
         "outcome": None if batch.outcome is None else batch.outcome.to_dict(),
         "adopted_by": batch.adopted_by,
+        # Why a run withheld the batch's hand-off event (a manifest that no longer verifies).
+        "handoff_problem": batch.handoff_problem,
     }
     if counts is not None:
         data["job_counts"] = counts
