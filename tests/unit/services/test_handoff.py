@@ -183,5 +183,5 @@ def test_a_pointer_naming_another_batch_than_its_manifest_is_an_error() -> None:
     pointer, etag = store.read_pointer("default", DAY) or pytest.fail("no pointer")
     other = "batch-2026-02-28-11111111-9d1a-4c7e-8f2b-1a2b3c4d5e6f"
     assert store.put_pointer(DayPointer(**{**pointer.__dict__, "batch_id": other}), etag=etag)
-    with pytest.raises(HandoffError, match="not what latest.json names"):
+    with pytest.raises(HandoffError, match=r"not what latest\.json names"):
         _wait(store, clock, timeout_s=0)
