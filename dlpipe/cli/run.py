@@ -22,7 +22,7 @@ from dlpipe.cli.ops.dates import resolve_day, wall_clock_ms
 from dlpipe.cli.ops.param_types import DAY, FEED
 from dlpipe.cli.outcome_text import result_line, run_exit_code
 from dlpipe.cli.run_feed import run_feed
-from dlpipe.cli.run_local import render_reports, run_local
+from dlpipe.cli.run_local import handed_off, render_reports, run_local
 from dlpipe.cli.run_progress import PollReporter, ReportingFlow
 from dlpipe.cli.safe_text import plain
 from dlpipe.config import Settings
@@ -145,7 +145,7 @@ def run_command(  # noqa: PLR0917 - click passes one argument per option
             except FeedError as exc:
                 raise click.ClickException(str(exc)) from exc
             render_reports(out, reports)
-            code = 0 if all(report.ok for report in reports) else 1
+            code = 0 if all(report.ok for report in reports) and handed_off(reports) else 1
         else:
             code = _run_remote(polling_date, feed, poll_interval, log_path)
     raise SystemExit(code)

@@ -11,7 +11,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from dlpipe.bootstrap.ops import build_ops_context
 from dlpipe.cli.handoff_text import render_handoff, with_received_events
+from dlpipe.cli.ops.handoff import wait_line
 from dlpipe.cli.outcome_text import result_line
 from dlpipe.cli.safe_text import plain
 from dlpipe.config import (
@@ -108,6 +110,7 @@ def run_local(
         local = local_feeds(stack, tables, Path(".dlpipe") / "run-local", default_day(files))
         reports = run_feed_days(stack, local, options, on_progress=show)
         reports = with_received_events(stack, reports)
+        reports = with_handoff_waits(stack, reports, day)
         for report in reports:
             verified = sum(1 for f in report.files if f.verified)
             error = sum(1 for f in report.files if f.status == JobStatus.ERROR)
@@ -161,6 +164,9 @@ def render_reports(out: Console, reports: list[DayReport]) -> None:
         out.print(
             f"{len(short)} of {len(reports)} feeds' days did not complete: {', '.join(short)}"
         )
+    for report in reports:
+        if HANDOFF_WAIT in report.result:
+            out.print(plain(report.result[HANDOFF_WAIT][1]), highlight=False, soft_wrap=True)
 
 
 def render_report(out: Console, report: DayReport, *, named: bool = False) -> None:
@@ -186,3 +192,22 @@ def render_report(out: Console, report: DayReport, *, named: bool = False) -> No
     )
     out.print(plain(result_line(report.result)), highlight=False, soft_wrap=True)
     render_handoff(out, report)
+
+
+# The report's result gains `dlpipe handoff wait`'s exit code and line under this key.
+HANDOFF_WAIT = "handoff_wait"
+
+
+def with_handoff_waits(stack: LocalStack, reports: list[DayReport], day: str) -> list[DayReport]:
+    """Each report with what `dlpipe handoff wait --feed F --date D` answers for its feed's
+    day now, as a consumer would ask it (the command's own code, on the stack's bucket)."""
+    ops = build_ops_context(stack.settings, stack.clients, feeds={})
+    return [
+        replace(report, result={**report.result, HANDOFF_WAIT: wait_line(ops, report.feed, day)})
+        for report in reports
+    ]
+
+
+def handed_off(reports: list[DayReport]) -> bool:
+    """True when `dlpipe handoff wait` answered exit 0 for every feed's day it was asked of."""
+    return all(r.result[HANDOFF_WAIT][0] == 0 for r in reports if HANDOFF_WAIT in r.result)

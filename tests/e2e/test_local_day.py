@@ -130,14 +130,19 @@ def test_make_run_command_completes_a_day_and_verifies_every_file(tmp_path: Path
     # The shipped feeds file's two feeds, each on its own stub provider, key and token.
     for feed in ("default", "vendor-b"):
         assert f"feed {feed}: batch status: completed; 6/6 files verified by SHA-256" in done.stdout
-    last = done.stdout.strip().splitlines()[-1]
-    assert last == "all 2 feeds' days completed, every file verified: default, vendor-b", last
+    *_, verdict, default_wait, vendor_b_wait = done.stdout.strip().splitlines()
+    assert verdict == "all 2 feeds' days completed, every file verified: default, vendor-b"
     manifests = re.findall(
-        r"^day manifest: s3://\S+/_dlpipe/manifests/(\S+)/\S+/\S*batch-\S+\.json$",
+        r"^day manifest: (s3://\S+/_dlpipe/manifests/(\S+)/(\S+)/\S*batch-\S+\.json)$",
         done.stdout,
         re.M,
     )
-    assert manifests == ["default", "vendor-b"], done.stdout[-3000:]
+    assert [feed for _, feed, _ in manifests] == ["default", "vendor-b"], done.stdout[-3000:]
+    # It ends with `dlpipe handoff wait` answering each day completed, naming its manifest.
+    for wait, (uri, feed, day) in zip((default_wait, vendor_b_wait), manifests, strict=True):
+        command = f"dlpipe handoff wait --feed {feed} --date {day}"
+        assert wait.startswith(f"{command}: exit 0, feed {feed}'s day {day} completed: "), wait
+        assert f"manifest {uri}" in wait, wait
     # The hand-off: the downstream stand-in received each day's event through EventBridge.
     received = [line for line in done.stdout.splitlines() if "downstream queue received" in line]
     assert len(received) == 2, done.stdout[-2000:]
@@ -164,8 +169,10 @@ def test_run_local_with_a_feed_runs_that_feeds_day_alone(tmp_path: Path) -> None
     assert done.returncode == 0, done.stderr[-2000:]
     assert "feed vendor-b: batch status: completed; 2/2 files verified by SHA-256" in done.stdout
     assert "feed default:" not in done.stdout
-    last = done.stdout.strip().splitlines()[-1]
-    assert last == "all 1 feeds' days completed, every file verified: vendor-b", last
+    *_, verdict, wait = done.stdout.strip().splitlines()
+    assert verdict == "all 1 feeds' days completed, every file verified: vendor-b"
+    assert wait.startswith("dlpipe handoff wait --feed vendor-b --date "), wait
+    assert ": exit 0, feed vendor-b's day " in wait, wait
 
 
 def test_published_objects_match_the_providers_plaintext(

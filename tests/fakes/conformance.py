@@ -7,6 +7,7 @@ from __future__ import annotations
 from dlpipe.domain.clock import Clock
 from dlpipe.domain.listing import FileDescriptor
 from dlpipe.services.download.ports import Destination, JobLeases, Source, Upload, UrlSigner
+from dlpipe.services.ops.manifest_ports import ManifestReader
 from dlpipe.services.orchestrator.fanout import FileLister
 from dlpipe.services.orchestrator.handoff import EventSender
 from dlpipe.services.orchestrator.manifest_ports import ManifestStore
@@ -37,3 +38,8 @@ def _orchestrator_ports(clock: Clock) -> None:
     manifests: ManifestStore = FakeManifestStore()
     events: EventSender = FakeEventBus()
     del jobs, batches, queue, meter, lister, manifests, events
+
+
+def _ops_ports() -> None:
+    reader: ManifestReader = FakeManifestStore()
+    del reader

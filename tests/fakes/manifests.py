@@ -14,6 +14,7 @@ from dlpipe.domain.manifest import (
     ManifestHeader,
     ManifestRef,
     PublishedFile,
+    StoredObject,
     manifest_key,
     render,
 )
@@ -29,6 +30,7 @@ class FakeManifestStore:
     pointers: dict[tuple[str, str], tuple[DayPointer, str]] = field(default_factory=dict)
     refuse_pointer: int = 0
     writes: int = 0
+    heads: dict[str, StoredObject] = field(default_factory=dict)  # the files' objects
 
     def write(self, header: ManifestHeader, files: Iterable[PublishedFile]) -> ManifestRef:
         entries = sorted(
@@ -58,3 +60,12 @@ class FakeManifestStore:
             return False
         self.pointers[(pointer.feed, pointer.date)] = (pointer, f"etag-{self.writes}-{id(pointer)}")
         return True
+
+    def read_object(self, key: str, version_id: str | None = None) -> bytes | None:
+        return self.objects.get(key)
+
+    def head(self, key: str, version_id: str | None = None) -> StoredObject | None:
+        if key in self.heads or key not in self.objects:
+            return self.heads.get(key)
+        data = self.objects[key]  # a manifest: written once, so always the "v1" write() names
+        return StoredObject("v1", len(data), hashlib.sha256(data).hexdigest())

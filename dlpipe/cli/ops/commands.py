@@ -6,6 +6,7 @@ import click
 
 from dlpipe.cli.ops.days import backfill_command, batch_group
 from dlpipe.cli.ops.dlq import dlq_group
+from dlpipe.cli.ops.handoff import handoff_group
 from dlpipe.cli.ops.jobs import jobs_group
 from dlpipe.cli.ops.status import status_command
 
@@ -15,6 +16,7 @@ COMMANDS: tuple[click.Command, ...] = (
     dlq_group,
     status_command,
     backfill_command,
+    handoff_group,
 )
 
 __all__ = [
@@ -22,6 +24,7 @@ __all__ = [
     "backfill_command",
     "batch_group",
     "dlq_group",
+    "handoff_group",
     "jobs_group",
     "status_command",
 ]

@@ -4,31 +4,28 @@ For each date: a completed batch exists and every file it listed completed; the 
 names that batch's completed manifest (not its timeout one, if it was repaired); the
 manifest's bytes hash to the SHA-256 the pointer recorded and parse; each entry's object is
 there at the entry's version, with its size and SHA-256 metadata (HEAD only: no file is read
-twice); and the manifest's counts agree with the batch item and with the jobs (BatchIndex
-COUNTs). The pointer names the object that is there: its version too, so a manifest deleted
-and written again is named, as is a pointer that still names the deleted version; and the
-`Day Completed` event the batch sent named that same version and SHA-256, and no later run
-withheld the hand-off (HandoffProblem). Each problem is one line."""
+twice; the manifest, version and object checks are manifest_check.py's, shared with `dlpipe
+handoff show`); and the manifest's counts agree with the batch item and with the jobs
+(BatchIndex COUNTs). The pointer names the object that is there: its version too, so a
+manifest deleted and written again is named, as is a pointer that still names the deleted
+version; and the `Day Completed` event the batch sent named that same version and SHA-256, and
+no later run withheld the hand-off (HandoffProblem). Each problem is one line."""
 
 from __future__ import annotations
 
-import hashlib
 import json
-from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from dlpipe.domain.handoff_events import DAY_COMPLETED, HandoffEvent
-from dlpipe.domain.manifest import (
-    HEAD_WORKERS,
-    DayPointer,
-    Manifest,
-    ManifestEntry,
-    ManifestError,
-    parse_manifest,
-)
+from dlpipe.domain.manifest import DayPointer, Manifest, ManifestError
 from dlpipe.domain.model import Batch, BatchStatus, JobStatus
 from dlpipe.services.ops.feed_filter import record_feed
+from dlpipe.services.ops.manifest_check import (
+    ManifestProblemError,
+    object_problems,
+    read_manifest,
+    version_problems,
+)
 from dlpipe.services.ops.manifest_ports import ManifestReader
 from dlpipe.services.ops.ports import OpsBatches, OpsJobs
 
@@ -92,11 +89,15 @@ def _audit_day(deps: AuditDeps, day: str, feed: str) -> DayCheck:
     if completed:
         check.problems += _pointer_problems(pointer, completed[-1])
         check.problems += _handoff_problems(pointer, completed[-1])
-    manifest = _read_manifest(deps.manifests, pointer, check)
-    if manifest is not None:
-        check.entries = len(manifest.entries)
-        check.problems += _object_problems(deps.manifests, manifest.entries)
-        check.problems += _count_problems(deps, found, manifest)
+    try:
+        manifest, _ = read_manifest(deps.manifests, pointer)
+    except ManifestProblemError as exc:
+        check.problems.append(str(exc))
+        return check
+    check.problems += version_problems(deps.manifests, pointer)
+    check.entries = len(manifest.entries)
+    check.problems += object_problems(deps.manifests, manifest.entries)
+    check.problems += _count_problems(deps, found, manifest)
     return check
 
 
@@ -141,49 +142,6 @@ def _handoff_problems(pointer: DayPointer, completed: Batch) -> list[str]:
 def _named_key(named: dict[str, object]) -> str:
     """The key of the manifest an event names (its `uri` without the bucket)."""
     return str(named.get("uri", "")).removeprefix("s3://").partition("/")[2]
-
-
-def _read_manifest(reader: ManifestReader, pointer: DayPointer, check: DayCheck) -> Manifest | None:
-    # The current object, as a consumer following the pointer's key reads it: a delete marker
-    # over the recorded version is a missing manifest, other bytes fail the SHA-256, and the
-    # same bytes at another version (the named one deleted, the manifest written again) are
-    # not the object the pointer names.
-    data = reader.read_object(pointer.key)
-    if data is None:
-        check.problems.append(f"manifest {pointer.key} missing")
-        return None
-    if hashlib.sha256(data).hexdigest() != pointer.sha256 or len(data) != pointer.size:
-        check.problems.append(f"manifest {pointer.key} does not verify (SHA-256 or size differs)")
-        return None
-    current = reader.head(pointer.key)
-    if pointer.version_id is not None and (
-        current is None or current.version_id != pointer.version_id
-    ):
-        check.problems.append(
-            f"manifest {pointer.key} is version {current.version_id if current else None},"
-            f" latest.json names version {pointer.version_id} (deleted or re-created)"
-        )
-    try:
-        return parse_manifest(data)
-    except ManifestError as exc:
-        check.problems.append(f"manifest {pointer.key} unreadable: {exc}")
-        return None
-
-
-def _object_problems(reader: ManifestReader, entries: tuple[ManifestEntry, ...]) -> Iterator[str]:
-    with ThreadPoolExecutor(HEAD_WORKERS) as pool:
-        for entry, found in zip(
-            entries, pool.map(lambda e: reader.head(e.key), entries), strict=True
-        ):
-            if found is None:
-                yield f"object {entry.key} missing"
-            elif found.version_id != entry.version_id:
-                yield (
-                    f"object {entry.key} changed: version {found.version_id},"
-                    f" the manifest lists {entry.version_id}"
-                )
-            elif found.size != entry.size or found.sha256 != entry.sha256:
-                yield f"object {entry.key} differs from its manifest entry (size or SHA-256)"
 
 
 def _count_problems(deps: AuditDeps, found: list[Batch], manifest: Manifest) -> list[str]:

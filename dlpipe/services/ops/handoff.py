@@ -1,0 +1,200 @@
+"""A consumer's questions about one feed's day: is it ready (`dlpipe handoff wait`,
+`dlpipe.handoff.wait_for_day`), and does its manifest verify (`dlpipe handoff show`,
+`show_day`)? Both follow the day's pointer, `latest.json`, to the manifest it names, checked
+against the pointer's SHA-256 and size; `show` also HEADs every object the manifest lists.
+The checks are manifest_check.py's, the audit's own."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from dlpipe.domain.manifest import Manifest, ManifestError, day_prefix
+from dlpipe.domain.statuses import BATCH_OPEN, SUCCESSFUL_BATCH_STATUSES
+from dlpipe.services.ops.manifest_check import (
+    ManifestProblemError,
+    object_problems,
+    read_manifest,
+    version_problems,
+)
+from dlpipe.services.ops.manifest_ports import ManifestReader
+
+# The manifest's top-level key naming its JSON Lines file list: an S3 URI, a key in the
+# manifest's bucket, or an object with `uri` or `key`. A manifest without it names none.
+FILE_LIST_FIELD = "file_list"
+
+
+class DayState(StrEnum):
+    """Where a feed's day stands for a consumer, from the manifest `latest.json` names."""
+
+    COMPLETED = "completed"  # every file published: load it
+    FAILED = "failed"  # the batch ended failed: final until an operator reruns the day
+    TIMEOUT = "timeout"  # the batch timed out: provisional, a repair may still complete it
+    NOT_YET = "not_yet"  # no manifest yet (no latest.json)
+
+
+# States that `wait` returns on at once; on the others it looks again until its timeout.
+SETTLED = frozenset({DayState.COMPLETED, DayState.FAILED})
+
+
+class HandoffError(Exception):
+    """The day's pointer or the manifest it names cannot be trusted (one line, naming it)."""
+
+
+@dataclass(frozen=True)
+class DayHandoff:
+    """One look at a feed's day: its state and, once it has a manifest, where it is."""
+
+    feed: str
+    date: str
+    state: DayState
+    batch_id: str | None = None
+    manifest_uri: str | None = None
+    manifest_version_id: str | None = None
+    manifest_sha256: str | None = None
+    file_list_uri: str | None = None
+    counts: Mapping[str, int] | None = None  # expected, completed, failed, error
+
+    @property
+    def ready(self) -> bool:
+        """True when the day completed: its files may be loaded."""
+        return self.state is DayState.COMPLETED
+
+    def to_dict(self) -> dict[str, Any]:
+        """Stable keys for `--json` and scripts."""
+        return {
+            "feed": self.feed,
+            "date": self.date,
+            "state": str(self.state),
+            "batch_id": self.batch_id,
+            "manifest_uri": self.manifest_uri,
+            "manifest_version_id": self.manifest_version_id,
+            "manifest_sha256": self.manifest_sha256,
+            "file_list_uri": self.file_list_uri,
+            "counts": None if self.counts is None else dict(self.counts),
+        }
+
+
+@dataclass(frozen=True)
+class DayVerification:
+    """A day's manifest checked object by object: how many verified and what is wrong."""
+
+    handoff: DayHandoff
+    entries: int
+    verified: int
+    problems: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        """True when the day has a manifest and every check passed."""
+        return not self.problems
+
+    def to_dict(self) -> dict[str, Any]:
+        """The handoff's keys and the verification's."""
+        return {
+            **self.handoff.to_dict(),
+            "entries": self.entries,
+            "verified": self.verified,
+            "problems": list(self.problems),
+        }
+
+
+def look(reader: ManifestReader, bucket: str, feed: str, date: str) -> DayHandoff:
+    """The day as its pointer and manifest say now; HandoffError if either cannot be trusted
+    (unreadable, or a manifest that is missing or differs from the pointer), ValueError for a
+    feed name or date that is none."""
+    return _read_day(reader, bucket, feed, date)[0]
+
+
+def wait_for_day(
+    reader: ManifestReader,
+    bucket: str,
+    feed: str,
+    date: str,
+    *,
+    timeout_s: float,
+    interval_s: float,
+    monotonic: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> DayHandoff:
+    """Look every `interval_s` until the day completed or failed, or `timeout_s` passed (0:
+    look once); the last look. A timed-out day is waited on: a repair may still end it."""
+    deadline = monotonic() + timeout_s
+    while True:
+        day = look(reader, bucket, feed, date)
+        remaining = deadline - monotonic()
+        if day.state in SETTLED or remaining <= 0:
+            return day
+        sleep(min(interval_s, remaining))
+
+
+def show_day(reader: ManifestReader, bucket: str, feed: str, date: str) -> DayVerification:
+    """The day's manifest and every object it lists checked (version, size, SHA-256 by
+    HEAD); each problem one line, none when the day verifies. A day without a manifest is a
+    problem too. ValueError for a feed name or date that is none."""
+    day_prefix(feed, date)
+    try:
+        day, manifest = _read_day(reader, bucket, feed, date)
+    except HandoffError as exc:
+        return DayVerification(DayHandoff(feed, date, DayState.NOT_YET), 0, 0, (str(exc),))
+    if manifest is None:
+        return DayVerification(day, 0, 0, ("no manifest yet (no latest.json)",))
+    problems = tuple(object_problems(reader, manifest.entries))
+    entries = len(manifest.entries)
+    return DayVerification(day, entries, entries - len(problems), problems)
+
+
+def _read_day(
+    reader: ManifestReader, bucket: str, feed: str, date: str
+) -> tuple[DayHandoff, Manifest | None]:
+    day_prefix(feed, date)  # ValueError (one line) for a bad feed name or date, before any I/O
+    try:
+        pointed = reader.read_pointer(feed, date)
+    except ManifestError as exc:
+        raise HandoffError(f"latest.json unreadable: {exc}") from exc
+    if pointed is None:
+        return DayHandoff(feed, date, DayState.NOT_YET), None
+    pointer = pointed[0]
+    try:
+        manifest, data = read_manifest(reader, pointer)
+    except ManifestProblemError as exc:
+        raise HandoffError(str(exc)) from exc
+    for problem in version_problems(reader, pointer):
+        raise HandoffError(problem)
+    head = manifest.header
+    if (head.feed, head.date, head.batch_id) != (feed, date, pointer.batch_id):
+        raise HandoffError(
+            f"manifest {pointer.key} is batch {head.batch_id}'s of {head.feed} {head.date},"
+            f" not what latest.json names"
+        )
+    day = DayHandoff(
+        feed,
+        date,
+        _state(head.status),
+        batch_id=head.batch_id,
+        manifest_uri=f"s3://{bucket}/{pointer.key}",
+        manifest_version_id=pointer.version_id,
+        manifest_sha256=pointer.sha256,
+        file_list_uri=_file_list_uri(data, bucket),
+        counts=head.fields()["counts"],
+    )
+    return day, manifest
+
+
+def _state(status: str) -> DayState:
+    if status in SUCCESSFUL_BATCH_STATUSES:
+        return DayState.COMPLETED
+    return DayState.TIMEOUT if status in BATCH_OPEN else DayState.FAILED
+
+
+def _file_list_uri(data: bytes, bucket: str) -> str | None:
+    named = json.loads(data).get(FILE_LIST_FIELD)
+    if isinstance(named, Mapping):
+        named = named.get("uri") or named.get("key")
+    if not isinstance(named, str) or not named:
+        return None
+    return named if named.startswith("s3://") else f"s3://{bucket}/{named}"
