@@ -85,22 +85,23 @@ def expand_list(
     feeds: Mapping[str, Any],
     local_value: Callable[[str], Any],
     resolve: Callable[[str], str],
-) -> list[str] | None:
-    """The strings a list expression (without its `${}`) holds with `feeds`, or None if it is
-    not a list expression. `local_value(name)` is a local's raw value as python-hcl2 reads it,
-    `resolve(text)` the value of one string expression (quoted, or `${...}`)."""
+    source: str | None = None,
+) -> list[tuple[str, str]] | None:
+    """(source, value) of each string a list expression (without its `${}`) holds with `feeds`,
+    or None if it is not a list expression. `local_value(name)` is a local's raw value as
+    python-hcl2 reads it, `resolve(text)` the value of one string expression (quoted, or
+    `${...}`). An element's source is the reference it comes from (`${local.feed_token_secret_
+    arns["vendor-a"]}`), or for a string literal the local holding it (`${local.x}`)."""
     text = expression.strip()
 
-    def items(inner: str) -> list[str]:
-        found = expand_list(inner, feeds, local_value, resolve)
-        return (
-            [resolve(inner if inner.startswith('"') else "${" + inner + "}")]
-            if found is None
-            else found
-        )
+    def items(inner: str, within: str | None = source) -> list[tuple[str, str]]:
+        found = expand_list(inner, feeds, local_value, resolve, within)
+        if found is not None:
+            return found
+        if inner.startswith('"'):
+            return [(within or inner, resolve(inner))]
+        return [("${" + inner + "}", resolve("${" + inner + "}"))]
 
-    if text.startswith("(") and text.endswith(")") and len(split_top(text[1:-1], ",")) == 1:
-        return expand_list(text[1:-1], feeds, local_value, resolve)
     ternary = split_top(text, "?")
     if len(ternary) == 2:
         condition, branches = ternary
@@ -110,9 +111,10 @@ def expand_list(
         return items(chosen if feeds else other)
     call = _CALL.fullmatch(text)
     if call:
-        lists = [items(arg) for arg in split_top(call.group(2), ",") if arg]
-        joined = [item for found in lists for item in found]
-        return list(dict.fromkeys(joined)) if call.group(1) == "distinct" else joined
+        joined = [item for arg in split_top(call.group(2), ",") if arg for item in items(arg)]
+        if call.group(1) == "concat":
+            return joined
+        return list({value: (origin, value) for origin, value in reversed(joined)}.values())[::-1]
     if text.startswith("[") and text.endswith("]"):
         loop = _FOR_FEEDS.fullmatch(text[1:-1].strip())
         if loop:
@@ -122,9 +124,9 @@ def expand_list(
         return [item for part in split_top(text[1:-1], ",") if part for item in items(part)]
     local = _LOCAL.fullmatch(text)
     if local:
-        raw = local_value(local.group(1))
+        raw, origin = local_value(local.group(1)), "${" + text + "}"
         if isinstance(raw, list):  # a list literal python-hcl2 has read as one
-            return [resolve(item) for item in raw]
+            return [(origin, resolve(item)) for item in raw]
         if isinstance(raw, str) and raw.startswith("${") and raw.endswith("}"):
-            return expand_list(raw[2:-1], feeds, local_value, resolve)
+            return expand_list(raw[2:-1], feeds, local_value, resolve, origin)
     return None

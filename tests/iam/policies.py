@@ -174,22 +174,23 @@ class Policies:
 
     def _resource_patterns(self, raw: Any) -> tuple[tuple[str | None, ...], tuple[str, ...]]:
         """The resources' patterns (None: unresolvable) and, for each, the raw text it is from:
-        a list expression (concat, a local, a for over the feeds) gives each element its text."""
+        each element of a list expression (concat, a local, a for over the feeds) its own."""
         resolved: list[str | None] = []
         texts: list[str] = []
         for item in raw if isinstance(raw, list) else [raw]:
-            found: list[str | None]
+            found: list[tuple[str, str | None]]
             try:
                 expanded = self._list_items(item)
-                found = [self.resolve(item)] if expanded is None else list(expanded)
+                found = [(str(item), self.resolve(item))] if expanded is None else expanded
             except (TerraformReadError, KeyError):
-                found = [None]
-            resolved.extend(found)
-            texts.extend([str(item)] * len(found))
+                found = [(str(item), None)]
+            resolved.extend(value for _, value in found)
+            texts.extend(origin for origin, _ in found)
         return tuple(resolved), tuple(texts)
 
-    def _list_items(self, item: str) -> list[str] | None:
-        """The elements of a list expression `${...}`, or None if `item` is no list expression."""
+    def _list_items(self, item: str) -> list[tuple[str, str]] | None:
+        """(source, value) of each element of a list expression `${...}`, or None if `item` is
+        no list expression."""
         text = item.strip()
         if not (text.startswith("${") and text.endswith("}")):
             return None
