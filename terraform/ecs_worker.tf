@@ -60,21 +60,11 @@ data "aws_iam_policy_document" "ecs_task" {
   count                   = local.ecs_worker_count
   source_policy_documents = [data.aws_iam_policy_document.downloader_code.json]
 
+  # The main queue and each named feed's own queue, polled alike (copies: downloader_code).
   statement {
     sid       = "ReceiveDownloads"
     actions   = ["sqs:ReceiveMessage", "sqs:DeleteMessage"]
-    resources = [aws_sqs_queue.downloads.arn]
-  }
-
-  # Each named feed's own queue, polled like the main one (its copies: downloader_code).
-  dynamic "statement" {
-    for_each = var.feeds
-
-    content {
-      sid       = "ReceiveFeedDownloads${replace(statement.key, "-", "X")}"
-      actions   = ["sqs:ReceiveMessage", "sqs:DeleteMessage"]
-      resources = [aws_sqs_queue.feed_downloads[statement.key].arn]
-    }
+    resources = concat([aws_sqs_queue.downloads.arn], local.feed_queue_arn_patterns)
   }
 
   # The worker lists the named feeds (every 60 s) to consume each one's own queue

@@ -2,6 +2,32 @@
 # Statements whose resource must be "*" say why; tests/infra/test_terraform_static.py keeps
 # a list of them and fails on any other wildcard.
 
+# --- what the named feeds add ----------------------------------------------------------------
+
+# A named feed (feeds.tf) adds no statement: the statements that grant a purpose on the default
+# feed's resources list the named feeds' too, so a role's inline policy (IAM counts at most
+# 10,240 characters per role, whitespace aside) grows only by the ARNs that must be exact.
+# tests/iam/test_policy_size.py computes each role's size with 30 named feeds.
+locals {
+  # Every named feed's download queue by the name dlpipe gives it (sqs.tf), and every feed's
+  # parameter under the feeds' path: patterns of constant size rather than each resource's
+  # ARN (about 85 characters per feed and statement, several statements per role). They also
+  # match a queue or parameter of that name that is not a feed's, in this account and region:
+  # only dlpipe creates names under its name_prefix (another deployment here needs another
+  # prefix), so the patterns grant nothing the exact ARNs would not. None without named feeds.
+  feed_queue_arn_patterns = length(var.feeds) > 0 ? [
+    "arn:${local.partition}:sqs:${data.aws_region.current.region}:${local.account_id}:${var.name_prefix}dlpipe-downloads-feed-*",
+  ] : []
+  feed_parameter_arn_patterns = length(var.feeds) > 0 ? [
+    "arn:${local.partition}:ssm:${data.aws_region.current.region}:${local.account_id}:parameter${local.feeds_parameter_path}/*",
+  ] : []
+
+  # The feeds' secrets stay exact ARNs: a feed may name any existing secret (feeds.tf), whose
+  # name dlpipe does not own. A secret shared by several feeds is listed once.
+  feed_token_secret_arn_list       = distinct([for name in sort(keys(var.feeds)) : local.feed_token_secret_arns[name]])
+  feed_private_key_secret_arn_list = distinct([for name in sort(keys(var.feeds)) : local.feed_private_key_secret_arns[name]])
+}
+
 # --- trust policies --------------------------------------------------------------------------
 
 data "aws_iam_policy_document" "lambda_assume" {
@@ -98,22 +124,12 @@ data "aws_iam_policy_document" "orchestrator" {
   }
 
   # GetQueueAttributes: the sweeper re-sends idle jobs only when the queue's visible backlog
-  # is smaller than them (they may just be waiting in line).
+  # is smaller than them (they may just be waiting in line). A named feed's files go to its
+  # own queue (sqs.tf), with the same checks.
   statement {
     sid       = "QueueDownloads"
     actions   = ["sqs:SendMessage", "sqs:GetQueueAttributes"]
-    resources = [aws_sqs_queue.downloads.arn]
-  }
-
-  # A named feed's files go to its own queue (sqs.tf), with the same checks as the main queue's.
-  dynamic "statement" {
-    for_each = var.feeds
-
-    content {
-      sid       = "QueueFeedDownloads${replace(statement.key, "-", "X")}"
-      actions   = ["sqs:SendMessage", "sqs:GetQueueAttributes"]
-      resources = [aws_sqs_queue.feed_downloads[statement.key].arn]
-    }
+    resources = concat([aws_sqs_queue.downloads.arn], local.feed_queue_arn_patterns)
   }
 
   # Files above the large-file threshold go to the ECS worker's queue, when it exists.
@@ -142,31 +158,23 @@ data "aws_iam_policy_document" "orchestrator" {
     resources = [aws_sqs_queue.orchestrator_dlq.arn]
   }
 
+  # The default feed's token and each named feed's (the listing); never a key.
   statement {
-    sid       = "ReadProviderToken"
-    actions   = ["secretsmanager:GetSecretValue"]
-    resources = [aws_secretsmanager_secret.provider_token.arn]
+    sid     = "ReadProviderToken"
+    actions = ["secretsmanager:GetSecretValue"]
+    resources = distinct(concat(
+      [aws_secretsmanager_secret.provider_token.arn], local.feed_token_secret_arn_list,
+    ))
   }
 
-  # Each named feed: its own token (the listing) and its own settings. One statement per feed,
-  # keyed by its name (the sid spells "-" as "X": sids are alphanumeric, names lower-case).
+  # Each named feed's settings, one parameter per feed under the feeds' path.
   dynamic "statement" {
-    for_each = var.feeds
+    for_each = length(var.feeds) > 0 ? ["feeds"] : []
 
     content {
-      sid       = "ReadFeedToken${replace(statement.key, "-", "X")}"
-      actions   = ["secretsmanager:GetSecretValue"]
-      resources = [local.feed_token_secret_arns[statement.key]]
-    }
-  }
-
-  dynamic "statement" {
-    for_each = var.feeds
-
-    content {
-      sid       = "ReadFeedSettings${replace(statement.key, "-", "X")}"
+      sid       = "ReadFeedSettings"
       actions   = ["ssm:GetParameter"]
-      resources = [aws_ssm_parameter.feed[statement.key].arn]
+      resources = local.feed_parameter_arn_patterns
     }
   }
 
@@ -249,22 +257,12 @@ data "aws_iam_policy_document" "downloader_code" {
   }
 
   # ChangeMessageVisibility lets a long download keep its message; SendMessage replaces a copy
-  # that met another worker's live claim with a fresh one, delayed until that claim ends.
+  # that met another worker's live claim with a fresh one, delayed until that claim ends. The
+  # same on each named feed's own queue, whose messages a downloader keeps and defers alike.
   statement {
     sid       = "KeepAndDeferDownloads"
     actions   = ["sqs:ChangeMessageVisibility", "sqs:SendMessage"]
-    resources = [aws_sqs_queue.downloads.arn]
-  }
-
-  # The same on each named feed's own queue, whose messages a downloader keeps and defers alike.
-  dynamic "statement" {
-    for_each = var.feeds
-
-    content {
-      sid       = "KeepAndDeferFeedDownloads${replace(statement.key, "-", "X")}"
-      actions   = ["sqs:ChangeMessageVisibility", "sqs:SendMessage"]
-      resources = [aws_sqs_queue.feed_downloads[statement.key].arn]
-    }
+    resources = concat([aws_sqs_queue.downloads.arn], local.feed_queue_arn_patterns)
   }
 
   # A delayed copy of a large file's message goes back to the large-file queue (download_queue.py).
@@ -294,37 +292,26 @@ data "aws_iam_policy_document" "downloader_code" {
     resources = [aws_s3_bucket.destination.arn]
   }
 
+  # The default feed's key (decrypt) and token (refresh expired URLs), and each named feed's;
+  # a job is decrypted only with its own feed's key. A shared key is listed once.
   statement {
     sid     = "ReadKeyAndToken"
     actions = ["secretsmanager:GetSecretValue"]
-    resources = [
-      aws_secretsmanager_secret.rsa_private_key.arn,
-      aws_secretsmanager_secret.provider_token.arn,
-    ]
+    resources = distinct(concat(
+      [aws_secretsmanager_secret.rsa_private_key.arn, aws_secretsmanager_secret.provider_token.arn],
+      local.feed_private_key_secret_arn_list,
+      local.feed_token_secret_arn_list,
+    ))
   }
 
-  # Each named feed: its key (decrypt), its token (refresh expired URLs) and its settings; a
-  # job is decrypted only with its own feed's key. A shared key appears under both feeds.
+  # Each named feed's settings, one parameter per feed under the feeds' path.
   dynamic "statement" {
-    for_each = var.feeds
+    for_each = length(var.feeds) > 0 ? ["feeds"] : []
 
     content {
-      sid     = "ReadFeedKeyAndToken${replace(statement.key, "-", "X")}"
-      actions = ["secretsmanager:GetSecretValue"]
-      resources = [
-        local.feed_private_key_secret_arns[statement.key],
-        local.feed_token_secret_arns[statement.key],
-      ]
-    }
-  }
-
-  dynamic "statement" {
-    for_each = var.feeds
-
-    content {
-      sid       = "ReadFeedSettings${replace(statement.key, "-", "X")}"
+      sid       = "ReadFeedSettings"
       actions   = ["ssm:GetParameter"]
-      resources = [aws_ssm_parameter.feed[statement.key].arn]
+      resources = local.feed_parameter_arn_patterns
     }
   }
 
@@ -364,39 +351,19 @@ data "aws_iam_policy_document" "downloader" {
   source_policy_documents = [data.aws_iam_policy_document.downloader_code.json]
 
   # The SQS event source polls the queue, and deletes handled messages, with the function's role.
+  # Each named feed's queue has its own event source mapping (lambda_downloader.tf), which
+  # polls and deletes with this role alike.
   statement {
     sid       = "EventSourceConsumesDownloads"
     actions   = ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"]
-    resources = [aws_sqs_queue.downloads.arn]
+    resources = concat([aws_sqs_queue.downloads.arn], local.feed_queue_arn_patterns)
   }
 
   # Without DLPIPE_QUEUE_URL the handler finds the URL of a record's queue from its ARN.
   statement {
     sid       = "FindDownloadQueue"
     actions   = ["sqs:GetQueueUrl"]
-    resources = [aws_sqs_queue.downloads.arn]
-  }
-
-  # Each named feed's queue has its own event source mapping (lambda_downloader.tf), which
-  # polls and deletes with this role; a record's queue URL is found from its ARN as above.
-  dynamic "statement" {
-    for_each = var.feeds
-
-    content {
-      sid       = "EventSourceConsumesFeedDownloads${replace(statement.key, "-", "X")}"
-      actions   = ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"]
-      resources = [aws_sqs_queue.feed_downloads[statement.key].arn]
-    }
-  }
-
-  dynamic "statement" {
-    for_each = var.feeds
-
-    content {
-      sid       = "FindFeedDownloadQueue${replace(statement.key, "-", "X")}"
-      actions   = ["sqs:GetQueueUrl"]
-      resources = [aws_sqs_queue.feed_downloads[statement.key].arn]
-    }
+    resources = concat([aws_sqs_queue.downloads.arn], local.feed_queue_arn_patterns)
   }
 
   statement {

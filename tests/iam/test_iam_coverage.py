@@ -111,7 +111,9 @@ NOT_CALLED_BUT_NEEDED[("orchestrator", "WriteDayManifests", "s3:AbortMultipartUp
     "a manifest upload that fails part-way is aborted, leaving no parts behind"
 )
 
-# A named feed's grants, per feed of the two-feed fixture (the local stack's feeds stand for them).
+# A named feed's grants, in the statements of their purpose: each feed's secrets by ARN (per
+# feed of the two-feed fixture; the local stack's feeds stand for them), the feeds' queues and
+# parameters by one pattern each (terraform/iam.tf's locals).
 _LAMBDA_FEEDS = (
     "the downloader Lambda reads a feed's settings and key as `dlpipe worker` does (the same "
     "bootstrap/download.py); the tests download named feeds' files with the worker's code"
@@ -120,44 +122,31 @@ _FEED_TOKEN = (
     "a downloader reads a feed's token only to re-sign an expired URL; no test expires a "
     "named feed's URL"
 )
+NOT_CALLED_BUT_NEEDED[("downloader", "ReadFeedSettings", "ssm:GetParameter")] = _LAMBDA_FEEDS
 for _feed in ("vendor-a", "vendor-b"):
-    _sid = _feed.replace("-", "X")
-    NOT_CALLED_BUT_NEEDED[("downloader", f"ReadFeedSettings{_sid}", "ssm:GetParameter")] = (
-        _LAMBDA_FEEDS
-    )
+    for _kind in ("private_key", "token"):
+        _secret = f'${{local.feed_{_kind}_secret_arns["{_feed}"]}}'
+        if (_kind, _feed) != ("private_key", "vendor-b"):  # vendor-b shares vendor-a's key
+            NOT_CALLED_BUT_NEEDED[("downloader", "ReadKeyAndToken", _secret)] = _LAMBDA_FEEDS
     NOT_CALLED_BUT_NEEDED[
-        ("downloader", f"ReadFeedKeyAndToken{_sid}", "secretsmanager:GetSecretValue")
-    ] = _LAMBDA_FEEDS
-    NOT_CALLED_BUT_NEEDED[
-        ("ecs_task", f"ReadFeedKeyAndToken{_sid}", f'${{local.feed_token_secret_arns["{_feed}"]}}')
+        ("ecs_task", "ReadKeyAndToken", f'${{local.feed_token_secret_arns["{_feed}"]}}')
     ] = _FEED_TOKEN
 
-# Each named feed's own download queue (terraform/sqs.tf): the local stack's named feeds share
-# its one queue (their parameters carry no queue_url), so no test calls a feed's queue; the
-# grants mirror the main queue's, which the tests do call (tests/iam/test_feed_grants.py holds
-# the two equal). The Lambda's event source polls a feed's queue as it polls the main one.
-_FEED_QUEUE = (
-    "a named feed's own queue exists only on AWS (the local stack's feeds share its one "
-    "queue); the same grant on the main queue is called"
-)
-for _feed in ("vendor-a", "vendor-b"):
-    _sid = _feed.replace("-", "X")
-    for _action in ("sqs:SendMessage", "sqs:GetQueueAttributes"):
-        NOT_CALLED_BUT_NEEDED[("orchestrator", f"QueueFeedDownloads{_sid}", _action)] = _FEED_QUEUE
-    for _role in ("downloader", "ecs_task"):
-        for _action in ("sqs:ChangeMessageVisibility", "sqs:SendMessage"):
-            NOT_CALLED_BUT_NEEDED[(_role, f"KeepAndDeferFeedDownloads{_sid}", _action)] = (
-                _FEED_QUEUE
-            )
-    for _action in ("sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"):
-        NOT_CALLED_BUT_NEEDED[
-            ("downloader", f"EventSourceConsumesFeedDownloads{_sid}", _action)
-        ] = _ESM
-    NOT_CALLED_BUT_NEEDED[("downloader", f"FindFeedDownloadQueue{_sid}", "sqs:GetQueueUrl")] = (
-        _FEED_QUEUE
-    )
-    for _action in ("sqs:ReceiveMessage", "sqs:DeleteMessage"):
-        NOT_CALLED_BUT_NEEDED[("ecs_task", f"ReceiveFeedDownloads{_sid}", _action)] = _FEED_QUEUE
+# Each named feed's own download queue (terraform/sqs.tf), granted beside the main queue in
+# each statement on it (tests/iam/test_feed_grants.py holds the two alike): where no test calls
+# a feed's queue, the same grant on the main queue is called. The Lambda's event source polls a
+# feed's queue as it polls the main one.
+FEED_QUEUES = "${local.feed_queue_arn_patterns}"
+_FEED_QUEUE = "a named feed's own queue, used as the main queue is (the same grant on it is called)"
+for _role, _sid in (
+    ("orchestrator", "QueueDownloads"),
+    ("downloader", "KeepAndDeferDownloads"),
+    ("ecs_task", "KeepAndDeferDownloads"),
+    ("downloader", "EventSourceConsumesDownloads"),
+    ("downloader", "FindDownloadQueue"),
+    ("ecs_task", "ReceiveDownloads"),
+):
+    NOT_CALLED_BUT_NEEDED[(_role, _sid, FEED_QUEUES)] = _FEED_QUEUE
 
 ENCRYPTED_SERVICES = frozenset({"s3", "sqs", "secretsmanager", "dynamodb"})
 
@@ -165,7 +154,7 @@ ENCRYPTED_SERVICES = frozenset({"s3", "sqs", "secretsmanager", "dynamodb"})
 # The local stack writes its named feeds as Terraform does (an SSM parameter and two secrets per
 # feed, dlpipe/local/stack_feeds.py). A feed of the two-feed fixture's name is that feed; any other
 # name a test gives a feed stands for FEED_STAND_IN, whose secrets Terraform creates; a name in
-# UNCONFIGURED_FEEDS is a feed no deployment has (DENIED_BY_DESIGN).
+# UNCONFIGURED_FEEDS is a feed no deployment has (SSM: ParameterNotFound).
 FEED_STAND_IN = "vendor-a"
 UNCONFIGURED_FEEDS = frozenset({"vendor-x"})
 
@@ -180,17 +169,11 @@ def _as_deployed(feed: str) -> str:
     return feed if feed in FEEDS or feed in UNCONFIGURED_FEEDS else FEED_STAND_IN
 
 
-# Calls AWS denies on purpose, each with the test that makes it and why. An event naming a
-# feed no configuration has: the orchestrator may read only the configured feeds' parameters,
-# so IAM answers AccessDenied, and the execution fails at once naming the feed
-# (tests/faults/test_feed_lookup_faults.py, tests use `vendor-x` for such a feed).
-DENIED_BY_DESIGN: dict[tuple[str, str, str], str] = {
-    (
-        "orchestrator",
-        "ssm:GetParameter",
-        f"arn:aws:ssm:{REGION}:{ACCOUNT}:parameter/dlpipe/feeds/vendor-x",
-    ): ("an event naming a feed this deployment does not configure"),
-}
+# Calls AWS denies on purpose, each with the test that makes it and why. (An event naming a
+# feed no configuration has, `vendor-x` in tests/faults/test_feed_lookup_faults.py, is not one:
+# the feeds' parameters are granted by their path, so on AWS as locally SSM answers
+# ParameterNotFound, and the execution fails at once naming the feed.)
+DENIED_BY_DESIGN: dict[tuple[str, str, str], str] = {}
 
 
 @pytest.fixture(scope="module")
@@ -389,14 +372,16 @@ def test_every_grant_is_used_by_a_call_or_explained(
 
 
 def test_every_feed_queue_grant_is_explained_while_no_call_uses_it() -> None:
-    """With no call recorded (the local stack has no feed queue), every grant on a feed's queue
-    has its explanation: the whole suite's check then finds none unexplained."""
-    unexplained = [
-        (s.role, s.sid, item)
-        for s, item in unused_grants([])
-        if "FeedDownload" in s.sid and (s.role, s.sid, item) not in NOT_CALLED_BUT_NEEDED
-    ]
-    assert unexplained == []
+    """Every statement that grants the feeds' queues beside the main queue explains them: where
+    the suite calls the main queue but no feed's, the whole suite's check finds none unexplained."""
+    on_feed_queues = {
+        (s.role, s.sid, FEED_QUEUES)
+        for role in policies().component_roles
+        for s in policies().statements[role]
+        if FEED_QUEUES in s.raw_resources
+    }
+    assert len(on_feed_queues) == 6
+    assert on_feed_queues - set(NOT_CALLED_BUT_NEEDED) == set()
 
 
 def test_a_local_feed_queue_stands_for_the_feeds_queue_on_aws() -> None:

@@ -1,7 +1,8 @@
 """tests/iam/policies.py reads the stack the local emulator stands for: no named feeds.
 
-Statements and resources that exist once per named feed (for_each over var.feeds) are absent
-with feeds = {}, as on AWS; reading them as present would report grants nothing could use.
+Statements and resources that exist only with named feeds (the feeds' lists in terraform/
+iam.tf) are absent with feeds = {}, as on AWS; reading them as present would report grants
+nothing could use.
 """
 
 from __future__ import annotations
@@ -17,14 +18,16 @@ def test_terraform_declares_per_feed_statements() -> None:
     assert any("var.feeds" in str(d) for d in body.get("dynamic", []))
 
 
-def test_no_per_feed_statement_is_read_without_feeds() -> None:
-    """With the default feeds = {}, no statement of a component role is a per-feed one."""
+def test_no_feed_grant_is_read_without_feeds() -> None:
+    """With the default feeds = {}, no statement of a component role names a feed's queue,
+    parameter or secret: the feeds' lists are empty, their statements absent."""
     policies = Policies()
     per_feed = [
-        (role, s.sid)
+        (role, s.sid, pattern)
         for role, statements in policies.statements.items()
         for s in statements
-        if any("statement.key" in r for r in s.raw_resources)
+        for pattern in s.resources
+        if pattern is None or "feed" in pattern
     ]
     assert per_feed == []
 

@@ -354,60 +354,76 @@ def test_the_parameter_path_reaches_every_function_through_their_environments() 
 
 # --- IAM: each secret readable only by who needs it ------------------------------------------
 
-
-# The one statement present while there are named feeds (listing their parameters' path).
+# A statement present once while there are named feeds (their parameters, listing their path).
 WITH_FEEDS = '${length(var.feeds) > 0 ? ["feeds"] : []}'
+# The documents the roles our code runs as are made of.
+ROLE_DOCUMENTS = ("orchestrator", "downloader_code", "downloader", "ecs_task")
+# What the named feeds add to those documents (terraform/iam.tf's locals).
+FEED_LISTS = (
+    "local.feed_queue_arn_patterns",
+    "local.feed_parameter_arn_patterns",
+    "local.feed_token_secret_arn_list",
+    "local.feed_private_key_secret_arn_list",
+)
 
 
-def _feed_statements(document: str) -> list[dict[str, Any]]:
-    """The document's per-feed statements (for_each over the feeds)."""
+def _document_text(document: str) -> str:
     body = MODULE.data[("aws_iam_policy_document", document)]
-    found = []
-    for dynamic in body.get("dynamic", []):
-        for label, block in dynamic.items():
-            if literal(label) == "statement" and (
-                "var.feeds" in block["for_each"] or "local.feed" in block["for_each"]
-            ):
-                if block["for_each"] == WITH_FEEDS:
-                    continue
-                assert block["for_each"] == "${var.feeds}", document
-                found.extend(block["content"])
-    return found
+    return " ".join(strings(list(policy_statements(body))))
 
 
-def _resources(statement: dict[str, Any]) -> str:
-    return " ".join(statement.get("resources", []))
+def test_no_statement_is_repeated_per_feed() -> None:
+    """A named feed adds ARNs to the statements of their purpose, never a statement of its own
+    (IAM's 10,240 characters per role then hold many feeds: tests/iam/test_policy_size.py);
+    the only dynamic statements over the feeds are present once while there are any."""
+    for document in ROLE_DOCUMENTS:
+        body = MODULE.data[("aws_iam_policy_document", document)]
+        for dynamic in body.get("dynamic", []):
+            for label, block in dynamic.items():
+                if literal(label) == "statement" and "feeds" in block["for_each"]:
+                    assert block["for_each"] == WITH_FEEDS, document
+        assert "statement.key" not in _document_text(document), document
+
+
+def test_the_feeds_queues_and_parameters_are_granted_by_the_names_dlpipe_gives_them() -> None:
+    """The patterns are the feed queue's name (sqs.tf) and the feed parameter's (feeds.tf) with
+    the feed's name as "*", in this account and region, and exist only with named feeds."""
+    queue = literal(MODULE.resource("aws_sqs_queue", "feed_downloads")["name"])
+    parameter = literal(MODULE.resource("aws_ssm_parameter", "feed")["name"])
+    account_region = "${data.aws_region.current.region}:${local.account_id}:"
+    for local, name, service in (
+        ("feed_queue_arn_patterns", queue, "sqs"),
+        ("feed_parameter_arn_patterns", f"parameter{parameter}", "ssm"),
+    ):
+        pattern = name.replace("${each.key}", "*")
+        assert pattern.endswith("-*") or pattern.endswith("/*"), pattern
+        expected = f'["arn:${{local.partition}}:{service}:{account_region}{pattern}"]'
+        text = MODULE.locals[local].replace(" ", "").replace("\n", "")
+        assert text == f"${{length(var.feeds)>0?{expected}:[]}}", (local, text)
+
+
+@pytest.mark.parametrize("kind", ["token", "private_key"])
+def test_the_feeds_secrets_are_listed_by_exact_arn_once_each(kind: str) -> None:
+    """Every feed's secret ARN as feeds.tf resolves it (created, named, or shared), once."""
+    expected = (
+        f"${{distinct([for name in sort(keys(var.feeds)) : local.feed_{kind}_secret_arns[name]])}}"
+    )
+    assert MODULE.locals[f"feed_{kind}_secret_arn_list"] == expected
 
 
 def test_orchestrator_reads_each_feeds_token_and_parameter_never_a_key() -> None:
     """The orchestrator lists files with the feed's token; it never decrypts, so no key."""
-    statements = _feed_statements("orchestrator")
-    text = " ".join(_resources(s) for s in statements)
-    assert "local.feed_token_secret_arns[statement.key]" in text
-    assert "aws_ssm_parameter.feed[statement.key].arn" in text
+    text = _document_text("orchestrator")
+    assert "local.feed_token_secret_arn_list" in text
+    assert "local.feed_parameter_arn_patterns" in text
     assert "private_key" not in text
 
 
 def test_downloaders_read_each_feeds_key_token_and_parameter() -> None:
     """The Lambda and the ECS worker (one shared document) decrypt and refresh URLs per feed."""
-    text = " ".join(_resources(s) for s in _feed_statements("downloader_code"))
-    for needed in (
-        "local.feed_private_key_secret_arns[statement.key]",
-        "local.feed_token_secret_arns[statement.key]",
-        "aws_ssm_parameter.feed[statement.key].arn",
-    ):
-        assert needed in text
-
-
-def test_every_feed_statement_names_only_its_own_feed() -> None:
-    """Each per-feed statement's resources are indexed by its own key, and its sid carries it."""
-    for document in ("orchestrator", "downloader_code"):
-        statements = _feed_statements(document)
-        assert statements, document
-        for statement in statements:
-            resources = statement["resources"]
-            assert all("[statement.key]" in r for r in resources), resources
-            assert "statement.key" in statement["sid"]
+    text = _document_text("downloader_code")
+    for needed in FEED_LISTS[1:]:
+        assert needed in text, needed
 
 
 def test_no_other_role_names_a_feed_secret_or_parameter() -> None:
@@ -418,50 +434,37 @@ def test_no_other_role_names_a_feed_secret_or_parameter() -> None:
             continue
         text = " ".join(strings(list(policy_statements(body))))
         if name in {"downloader", "ecs_task"}:
-            text = text.replace("aws_sqs_queue.feed_downloads[", "")
+            text = text.replace("local.feed_queue_arn_patterns", "")
         assert "feed_" not in text, name
         assert "aws_ssm_parameter" not in text, name
 
 
-# Per-feed SQS grants, by document: (sid prefix, actions) on the feed's own queue. Each mirrors
-# a statement on the main queue (the same actions, there on aws_sqs_queue.downloads).
-FEED_QUEUE_GRANTS = {
-    "orchestrator": {"QueueFeedDownloads": "QueueDownloads"},
-    "downloader_code": {"KeepAndDeferFeedDownloads": "KeepAndDeferDownloads"},
-    "downloader": {
-        "EventSourceConsumesFeedDownloads": "EventSourceConsumesDownloads",
-        "FindFeedDownloadQueue": "FindDownloadQueue",
-    },
-    "ecs_task": {"ReceiveFeedDownloads": "ReceiveDownloads"},
+# The statements on the main queue, by document (their sids); each grants its actions on every
+# named feed's queue alike.
+MAIN_QUEUE_STATEMENTS = {
+    "orchestrator": {"QueueDownloads"},
+    "downloader_code": {"KeepAndDeferDownloads"},
+    "downloader": {"EventSourceConsumesDownloads", "FindDownloadQueue"},
+    "ecs_task": {"ReceiveDownloads"},
 }
 
 
-@pytest.mark.parametrize("document", FEED_QUEUE_GRANTS)
+@pytest.mark.parametrize("document", MAIN_QUEUE_STATEMENTS)
 def test_each_role_may_use_a_feeds_queue_as_it_uses_the_main_queue(document: str) -> None:
-    """Every statement on the main queue has a per-feed twin (for_each over the feeds) with
-    the same actions on the feed's own queue, and no other statement names a feed's queue."""
+    """Every statement on the main queue lists the feeds' queues besides it (the same actions),
+    and no other statement names a feed's queue."""
     body = MODULE.data[("aws_iam_policy_document", document)]
-    statements = list(policy_statements(body))
-    on_main = {
-        literal(s["sid"]): sorted(literal(a) for a in s["actions"])
-        for s in statements
-        if s.get("resources") == ["${aws_sqs_queue.downloads.arn}"]
-    }
-    twins: dict[str, list[str]] = {}
-    for dynamic in body.get("dynamic", []):
-        for label, block in dynamic.items():
-            for content in block["content"] if literal(label) == "statement" else []:
-                if "feed_downloads" not in str(content.get("resources")):
-                    continue
-                assert block["for_each"] == "${var.feeds}", document
-                assert content["resources"] == [
-                    "${aws_sqs_queue.feed_downloads[statement.key].arn}"
-                ]
-                sid = literal(content["sid"]).split("${")[0]
-                twins[FEED_QUEUE_GRANTS[document][sid]] = sorted(
-                    literal(a) for a in content["actions"]
-                )
-    assert twins == on_main
+    on_main, on_feeds = set(), set()
+    for statement in policy_statements(body):
+        resources = " ".join(strings(statement.get("resources", [])))
+        if "aws_sqs_queue.downloads.arn" in resources:
+            on_main.add(literal(statement["sid"]))
+        if "feed_queue_arn_patterns" in resources or "feed_downloads" in resources:
+            on_feeds.add(literal(statement["sid"]))
+            assert statement["resources"] == (
+                "${concat([aws_sqs_queue.downloads.arn], local.feed_queue_arn_patterns)}"
+            ), statement["sid"]
+    assert on_main == on_feeds == MAIN_QUEUE_STATEMENTS[document]
 
 
 def test_the_orchestrator_checks_every_feeds_polling_against_its_execution_timeout() -> None:
