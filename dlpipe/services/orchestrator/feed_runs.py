@@ -118,6 +118,7 @@ def _read_feed(lookup: Callable[[str], Feed], name: str) -> dict[str, Any]:
     except FeedError as exc:
         return {"refused": str(exc)}
     except AwsRequestError as exc:
-        # A refusal that will not pass: on AWS, IAM denies the orchestrator any parameter but
-        # those of the feeds terraform configures, so an unknown feed's read is AccessDenied.
+        # A refusal that will not pass (AccessDenied: a parameter outside the feeds' path the
+        # orchestrator may read). An unknown feed under that path is ParameterNotFound: a
+        # FeedError above.
         return {"refused": f"feed {name!a}: {exc}"}
