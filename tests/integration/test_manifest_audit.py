@@ -6,11 +6,13 @@ from __future__ import annotations
 import hashlib
 import uuid
 from dataclasses import dataclass, replace
+from datetime import date, timedelta
 
 import pytest
 
 from dlpipe.adapters.manifest_store import S3ManifestStore
 from dlpipe.domain.clock import iso_from_ms
+from dlpipe.domain.feeds import DEFAULT_FEED, Feed
 from dlpipe.domain.manifest import pointer_key
 from dlpipe.domain.model import BatchStatus
 from dlpipe.local.provision import Provisioned
@@ -215,3 +217,24 @@ def test_a_repaired_day_still_pointing_at_its_timeout_manifest_is_named(
         f"{world.day} default: latest.json names batch {batch_id}'s timeout manifest"
         f" {timeout_key}, not a completed one"
     )
+
+
+def test_feeds_without_a_batch_are_one_line_together(
+    world: World, dlpipe_cli: CliRunner, provisioned: Provisioned
+) -> None:
+    """Configured feeds that ran no batch on the dates audited: one line naming them all
+    (before: two lines per feed and date, `no completed batch` and `manifest missing`); exit 1."""
+    _wire_bucket(world, provisioned)
+    world.ops.feeds = {
+        DEFAULT_FEED.name: DEFAULT_FEED,
+        **{f"aud-{n}": Feed(f"aud-{n}", "rate(1 day)", "UTC") for n in range(2, 5)},
+    }
+    after = (date.fromisoformat(world.day) + timedelta(days=1)).isoformat()
+    run = dlpipe_cli("batch", "audit", "--from", world.day, "--to", after)
+    assert (run.code, run.err.strip().splitlines()) == (
+        1,
+        [
+            "no batch (nor manifest) for 8 feed-date(s): default (every date),"
+            " aud-2 (every date), aud-3 (every date), aud-4 (every date)"
+        ],
+    ), run.err
