@@ -131,7 +131,6 @@ def run_command(  # noqa: PLR0917 - click passes one argument per option
     with log_path.open("a") as log_stream:
         _log_to(log_stream)
         if local:
-            err.print(f"logs and metrics: {log_path}", highlight=False)
             interval = poll_interval or LOCAL_POLL_INTERVAL_S
             try:
                 reports = run_local(
@@ -142,6 +141,7 @@ def run_command(  # noqa: PLR0917 - click passes one argument per option
                     interval,
                     feeds_template=feeds_file,
                     only=only,
+                    log_path=log_path,
                 )
             except FeedError as exc:
                 raise click.ClickException(str(exc)) from exc
