@@ -182,6 +182,6 @@ def test_a_bad_input_is_one_dlpipe_line_and_a_nonzero_exit(
         dlpipe.cli.main.main()
     err = capsys.readouterr().err
     assert "Traceback" not in err, err
-    assert err.endswith("\n") and err.count("\n") == 1, err
+    assert (err.endswith("\n"), err.count("\n")) == (True, 1), err
     assert err.startswith("dlpipe: "), err
     assert exited.value.code not in (0, None), err
