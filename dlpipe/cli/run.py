@@ -194,6 +194,7 @@ def _run_remote(day: str, feed: str, poll_interval: int | None, log_path: Path) 
         result = run_durable_locally(
             handler, chosen.event(day), skip_time=False, timeout_seconds=budget_s
         )
-    out.print_json(json.dumps(result))
+    # stdout: the result as one JSON line for a script; the terminal's reader gets the line below.
+    click.echo(json.dumps(result, sort_keys=True))
     err.print(plain(result_line(result)), highlight=False, soft_wrap=True)
     return 0 if result.get("status") in SUCCESSFUL_BATCH_STATUSES else 1

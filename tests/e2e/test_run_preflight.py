@@ -194,6 +194,7 @@ def test_run_waits_out_a_provider_outage_at_the_start_within_its_budget(
     if down_s is not None:
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout)["status"] == "completed"
+        assert done.stdout.count("\n") == 1, done.stdout  # one JSON line, not a 25-line blob
         assert elapsed_s >= down_s
     else:
         assert done.returncode == 1, done.stderr
