@@ -7,6 +7,7 @@ import signal
 import socket
 import sys
 import threading
+from pathlib import Path
 
 import click
 from rich.console import Console
@@ -25,10 +26,12 @@ from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.local.dynamodb_local import DynamoDBLocalError
 from dlpipe.local.emulator import EmulatorError
 from dlpipe.local.provision import Provisioned, provision
-from dlpipe.local.stack_feeds import MAX_LOCAL_FEEDS
+from dlpipe.local.stack_feeds import MAX_LOCAL_FEEDS, read_template
 from dlpipe.local.up import LocalUp, StubOptions, local_up
 
 console = Console(stderr=True)
+# The hints' command as README's shells type it: the virtualenv's, never activated there.
+DLPIPE = ".venv/bin/dlpipe"
 
 
 def provisioned_table(clients: AwsClients, provisioned: Provisioned) -> Table:
@@ -138,16 +141,37 @@ def _port_free(port: int) -> bool:
     help="Feeds served, one stub provider each (own key pair and token): the default feed,"
     " then feed-2 .. feed-N, each written as an SSM parameter under DLPIPE_FEEDS_PARAMETER_PATH.",
 )
+@click.option(
+    "--feeds-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="A feeds template (README: Adding a feed locally) instead of --feeds: each of its"
+    " feeds served as --feeds serves feed-2 .. feed-N.",
+)
 def up(  # noqa: PLR0917 - click passes one argument per option
-    port: int, dynamodb_port: int, stub: bool, stub_port: int, day: str, files: int, feeds: int
+    port: int,
+    dynamodb_port: int,
+    stub: bool,
+    stub_port: int,
+    day: str,
+    files: int,
+    feeds: int,
+    feeds_file: Path | None,
 ) -> None:
     """Start the local AWS (moto + DynamoDB Local) and a stub provider in the foreground,
     provision it, and print the `export` lines another shell pastes to use it."""
-    ports = {"--port": port, "--dynamodb-port": dynamodb_port}
-    _refuse_taken_ports({**ports, "--stub-port": stub_port} if stub else ports)
     if feeds > 1 and not stub:
         raise click.UsageError("--feeds serves stub providers: it cannot go with --no-stub")
-    options = StubOptions(date=day, files=files, port=stub_port, feeds=feeds) if stub else None
+    if feeds_file is not None and (feeds > 1 or not stub):
+        raise click.UsageError("--feeds-file names the feeds served: not with --feeds or --no-stub")
+    tables = read_template(feeds_file) if feeds_file else None  # one line, before anything starts
+    ports = {"--port": port, "--dynamodb-port": dynamodb_port}
+    _refuse_taken_ports({**ports, "--stub-port": stub_port} if stub else ports)
+    options = (
+        StubOptions(date=day, files=files, port=stub_port, feeds=feeds, tables=tables)
+        if stub
+        else None
+    )
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
@@ -198,10 +222,11 @@ def _print_exports(running: LocalUp, options: StubOptions | None) -> None:
 def next_steps(day: str, feeds: list[str]) -> list[str]:
     """A worker and the default feed's day, then one `dlpipe run` per named feed."""
     first = (
-        f"dlpipe worker --exit-when-idle 30 > .dlpipe/worker.log 2>&1 &  dlpipe run --date {day}"
+        f"{DLPIPE} worker --exit-when-idle 30 > .dlpipe/worker.log 2>&1 &"
+        f"  {DLPIPE} run --date {day}"
     )
     named = [name for name in feeds if name != DEFAULT_FEED_NAME]
-    return [first, *(f"dlpipe run --date {day} --feed {name}" for name in named)]
+    return [first, *(f"{DLPIPE} run --date {day} --feed {name}" for name in named)]
 
 
 @local_group.command("provision")

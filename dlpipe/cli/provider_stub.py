@@ -13,6 +13,7 @@ from dlpipe.adapters.aws import AwsClients
 from dlpipe.config import ENV_ENDPOINT_URL, ENV_PROVIDER_TOKEN, Settings
 from dlpipe.domain.errors import InvalidIdentifierError
 from dlpipe.domain.model import validate_date
+from dlpipe.local.stub.crypto import load_public_key
 from dlpipe.local.stub.faults import BROKEN_PAGE_KINDS, Faults
 from dlpipe.local.stub.publish import default_day
 from dlpipe.local.stub.server import DEFAULT_BUCKET, StubProvider
@@ -121,6 +122,13 @@ def provider_stub(  # noqa: PLR0917 - click passes every option as an argument
     broken_at_entry: int,
 ) -> None:
     """Serve the provider API on 127.0.0.1 (needs AWS_ENDPOINT_URL pointing at the emulator)."""
+    try:  # a file that is no RSA public key: one line, before anything starts
+        load_public_key(public_key.read_bytes())
+    except (ValueError, TypeError) as exc:
+        reason = str(exc).split(".", 1)[0]
+        raise click.BadParameter(
+            f"{public_key}: not a PEM RSA public key ({reason})", param_hint="'--public-key'"
+        ) from exc
     settings = Settings.from_env()
     if not settings.endpoint_url:
         raise click.UsageError(f"{ENV_ENDPOINT_URL} must point at the emulator")

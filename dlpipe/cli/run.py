@@ -24,6 +24,7 @@ from dlpipe.cli.outcome_text import result_line, run_exit_code
 from dlpipe.cli.run_feed import run_feed
 from dlpipe.cli.run_local import handed_off, render_reports, run_local
 from dlpipe.cli.run_progress import PollReporter, ReportingFlow
+from dlpipe.cli.run_wait import ready_within_outage
 from dlpipe.cli.safe_text import plain
 from dlpipe.config import Settings
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME, FeedError
@@ -130,7 +131,6 @@ def run_command(  # noqa: PLR0917 - click passes one argument per option
     with log_path.open("a") as log_stream:
         _log_to(log_stream)
         if local:
-            err.print(f"logs and metrics: {log_path}", highlight=False)
             interval = poll_interval or LOCAL_POLL_INTERVAL_S
             try:
                 reports = run_local(
@@ -141,6 +141,7 @@ def run_command(  # noqa: PLR0917 - click passes one argument per option
                     interval,
                     feeds_template=feeds_file,
                     only=only,
+                    log_path=log_path,
                 )
             except FeedError as exc:
                 raise click.ClickException(str(exc)) from exc
@@ -168,13 +169,14 @@ def _idle_probe(settings: Settings) -> Callable[[], int | None]:
 def _run_remote(day: str, feed: str, poll_interval: int | None, log_path: Path) -> int:
     """Run the feed's poller here against the configured endpoint; deployed downloaders do the
     files. A run that cannot start says why in one line (an unknown feed, check_ready) before
-    anything else."""
+    anything else; an unavailable provider is waited for first (dlpipe/cli/run_wait.py)."""
     settings = Settings.from_env()
     if poll_interval is not None:
         settings = replace(settings, poll_interval_seconds=poll_interval)
     chosen = run_feed(settings, feed, poll_interval)
     own = chosen.settings(settings)  # the feed's provider, token and polling; FeedError if unknown
-    check_ready(own, day)
+    # A provider outage at the day's start is waited out within the feed's outage budget.
+    ready_within_outage(lambda: check_ready(own, day), own.provider_outage_budget_seconds, err)
     build_flow(own)  # the feed's settings' own checks (recovery bound), before any step
     err.print(f"logs and metrics: {log_path}", highlight=False)
     reporter = PollReporter(
@@ -191,6 +193,7 @@ def _run_remote(day: str, feed: str, poll_interval: int | None, log_path: Path) 
         result = run_durable_locally(
             handler, chosen.event(day), skip_time=False, timeout_seconds=budget_s
         )
-    out.print_json(json.dumps(result))
+    # stdout: the result as one JSON line for a script; the terminal's reader gets the line below.
+    click.echo(json.dumps(result, sort_keys=True))
     err.print(plain(result_line(result)), highlight=False, soft_wrap=True)
     return run_exit_code(result)

@@ -71,12 +71,16 @@ def run_local(
     *,
     feeds_template: Path = LOCAL_FEEDS_TEMPLATE,
     only: str | None = None,
+    log_path: Path | None = None,
 ) -> list[DayReport]:
     """Start the stack, run every feed's day (`only`'s alone if given) with a progress bar
-    each, stop the stack."""
+    each, stop the stack. `log_path` is named once the template is read (a bad one: its one
+    line alone)."""
     tables = read_template(feeds_template)  # a bad template: one line, before anything starts
     if only is not None:
         tables = _only(tables, only, feeds_template)
+    if log_path is not None:
+        err.print(f"logs and metrics: {log_path}", highlight=False)
     ignored = drop_caller_settings(os.environ)
     if ignored:
         err.print(

@@ -74,5 +74,7 @@ def build_worker_pool(
             refresh=queues.feed_queues,
         )
         log.info("worker.lanes", caps=main.caps())
-    large = [queues.large] if queues.large is not None else []
-    return WorkerPool([Worker(service, queue, options) for queue in [main, *large]])
+    workers = [Worker(service, main, options)]
+    if queues.large is not None:
+        workers.append(Worker(service, queues.large, options, label="large"))
+    return WorkerPool(workers)

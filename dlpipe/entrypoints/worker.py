@@ -83,8 +83,11 @@ class Worker:
         service: DownloadService,
         queue: DownloadQueue | LaneInbox,
         options: WorkerOptions,
+        label: str = "downloads",
     ) -> None:
-        self._service, self._options = service, options
+        # `label` names the queue in the worker's logs: a pool's workers (the download queue's,
+        # the large-file queue's) each log worker.started, and two bare lines read as one twice.
+        self._service, self._options, self._label = service, options, label
         self._queue = queue if isinstance(queue, LaneInbox) else _OneQueue(queue)
         budget_s = options.time_budget_s
         self._budget = None if budget_s is None else TimeBudget(budget_s, lambda: budget_s)
@@ -111,7 +114,7 @@ class Worker:
     def run(self) -> int:
         """Run until stopped; returns the process exit code (0)."""
         threads = [self._start_thread(n) for n in range(self._options.concurrency)]
-        log.info("worker.started", concurrency=self._options.concurrency)
+        log.info("worker.started", queue=self._label, concurrency=self._options.concurrency)
         while not self._stopping.wait(0.2):
             if self._idle_too_long():
                 self.request_stop("idle")

@@ -37,6 +37,7 @@ from dlpipe.local.emulator import LocalAws
 from dlpipe.local.provision import Provisioned, provision, provision_feed_queue
 from dlpipe.local.stack_feeds import (
     FeedKeys,
+    FeedTables,
     effective_feeds,
     named_feed_keys,
     numbered_feeds,
@@ -65,6 +66,15 @@ class StubOptions:
     port: int = 0  # the default feed's stub; the others' are free ports
     key_dir: Path = field(default_factory=lambda: Path(".dlpipe") / "local-up")
     feeds: int = 1  # the default feed, then feed-2 .. feed-N (dlpipe/local/stack_feeds.py)
+    # A hand-written feeds template (`local up --feeds-file`, read_template's): its feeds
+    # instead of the numbered ones; the default feed is served whether it names it or not.
+    tables: FeedTables | None = None
+
+    def feed_tables(self) -> FeedTables:
+        """The feeds served, the default feed first."""
+        if self.tables is None:
+            return numbered_feeds(self.feeds)
+        return {DEFAULT_FEED_NAME: self.tables.get(DEFAULT_FEED_NAME, {}), **self.tables}
 
 
 @dataclass(frozen=True)
@@ -127,7 +137,7 @@ def _serve_stubs(  # noqa: PLR0917 (one private helper of local_up, called once)
 ) -> dict[str, str]:
     """One stub per feed, each with its own key pair and token, having published `stub.date`;
     the default feed's provider in `env`, the others in their SSM parameters."""
-    tables = numbered_feeds(stub.feeds)
+    tables = stub.feed_tables()
     key_path, public_pem = write_key_pair(stub.key_dir)
     keys = {DEFAULT_FEED_NAME: FeedKeys(public_pem, key_path, secrets.token_urlsafe(32))}
     keys |= {name: named_feed_keys(stub.key_dir / "feeds" / name) for name in list(tables)[1:]}
@@ -153,7 +163,7 @@ def _serve_stubs(  # noqa: PLR0917 (one private helper of local_up, called once)
             **LOCAL_POLLING,
         }
     )
-    if stub.feeds > 1:
+    if len(tables) > 1:
         # Each named feed as an SSM parameter in the emulator, as Terraform writes it on AWS.
         path = str(provisioned.feeds_parameter_path)
         stored = {name: store_feed_secrets(clients, name, keys[name]) for name in list(tables)[1:]}

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -159,3 +160,45 @@ def test_a_named_feeds_day_is_checked_and_polled_on_that_feeds_own_provider_and_
     assert result["status"] == "completed", result
     assert result["batch_id"].startswith("vendor-b.batch-"), result
     assert time.monotonic() - started < 30  # the feed's checks, not the process's
+
+
+@pytest.mark.parametrize(("down_s", "budget_s"), [(15.0, 60), (None, 3)], ids=["back", "spent"])
+def test_run_waits_out_a_provider_outage_at_the_start_within_its_budget(
+    down_s: float | None,
+    budget_s: int,
+    tmp_path: Path,
+    aws_env: dict[str, str],
+    provisioned: Provisioned,
+    queue_url: str,
+    stub_factory: StubFactory,
+) -> None:
+    """The provider answers 5xx to every call: back after 15 s, `run` waits (one line saying
+    so, naming the budget) and the day completes; never back, with a 3 s budget, `run` stops
+    in one line saying the budget is spent, exit 1 (before: it refused at once)."""
+    stub = stub_factory([])
+    stub.faults.set(error_rate=1.0)
+    env = run_env(tmp_path, aws_env, provisioned, queue_url, stub.base_url)
+    env["DLPIPE_PROVIDER_OUTAGE_BUDGET_SECONDS"] = str(budget_s)
+    env |= {k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}  # the code under test
+    timer = threading.Timer(down_s or 0, lambda: stub.faults.set(error_rate=0.0))
+    if down_s is not None:
+        timer.start()
+    try:
+        done, elapsed_s = dlpipe_run(env, tmp_path)
+    finally:
+        timer.cancel()
+    assert "Traceback" not in done.stderr, done.stderr
+    waiting = [line for line in done.stderr.splitlines() if "waiting it out" in line]
+    assert len(waiting) == 1, done.stderr
+    assert f"of the {budget_s} s provider outage budget" in waiting[0], waiting
+    if down_s is not None:
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["status"] == "completed"
+        assert done.stdout.count("\n") == 1, done.stdout  # one JSON line, not a 25-line blob
+        assert elapsed_s >= down_s
+    else:
+        assert done.returncode == 1, done.stderr
+        last = done.stderr.strip().splitlines()[-1]
+        assert last.startswith("dlpipe: cannot reach the provider at "), last
+        assert f"the provider outage budget ({budget_s} s," in last, last
+        assert budget_s <= elapsed_s < budget_s + 30, elapsed_s

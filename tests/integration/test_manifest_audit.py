@@ -7,11 +7,13 @@ import hashlib
 import json
 import uuid
 from dataclasses import dataclass, replace
+from datetime import date, timedelta
 
 import pytest
 
 from dlpipe.adapters.manifest_store import S3ManifestStore
 from dlpipe.domain.clock import iso_from_ms
+from dlpipe.domain.feeds import DEFAULT_FEED, Feed
 from dlpipe.domain.handoff_events import DayCounts, DayFacts, build_event
 from dlpipe.domain.manifest import pointer_key
 from dlpipe.domain.model import BatchStatus
@@ -283,3 +285,24 @@ def world_ref(world: World, day: Day) -> dict[str, object]:
         "version_id": head["VersionId"],
         "sha256": head["Metadata"]["sha256"],
     }
+
+
+def test_feeds_without_a_batch_are_one_line_together(
+    world: World, dlpipe_cli: CliRunner, provisioned: Provisioned
+) -> None:
+    """Configured feeds that ran no batch on the dates audited: one line naming them all
+    (before: two lines per feed and date, `no completed batch` and `manifest missing`); exit 1."""
+    _wire_bucket(world, provisioned)
+    world.ops.feeds = {
+        DEFAULT_FEED.name: DEFAULT_FEED,
+        **{f"aud-{n}": Feed(f"aud-{n}", "rate(1 day)", "UTC") for n in range(2, 5)},
+    }
+    after = (date.fromisoformat(world.day) + timedelta(days=1)).isoformat()
+    run = dlpipe_cli("batch", "audit", "--from", world.day, "--to", after)
+    assert (run.code, run.err.strip().splitlines()) == (
+        1,
+        [
+            "no batch (nor manifest) for 8 feed-date(s): default (every date),"
+            " aud-2 (every date), aud-3 (every date), aud-4 (every date)"
+        ],
+    ), run.err

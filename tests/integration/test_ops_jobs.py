@@ -159,3 +159,18 @@ def test_list_returns_the_batch_jobs_in_one_status(
         waiting.file_id: str(JobStatus.AVAILABLE),
         working.file_id: str(JobStatus.DOWNLOADING),
     }
+
+
+def test_list_of_an_unknown_batch_is_one_line_and_exit_1(
+    world: World, dlpipe_cli: CliRunner
+) -> None:
+    """`jobs list --batch` of a BatchID no batch has: one line naming it, exit 1, as `jobs
+    show` of an unknown FileID (before: `none` and exit 0); a known batch with no jobs in
+    the status asked for still lists nothing, exit 0."""
+    unknown = f"batch-{world.day}-00000000-0000-4000-8000-000000000000"
+    run = dlpipe_cli("jobs", "list", "--batch", unknown)
+    assert (run.code, run.err.count("\n"), "Traceback" in run.err) == (1, 1, False), run.err
+    assert f"no batch {unknown!r}" in run.err, run.err
+    batch = world.batch()
+    empty = dlpipe_cli("jobs", "list", "--batch", batch.batch_id, "--status", "error", "--json")
+    assert (empty.code, empty.json()["jobs"]) == (0, [])

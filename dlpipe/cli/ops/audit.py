@@ -50,7 +50,10 @@ def batch_audit_command(
         [table("audit", _AUDIT_COLUMNS, rows)],
         as_json,
     )
-    lines = [line for check in checks for line in check.lines()]
+    unrun = [c for c in checks if _never_ran(c)]
+    lines = [line for check in checks if not _never_ran(check) for line in check.lines()]
+    if unrun:
+        lines.append(_no_batch_line(unrun, dates))
     for line in lines:
         click.echo(visible(line), err=True)
     if lines:
@@ -61,6 +64,29 @@ def _feeds(ops: OpsContext, dates: list[str]) -> list[str]:
     """Every feed configured or seen in the dates' batches (one PollingDateIndex query a date)."""
     batches = [b for day in dates for b in ops.batches().query_by_date(day)]
     return feeds_shown(None, ops.feeds, batches)
+
+
+# The two problems of a feed's date where nothing ran (services/ops/audit.py's words); any
+# other problem of such a date (an unreadable latest.json, ...) keeps its own line.
+_NOTHING_RAN = {"no completed batch", "manifest missing (no latest.json)"}
+
+
+def _never_ran(check: DayCheck) -> bool:
+    """A feed's date with no batch and no manifest: nothing ran, nothing to detail."""
+    return check.batch is None and bool(check.problems) and set(check.problems) <= _NOTHING_RAN
+
+
+def _no_batch_line(unrun: list[DayCheck], dates: list[str]) -> str:
+    """One line for every feed's date that never ran (two lines each were noise): `no batch:
+    feed-3 (every date), feed-4 (2026-03-01, 2026-03-02)`."""
+    by_feed: dict[str, list[str]] = {}
+    for check in unrun:
+        by_feed.setdefault(check.feed, []).append(check.date)
+    named = [
+        f"{feed} ({'every date' if len(days) == len(dates) > 1 else ', '.join(days)})"
+        for feed, days in by_feed.items()
+    ]
+    return f"no batch (nor manifest) for {len(unrun)} feed-date(s): {', '.join(named)}"
 
 
 _AUDIT_COLUMNS = (

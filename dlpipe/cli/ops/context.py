@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from collections.abc import Callable
 from typing import Concatenate, ParamSpec, TypeVar
@@ -10,10 +11,11 @@ from typing import Concatenate, ParamSpec, TypeVar
 import click
 
 from dlpipe.bootstrap.ops import build_ops_context
-from dlpipe.config import Settings
+from dlpipe.config import ENV_LOG_LEVEL, Settings
 from dlpipe.log import configure_logging
 from dlpipe.services.ops.context import OpsContext
 
+INTERACTIVE_LOG_LEVEL = "WARNING"
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -29,9 +31,12 @@ class _Stderr:
 
 
 def context_from_env() -> OpsContext:
-    """Settings from the environment, real clients, the wall clock; logs to stderr."""
+    """Settings from the environment, real clients, the wall clock; logs to stderr, warnings
+    and errors only unless DLPIPE_LOG_LEVEL says otherwise: an operator command's table says
+    what it did, an INFO line above it is noise (README: "Logs of the commands")."""
     settings = Settings.from_env()
-    configure_logging(settings.log_level, stream=_Stderr())
+    level = settings.log_level if os.environ.get(ENV_LOG_LEVEL) else INTERACTIVE_LOG_LEVEL
+    configure_logging(level, stream=_Stderr())
     return build_ops_context(settings)
 
 

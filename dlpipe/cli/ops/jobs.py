@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from dlpipe.cli.ops.context import pass_ops
-from dlpipe.cli.ops.errors import IncompleteRecoveryError
+from dlpipe.cli.ops.errors import IncompleteRecoveryError, OpsError
 from dlpipe.cli.ops.layout import Column, FitTable
 from dlpipe.cli.ops.options import dry_run_option, feed_option, json_option, older_than_option
 from dlpipe.cli.ops.param_types import BATCH_ID, FILE_ID
@@ -18,7 +18,7 @@ from dlpipe.cli.ops.render import (
     stuck_views,
     table,
 )
-from dlpipe.domain.model import SETS_MAX_FILES, JobStatus
+from dlpipe.domain.model import SETS_MAX_FILES, JobStatus, batch_polling_date
 from dlpipe.services.ops.context import OpsContext
 from dlpipe.services.ops.feed_filter import FeedChoice
 from dlpipe.services.ops.queries import STUCK_STATUSES, batch_jobs, stuck_jobs
@@ -83,8 +83,11 @@ def show_command(ops: OpsContext, file_id: str, as_json: bool) -> None:
 def list_command(
     ops: OpsContext, batch_id: str, status: str | None, limit: int, as_json: bool
 ) -> None:
-    """The jobs of a batch (BatchIndex), optionally in one status, at most --limit of them."""
+    """The jobs of a batch (BatchIndex), optionally in one status, at most --limit of them;
+    a batch that does not exist is one line and exit 1, as `jobs show` of an unknown FileID."""
     found = batch_jobs(ops, batch_id, JobStatus(status) if status else None, limit)
+    if not found.jobs and not _batch_exists(ops, batch_id):
+        raise OpsError(f"no batch {batch_id!r}: `dlpipe batch show --date {_day(batch_id)}`")
     now_ms = ops.now_ms()
     payload = {
         "batch_id": batch_id,
@@ -133,6 +136,16 @@ def requeue_command(
     results = requeue_files(ops, targets, force=force, dry_run=dry_run)
     emit(_requeue_payload(results, dry_run), [_requeue_view(results)], as_json)
     _fail_unless_done(results, named=not stuck)
+
+
+def _batch_exists(ops: OpsContext, batch_id: str) -> bool:
+    """Whether the batches table holds `batch_id`: its date's batches (PollingDateIndex, the
+    query `status` and `batch show` make; an operator needs no GetItem on the table)."""
+    return any(b.batch_id == batch_id for b in ops.batches().query_by_date(_day(batch_id)))
+
+
+def _day(batch_id: str) -> str:
+    return str(batch_polling_date(batch_id, default=""))
 
 
 def _requeue_payload(results: list[RequeueResult], dry_run: bool) -> dict[str, object]:
