@@ -1,8 +1,9 @@
-"""Pictures for the README (`make screenshots`): docs/img/run.png and ui-{grid,day,file}.png.
+"""Pictures for the README (`make screenshots`): docs/img/run.png and ui-{grid,day,file}.png
+(1280 px wide), ui-{grid,day}-800.png (800 px).
 
 1. run.png: `dlpipe run --local` for real (its own local stack), its final table recorded by
    rich (ANSI -> SVG) and rendered to PNG by chromium.
-2. ui-grid.png, ui-day.png, ui-file.png: a local stack of our own; yesterday's batch run for real (stub
+2. ui-grid.png, ui-day.png, ui-file.png (and the grid and day at 800 px): a local stack of our own; yesterday's batch run for real (stub
    provider, downloader workers, durable poller), the thirteen days before seeded through the
    real table adapters (finished runs, re-runs, a failed and a timed-out day, and a day whose
    re-run is still going with files in every status); `dlpipe ui`'s app served on 127.0.0.1 and
@@ -53,6 +54,7 @@ CHROMIUM_FLAGS = (
     "--force-color-profile=srgb",
 )  # fmt: skip
 WIDTH = 1280
+NARROW = 800  # the narrowest window the web view is laid out for
 
 
 @contextmanager
@@ -72,14 +74,15 @@ def chromium() -> Iterator[Any]:
         shutil.rmtree(profile, ignore_errors=True)
 
 
-def shoot(driver: Any, url: str, path: Path, max_height: int = 1400) -> None:
-    """Load `url` and save the page, up to `max_height` px tall, as a PNG."""
-    driver.set_window_size(WIDTH, 900)
+def shoot(driver: Any, url: str, path: Path, max_height: int = 1400, width: int = WIDTH) -> None:
+    """Load `url` in a window `width` px wide and save the page, up to `max_height` px tall,
+    as a PNG."""
+    driver.set_window_size(width, 900)
     driver.get(url)
     height = min(
         int(driver.execute_script("return document.documentElement.scrollHeight")), max_height
     )
-    driver.set_window_size(WIDTH, height + 140)  # the window's frame takes part of its height
+    driver.set_window_size(width, height + 140)  # the window's frame takes part of its height
     driver.save_screenshot(str(path))
     print(f"wrote {path.relative_to(ROOT)} ({path.stat().st_size // 1024} KiB)")
 
@@ -138,8 +141,12 @@ def ui_pictures(driver: Any, out: Path, files: int, yesterday: str) -> None:
         settings = replace(stack.settings, date_offset_days=1)
         ops = build_ops_context(settings, stack.clients)
         with BackgroundServer(create_app(ops, UiOptions(days=14))) as server:
+            day = f"{server.url}day/{busy_day}"
             shoot(driver, server.url, out / "ui-grid.png", max_height=700)
-            shoot(driver, f"{server.url}day/{busy_day}", out / "ui-day.png", max_height=2000)
+            shoot(driver, day, out / "ui-day.png", max_height=2000)
+            # A narrow window: the newest dates and the error column stay in view.
+            shoot(driver, server.url, out / "ui-grid-800.png", max_height=700, width=NARROW)
+            shoot(driver, day, out / "ui-day-800.png", max_height=1600, width=NARROW)
             # the claim whose worker died
             shoot(driver, f"{server.url}file/{stuck}", out / "ui-file.png", max_height=1200)
 

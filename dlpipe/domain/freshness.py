@@ -5,7 +5,8 @@ A feed may declare a deadline, a local time "HH:MM" in its IANA time zone. The d
 that time on the local calendar day D + date_offset_days: the day the schedule runs for D (with
 the default offset of 1, Monday's files are due on Tuesday at the deadline). A day completed at
 or before that instant is on time; a day not completed by it is late, and stays late (by the
-minutes between the deadline and its completion) once it completes.
+minutes between the deadline and its completion) once it completes; a label says how late in
+days, hours and minutes.
 """
 
 from __future__ import annotations
@@ -42,10 +43,23 @@ class Freshness:
     minutes_late: int = 0  # whole minutes past the deadline, rounded up; 0 unless late
 
     def label(self) -> str:
-        """`due`, `on time` or `late by N min`, as the CLI and the web view show it."""
+        """`due`, `on time` or `late by` a duration for people (`late_text`), as the CLI and
+        the web view show it."""
         if self.kind == "late":
-            return f"late by {self.minutes_late} min"
+            return f"late by {late_text(self.minutes_late)}"
         return "on time" if self.kind == "on_time" else "due"
+
+
+def late_text(minutes: int) -> str:
+    """Whole minutes in the two largest units a reader takes in at a glance: `42 min`,
+    `3 h 07 min`, `1 day 0 h`, `272 days 7 h` (the minutes dropped past a day)."""
+    if minutes < 60:
+        return f"{minutes} min"
+    hours, rest = divmod(minutes, 60)
+    if hours < 24:
+        return f"{hours} h {rest:02d} min"
+    days, hours = divmod(hours, 24)
+    return f"{days} day{'' if days == 1 else 's'} {hours} h"
 
 
 def freshness(deadline_at_ms: int, completed_at_ms: int | None, now_ms: int) -> Freshness:

@@ -88,7 +88,7 @@ def test_no_worker_is_warned_about_and_the_suggested_start_command_completes_the
         [str(DLPIPE), "status", "--date", day], env=shell, cwd=tmp_path,
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
-    assert f"start one: {suggested}\n" in status.stdout, status.stdout + status.stderr
+    assert f"start one:\n{suggested}\n" in status.stdout, status.stdout + status.stderr
     run = subprocess.Popen(  # waited for below; killed by PID if it outlives the test
         _dlpipe(suggested), env=shell, cwd=tmp_path, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True,

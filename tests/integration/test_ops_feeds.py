@@ -190,8 +190,8 @@ def test_status_suggests_starting_a_named_feeds_day_with_its_feed(
     world.batch(status=BatchStatus.QUEUED)
     run = dlpipe_cli("status", "--date", world.day)
     assert f"batches of {world.day}, feed {FEED}: none" in run.out, run.out
-    assert f"start one: dlpipe run --date {world.day} --feed {FEED}\n" in run.out, run.out
-    assert "start one: dlpipe run --date " + world.day + "\n" not in run.out
+    assert f"start one:\ndlpipe run --date {world.day} --feed {FEED}\n" in run.out, run.out
+    assert "start one:\ndlpipe run --date " + world.day + "\n" not in run.out
 
 
 def test_status_shows_a_feeds_day_as_late_by_its_deadline(
@@ -205,7 +205,7 @@ def test_status_shows_a_feeds_day_as_late_by_its_deadline(
     payload = dlpipe_cli("status", "--date", world.day, "--json").json()
     fresh = {d["feed"]: d["freshness"] for d in payload["feeds"]}
     assert fresh["default"] is None
-    assert fresh[FEED] in ("late by 120 min", "late by 180 min"), fresh
+    assert fresh[FEED] in ("late by 2 h 00 min", "late by 3 h 00 min"), fresh
     run = dlpipe_cli("status", "--date", world.day)
     assert f"freshness: {fresh[FEED]} (deadline " in run.out, run.out
 

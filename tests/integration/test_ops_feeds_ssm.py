@@ -42,12 +42,13 @@ def test_status_lists_every_feed_under_the_parameter_path_with_its_freshness(
     by_feed = {d["feed"]: d for d in payload["feeds"]}
     assert sorted(by_feed) == ["default", "vendor-b", "vendor-c"], by_feed
     assert by_feed["vendor-b"]["batches"] == by_feed["vendor-c"]["batches"] == []
-    assert by_feed["vendor-b"]["freshness"] == "late by 60 min"
+    assert by_feed["vendor-b"]["freshness"] == "late by 1 h 00 min"
     assert by_feed["vendor-c"]["freshness"] is None
     run = dlpipe_cli("status", "--date", world.day)
-    assert run.code == 0, run.err
+    # vendor-b is late: the date needs the operator (exit 1, one line naming it).
+    assert (run.code, run.err) == (1, f"dlpipe: {world.day}: feed vendor-b late by 1 h 00 min\n")
     assert f"batches of {world.day}, feed vendor-c: none" in run.out, run.out
-    assert "freshness: late by 60 min (deadline " in run.out, run.out
+    assert "freshness: late by 1 h 00 min (deadline " in run.out, run.out
 
 
 def test_day_deadline_gives_the_default_feed_its_freshness(
@@ -59,7 +60,7 @@ def test_day_deadline_gives_the_default_feed_its_freshness(
     on_aws(world, path, day_deadline="08:30")
     payload = dlpipe_cli("status", "--date", world.day, "--json").json()
     fresh = {d["feed"]: d["freshness"] for d in payload["feeds"]}
-    assert fresh == {"default": "late by 90 min"}
+    assert fresh == {"default": "late by 1 h 30 min"}
 
 
 def test_a_malformed_day_deadline_is_one_line_naming_the_variable(

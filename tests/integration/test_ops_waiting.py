@@ -105,7 +105,7 @@ def test_status_of_a_date_without_a_batch_names_the_command_that_starts_it_here(
     text = dlpipe_cli("status", "--date", "1912-04-15")
     assert text.code == 1  # a date with no batch
     assert "no batch for" in text.err
-    assert "start one: dlpipe run --date 1912-04-15" in text.out
+    assert "start one:\ndlpipe run --date 1912-04-15\n" in text.out
     as_json = dlpipe_cli("status", "--date", "1912-04-15", "--json")
     assert as_json.json()["start_command"] == "dlpipe run --date 1912-04-15"
 

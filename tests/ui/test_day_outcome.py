@@ -37,7 +37,8 @@ def _page(client: FlaskClient, url: str) -> str:
 
 def _files(page: str) -> list[str]:
     return re.findall(
-        r'<tr data-status="\w+">\s*<td class="mono nowrap"><a href="/file/([^"]+)"', page
+        r'<tr data-status="\w+">\s*<td class="mono"><a class="id" title="[^"]*" href="/file/([^"]+)"',
+        page,
     )
 
 

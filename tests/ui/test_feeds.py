@@ -97,7 +97,7 @@ def test_the_day_page_names_each_feed_and_its_freshness(
     assert named.today.batch_id in row.group(1)
     deadline = re.search(rf'id="deadline-{FEED}"[^>]*>feed {FEED}: <strong>([^<]+)</strong>', page)
     assert deadline, page
-    assert deadline.group(1) in ("late by 120 min", "late by 180 min")
+    assert deadline.group(1) in ("late by 2 h 00 min", "late by 3 h 00 min")
     assert 'id="deadline-default"' not in page  # the default feed declares no deadline
     selected = client.get(f"/day/{seeded.day}?batch={named.today.batch_id}").get_data(as_text=True)
     assert f'id="selected-feed">feed {FEED}<' in selected

@@ -41,6 +41,11 @@ def test_a_deadline_skipped_by_daylight_saving_resolves_forward_not_to_an_error(
         (None, 60_000, "late by 1 min"),
         (None, 60_001, "late by 2 min"),
         (42 * 60_000, 10**9, "late by 42 min"),
+        (60 * 60_000, 10**9, "late by 1 h 00 min"),
+        (187 * 60_000, 10**9, "late by 3 h 07 min"),
+        (1440 * 60_000, 10**12, "late by 1 day 0 h"),
+        # The 392,069 min: 272 days, 6 h and 29 min.
+        (392_069 * 60_000, 10**12, "late by 272 days 6 h"),
     ],
 )
 def test_freshness_labels(completed: int | None, now: int, label: str) -> None:

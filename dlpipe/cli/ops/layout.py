@@ -2,7 +2,8 @@
 
 Each column has a kind (`id` and `time` values never wrap and are never cut; `text` wraps in
 its column) and a drop priority: columns that do not fit are dropped, the highest `drop`
-first, and a line under the table names them; `drop` 0 is never dropped. An empty table
+first (then any dropped one that fits in the room a wider one left is put back), and a line
+under the table names them; `drop` 0 is never dropped. An empty table
 prints `<title>: none`; cells are plain text (dlpipe.cli.safe_text). The rules in full:
 docs/ARCHITECTURE.md, "Why operator tables never cut an identifier".
 """
@@ -95,16 +96,26 @@ class FitTable:
             spare -= extra
         return widths
 
+    def _needed(self, kept: Iterable[int]) -> int:
+        """The minimum widths of the columns `kept`, and the gaps between them."""
+        widths = [self._min_width(i) for i in kept]
+        return sum(widths) + _GAP * (len(widths) - 1)
+
     def _fitting(self, max_width: int) -> list[int]:
         """The indexes of the columns kept: droppable ones go, highest `drop` first, until
-        the minimum widths (and the gaps between columns) fit in `max_width`."""
+        the minimum widths (and the gaps between columns) fit in `max_width`; then each one
+        dropped that fits in the room a wider one left is put back, lowest `drop` first."""
         kept = list(range(len(self.columns)))
         order = sorted(
             (i for i in kept if self.columns[i].drop), key=lambda i: (-self.columns[i].drop, -i)
         )
+        dropped: list[int] = []
         for index in order:
-            needed = sum(self._min_width(i) for i in kept) + _GAP * (len(kept) - 1)
-            if needed <= max_width:
+            if self._needed(kept) <= max_width:
                 break
             kept.remove(index)
+            dropped.append(index)
+        for index in reversed(dropped):
+            if self._needed([*kept, index]) <= max_width:
+                kept = sorted([*kept, index])
         return kept

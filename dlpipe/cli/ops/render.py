@@ -28,6 +28,13 @@ if TYPE_CHECKING:
     from dlpipe.services.ops.queries import StuckJobs
 
 
+class CommandLine(str):
+    """A command for the operator to copy: printed alone on its line, never wrapped (a line
+    longer than the terminal runs on, and a copied line is the whole command)."""
+
+    __slots__ = ()
+
+
 def emit(payload: Any, views: Sequence[RenderableType], as_json: bool) -> None:
     """Print `payload` as one JSON document, or the rich `views`."""
     if as_json:
@@ -35,6 +42,9 @@ def emit(payload: Any, views: Sequence[RenderableType], as_json: bool) -> None:
         return
     console = Console(soft_wrap=False)
     for view in views:
+        if isinstance(view, CommandLine):
+            console.print(plain(view), soft_wrap=True)
+            continue
         # A plain string is a line of ours that may quote a record: never markup.
         # crop=False: a table wider than a very narrow terminal keeps its IDs whole (layout).
         console.print(plain(view) if isinstance(view, str) else view, crop=False)
@@ -178,15 +188,17 @@ def batch_dict(batch: Batch, counts: dict[str, int] | None = None) -> dict[str, 
     return data
 
 
-# Kept longest first: the batch and its status, its job counts, then its times and error.
+# Kept longest first: the status and the job counts, the BatchID (a named feed's is 62
+# characters: at 80 columns it goes rather than the counts; its feed and date are the table's
+# title), its start, then the rest.
 _BATCH_COLUMNS = (
-    Column("batch", "id"),
+    Column("batch", "id", drop=2),
     Column("status"),
     Column("jobs by status", drop=1),
-    Column("start", "time", drop=2),
-    Column("expected", drop=3),
-    Column("error", drop=4),
-    Column("timeout", "time", drop=5),
+    Column("start", "time", drop=3),
+    Column("expected", drop=4),
+    Column("error", drop=5),
+    Column("timeout", "time", drop=6),
 )
 
 

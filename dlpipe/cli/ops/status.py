@@ -19,6 +19,7 @@ from dlpipe.cli.ops.options import (
 )
 from dlpipe.cli.ops.outcome_view import outcome_views
 from dlpipe.cli.ops.render import (
+    CommandLine,
     batch_dict,
     batches_view,
     emit,
@@ -29,6 +30,7 @@ from dlpipe.cli.ops.render import (
     stuck_views,
 )
 from dlpipe.cli.ops.waiting import waiting_lines, waiting_payload
+from dlpipe.cli.safe_text import error_line
 from dlpipe.services.ops.context import OpsContext
 from dlpipe.services.ops.errors import NoBatchForDateError
 from dlpipe.services.ops.feed_filter import FeedChoice
@@ -44,15 +46,37 @@ from dlpipe.services.ops.queries import DayStatus, FeedDay, day_status, no_batch
 def status_command(
     ops: OpsContext, day: str | None, feed: FeedChoice, older_than_s: int, as_json: bool
 ) -> None:
-    """One screen: each feed's batches and counts of the date, stuck jobs, DLQ depth (exit 1,
-    after the screen, if the date has no batch)."""
+    """One screen: each feed's batches and counts of the date, stuck jobs, DLQ depth. Exit 0
+    when each feed's day completed or runs on time; 1, after the screen and one line naming
+    why, when the date has no batch, or a feed's day failed or timed out with no run since
+    completed or running, or is late."""
     found = day_status(ops, polling_date(ops, day, feed), older_than_s, feed)
     now_ms = ops.now_ms()
-    payload = {**_payload(ops, found, now_ms), **advice_payload(ops, found)}
+    unhealthy = _unhealthy(ops, found)
+    payload = {**_payload(ops, found, now_ms), **advice_payload(ops, found), "unhealthy": unhealthy}
     emit(payload, _views(ops, found, now_ms), as_json)
     if not found.batches:
         # The same line and exit code as `batch show`.
         raise NoBatchForDateError(no_batch_message(found.polling_date, feed))
+    if unhealthy:
+        click.echo(error_line(f"{found.polling_date}: {'; '.join(unhealthy)}"), err=True)
+        raise click.exceptions.Exit(1)
+
+
+def _unhealthy(ops: OpsContext, found: DayStatus) -> list[str]:
+    """Per feed with a batch of the date: why its day needs the operator (no batch completed
+    and none runs; late), if it does."""
+    why = []
+    for day in found.feeds:
+        problems = []
+        if day.batches and feed_start_command(ops, found.polling_date, day) is not None:
+            ended = ", ".join(sorted({str(s.batch.status) for s in day.batches}))
+            problems.append(f"no batch completed ({ended})")
+        if day.freshness is not None and day.freshness.kind == "late":
+            problems.append(day.freshness.label())
+        if problems:
+            why.append(f"feed {day.feed} {' and '.join(problems)}")
+    return why
 
 
 def _feed_dict(ops: OpsContext, found: DayStatus, day: FeedDay) -> dict[str, Any]:
@@ -89,8 +113,19 @@ def _feed_views(ops: OpsContext, found: DayStatus, day: FeedDay) -> list[Rendera
         local = f"{config.deadline} {config.time_zone}"
         deadline = f"deadline {stamp(day.freshness.deadline_ms)}, {local}"
         views.append(f"freshness: {day.freshness.label()} ({deadline})")
-    line = advice_line(ops, found.polling_date, day)
-    return [*views, line] if line else views
+    return [*views, *_advice_views(ops, found.polling_date, day)]
+
+
+def _advice_views(ops: OpsContext, polling_date: str, day: FeedDay) -> list[RenderableType]:
+    """The feed's repair line, its command alone on the next line, unwrapped (a copied line
+    is the whole command)."""
+    line = advice_line(ops, polling_date, day)
+    command = feed_start_command(ops, polling_date, day)
+    if not line:
+        return []
+    if command and line.endswith(command):
+        return [line[: -len(command)].rstrip(), CommandLine(command)]
+    return [line]
 
 
 def _views(ops: OpsContext, found: DayStatus, now_ms: int) -> list[RenderableType]:
