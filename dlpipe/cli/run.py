@@ -24,6 +24,7 @@ from dlpipe.cli.outcome_text import result_line, run_exit_code
 from dlpipe.cli.run_feed import run_feed
 from dlpipe.cli.run_local import handed_off, render_reports, run_local
 from dlpipe.cli.run_progress import PollReporter, ReportingFlow
+from dlpipe.cli.run_summary import stored_figures
 from dlpipe.cli.run_wait import ready_within_outage
 from dlpipe.cli.safe_text import plain
 from dlpipe.config import Settings
@@ -193,6 +194,8 @@ def _run_remote(day: str, feed: str, poll_interval: int | None, log_path: Path) 
         result = run_durable_locally(
             handler, chosen.event(day), skip_time=False, timeout_seconds=budget_s
         )
+    # The batch's stored figures: the files it queued, the batches it adopted (a rerun).
+    result = stored_figures(build_ops_context(settings), result)
     # stdout: the result as one JSON line for a script; the terminal's reader gets the line below.
     click.echo(json.dumps(result, sort_keys=True))
     err.print(plain(result_line(result)), highlight=False, soft_wrap=True)

@@ -50,7 +50,9 @@ class PollReporter:
         if not result.done:
             return
         self._next_check_at = self._clock() + self._interval_s
-        self._say(f"{result.expected} file(s) queued", "first check")
+        # Listed, and of those sent: a rerun does not queue the files already completed.
+        there = f", {result.already_present} already there" if result.already_present else ""
+        self._say(f"{result.expected} file(s) listed, {result.sent} queued{there}", "first check")
 
     def checked(self, poll_number: int, check: CompletionCheck) -> None:
         """A completion check ran: its counts, and the next check or the end."""

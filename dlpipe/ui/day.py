@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from dlpipe.domain.errors import InvalidIdentifierError
-from dlpipe.domain.model import FileJob, JobStatus, validate_batch_id, validate_date
+from dlpipe.domain.model import Batch, FileJob, JobStatus, validate_batch_id, validate_date
+from dlpipe.services.ops.advice import DayRepair, ended_batch_repair
 from dlpipe.services.ops.context import OpsContext
 from dlpipe.services.ops.feed_filter import record_feed
 from dlpipe.services.ops.queries import BatchSummary, DayStatus, day_status
@@ -51,6 +52,9 @@ class DayView:
     timeline: Timeline | None
     next_cursor: str | None = None  # the next page of files, if there may be one
     errors: ErrorsByCode | None = None
+    # The selected batch has ended: what repairs its unfinished files (a new run of the day,
+    # never a requeue, which would leave the batch as it ended).
+    ended_repair: DayRepair | None = None
 
     @property
     def selected_feed(self) -> str | None:
@@ -130,4 +134,13 @@ def day_view(ops: OpsContext, day: str, query: FilesQuery, options: UiOptions) -
         chart,
         next_cursor=cursor,
         errors=errors_by_code(jobs, selected),
+        ended_repair=_ended_repair(ops, found, selected.batch),
     )
+
+
+def _ended_repair(ops: OpsContext, found: DayStatus, batch: Batch) -> DayRepair | None:
+    if not batch.is_terminal:
+        return None
+    feed = record_feed(batch)
+    day = [s.batch for s in found.batches if record_feed(s.batch) == feed]
+    return ended_batch_repair(ops.settings, batch, day)

@@ -12,6 +12,7 @@ from dlpipe.domain.transitions import lease_live, may_requeue
 from dlpipe.log import redact_processor
 from dlpipe.services.ops.context import OpsContext
 from dlpipe.services.ops.feed_filter import record_feed
+from dlpipe.services.ops.recovery import ended_repairs
 from dlpipe.ui.options import BadRequestError, NotFoundPageError
 
 
@@ -34,6 +35,7 @@ class JobView:
     lease_live: bool
     feed: str = DEFAULT_FEED_NAME  # from the FileID
     batch_date: str = ""  # the polling date of its batch, from the BatchID: its day page
+    repair_why: str | None = None  # why `repair` is a new run of the day (its batch ended)
 
 
 def parse_file(text: str) -> str:
@@ -115,13 +117,19 @@ def job_view(ops: OpsContext, file_id: str) -> JobView:
     if job is None:
         raise NotFoundPageError(f"no job {file_id}")
     now_ms = ops.now_ms()
+    repair, why = repair_command(job, now_ms), None
+    ended = ended_repairs(ops, [job]).get(job.batch_id) if repair else None
+    if ended is not None:
+        # Requeued, the file would leave its ended batch (and the day) as it is.
+        repair, why = ended.command, ended.why
     return JobView(
         job,
         _fields(job),
         _history(job, now_ms),
-        repair_command(job, now_ms),
+        repair,
         lease_live(job, now_ms),
         feed=record_feed(job),
         # A BatchID that does not parse names no day: the job's download date links instead.
         batch_date=batch_polling_date(job.batch_id, default=job.download_date),
+        repair_why=why,
     )

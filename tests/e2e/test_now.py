@@ -97,7 +97,7 @@ def test_no_worker_is_warned_about_and_the_suggested_start_command_completes_the
     try:
         stderr = _lines(run.stderr)
         queued_at = time.monotonic()
-        progress = _until(stderr, f"{FILES} file(s) queued", 60)
+        progress = _until(stderr, f"{FILES} file(s) listed, {FILES} queued", 60)
         progress += _until(stderr, f"WARNING: {WARNING}", 30)
         # The first check after the threshold warns (checks come every 5 s).
         assert time.monotonic() - queued_at < IDLE_WARNING_S + 5 + 5, "".join(progress)

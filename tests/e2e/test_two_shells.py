@@ -112,7 +112,7 @@ def test_a_second_shell_runs_a_day_with_only_the_printed_exports(
     worker: subprocess.Popen[bytes] | None = None
     try:
         stderr = _lines(run.stderr)
-        progress = _until(stderr, f"{FILES} file(s) queued; first check in 5s", 60)
+        progress = _until(stderr, f"{FILES} file(s) listed, {FILES} queued; first check in 5s", 60)
         with (tmp_path / "worker.err").open("w") as worker_err:
             worker = subprocess.Popen(  # exits by itself once idle; killed by PID if not
                 [str(DLPIPE), "worker", "--concurrency", "2", "--exit-when-idle", "3"],

@@ -20,6 +20,7 @@ from dlpipe.cli.ops.render import (
 )
 from dlpipe.domain.model import SETS_MAX_FILES, JobStatus, batch_polling_date
 from dlpipe.services.ops.context import OpsContext
+from dlpipe.services.ops.errors import EndedBatchError
 from dlpipe.services.ops.feed_filter import FeedChoice
 from dlpipe.services.ops.queries import STUCK_STATUSES, batch_jobs, stuck_jobs
 from dlpipe.services.ops.recovery import (
@@ -133,7 +134,10 @@ def requeue_command(
     if feed is not None and not stuck:
         raise click.UsageError("--feed applies to --stuck only (a FileID names its feed)")
     targets = stuck_file_ids(ops, older_than_s, feed) if stuck else list(file_ids)
-    results = requeue_files(ops, targets, force=force, dry_run=dry_run)
+    try:
+        results = requeue_files(ops, targets, force=force, dry_run=dry_run, named=not stuck)
+    except EndedBatchError as exc:
+        raise IncompleteRecoveryError(str(exc)) from exc
     emit(_requeue_payload(results, dry_run), [_requeue_view(results)], as_json)
     _fail_unless_done(results, named=not stuck)
 

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 from dlpipe.config import Settings
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME
+from dlpipe.domain.model import Batch
+from dlpipe.domain.statuses import SUCCESSFUL_BATCH_STATUSES
+from dlpipe.services.ops.feed_filter import record_feed
 
 
 def start_day_command(settings: Settings, polling_date: str, feed: str = DEFAULT_FEED_NAME) -> str:
@@ -18,3 +24,29 @@ def start_day_command(settings: Settings, polling_date: str, feed: str = DEFAULT
     if settings.orchestrator_arn:
         return f"dlpipe backfill --from {polling_date} --to {polling_date}{of_feed}"
     return f"dlpipe run --date {polling_date}{of_feed}"
+
+
+@dataclass(frozen=True)
+class DayRepair:
+    """What repairs a file of an ended batch: why, and the command (None: nothing to run)."""
+
+    why: str
+    command: str | None = None
+
+    def __str__(self) -> str:
+        return self.why if self.command is None else f"{self.why}: {self.command}"
+
+
+def ended_batch_repair(settings: Settings, batch: Batch, day_batches: Sequence[Batch]) -> DayRepair:
+    """What repairs an unfinished file of `batch`, a batch that has ended (failed or timeout).
+
+    Requeued, the file would complete in a batch nobody polls any more: the batch would stay
+    as it ended, with no new manifest and no `Day Completed`. A new run of the day adopts the
+    ended batches' unfinished files and ends with a completed batch, its manifest, the day's
+    pointer moved and the event sent. `day_batches` are the date's batches of its feed: once
+    one completed, the day needs no repair."""
+    done = [b for b in day_batches if b.status in SUCCESSFUL_BATCH_STATUSES]
+    if done:
+        return DayRepair(f"the day is completed by batch {done[-1].batch_id}: nothing to repair")
+    command = start_day_command(settings, batch.polling_date, record_feed(batch))
+    return DayRepair("a new run of the day adopts its unfinished files and ends the day", command)

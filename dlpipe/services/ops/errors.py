@@ -5,3 +5,8 @@ from __future__ import annotations
 
 class NoBatchForDateError(LookupError):
     """The polling date has no batch at all (the poller never ran for it)."""
+
+
+class EndedBatchError(ValueError):
+    """Files asked to be requeued belong to a batch that has ended: requeued, they would leave
+    the day as it ended; the message names what repairs it (a new run of the day)."""

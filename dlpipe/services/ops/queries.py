@@ -114,9 +114,31 @@ def batch_jobs(ops: OpsContext, batch_id: str, status: JobStatus | None, limit: 
 
 
 def summarize(jobs: OpsJobs, batch: Batch) -> BatchSummary:
-    """Count the batch's jobs by status: one BatchIndex COUNT query per status, live, at any
-    size (no job item is returned, only counted)."""
+    """The batch's files by status, one meaning on every screen (README, "status").
+
+    A running batch: its jobs counted live, one BatchIndex COUNT query per status, at any size
+    (no job item is returned, only counted). A batch that has ended: the counts its last check
+    stored on its item (CompletedCount, FailedCount, ErrorCount over ExpectedCount), which the
+    grid shows too. They count the files its listing named wherever their jobs sit: a rerun's
+    completed files include those it left completed in an earlier batch, and a batch whose
+    unfinished files a rerun adopted (AdoptedBy) keeps the counts it ended with, though its
+    index partition no longer holds them. Its files not finished count `available`."""
+    if batch.is_terminal and batch.completed_count is not None:
+        return BatchSummary(batch, stored_counts(batch))
     return BatchSummary(batch, {str(s): jobs.count_by_batch(batch.batch_id, s) for s in JobStatus})
+
+
+def stored_counts(batch: Batch) -> dict[str, int]:
+    """An ended batch's files by status as its item stores them (see summarize)."""
+    legacy = batch.failed_count is None and batch.error_count is None
+    failed = batch.unsuccessful if legacy else batch.failed_count or 0
+    error = 0 if legacy else batch.error_count or 0
+    counts = dict.fromkeys(map(str, JobStatus), 0)  # nothing holds a claim any more
+    counts[JobStatus.AVAILABLE] = batch.pending
+    counts[JobStatus.COMPLETED] = batch.completed
+    counts[JobStatus.FAILED] = failed
+    counts[JobStatus.ERROR] = error
+    return counts
 
 
 def day_batches(

@@ -1,19 +1,25 @@
-"""Requeue: jobs back to `available` through JobsTable's conditional write, then onto SQS."""
+"""Requeue: jobs back to `available` through JobsTable's conditional write, then onto SQS.
+
+Only a running batch's files: a file of a batch that has ended (failed, timeout) would complete
+in a batch nobody polls, which stays as it ended, with no new manifest and no `Day Completed`.
+Its repair is a new run of the day (`advice.ended_batch_repair`), which adopts it."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from dlpipe.domain.clock import time_for_people
-from dlpipe.domain.errors import QueueSendError, RequeueRefusedError
+from dlpipe.domain.errors import NotFoundError, QueueSendError, RequeueRefusedError
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.domain.model import FileJob, JobStatus, file_feed
 from dlpipe.domain.transitions import is_stuck, lease_live, may_requeue
 from dlpipe.log import get_logger
+from dlpipe.services.ops.advice import DayRepair, ended_batch_repair
 from dlpipe.services.ops.context import OpsContext
-from dlpipe.services.ops.feed_filter import FeedChoice
+from dlpipe.services.ops.errors import EndedBatchError
+from dlpipe.services.ops.feed_filter import FeedChoice, chosen, record_feed
 from dlpipe.services.ops.ports import OpsJobs
 from dlpipe.services.ops.queries import STUCK_STATUSES, stuck_jobs
 from dlpipe.services.shared_ports import JobSender
@@ -70,13 +76,41 @@ def _change(job: FileJob) -> str:
     return f"{job.status} -> available, sent"
 
 
+def ended_repairs(ops: OpsContext, jobs: Iterable[FileJob]) -> dict[str, DayRepair]:
+    """The batches of `jobs` that have ended, each with what repairs its unfinished files: a
+    GetItem per batch, and a PollingDateIndex Query per ended one (its day's batches)."""
+    batches, seen, repairs = ops.batches(), set[str](), dict[str, DayRepair]()
+    for job in jobs:
+        if job.batch_id in seen:
+            continue
+        seen.add(job.batch_id)
+        try:
+            batch = batches.require(job.batch_id)
+        except NotFoundError:
+            continue  # its batch expired (TTL) before the job: nothing to end
+        if batch.is_terminal:
+            day = chosen(record_feed(batch), batches.query_by_date(batch.polling_date))
+            repair = ended_batch_repair(ops.settings, batch, day)
+            why = f"its batch {batch.batch_id} ended {batch.status}; {repair.why}"
+            repairs[batch.batch_id] = replace(repair, why=why)
+    return repairs
+
+
 def _requeue_one(
-    jobs: OpsJobs, file_id: str, now_ms: int, force: bool, dry_run: bool
+    jobs: OpsJobs,
+    file_id: str,
+    before: FileJob | None,
+    now_ms: int,
+    *,
+    force: bool,
+    dry_run: bool,
+    ended: dict[str, DayRepair],
 ) -> RequeueResult:
-    before = jobs.get(file_id)
     if before is None:
         return RequeueResult(file_id, RequeueOutcome.UNKNOWN, None, None, "no such job")
     reason = refusal(before, now_ms, force)
+    if reason is None and before.batch_id in ended:
+        reason = f"refused: {ended[before.batch_id]}"
     if reason is not None:
         return _result(before, RequeueOutcome.REFUSED, reason)
     change = _change(before)
@@ -130,17 +164,36 @@ def _unsent(result: RequeueResult) -> RequeueResult:
 
 
 def requeue_files(
-    ops: OpsContext, file_ids: Iterable[str], *, force: bool = False, dry_run: bool = False
+    ops: OpsContext,
+    file_ids: Iterable[str],
+    *,
+    force: bool = False,
+    dry_run: bool = False,
+    named: bool = True,
 ) -> list[RequeueResult]:
-    """Requeue each file (look, then conditional write) and send the requeued ones to SQS."""
+    """Requeue each file (look, then conditional write) and send the requeued ones to SQS.
+
+    A file of a batch that has ended is never requeued: `named` files, one of which is such,
+    raise EndedBatchError before anything is written (the line names the run that repairs
+    the day); otherwise (--stuck) each such file is refused, saying so."""
     jobs, now_ms = ops.jobs(), ops.now_ms()
     wanted = list(dict.fromkeys(file_ids))
+    before = {f: jobs.get(f) for f in wanted}
+    movable = [j for j in before.values() if j is not None and refusal(j, now_ms, force) is None]
+    ended = ended_repairs(ops, movable)
+    if named and ended:
+        held = [j.file_id for j in movable if j.batch_id in ended]
+        why = "; ".join(str(r) for r in ended.values())
+        raise EndedBatchError(f"{len(held)} file(s) not requeued: {why}")
     if not dry_run:
         # Every queue the files go to is found before the first write (ConfigError, one line,
         # nothing changed): a job made available with no message would wait for the sweeper.
         for feed in {file_feed(f, default=DEFAULT_FEED_NAME) for f in wanted}:
             ops.queue(feed)
-    results = [_requeue_one(jobs, f, now_ms, force, dry_run) for f in wanted]
+    results = [
+        _requeue_one(jobs, f, before[f], now_ms, force=force, dry_run=dry_run, ended=ended)
+        for f in wanted
+    ]
     to_send = [r.job for r in results if r.outcome is RequeueOutcome.REQUEUED and r.job is not None]
     unsent = send_jobs(ops, to_send) if to_send else set()
     return [_unsent(r) if r.file_id in unsent else r for r in results]
