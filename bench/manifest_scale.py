@@ -6,7 +6,9 @@ stores an empty object (with its SHA-256 metadata, as a worker publishes) at eac
 job's key, outside any measured phase; then a child process runs the real write-manifest
 step (dlpipe/services/orchestrator/manifest.py on S3ManifestStore) and reports its wall
 time, its VmHWM growth over its RSS after setup, its requests and the RCU its BatchIndex
-pages consumed (ReturnConsumedCapacity, per file), and the manifest's size.
+pages consumed (ReturnConsumedCapacity, per file), and the sizes of the manifest and of the
+two file lists written beside it (the JSON Lines list, the COPY manifest; HEADed after the
+measured step).
 """
 
 from __future__ import annotations
@@ -68,9 +70,15 @@ def child_manifest(cfg: dict[str, Any], meter_class: Any, status_kib: Any, mark:
     started = time.monotonic()
     ref = flow.write_manifest(cfg["batch_id"])
     wall_s = round(time.monotonic() - started, 2)
+    hwm_kib = status_kib("VmHWM")
+    lists = {}
+    for name in ("file_list_key", "copy_key"):
+        if ref and ref.get(name):
+            head = clients.s3.head_object(Bucket=cfg["bucket"], Key=ref[name])
+            lists[name] = head["ContentLength"]
     mark(
-        "end", ref=ref, wall_s=wall_s, rss_kib=rss_kib, hwm_kib=status_kib("VmHWM"),
-        meter=meter.to_json(),
+        "end", ref=ref, wall_s=wall_s, rss_kib=rss_kib, hwm_kib=hwm_kib, meter=meter.to_json(),
+        lists=lists,
     )  # fmt: skip
 
 
@@ -89,6 +97,10 @@ def figures(files: int, last: dict[str, Any]) -> dict[str, Any]:
         ),
         "entries": (last["ref"] or {}).get("entries"),
         "manifest_mib": round((last["ref"] or {}).get("size", 0) / 1024 / 1024, 2),
+        **{
+            f"{name.removesuffix('_key')}_mib": round(size / 1024 / 1024, 2)
+            for name, size in last.get("lists", {}).items()
+        },
     }
 
 

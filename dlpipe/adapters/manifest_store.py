@@ -7,6 +7,9 @@ it goes, so its SHA-256 is known before the upload starts: it goes into the obje
 `sha256` metadata, as on every published file, and a replay compares by HEAD alone. The file
 is then uploaded by MultipartSink (one PutObject when small, else 5 MiB parts), with
 If-None-Match: * on the write that makes it visible, so no manifest is ever overwritten.
+Its two file lists (the JSON Lines list, the COPY manifest) are written first, the same way
+(rendered from the same sorted runs, hashed, create-only, verified on a replay), so the
+manifest can name them with their SHA-256 and size.
 
 The pointer is written with If-None-Match: * when there is none and If-Match: <ETag> when
 replacing one (S3 conditional writes; moto 5.2.5 honours both on PutObject), so two batches
@@ -20,11 +23,17 @@ import hashlib
 import os
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from dlpipe.adapters.manifest_sort import merged, sorted_runs
+from dlpipe.adapters.manifest_sort import (
+    merged,
+    merged_unpublished,
+    sorted_runs,
+    sorted_unpublished,
+)
 from dlpipe.adapters.sink import MIN_PART_BYTES, SHA256_METADATA, MultipartSink, s3_call
 from dlpipe.domain.download_errors import DestinationUnavailableError, ObjectExists
 from dlpipe.domain.errors import AwsRequestError, DependencyUnavailableError
@@ -37,10 +46,21 @@ from dlpipe.domain.manifest import (
     ManifestRef,
     PublishedFile,
     StoredObject,
+    copy_manifest_key,
+    file_list_key,
     manifest_key,
     pointer_key,
     render,
 )
+from dlpipe.domain.manifest_lists import (
+    PENDING,
+    ListedObject,
+    ManifestLists,
+    UnpublishedFile,
+    render_copy_manifest,
+    render_file_list,
+)
+from dlpipe.domain.outcome import FILES_PER_CODE
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -65,8 +85,14 @@ class S3ManifestStore:
         self._s3, self.bucket = s3, bucket
         self._run_entries, self._head_workers = run_entries, head_workers
 
-    def write(self, header: ManifestHeader, files: Iterable[PublishedFile]) -> ManifestRef:
-        key = manifest_key(header.feed, header.date, header.batch_id, header.status)
+    def write(
+        self,
+        header: ManifestHeader,
+        files: Iterable[PublishedFile],
+        unpublished: Iterable[UnpublishedFile] = (),
+    ) -> ManifestRef:
+        day = (header.feed, header.date, header.batch_id, header.status)
+        key = manifest_key(*day)
         with tempfile.TemporaryDirectory(prefix="dlpipe-manifest-") as tmp:
             runs = sorted_runs(
                 files,
@@ -76,13 +102,34 @@ class S3ManifestStore:
                 run_entries=self._run_entries,
                 workers=self._head_workers,
             )
-            spool = os.path.join(tmp, "manifest.json")
-            sha256, size, entries = _spool(header, runs, spool)
-            if self.head(key) is None:
-                # ObjectExists: another attempt wrote it meanwhile, verified below as a replay.
-                with contextlib.suppress(ObjectExists):
-                    self._upload(key, spool, sha256)
-        return self._verify(key, sha256, size, entries)
+            missing = sorted_unpublished(unpublished, directory=tmp, run_entries=self._run_entries)
+            entries = _Entries(runs)
+            listed, _ = self._put(file_list_key(*day), render_file_list(entries()), tmp)
+            copy = None
+            if entries.count:  # COPY refuses a manifest without entries
+                copied = self._put(copy_manifest_key(*day), render_copy_manifest(entries()), tmp)
+                copy = copied[0]
+            lists = ManifestLists(self.bucket, listed, copy)
+            body = render(header, entries, merged_unpublished(missing), lists)
+            written, version = self._put(key, body, tmp)
+            pending = (f.file_id for f in merged_unpublished(missing) if f.status == PENDING)
+            first_pending = tuple(islice(pending, FILES_PER_CODE))
+        return ManifestRef(
+            self.bucket, key, version, written.sha256, written.size, entries.count,
+            listed.key, None if copy is None else copy.key, first_pending,
+        )  # fmt: skip
+
+    def _put(self, key: str, chunks: Iterable[bytes], tmp: str) -> tuple[ListedObject, str | None]:
+        """Spool `chunks`, upload them create-only to `key` and verify the object holds them
+        (a replay finds them there and writes nothing); what was written, and its version."""
+        spool = os.path.join(tmp, key.rpartition("/")[2])
+        sha256, size = _spool(chunks, spool)
+        if self.head(key) is None:
+            # ObjectExists: another attempt wrote it meanwhile, verified below as a replay.
+            with contextlib.suppress(ObjectExists):
+                self._upload(key, spool, sha256)
+        found = self._verify(key, sha256, size)
+        return ListedObject(key, sha256, size), found.version_id
 
     def _upload(self, key: str, path: str, sha256: str) -> None:
         sink = MultipartSink(
@@ -96,9 +143,9 @@ class S3ManifestStore:
         finally:
             sink.abort()
 
-    def _verify(self, key: str, sha256: str, size: int, entries: int) -> ManifestRef:
-        """The ref of the object at `key` if it holds these bytes; ManifestConflictError if
-        it holds others (it is never overwritten)."""
+    def _verify(self, key: str, sha256: str, size: int) -> StoredObject:
+        """The object at `key` if it holds these bytes; ManifestConflictError if it holds
+        others (it is never overwritten)."""
         found = self.head(key)
         if found is None or found.sha256 != sha256 or found.size != size:
             raise ManifestConflictError(
@@ -106,7 +153,7 @@ class S3ManifestStore:
                 if found
                 else f"the manifest {key} vanished after its write"
             )
-        return ManifestRef(self.bucket, key, found.version_id, sha256, size, entries)
+        return found
 
     def head(self, key: str, version_id: str | None = None) -> StoredObject | None:
         """The object's current version (or `version_id`), size and SHA-256 metadata; None if
@@ -152,22 +199,28 @@ class S3ManifestStore:
         return written is not None  # None: If-Match found no pointer (it was deleted)
 
 
-def _spool(header: ManifestHeader, runs: list[str], path: str) -> tuple[str, int, int]:
-    """Render the manifest into `path`; its SHA-256, size and number of entries."""
-    digest, size, counted = hashlib.sha256(), 0, [0]
+class _Entries:
+    """The sorted runs' entries, a pass per call; `count` is the last pass's."""
 
-    def entries() -> Iterator[ManifestEntry]:
-        counted[0] = 0  # each of the two passes counts the same entries
-        for entry in merged(runs):
-            counted[0] += 1
+    def __init__(self, runs: list[str]) -> None:
+        self._runs, self.count = runs, 0
+
+    def __call__(self) -> Iterator[ManifestEntry]:
+        self.count = 0  # each pass counts the same entries
+        for entry in merged(self._runs):
+            self.count += 1
             yield entry
 
+
+def _spool(chunks: Iterable[bytes], path: str) -> tuple[str, int]:
+    """Write `chunks` into `path`; their SHA-256 and size."""
+    digest, size = hashlib.sha256(), 0
     with open(path, "wb") as out:
-        for chunk in render(header, entries):
+        for chunk in chunks:
             digest.update(chunk)
             size += len(chunk)
             out.write(chunk)
-    return digest.hexdigest(), size, counted[0]
+    return digest.hexdigest(), size
 
 
 class _Refused(Exception):

@@ -40,11 +40,15 @@ def with_received_events(stack: LocalStack, reports: list[DayReport]) -> list[Da
 
 
 def render_handoff(out: Console, report: DayReport) -> None:
-    """The manifest's path and each received event, one compact line each."""
+    """The manifest's path, its JSON Lines file list's and each received event, one compact
+    line each."""
     manifest: dict[str, Any] | None = report.result.get("manifest")
     if manifest:  # README, "Hand-off: manifests"
         line = f"day manifest: {manifest.get('uri')}"
         out.print(plain(line), highlight=False, soft_wrap=True)
+        if manifest.get("file_list_uri"):  # README, "Reading a day's files"
+            line = f"file list (JSON Lines): {manifest['file_list_uri']}"
+            out.print(plain(line), highlight=False, soft_wrap=True)
     if RECEIVED not in report.result:
         return  # nobody read the downstream queue (a run without the local stack's consumer)
     events = report.result[RECEIVED]

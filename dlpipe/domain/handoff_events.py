@@ -4,7 +4,9 @@ Plain data, no I/O. One event per outcome: source `dlpipe`, detail-type `Day Com
 `Day Failed` or `Day Timed Out` when the batch ends, `Day Late` when the feed's deadline passes
 while the batch still runs. The detail (DETAIL_SCHEMA, a JSON Schema the README shows) carries
 the feed, date, batch, status, counts, the errors by code (the batch's outcome summary,
-dlpipe/domain/outcome.py) and the day manifest's URI, version and SHA-256 when there is one.
+dlpipe/domain/outcome.py, and for an ended day's files that never finished a `pending` line
+with their first FileIDs, from the manifest) and the day manifest's URI, version and SHA-256
+and its file lists' URIs when there is one.
 
 PutEvents is at-least-once, and a durable step may run again after a crash: `event_id` is
 derived from the event's content alone (feed | date | batch | detail-type | the rest of the
@@ -21,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from dlpipe.domain.manifest_lists import PENDING
 from dlpipe.domain.statuses import FINISHED_BATCH_EVENT, BatchStatus
 
 SOURCE = "dlpipe"
@@ -31,6 +34,8 @@ DETAIL_TYPES = (*FINISHED_BATCH_EVENT.values(), DAY_LATE)
 # The status a Day Late event reports: the batch still runs.
 STILL_RUNNING = str(BatchStatus.QUEUED)
 DETAIL_VERSION = 1
+# errors.codes' line for an ended day's files that never finished (the manifest's status).
+PENDING_CODE = PENDING
 
 _COUNT = {"type": "integer", "minimum": 0}
 _NULLABLE_TEXT = {"type": ["string", "null"]}
@@ -100,6 +105,8 @@ DETAIL_SCHEMA: dict[str, Any] = {
                         "uri": {"type": "string", "pattern": "^s3://"},
                         "version_id": _NULLABLE_TEXT,
                         "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+                        "file_list_uri": {"type": "string", "pattern": "^s3://"},
+                        "copy_uri": {"type": ["string", "null"], "pattern": "^s3://"},
                     },
                 },
             ]
@@ -181,11 +188,25 @@ def manifest_fields(manifest: Mapping[str, Any] | None) -> dict[str, Any] | None
     """The detail's `manifest` from the write-manifest step's reference (None: no manifest)."""
     if manifest is None:
         return None
-    return {
+    fields = {
         "uri": str(manifest["uri"]),
         "version_id": None if manifest.get("version_id") is None else str(manifest["version_id"]),
         "sha256": str(manifest["sha256"]),
     }
+    if manifest.get("file_list_uri"):  # a reference written before the file lists has none
+        fields |= {"file_list_uri": str(manifest["file_list_uri"])}
+        fields |= {"copy_uri": manifest.get("copy_uri")}
+    return fields
+
+
+def _codes(day: DayFacts) -> list[dict[str, Any]]:
+    """The outcome summary's codes, and `pending` with the first FileIDs the manifest names
+    when an ended day's files never finished (the summary counts only failed and error)."""
+    codes = [dict(code) for code in (day.outcome or {}).get("codes", [])]
+    pending = list((day.manifest or {}).get("pending_files", []))
+    if day.counts.pending and pending:
+        codes.append({"code": PENDING_CODE, "count": day.counts.pending, "files": pending})
+    return codes
 
 
 @dataclass(frozen=True)
@@ -215,10 +236,7 @@ def build_event(detail_type: str, day: DayFacts) -> HandoffEvent:
         "batch_id": day.batch_id,
         "status": day.status,
         "counts": day.counts.to_dict(),
-        "errors": {
-            "cause": outcome.get("cause"),
-            "codes": [dict(code) for code in outcome.get("codes", [])],
-        },
+        "errors": {"cause": outcome.get("cause"), "codes": _codes(day)},
         "manifest": manifest_fields(day.manifest),
         "deadline_at": day.deadline_at,
     }

@@ -7,6 +7,13 @@ the length) reads the object unchanged. COPY documents only those entry keys, so
 facts go in a parallel top-level list, `files` (same order, same length); extra top-level keys
 are what UNLOAD's own verbose manifests carry too. Rendering is pure and ordered by FileID, so
 the same batch always renders the same bytes (a replayed step can verify, not rewrite).
+
+Every expected file is named: `files` the published ones, `unpublished` the others (failed,
+error, pending), and `counts` add up (completed + failed + error + pending = expected); `cause`
+says why a batch failed or timed out as a whole. Beside each manifest, a JSON Lines file list
+and a COPY-only manifest (dlpipe/domain/manifest_lists.py), which the manifest names with their
+SHA-256. These keys were added within format 1: every earlier key keeps its meaning, and a
+reader ignores keys it does not know (a manifest written before them parses too).
 """
 
 from __future__ import annotations
@@ -17,12 +24,19 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from dlpipe.domain.feeds import is_feed_name
+from dlpipe.domain.manifest_lists import (
+    ManifestLists,
+    UnpublishedFile,
+    canonical_json,
+    render_items,
+)
 from dlpipe.domain.model import validate_batch_id, validate_date
 from dlpipe.domain.statuses import BATCH_OPEN, SUCCESSFUL_BATCH_STATUSES, TERMINAL_BATCH_STATUSES
 
 MANIFEST_ROOT = "_dlpipe/manifests"
 FORMAT = "dlpipe-day-manifest/1"
 POINTER_NAME = "latest.json"
+FILE_LIST_DIR = "files"  # the JSON Lines file lists, alone in a folder (Athena reads a folder)
 HEAD_WORKERS = 8  # a manifest's objects HEADed at once, by the write-manifest step and the audit
 
 
@@ -57,6 +71,17 @@ def manifest_key(feed: str, date: str, batch_id: str, status: str) -> str:
     return f"{day_prefix(feed, date)}{validate_batch_id(batch_id)}{suffix}"
 
 
+def file_list_key(feed: str, date: str, batch_id: str, status: str) -> str:
+    """The JSON Lines file list beside a manifest: `files/{batch_id}[.timeout].jsonl`."""
+    name = manifest_key(feed, date, batch_id, status).rpartition("/")[2]
+    return f"{day_prefix(feed, date)}{FILE_LIST_DIR}/{name.removesuffix('.json')}.jsonl"
+
+
+def copy_manifest_key(feed: str, date: str, batch_id: str, status: str) -> str:
+    """The Redshift COPY manifest beside a manifest: `{batch_id}[.timeout].copy.json`."""
+    return f"{manifest_key(feed, date, batch_id, status).removesuffix('.json')}.copy.json"
+
+
 def pointer_key(feed: str, date: str) -> str:
     """Where the pointer to the day's current manifest lives."""
     return f"{day_prefix(feed, date)}{POINTER_NAME}"
@@ -76,17 +101,24 @@ class ManifestHeader:
     error: int
     created_at: str
     finished_at: str
+    cause: str | None = None  # the outcome summary's: why the batch failed or timed out
+
+    @property
+    def pending(self) -> int:
+        """Expected files that never ended (a timed-out day's), so the counts add up."""
+        return max(0, self.expected - self.completed - self.failed - self.error)
 
     def fields(self) -> dict[str, Any]:
-        """The top-level keys besides `entries` and `files`."""
-        counts = {k: getattr(self, k) for k in ("expected", "completed", "failed", "error")}
+        """The top-level keys besides the lists."""
+        names = ("expected", "completed", "failed", "error", "pending")
         return {
             "format": FORMAT,
             "feed": self.feed,
             "date": self.date,
             "batch_id": self.batch_id,
             "status": self.status,
-            "counts": counts,
+            "counts": {k: getattr(self, k) for k in names},
+            "cause": self.cause,
             "created_at": self.created_at,
             "finished_at": self.finished_at,
         }
@@ -125,29 +157,26 @@ class ManifestEntry:
         }
 
 
-def _dumps(value: Any) -> str:
-    # One spelling for every value: sorted keys, no spaces, ASCII only.
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+_dumps = canonical_json
 
 
 def render(
-    header: ManifestHeader, entries: Callable[[], Iterable[ManifestEntry]]
+    header: ManifestHeader,
+    entries: Callable[[], Iterable[ManifestEntry]],
+    unpublished: Iterable[UnpublishedFile] = (),
+    lists: ManifestLists | None = None,
 ) -> Iterator[bytes]:
     """The manifest's bytes, a line per entry; `entries` is called twice (once per list) and
-    must yield the same entries in FileID order both times."""
-    head = _dumps(header.fields())[:-1]  # the header object, left open for the two lists
+    must yield the same entries in FileID order both times, `unpublished` in FileID order."""
+    fields = header.fields() | (lists.fields() if lists else {})
+    head = _dumps(fields)[:-1]  # the header object, left open for the lists
     yield f'{head},\n"entries":['.encode()
-    yield from _list(entry.copy_entry() for entry in entries())
+    yield from render_items(entry.copy_entry() for entry in entries())
     yield b'],\n"files":['
-    yield from _list(entry.file_record() for entry in entries())
+    yield from render_items(entry.file_record() for entry in entries())
+    yield b'],\n"unpublished":['
+    yield from render_items(file.record() for file in unpublished)
     yield b"]}\n"
-
-
-def _list(items: Iterable[Mapping[str, Any]]) -> Iterator[bytes]:
-    separator = "\n"
-    for item in items:
-        yield f"{separator}{_dumps(item)}".encode()
-        separator = ",\n"
 
 
 @dataclass(frozen=True)
@@ -156,6 +185,7 @@ class Manifest:
 
     header: ManifestHeader
     entries: tuple[ManifestEntry, ...]
+    unpublished: tuple[UnpublishedFile, ...] = ()
 
 
 def parse_manifest(data: bytes) -> Manifest:
@@ -164,7 +194,9 @@ def parse_manifest(data: bytes) -> Manifest:
         doc = _document(data, "manifest")
         entries, files = doc["entries"], doc["files"]
         pairs = zip(entries, files, strict=True)  # ValueError if their lengths differ
-        return Manifest(_header(doc), tuple(_entry(e, f) for e, f in pairs))
+        entries_read = tuple(_entry(e, f) for e, f in pairs)
+        unpublished = tuple(UnpublishedFile(**u) for u in doc.get("unpublished", []))
+        return Manifest(_header(doc), entries_read, unpublished)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         if isinstance(exc, ManifestError):
             raise
@@ -184,6 +216,7 @@ def _header(doc: Mapping[str, Any]) -> ManifestHeader:
         str(doc["feed"]), str(doc["date"]), str(doc["batch_id"]), str(doc["status"]),
         int(counts["expected"]), int(counts["completed"]), int(counts["failed"]),
         int(counts["error"]), str(doc["created_at"]), str(doc["finished_at"]),
+        None if doc.get("cause") is None else str(doc["cause"]),
     )  # fmt: skip
 
 
@@ -215,6 +248,8 @@ class DayPointer:
     version_id: str | None
     sha256: str
     size: int
+    file_list_key: str | None = None  # the manifest's JSON Lines file list
+    copy_key: str | None = None  # its Redshift COPY manifest (None: a day without files)
 
     def to_bytes(self) -> bytes:
         """Its JSON object, one spelling."""
@@ -259,23 +294,36 @@ class ManifestRef:
     sha256: str
     size: int
     entries: int
+    file_list_key: str | None = None
+    copy_key: str | None = None
+    pending_files: tuple[str, ...] = ()  # the first pending FileIDs (the event names them)
 
     @property
     def uri(self) -> str:
         """s3://bucket/key."""
         return f"s3://{self.bucket}/{self.key}"
 
+    def _uri(self, key: str | None) -> str | None:
+        return None if key is None else f"s3://{self.bucket}/{key}"
+
     def to_dict(self) -> dict[str, Any]:
-        """The step's JSON result (uri included, for consumers that want one string)."""
-        return {**asdict(self), "uri": self.uri}
+        """The step's JSON result (URIs included, for consumers that want one string)."""
+        uris = {
+            "file_list_uri": self._uri(self.file_list_key),
+            "copy_uri": self._uri(self.copy_key),
+        }
+        return {**asdict(self), "pending_files": list(self.pending_files), "uri": self.uri, **uris}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ManifestRef:
-        """Rebuild from `to_dict` output (a checkpoint)."""
+        """Rebuild from `to_dict` output (a checkpoint; one written before the file lists
+        has none)."""
         version = data.get("version_id")
         return cls(
             str(data["bucket"]), str(data["key"]), None if version is None else str(version),
             str(data["sha256"]), int(data["size"]), int(data["entries"]),
+            data.get("file_list_key"), data.get("copy_key"),
+            tuple(str(f) for f in data.get("pending_files", ())),
         )  # fmt: skip
 
 

@@ -143,6 +143,12 @@ def test_make_run_command_completes_a_day_and_verifies_every_file(tmp_path: Path
         command = f"dlpipe handoff wait --feed {feed} --date {day}"
         assert wait.startswith(f"{command}: exit 0, feed {feed}'s day {day} completed: "), wait
         assert f"manifest {uri}" in wait, wait
+    lists = re.findall(
+        r"^file list \(JSON Lines\): s3://\S+/_dlpipe/manifests/(\S+)/\S+/files/\S*batch-\S+\.jsonl$",
+        done.stdout,
+        re.M,
+    )
+    assert lists == ["default", "vendor-b"], done.stdout[-3000:]
     # The hand-off: the downstream stand-in received each day's event through EventBridge.
     received = [line for line in done.stdout.splitlines() if "downstream queue received" in line]
     assert len(received) == 2, done.stdout[-2000:]

@@ -1,5 +1,5 @@
-"""An in-memory ManifestStore: manifests rendered by the domain, the pointer compare-and-swap
-on a counter standing in for the ETag."""
+"""An in-memory ManifestStore: manifests rendered by the domain (without the file lists, which
+only the S3 store writes), the pointer compare-and-swap on a counter standing in for the ETag."""
 
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ from dlpipe.domain.manifest import (
     manifest_key,
     render,
 )
+from dlpipe.domain.manifest_lists import PENDING, UnpublishedFile
+from dlpipe.domain.outcome import FILES_PER_CODE
 
 BUCKET = "fake-bucket"
 
@@ -32,7 +34,13 @@ class FakeManifestStore:
     writes: int = 0
     heads: dict[str, StoredObject] = field(default_factory=dict)  # the files' objects
 
-    def write(self, header: ManifestHeader, files: Iterable[PublishedFile]) -> ManifestRef:
+    def write(
+        self,
+        header: ManifestHeader,
+        files: Iterable[PublishedFile],
+        unpublished: Iterable[UnpublishedFile] = (),
+    ) -> ManifestRef:
+        missing = sorted(unpublished, key=lambda f: f.file_id)
         entries = sorted(
             (
                 ManifestEntry(f.file_id, f.entity, BUCKET, f.key, f.size, f.sha256, "v1")
@@ -40,7 +48,7 @@ class FakeManifestStore:
             ),
             key=lambda e: e.file_id,
         )
-        data = b"".join(render(header, lambda: iter(entries)))
+        data = b"".join(render(header, lambda: iter(entries), missing))
         key = manifest_key(header.feed, header.date, header.batch_id, header.status)
         if key in self.objects and self.objects[key] != data:
             raise ManifestConflictError(f"the manifest {key} conflicts")
@@ -48,7 +56,10 @@ class FakeManifestStore:
             self.objects[key] = data
             self.writes += 1
         digest = hashlib.sha256(data).hexdigest()
-        return ManifestRef(BUCKET, key, "v1", digest, len(data), len(entries))
+        pending = tuple(f.file_id for f in missing if f.status == PENDING)[:FILES_PER_CODE]
+        return ManifestRef(
+            BUCKET, key, "v1", digest, len(data), len(entries), pending_files=pending
+        )
 
     def read_pointer(self, feed: str, date: str) -> tuple[DayPointer, str] | None:
         return self.pointers.get((feed, date))

@@ -12,7 +12,13 @@ from aws_durable_execution_sdk_python_testing.executor import Executor
 
 from dlpipe.adapters.manifest_store import S3ManifestStore
 from dlpipe.domain.cipher_format import CIPHER_CBC, CIPHER_GCM
-from dlpipe.domain.manifest import manifest_key, parse_manifest, pointer_key
+from dlpipe.domain.manifest import (
+    copy_manifest_key,
+    file_list_key,
+    manifest_key,
+    parse_manifest,
+    pointer_key,
+)
 from dlpipe.domain.model import JobStatus
 from dlpipe.local.durable_runner import run_durable_locally
 from dlpipe.local.stub.publish import StubFileSpec
@@ -77,7 +83,12 @@ def test_the_manifest_lists_exactly_the_verified_objects_and_a_replay_writes_not
     key = manifest_key("default", day, result["batch_id"], "completed")
     assert counter.published[key] == 1  # the replay found it and verified it: no second PUT
     assert _versions(rig, key) == 1
-    assert counter.calls["s3.PutObject"] == 2  # the manifest and its pointer, once each
+    # The file list, the COPY manifest, the manifest and its pointer, once each.
+    assert counter.calls["s3.PutObject"] == 4
+    lists = (file_list_key("default", day, result["batch_id"], "completed"),)
+    lists += (copy_manifest_key("default", day, result["batch_id"], "completed"),)
+    assert [counter.published[k] for k in lists] == [1, 1]
+    assert [_versions(rig, k) for k in lists] == [1, 1]
     body = rig.clients.s3.get_object(Bucket=rig.bucket, Key=key)["Body"].read()
     manifest = parse_manifest(body)
     completed = {f: facts.jobs[f] for f in facts.by_status(JobStatus.COMPLETED)}

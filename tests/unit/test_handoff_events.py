@@ -116,3 +116,25 @@ def test_the_readme_shows_the_schema_the_code_checks() -> None:
     after = readme.split("The detail's JSON Schema", 1)[1]
     block = after.split("```json\n", 1)[1].split("\n```", 1)[0]
     assert json.loads(block) == DETAIL_SCHEMA
+
+
+def test_a_timed_out_days_event_names_its_pending_files_and_file_lists() -> None:
+    """The manifest's first pending FileIDs become a `pending` code line (the outcome summary
+    counts only failed and error files), and the manifest's file lists are in the detail."""
+    ref = MANIFEST | {
+        "pending_files": ["orders-2026-02-28"],
+        "file_list_uri": "s3://dest/_dlpipe/manifests/vendor-b/2026-02-28/files/x.jsonl",
+        "copy_uri": None,
+    }
+    counts = DayCounts(completed=6, failed=0, error=0, pending=1)
+    detail = build_event(
+        "Day Timed Out", facts(status="timeout", counts=counts, manifest=ref)
+    ).detail
+    jsonschema.validate(detail, DETAIL_SCHEMA)
+    assert detail["errors"]["codes"][-1] == {
+        "code": "pending", "count": 1, "files": ["orders-2026-02-28"],
+    }  # fmt: skip
+    assert detail["manifest"]["file_list_uri"] == ref["file_list_uri"]
+    assert detail["manifest"]["copy_uri"] is None
+    plain = build_event("Day Timed Out", facts(status="timeout", counts=counts, manifest=MANIFEST))
+    assert "file_list_uri" not in plain.detail["manifest"]  # a reference from before the lists

@@ -43,7 +43,7 @@ def test_entries_are_redshift_copy_entries_and_our_facts_sit_in_a_parallel_list(
     ]
     assert [f["file_id"] for f in doc["files"]] == ["accounts-2026-02-28", "zones-2026-02-28"]
     assert doc["files"][0]["version_id"] == "v1"
-    assert doc["counts"] == {"expected": 3, "completed": 2, "failed": 1, "error": 0}
+    assert doc["counts"] == {"expected": 3, "completed": 2, "failed": 1, "error": 0, "pending": 0}
 
 
 def test_the_same_batch_renders_the_same_bytes_and_reads_back() -> None:
@@ -127,8 +127,14 @@ def test_the_pointer_rule() -> None:
 def test_the_step_result_round_trips() -> None:
     """ManifestRef.to_dict is the write-manifest step's contract, uri included."""
     ref = ManifestRef("bkt", "k.json", None, "ab" * 32, 12, 0)
-    assert ref.to_dict() == {
+    old = {
         "bucket": "bkt", "key": "k.json", "uri": "s3://bkt/k.json", "version_id": None,
         "sha256": "ab" * 32, "size": 12, "entries": 0,
     }  # fmt: skip
+    lists = {"file_list_key": None, "copy_key": None, "file_list_uri": None, "copy_uri": None}
+    assert ref.to_dict() == old | lists | {"pending_files": []}
     assert ManifestRef.from_dict(ref.to_dict()) == ref
+    assert ManifestRef.from_dict(old) == ref  # a checkpoint written before the file lists
+    full = ManifestRef("bkt", "k.json", "v", "ab" * 32, 12, 1, "f.jsonl", "c.json", ("a",))
+    assert full.to_dict()["file_list_uri"] == "s3://bkt/f.jsonl"
+    assert ManifestRef.from_dict(full.to_dict()) == full

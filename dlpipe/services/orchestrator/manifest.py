@@ -1,6 +1,7 @@
 """write-manifest: the end of a batch handed on, as one immutable manifest object of the day's
 published files and a pointer naming the day's current manifest (docs/ARCHITECTURE.md,
-"Hand-off: the day manifest")."""
+"Hand-off: the day manifest"). The manifest names every file the batch expected: the day's
+published files, and the batch's others (failed, error, pending) with their error codes."""
 
 from __future__ import annotations
 
@@ -14,7 +15,10 @@ from dlpipe.domain.manifest import (
     PublishedFile,
     supersedes,
 )
+from dlpipe.domain.manifest_lists import PENDING, UnpublishedFile
 from dlpipe.domain.model import Batch, BatchStatus, JobStatus
+from dlpipe.domain.outcome import error_code
+from dlpipe.domain.statuses import PENDING_JOB_STATUSES, UNSUCCESSFUL_JOB_STATUSES
 from dlpipe.log import get_logger
 from dlpipe.services.orchestrator.manifest_ports import ManifestStore
 from dlpipe.services.orchestrator.store_ports import FlowStores, JobStore
@@ -44,7 +48,8 @@ def write_manifest(flow: ManifestFlow, batch_id: str) -> ManifestRef | None:
         return None
     batch = flow.batches.require(batch_id)
     day = _day_batches(flow, batch)
-    ref = flow.manifests.write(header_of(batch), _published(flow.jobs, day))
+    unpublished = _unpublished(flow.jobs, batch_id)
+    ref = flow.manifests.write(header_of(batch), _published(flow.jobs, day), unpublished)
     _point(flow.manifests, batch, ref)
     log.info("batch.manifest_written", batch_id=batch_id, key=ref.key, entries=ref.entries)
     return ref
@@ -56,6 +61,7 @@ def header_of(batch: Batch) -> ManifestHeader:
         batch.feed, batch.polling_date, batch.batch_id, str(batch.status),
         batch.expected, batch.completed, batch.failed_count or 0, batch.error_count or 0,
         batch.created_at, _finished_at(batch),
+        batch.outcome.cause if batch.outcome else batch.error_message,
     )  # fmt: skip
 
 
@@ -91,11 +97,23 @@ def _published(jobs: JobStore, day: list[Batch]) -> Iterator[PublishedFile]:
             )
 
 
+def _unpublished(jobs: JobStore, batch_id: str) -> Iterator[UnpublishedFile]:
+    """The batch's files that ended failed or error, then those that never ended (pending),
+    each with its error code (a pending job's last one, if it has one)."""
+    for status in (*UNSUCCESSFUL_JOB_STATUSES, *PENDING_JOB_STATUSES):
+        unsuccessful = status in UNSUCCESSFUL_JOB_STATUSES
+        for job in jobs.query_by_batch(batch_id, status):
+            code = error_code(job.error_message) if unsuccessful or job.error_message else None
+            label = str(status) if unsuccessful else PENDING
+            yield UnpublishedFile(job.file_id, job.entity, label, code)
+
+
 def _point(store: ManifestStore, batch: Batch, ref: ManifestRef) -> None:
     header = header_of(batch)
     new = DayPointer(
         header.feed, header.date, header.batch_id, header.status, header.created_at,
         header.finished_at, ref.key, ref.version_id, ref.sha256, ref.size,
+        ref.file_list_key, ref.copy_key,
     )  # fmt: skip
     for _ in range(POINTER_ATTEMPTS):
         found = store.read_pointer(header.feed, header.date)

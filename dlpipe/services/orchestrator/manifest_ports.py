@@ -7,15 +7,22 @@ from collections.abc import Iterable
 from typing import Protocol
 
 from dlpipe.domain.manifest import DayPointer, ManifestHeader, ManifestRef, PublishedFile
+from dlpipe.domain.manifest_lists import UnpublishedFile
 
 
 class ManifestStore(Protocol):
     """The day manifests and their per-date pointers in the destination bucket."""
 
-    def write(self, header: ManifestHeader, files: Iterable[PublishedFile]) -> ManifestRef:
-        """Write the batch's manifest create-only, its entries in FileID order (each file's
-        object looked at first: only present, matching objects become entries). If it exists
-        with the same bytes, its ref; with other bytes, ManifestConflictError."""
+    def write(
+        self,
+        header: ManifestHeader,
+        files: Iterable[PublishedFile],
+        unpublished: Iterable[UnpublishedFile] = (),
+    ) -> ManifestRef:
+        """Write the batch's file lists, then its manifest, each create-only, its entries in
+        FileID order (each file's object looked at first: only present, matching objects
+        become entries) and its unpublished files in FileID order. If one exists with the
+        same bytes, it is kept; with other bytes, ManifestConflictError."""
         ...
 
     def read_pointer(self, feed: str, date: str) -> tuple[DayPointer, str] | None:

@@ -7,8 +7,9 @@ import pytest
 from dlpipe.bootstrap.orchestrator import build_flow
 from dlpipe.config import Settings
 from dlpipe.domain.clock import iso_from_ms
-from dlpipe.domain.manifest import parse_manifest, pointer_key
+from dlpipe.domain.manifest import ManifestConflictError, parse_manifest, pointer_key
 from dlpipe.domain.model import Batch, BatchStatus, JobStatus, make_file_id
+from dlpipe.domain.outcome import OutcomeSummary
 from dlpipe.services.orchestrator.flow import BatchFlowService
 from dlpipe.services.orchestrator.manifest import PointerContendedError
 from tests.fakes.manifests import FakeManifestStore
@@ -32,8 +33,16 @@ class Day:
             manifests=self.store,
         )  # fmt: skip
 
-    def batch(self, status: BatchStatus, done: list[str], failed: tuple[str, ...] = ()) -> Batch:
-        """A batch of the day that ended `status` with these entities completed / failed."""
+    def batch(
+        self,
+        status: BatchStatus,
+        done: list[str],
+        failed: tuple[str, ...] = (),
+        pending: tuple[str, ...] = (),
+        cause: str | None = None,
+    ) -> Batch:
+        """A batch of the day that ended `status` with these entities completed / failed /
+        never finished, and the outcome summary's `cause`."""
         self.clock.advance(60)
         batch = self.batches.create(make_batch(DAY, now_ms=self.clock.now))
         for entity in [*done, *failed]:
@@ -51,10 +60,14 @@ class Day:
                 self.jobs.complete(file_id, "w", byte_count=1, sha256="0" * 64, destination_key=key)
             else:
                 self.jobs.finish_unsuccessfully(file_id, "w", JobStatus.FAILED, "gone")
-        self.batches.mark_queued(batch.batch_id, [make_file_id(e, DAY) for e in [*done, *failed]])
+        for entity in pending:
+            self.jobs.create(make_job(entity, DAY, batch_id=batch.batch_id, now_ms=self.clock.now))
+        listed = [make_file_id(e, DAY) for e in [*done, *failed, *pending]]
+        self.batches.mark_queued(batch.batch_id, listed)
         # finish.py records when a batch timed out; the item keeps it after a repair.
         timeout_at = iso_from_ms(self.clock.now) if status is BatchStatus.TIMEOUT else None
-        return self.batches.finish(batch.batch_id, status, timeout_at=timeout_at)
+        outcome = OutcomeSummary(cause) if cause else None
+        return self.batches.finish(batch.batch_id, status, timeout_at=timeout_at, outcome=outcome)
 
     def pointed(self) -> str:
         found = self.store.read_pointer("default", DAY)
@@ -88,16 +101,51 @@ def test_a_failed_rerun_never_replaces_a_completed_days_pointer() -> None:
 
 
 def test_an_earlier_batchs_replay_leaves_out_later_batches_and_the_pointer() -> None:
-    """Replaying the first batch's step after a rerun renders the same bytes, writes nothing."""
+    """Replaying the first batch's step after a rerun renders the same bytes, writes nothing:
+    the rerun's own files are left out of the first batch's manifest."""
     day = Day()
     first = day.batch(BatchStatus.FAILED, ["accounts"], ("zones",))
     first_ref = day.flow.write_manifest(first.batch_id)
-    rerun = day.batch(BatchStatus.COMPLETED, ["zones"])
+    rerun = day.batch(BatchStatus.COMPLETED, ["billing"])
     day.flow.write_manifest(rerun.batch_id)
     writes = day.store.writes
     assert day.flow.write_manifest(first.batch_id) == first_ref
     assert day.store.writes == writes
     assert day.pointed() == rerun.batch_id
+
+
+def test_an_earlier_batchs_replay_after_a_rerun_adopted_its_files_is_refused_not_rewritten() -> (
+    None
+):
+    """The rerun moved the first batch's failed file away, so its `unpublished` list cannot be
+    rendered again as it was: the replay is a conflict and the first manifest stays as it is."""
+    day = Day()
+    first = day.batch(BatchStatus.FAILED, ["accounts"], ("zones",))
+    first_ref = day.flow.write_manifest(first.batch_id)
+    assert first_ref is not None
+    before = day.store.objects[first_ref["key"]]
+    day.flow.write_manifest(day.batch(BatchStatus.COMPLETED, ["zones"]).batch_id)
+    with pytest.raises(ManifestConflictError):
+        day.flow.write_manifest(first.batch_id)
+    assert day.store.objects[first_ref["key"]] == before
+
+
+def test_the_manifest_names_the_failed_and_pending_files_and_the_cause() -> None:
+    """A timed-out batch: its failed file with its code, its never-finished file as pending,
+    counts that add up, the cause; the step's result names the first pending FileIDs."""
+    day = Day()
+    cause = "timeout: 1 file(s) pending"
+    batch = day.batch(BatchStatus.TIMEOUT, ["accounts"], ("zones",), ("orders",), cause)
+    orders = make_file_id("orders", DAY)
+    ref = day.flow.write_manifest(batch.batch_id)
+    assert ref is not None
+    assert ref["pending_files"] == [orders]
+    manifest = parse_manifest(day.store.objects[ref["key"]])
+    assert [(f.file_id, f.status, f.error_code) for f in manifest.unpublished] == [
+        (orders, "pending", None),
+        (make_file_id("zones", DAY), "failed", "unknown"),
+    ]
+    assert manifest.header.cause == cause
 
 
 def test_a_pointer_that_keeps_changing_is_a_transient_error() -> None:
