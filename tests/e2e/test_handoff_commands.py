@@ -111,7 +111,11 @@ def test_wait_on_a_completed_day_exits_0_printing_its_manifest_uri(bucket: Bucke
     day = unique_day()
     key, _ = bucket.day(day, "completed")
     run = _dlpipe(bucket, "wait", "--date", day)
-    assert (run.returncode, run.stdout, run.stderr) == (0, f"s3://{bucket.name}/{key}\n", "")
+    # The manifest's URI, then its JSON Lines file list's (the manifest names it).
+    batch = key.rsplit("/", 1)[1].removesuffix(".json")
+    file_list = f"{key.rsplit('/', 1)[0]}/files/{batch}.jsonl"
+    expected = f"s3://{bucket.name}/{key}\ns3://{bucket.name}/{file_list}\n"
+    assert (run.returncode, run.stdout, run.stderr) == (0, expected, "")
 
 
 def test_wait_on_a_failed_day_exits_3_with_one_line(bucket: Bucket) -> None:

@@ -112,8 +112,9 @@ def test_an_attach_after_the_manifest_was_overwritten_withholds_the_event_and_sa
     assert again["handoff_problem"].startswith(f"manifest_tampered: the manifest {key} conflicts")
     assert batches.require(first["batch_id"]).handoff_problem == again["handoff_problem"]
     sent = events_of(clients, provisioned, first["batch_id"])
-    assert [e["detail"]["manifest"] for e in sent] == [
-        {k: first["manifest"][k] for k in ("uri", "version_id", "sha256")}
+    named = ("uri", "version_id", "sha256", "file_list_uri")
+    assert [{k: e["detail"]["manifest"][k] for k in named} for e in sent] == [
+        {k: first["manifest"][k] for k in named}
     ]
     # The manifest's bytes put back (a new version): the pointer moves to it, and the event
     # sent named the one before, so that is named too.

@@ -68,7 +68,7 @@ def test_a_completed_day_is_ready_at_once_with_its_manifest_uri() -> None:
     assert (day.state, day.ready, clock.slept) == (DayState.COMPLETED, True, [])
     assert day.manifest_uri == f"s3://{BUCKET}/{key}"
     assert (day.batch_id, day.file_list_uri) == (BATCH, None)
-    assert day.counts == {"expected": 3, "completed": 3, "failed": 0, "error": 0}
+    assert day.counts == {"expected": 3, "completed": 3, "failed": 0, "error": 0, "pending": 0}
 
 
 def test_a_failed_day_is_answered_at_once() -> None:

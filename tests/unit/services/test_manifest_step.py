@@ -7,7 +7,7 @@ import pytest
 from dlpipe.bootstrap.orchestrator import build_flow
 from dlpipe.config import Settings
 from dlpipe.domain.clock import iso_from_ms
-from dlpipe.domain.manifest import ManifestConflictError, parse_manifest, pointer_key
+from dlpipe.domain.manifest import parse_manifest, pointer_key
 from dlpipe.domain.model import Batch, BatchStatus, JobStatus, make_file_id
 from dlpipe.domain.outcome import OutcomeSummary
 from dlpipe.services.orchestrator.flow import BatchFlowService
@@ -125,8 +125,9 @@ def test_an_earlier_batchs_replay_after_a_rerun_adopted_its_files_is_refused_not
     assert first_ref is not None
     before = day.store.objects[first_ref["key"]]
     day.flow.write_manifest(day.batch(BatchStatus.COMPLETED, ["zones"]).batch_id)
-    with pytest.raises(ManifestConflictError):
-        day.flow.write_manifest(first.batch_id)
+    refused = day.flow.write_manifest(first.batch_id)
+    assert refused is not None
+    assert refused["problem"].startswith("manifest_tampered: ")
     assert day.store.objects[first_ref["key"]] == before
 
 
