@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from dlpipe.domain.redaction import redact
 from dlpipe.domain.statuses import FINISHED_BATCH_EVENT, BatchStatus
 
 SOURCE = "dlpipe"
@@ -216,7 +217,7 @@ def build_event(detail_type: str, day: DayFacts) -> HandoffEvent:
         "status": day.status,
         "counts": day.counts.to_dict(),
         "errors": {
-            "cause": outcome.get("cause"),
+            "cause": None if outcome.get("cause") is None else redact(outcome["cause"]),
             "codes": [dict(code) for code in outcome.get("codes", [])],
         },
         "manifest": manifest_fields(day.manifest),
