@@ -1,20 +1,19 @@
-"""structlog JSON logging with a redaction pass: no signature, key or token ever leaves."""
+"""structlog JSON logging with a redaction pass: no signature, key or token ever leaves.
+
+A value under a secret's name is masked whole; any other text goes through the one
+redaction, `dlpipe/domain/redaction.py`'s `redact`."""
 
 from __future__ import annotations
 
 import logging
-import re
 import sys
 from collections.abc import MutableMapping
 from typing import Any
 
 import structlog
 
-# Query parameters of a presigned URL that grant access; the rest of a URL is harmless.
-_SIGNED_PARAMS = re.compile(
-    r"(?i)((?:X-Amz-Signature|X-Amz-Credential|X-Amz-Security-Token|Signature|AWSAccessKeyId)=)[^&\s\"']+"
-)
-_PEM_BLOCK = re.compile(r"-----BEGIN [A-Z ]+-----.*?-----END [A-Z ]+-----", re.DOTALL)
+from dlpipe.domain.redaction import REDACTED, redact
+
 # Keys whose values are secret whatever they hold.
 _SECRET_KEYS = frozenset(
     {
@@ -30,19 +29,13 @@ _SECRET_KEYS = frozenset(
         "plaintext",
     }
 )
-REDACTED = "***"
-
-
-def redact_text(text: str) -> str:
-    """Mask presigned-URL signatures and PEM blocks inside free text."""
-    return _PEM_BLOCK.sub("-----REDACTED PEM-----", _SIGNED_PARAMS.sub(rf"\g<1>{REDACTED}", text))
 
 
 def _redact_value(key: str, value: Any) -> Any:
     if key.lower() in _SECRET_KEYS:
         return REDACTED
     if isinstance(value, str):
-        return redact_text(value)
+        return redact(value)
     if isinstance(value, bytes):
         return f"<{len(value)} bytes>"
     if isinstance(value, dict):
@@ -80,6 +73,16 @@ def configure_logging(level: str = "INFO", stream: Any = None) -> None:
         logger_factory=structlog.PrintLoggerFactory(stream or sys.stderr),
         cache_logger_on_first_use=False,
     )
+
+
+def logging_config() -> dict[str, Any]:
+    """The current configuration, for `restore_logging` (a run that logs to a file it closes)."""
+    return dict(structlog.get_config())
+
+
+def restore_logging(config: dict[str, Any]) -> None:
+    """Put back a configuration `logging_config` returned."""
+    structlog.configure(**config)
 
 
 def get_logger(**bound: Any) -> Any:

@@ -102,10 +102,12 @@ def batch_dimensions(batch_id: str) -> dict[str, str]:
     return {FEED: feed}
 
 
-def set_sink(sink: Callable[[str], None]) -> None:
-    """Send EMF lines to `sink` instead of stdout (local runs, tests)."""
-    global _sink  # noqa: PLW0603 - one process-wide destination, like stdout itself
-    _sink = sink
+def set_sink(sink: Callable[[str], None]) -> Callable[[str], None]:
+    """Send EMF lines to `sink` instead of stdout (local runs, tests); the sink before it, for
+    the caller to put back."""
+    global _sink
+    before, _sink = _sink, sink
+    return before
 
 
 def emit(

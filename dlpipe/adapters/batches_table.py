@@ -25,6 +25,7 @@ from dlpipe.domain.errors import (
 )
 from dlpipe.domain.model import SETS_MAX_FILES, Batch, BatchStatus
 from dlpipe.domain.outcome import OutcomeSummary
+from dlpipe.domain.redaction import redact
 from dlpipe.domain.rules import ttl_expired
 from dlpipe.domain.schema import POLLING_DATE_INDEX
 from dlpipe.domain.statuses import BATCH_OPEN
@@ -219,7 +220,7 @@ class BatchesTable(BatchMarks):
             # Entries the provider listed that could not become jobs: the batch cannot
             # complete cleanly, and operators must see why.
             update += ", #error = :error"
-            values[":error"] = error_message[:1000]
+            values[":error"] = redact(error_message)[:1000]
         if count <= SETS_MAX_FILES and len(files) == count:
             if files:
                 update += ", #expected = :files"
@@ -304,7 +305,7 @@ class BatchesTable(BatchMarks):
             values[":timeout"] = timeout_at
         if error_message:
             update += ", #error = :error"
-            values[":error"] = error_message[:1000]
+            values[":error"] = redact(error_message)[:1000]
         if outcome is not None:
             update += ", #outcome = :outcome"
             values[":outcome"] = outcome.to_json()

@@ -25,6 +25,7 @@ from dlpipe.domain.errors import (
     RequeueRefusedError,
 )
 from dlpipe.domain.model import FileJob, JobStatus, listed_by
+from dlpipe.domain.redaction import redact
 from dlpipe.domain.rules import lease_expiry_ms
 from dlpipe.domain.statuses import UNSUCCESSFUL_JOB_STATUSES
 from dlpipe.domain.transitions import is_own_job_write
@@ -218,7 +219,7 @@ class JobWrites:
         values = {
             ":final": str(status),
             ":now": self._clock.now_ms(),
-            ":message": error_message[:1000],
+            ":message": redact(error_message)[:1000],
         }
         return self._owned_update(file_id, owner, update, values, str(status), ends_in=status)
 
@@ -233,7 +234,7 @@ class JobWrites:
         }
         if error_message is not None:
             update = update.replace(" REMOVE ", ", #error = :message REMOVE ", 1)
-            values[":message"] = error_message[:1000]
+            values[":message"] = redact(error_message)[:1000]
         return self._owned_update(
             file_id, owner, update, values, "release", ends_in=JobStatus.AVAILABLE
         )

@@ -10,6 +10,7 @@ from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 
 from dlpipe.adapters.crypto import load_private_key
 from dlpipe.config import ConfigError, Settings
+from dlpipe.domain.redaction import register_secret
 
 if TYPE_CHECKING:
     from dlpipe.adapters.aws import AwsClients
@@ -35,7 +36,9 @@ def private_key_from_settings(settings: Settings, clients: AwsClients) -> RSAPri
         )
     with _lock:
         if source not in _cache:
-            _cache[source] = load_private_key(_read_pem(settings, clients))
+            pem = _read_pem(settings, clients)
+            register_secret(pem)  # no error or log line may quote it (domain/redaction.py)
+            _cache[source] = load_private_key(pem)
         return _cache[source]
 
 

@@ -14,6 +14,7 @@ from botocore.exceptions import ClientError
 
 from dlpipe.config import ENV_PROVIDER_TOKEN, ENV_PROVIDER_TOKEN_SECRET, ConfigError, Settings
 from dlpipe.domain.feeds import is_bearer_token
+from dlpipe.domain.redaction import register_secret
 
 if TYPE_CHECKING:
     from dlpipe.adapters.aws import AwsClients
@@ -50,6 +51,7 @@ def _checked(token: str, where: str) -> str:
     """`token` if it is one bearer token; a ConfigError naming `where`, never the token."""
     # Anything else (a pasted token with a newline, a file: secret pointing at the wrong file)
     # is refused without echoing it: the HTTP library would quote the whole header in its error.
+    register_secret(token)  # whatever it holds, no error or log line may quote it
     if is_bearer_token(token):
         return token
     raise ConfigError(

@@ -6,7 +6,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
@@ -31,7 +32,7 @@ from dlpipe.config import Settings
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME, FeedError
 from dlpipe.local.durable_runner import run_durable_locally
 from dlpipe.local.stack_feeds import LOCAL_FEEDS_TEMPLATE
-from dlpipe.log import configure_logging
+from dlpipe.log import configure_logging, logging_config, restore_logging
 from dlpipe.services.ops.waiting import idle_seconds, waiting_work
 
 err = Console(stderr=True)
@@ -129,8 +130,7 @@ def run_command(  # noqa: PLR0917 - click passes one argument per option
     only = feed if ctx.get_parameter_source("feed") is not ParameterSource.DEFAULT else None
     polling_date = _polling_date(day)
     log_path = _log_file(polling_date)
-    with log_path.open("a") as log_stream:
-        _log_to(log_stream)
+    with log_path.open("a") as log_stream, _logging_to(log_stream):
         if local:
             interval = poll_interval or LOCAL_POLL_INTERVAL_S
             try:
@@ -153,12 +153,21 @@ def run_command(  # noqa: PLR0917 - click passes one argument per option
     raise SystemExit(code)
 
 
-def _log_to(stream: TextIO) -> None:
+@contextmanager
+def _logging_to(stream: TextIO) -> Iterator[None]:
     """Logs, metrics and the durable SDK's own log records (tracebacks included) go to the
-    run's log file: the terminal gets progress and one line per failure."""
+    run's log file: the terminal gets progress and one line per failure. The metric sink and
+    the log configuration are put back when the file closes (a run called in-process, as the
+    CLI tests do, must leave nothing writing to a closed file)."""
+    logs_before = logging_config()
     configure_logging(stream=stream)
-    metrics.set_sink(lambda line: print(line, file=stream, flush=True))
+    before = metrics.set_sink(lambda line: print(line, file=stream, flush=True))
     logging.basicConfig(stream=stream, level=logging.WARNING, force=True)
+    try:
+        yield
+    finally:
+        metrics.set_sink(before)
+        restore_logging(logs_before)
 
 
 def _idle_probe(settings: Settings) -> Callable[[], int | None]:

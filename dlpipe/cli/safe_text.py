@@ -3,9 +3,12 @@
 Values such as an ErrorMessage, a cipher or an entity come from outside: rich must never read
 them as markup (`[/]` would raise, `[link=...]` would become a live link), and a control
 character in them (ESC, BEL, an 8-bit CSI, a bidi override) must never reach the terminal,
-where it could retitle the window, clear the screen or hide text. `visible` writes each such
-character as a Python-style escape (`\\x1b`); `plain` wraps the result in a rich Text, which
-rich prints as it is.
+where it could retitle the window, clear the screen or hide text; nor may an invisible or
+line-breaking character (U+2028, U+2029, zero-width spaces and joiners, direction marks,
+embeddings, overrides and isolates, the byte-order mark) hide or reorder what follows.
+`visible` writes each such character as a Python-style escape (`\\x1b`, `\\u2028`) after the
+one redaction (`dlpipe/domain/redaction.py`: no secret reaches the terminal either); `plain`
+wraps the result in a rich Text, which rich prints as it is.
 """
 
 from __future__ import annotations
@@ -14,9 +17,14 @@ import re
 
 from rich.text import Text
 
-# C0 controls, DEL, C1 controls, and the invisible direction marks and overrides.
+from dlpipe.domain.redaction import redact
+
 ERROR_PREFIX = "dlpipe: "
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# C0 controls, DEL, C1 controls, the line and paragraph separators, the zero-width characters
+# and direction marks, the embeddings and overrides, the isolates, and the byte-order mark.
+_CONTROL = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]"
+)
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -25,8 +33,8 @@ def _escape(match: re.Match[str]) -> str:
 
 
 def visible(value: object) -> str:
-    """`value` as text whose control characters are written as escapes (`\\x1b`)."""
-    return _CONTROL.sub(_escape, str(value))
+    """`value` as text, redacted, whose control characters are written as escapes (`\\x1b`)."""
+    return _CONTROL.sub(_escape, redact(value))
 
 
 def error_line(message: str) -> str:

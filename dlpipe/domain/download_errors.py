@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from typing import ClassVar
 
+from dlpipe.domain.redaction import redact
+
 _CODE = re.compile(r"^[a-z][a-z0-9_]{1,39}$")
 
 
@@ -30,8 +32,8 @@ class DownloadError(Exception):
 
     @property
     def error_message(self) -> str:
-        """The text stored in the job's ErrorMessage: `code: message`."""
-        return f"{self.code}: {self}"
+        """The text stored in the job's ErrorMessage: `code: message`, redacted."""
+        return redact(f"{self.code}: {self}")
 
 
 class PermanentError(DownloadError):

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dlpipe.domain.manifest_lists import PENDING
+from dlpipe.domain.redaction import redact
 from dlpipe.domain.statuses import FINISHED_BATCH_EVENT, BatchStatus
 
 SOURCE = "dlpipe"
@@ -236,7 +237,10 @@ def build_event(detail_type: str, day: DayFacts) -> HandoffEvent:
         "batch_id": day.batch_id,
         "status": day.status,
         "counts": day.counts.to_dict(),
-        "errors": {"cause": outcome.get("cause"), "codes": _codes(day)},
+        "errors": {
+            "cause": None if outcome.get("cause") is None else redact(outcome["cause"]),
+            "codes": _codes(day),
+        },
         "manifest": manifest_fields(day.manifest),
         "deadline_at": day.deadline_at,
     }

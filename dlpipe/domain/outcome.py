@@ -17,6 +17,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from dlpipe.domain.redaction import redact
+
 MAX_CODES = 8
 FILES_PER_CODE = 3
 MAX_CAUSE_CHARS = 300
@@ -133,7 +135,7 @@ class OutcomeTally:
             files = sorted(f for c in folded for f in self.first[c])[:FILES_PER_CODE]
             count = sum(self.counts[c] for c in folded)
             codes.append(CodeCount(f"{OTHER} ({len(folded)} codes)", count, tuple(files)))
-        short = None if cause is None else cause[:MAX_CAUSE_CHARS]
+        short = None if cause is None else redact(cause)[:MAX_CAUSE_CHARS]
         summary = OutcomeSummary(short, tuple(codes))
         while short and len(summary.to_json().encode()) > MAX_SUMMARY_BYTES:
             short = short[: len(short) // 2]  # escaped non-ASCII text weighs up to 6 bytes a char

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import re
-
-_QUERY = re.compile(r"(https?://[^\s?\"'<>]*)\?[^\s\"'<>]*")
+from dlpipe.domain.redaction import redact
 
 
 def one_line(text: str, limit: int = 300) -> str:
-    """The first line of `text`, cut short, with any URL's query string removed (where a
-    signature would be)."""
-    lines = str(text).strip().splitlines()
-    return _QUERY.sub(r"\1", lines[0] if lines else "")[:limit] or "no reason given"
+    """The first line of `text`, redacted (`domain/redaction.py`: no secret, no URL's query
+    values), cut short."""
+    lines = redact(str(text)).strip().splitlines()
+    return (lines[0] if lines else "")[:limit] or "no reason given"

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from flask import Flask, Response, render_template, request
+from markupsafe import Markup
 from werkzeug.exceptions import HTTPException
 
 from dlpipe.domain.errors import StoreUnavailableError
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME
+from dlpipe.domain.redaction import redact
 from dlpipe.domain.waiting import idle_warning, starving_warning
 from dlpipe.log import get_logger
 from dlpipe.services.ops.advice import start_day_command
@@ -44,6 +48,11 @@ def _days_arg(options: UiOptions) -> int:
     return int(text)
 
 
+def _redacted(value: Any) -> Any:
+    """Every value a template prints passes the one redaction (the page's own markup aside)."""
+    return value if isinstance(value, Markup) or not isinstance(value, str) else redact(value)
+
+
 def _error_page(code: int, message: str) -> tuple[str, int]:
     return render_template("error.html", code=code, message=message), code
 
@@ -77,6 +86,7 @@ def create_app(ops: OpsContext, options: UiOptions | None = None) -> Flask:
     """The Flask application over `ops`; it reads, never writes."""
     options = options or UiOptions()
     app = Flask(__name__)
+    app.jinja_env.finalize = _redacted
     app.jinja_env.globals.update(
         refresh_seconds=options.refresh_seconds,
         older_than=present.duration_text(options.stuck_older_than_s),

@@ -13,7 +13,13 @@ from dlpipe.services.ops.feed_filter import record_feed
 from dlpipe.services.ops.queries import BatchSummary, DayStatus, day_status
 from dlpipe.ui.cursor import decode_cursor, encode_cursor
 from dlpipe.ui.errors_by_code import ErrorsByCode, errors_by_code
-from dlpipe.ui.options import BadRequestError, NotFoundPageError, UiOptions, parse_feed
+from dlpipe.ui.options import (
+    BadRequestError,
+    NotFoundPageError,
+    UiOptions,
+    check_page_date,
+    parse_feed,
+)
 from dlpipe.ui.timeline import Timeline, timeline
 
 _STATUS_ORDER = {status: n for n, status in enumerate(JobStatus)}
@@ -68,9 +74,9 @@ class DayView:
 
 
 def parse_date(text: str) -> str:
-    """A YYYY-MM-DD from the URL, or BadRequestError."""
+    """A YYYY-MM-DD from the URL a page can show (`check_page_date`), or BadRequestError."""
     try:
-        return validate_date(text)
+        return check_page_date(validate_date(text))
     except InvalidIdentifierError as exc:
         raise BadRequestError(str(exc)) from exc
 

@@ -26,6 +26,20 @@ class NotFoundPageError(LookupError):
     """Input that is well formed but names nothing stored: 404."""
 
 
+# The dates a page takes: wide enough for any polling date, narrow enough that a window of
+# dates, its neighbours and a year's lookback stay inside the calendar (0001-01-01 and
+# 9999-12-31 would overflow it: a 400, never a 500).
+MIN_PAGE_DATE = "1900-01-01"
+MAX_PAGE_DATE = "2999-12-31"
+
+
+def check_page_date(text: str) -> str:
+    """`text` (a valid YYYY-MM-DD) if a page can show it, else BadRequestError."""
+    if not MIN_PAGE_DATE <= text <= MAX_PAGE_DATE:
+        raise BadRequestError(f"date must be from {MIN_PAGE_DATE} to {MAX_PAGE_DATE}, got {text!a}")
+    return text
+
+
 def parse_feed(text: str | None) -> str | None:
     """?feed= from the URL: a feed name, None when absent (every feed), else BadRequestError."""
     if not text:

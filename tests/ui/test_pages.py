@@ -85,6 +85,11 @@ def test_a_file_page_shows_its_record_history_and_repair_command(
         ("/day/1970-01-02?status=lost", 400, "status must be one of"),
         ("/day/1970-01-02?sort=size", 400, "sort must be one of"),
         ("/?days=0", 400, "days must be a whole number"),
+        ("/?end=9999-12-31", 400, "date must be from 1900-01-01 to 2999-12-31"),
+        ("/?end=0001-01-01", 400, "date must be from 1900-01-01 to 2999-12-31"),
+        ("/?end=1899-12-31", 400, "date must be from 1900-01-01 to 2999-12-31"),
+        ("/day/9999-12-31", 400, "date must be from 1900-01-01 to 2999-12-31"),
+        ("/day/0001-01-01", 400, "date must be from 1900-01-01 to 2999-12-31"),
         ("/nowhere", 404, "Not Found: GET /nowhere"),
     ],
 )

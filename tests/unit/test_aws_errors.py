@@ -10,14 +10,16 @@ from dlpipe.domain.errors import AwsRequestError, RecordsError
 
 
 def test_a_client_error_names_service_operation_resource_and_code_and_drops_a_signature() -> None:
-    """One line: service, operation, resource, AWS's code; a presigned query string is cut."""
+    """One line: service, operation, resource, AWS's code; a presigned query string's values
+    are masked (dlpipe/domain/redaction.py)."""
     message = "denied for https://b.s3.amazonaws.com/k?X-Amz-Signature=abc&X-Amz-Credential=x\nmore"
     exc = ClientError({"Error": {"Code": "AccessDenied", "Message": message}}, "GetObject")
     with pytest.raises(AwsRequestError) as raised:
         raise_request_error(exc, "S3", "GetObject", "b")
     text = str(raised.value)
-    assert (
-        text == "S3 GetObject on 'b' refused: AccessDenied: denied for https://b.s3.amazonaws.com/k"
+    assert text == (
+        "S3 GetObject on 'b' refused: AccessDenied: denied for"
+        " https://b.s3.amazonaws.com/k?X-Amz-Signature=***&X-Amz-Credential=***"
     )
     assert isinstance(raised.value, RecordsError)  # the CLI's one-line row
     assert raised.value.code == "AccessDenied"

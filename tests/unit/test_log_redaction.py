@@ -5,7 +5,8 @@ from __future__ import annotations
 import io
 import json
 
-from dlpipe.log import configure_logging, get_logger, redact_text
+from dlpipe.domain.redaction import redact as redact_text
+from dlpipe.log import configure_logging, get_logger
 
 URL = "https://b.s3.amazonaws.com/k?X-Amz-Credential=AKIA%2F&X-Amz-Signature=deadbeef&X-Amz-Expires=60"
 
