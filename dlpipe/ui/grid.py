@@ -92,7 +92,7 @@ def grid(ops: OpsContext, days: int, end: str | None = None, feed: str | None = 
         found = latest_date_with_batches(table, start, LOOKBACK_DAYS, feed)
         if found is not None:
             last, shown, moved = found, _window(table, found, days, feed), True
-    later = (last + timedelta(days=days)).isoformat()
+    later = (last + timedelta(days=min(days, (date.max - last).days))).isoformat()  # no overflow
     return Grid(
         days=shown,
         end=last.isoformat(),

@@ -29,8 +29,8 @@ class NotFoundPageError(LookupError):
 # The dates a page takes: wide enough for any polling date, narrow enough that a window of
 # dates, its neighbours and a year's lookback stay inside the calendar (0001-01-01 and
 # 9999-12-31 would overflow it: a 400, never a 500).
-MIN_PAGE_DATE = "1900-01-01"
-MAX_PAGE_DATE = "2999-12-31"
+MIN_PAGE_DATE = "0003-01-01"
+MAX_PAGE_DATE = "9999-12-30"
 
 
 def check_page_date(text: str) -> str:
