@@ -9,12 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from dlpipe import metrics
 from dlpipe.adapters.aws import AwsClients
 from dlpipe.adapters.batches_table import BatchesTable
 from dlpipe.adapters.jobs_table import JobsTable
 from dlpipe.config import Settings
 from dlpipe.local.emulator import LocalAws
 from dlpipe.local.provision import Provisioned, provision
+from dlpipe.log import logging_config, restore_logging
 from tests.support import ManualClock
 
 # Records every AWS call of the session for the IAM checker (tests/iam/), which runs last.
@@ -85,3 +87,15 @@ def entity() -> str:
 def repo_root() -> Path:
     """The repository's top folder."""
     return Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def _process_wide_output_put_back() -> Iterator[None]:
+    """A command a test runs in-process (CliRunner, main()) configures the process's logging
+    (an operator command logs warnings only) and metric sink; put both back after each test,
+    so the next test in the same worker sees its own output, as it would in a process of its own."""
+    logs, sink = logging_config(), metrics.set_sink(metrics.stdout_line)
+    metrics.set_sink(sink)
+    yield
+    restore_logging(logs)
+    metrics.set_sink(sink)

@@ -245,8 +245,9 @@ def test_batch_audit_answers_per_feed(
     assert run.code == 1
     assert [d["feed"] for d in run.json()["dates"]] == ["default", FEED]
     lines = run.err.splitlines()
-    named = [line for line in lines if line.startswith(f"{world.day} {FEED}: ")]
-    assert named, lines
+    # The named feed never ran that date: one line for every such feed-date, naming it.
+    named = [line for line in lines if line.startswith("no batch (nor manifest) for ")]
+    assert named == [f"no batch (nor manifest) for 1 feed-date(s): {FEED} ({world.day})"], lines
     assert len(lines) > len(named), lines  # the default feed's lines too
     assert all(line.startswith(f"{world.day} default: ") for line in lines if line not in named)
     narrowed = dlpipe_cli("batch", "audit", "--from", world.day, "--to", world.day, "--feed", FEED)
