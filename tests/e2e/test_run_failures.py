@@ -16,6 +16,7 @@ from dlpipe.config import (
     ENV_ALLOW_HTTP_URLS,
     ENV_BATCHES_TABLE,
     ENV_JOBS_TABLE,
+    ENV_PROVIDER_OUTAGE_BUDGET_SECONDS,
     ENV_PROVIDER_TOKEN,
     ENV_PROVIDER_URL,
     ENV_QUEUE_URL,
@@ -70,7 +71,12 @@ def _case_env(
         {
             "configuration missing": reachable,  # everything but the provider's URL
             "endpoint unreachable": unreachable,
-            "provider unreachable": {**reachable, ENV_PROVIDER_URL: _closed_url()},
+            # With no outage budget, `run` does not wait the provider out (test_run_preflight does).
+            "provider unreachable": {
+                **reachable,
+                ENV_PROVIDER_URL: _closed_url(),
+                ENV_PROVIDER_OUTAGE_BUDGET_SECONDS: "0",
+            },
             "http provider": {
                 **reachable,
                 ENV_PROVIDER_URL: "http://provider.example",
