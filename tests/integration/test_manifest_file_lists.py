@@ -63,15 +63,17 @@ def _complete(
     clients: AwsClients, provisioned: Provisioned, jobs: JobsTable, file_ids: list[str]
 ) -> Callable[[float], None]:
     """A wait that stands for the downloaders: each file published (its object stored with its
-    SHA-256 metadata, as a worker does) and its job completed."""
+    SHA-256 metadata, as a worker does: here before the run, outside the orchestrator's steps,
+    whose role never writes a file) and its job completed."""
+    for file_id in file_ids:
+        clients.s3.put_object(
+            Bucket=str(provisioned.destination_bucket), Key=f"lists/{file_id}",
+            Body=b"x" * SIZE, Metadata={"sha256": SHA},
+        )  # fmt: skip
 
     def finish(_: float) -> None:
         for file_id in file_ids:
             if jobs.require(file_id).status is JobStatus.AVAILABLE:
-                clients.s3.put_object(
-                    Bucket=str(provisioned.destination_bucket), Key=f"lists/{file_id}",
-                    Body=b"x" * SIZE, Metadata={"sha256": SHA},
-                )  # fmt: skip
                 jobs.claim(file_id, "w1", 60)
                 jobs.complete(
                     file_id, "w1", byte_count=SIZE, sha256=SHA, destination_key=f"lists/{file_id}"
