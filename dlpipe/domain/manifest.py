@@ -28,6 +28,7 @@ from dlpipe.domain.manifest_lists import (
     ManifestLists,
     UnpublishedFile,
     canonical_json,
+    named_file_list,
     render_items,
 )
 from dlpipe.domain.model import validate_batch_id, validate_date
@@ -186,6 +187,7 @@ class Manifest:
     header: ManifestHeader
     entries: tuple[ManifestEntry, ...]
     unpublished: tuple[UnpublishedFile, ...] = ()
+    file_list: str | None = None  # its JSON Lines file list, as it names it (key or s3:// URI)
 
 
 def parse_manifest(data: bytes) -> Manifest:
@@ -196,7 +198,8 @@ def parse_manifest(data: bytes) -> Manifest:
         pairs = zip(entries, files, strict=True)  # ValueError if their lengths differ
         entries_read = tuple(_entry(e, f) for e, f in pairs)
         unpublished = tuple(UnpublishedFile(**u) for u in doc.get("unpublished", []))
-        return Manifest(_header(doc), entries_read, unpublished)
+        listed = named_file_list(doc.get("file_list"))
+        return Manifest(_header(doc), entries_read, unpublished, listed)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         if isinstance(exc, ManifestError):
             raise

@@ -121,3 +121,10 @@ def render_items(items: Iterable[Mapping[str, Any]]) -> Iterator[bytes]:
     for item in items:
         yield f"{separator}{canonical_json(item)}".encode()
         separator = ",\n"
+
+
+def named_file_list(named: object) -> str | None:
+    """A manifest's `file_list` value read back: its `uri` or `key` (a string as it is)."""
+    if isinstance(named, Mapping):
+        named = named.get("uri") or named.get("key")
+    return named if isinstance(named, str) and named else None

@@ -6,7 +6,6 @@ The checks are manifest_check.py's, the audit's own."""
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -25,7 +24,6 @@ from dlpipe.services.ops.manifest_ports import ManifestReader
 
 # The manifest's top-level key naming its JSON Lines file list: an S3 URI, a key in the
 # manifest's bucket, or an object with `uri` or `key`. A manifest without it names none.
-FILE_LIST_FIELD = "file_list"
 
 
 class DayState(StrEnum):
@@ -160,7 +158,7 @@ def _read_day(
         return DayHandoff(feed, date, DayState.NOT_YET), None
     pointer = pointed[0]
     try:
-        manifest, data = read_manifest(reader, pointer)
+        manifest, _ = read_manifest(reader, pointer)
     except ManifestProblemError as exc:
         raise HandoffError(str(exc)) from exc
     for problem in version_problems(reader, pointer):
@@ -179,7 +177,7 @@ def _read_day(
         manifest_uri=f"s3://{bucket}/{pointer.key}",
         manifest_version_id=pointer.version_id,
         manifest_sha256=pointer.sha256,
-        file_list_uri=_file_list_uri(data, bucket),
+        file_list_uri=_file_list_uri(manifest.file_list, bucket),
         counts=head.fields()["counts"],
     )
     return day, manifest
@@ -191,10 +189,7 @@ def _state(status: str) -> DayState:
     return DayState.TIMEOUT if status in BATCH_OPEN else DayState.FAILED
 
 
-def _file_list_uri(data: bytes, bucket: str) -> str | None:
-    named = json.loads(data).get(FILE_LIST_FIELD)
-    if isinstance(named, Mapping):
-        named = named.get("uri") or named.get("key")
-    if not isinstance(named, str) or not named:
+def _file_list_uri(named: str | None, bucket: str) -> str | None:
+    if named is None:
         return None
     return named if named.startswith("s3://") else f"s3://{bucket}/{named}"
