@@ -13,9 +13,13 @@ from pathlib import Path
 from dlpipe.config import ENV_FEEDS_FILE
 from dlpipe.domain.feeds import (
     DEFAULT_FEED,
+    FILE_SECRET_PREFIX,
+    PEM_MAX_BYTES,
     Feed,
     FeedError,
     feed_from_mapping,
+    is_bearer_token,
+    is_pem_private_key,
     overlapping_feeds,
     shown_name,
 )
@@ -30,9 +34,12 @@ def load_feeds_file(path: str | Path) -> dict[str, Feed]:
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise FeedError(f"{path}: not a TOML file: {_one_line(exc)}") from exc
     try:
-        return feeds_from_document(document)
+        feeds = feeds_from_document(document)
+        for feed in feeds.values():
+            check_secret_files(feed)
     except FeedError as exc:
         raise FeedError(f"{path}: {exc}") from exc
+    return feeds
 
 
 def feeds_from_document(document: Mapping[str, object]) -> dict[str, Feed]:
@@ -59,6 +66,35 @@ def feeds_from_document(document: Mapping[str, object]) -> dict[str, Feed]:
             f" or lie inside another)"
         )
     return loaded
+
+
+def check_secret_files(feed: Feed) -> None:
+    """A feed's `file:` secrets exist and are what they claim, checked when the file is read,
+    before anything starts: the token one line of visible ASCII, the key one PEM private key.
+    FeedError in one line naming the feed, field and path; what a file holds is never shown
+    (a token file pointing at the wrong file would otherwise be echoed)."""
+    for field, fits, what in (
+        ("token_secret", is_bearer_token, "one token (one line of visible ASCII)"),
+        ("private_key_secret", is_pem_private_key, "one PEM private key"),
+    ):
+        secret = getattr(feed, field)
+        if secret is None or not secret.startswith(FILE_SECRET_PREFIX):
+            continue
+        where = f"feeds.{feed.name}.{field}: file {secret[len(FILE_SECRET_PREFIX) :]!a}"
+        text = _small_text(Path(secret[len(FILE_SECRET_PREFIX) :]), where)
+        if not fits(text.strip()):
+            raise FeedError(f"{where} does not hold {what}; what it holds is not shown here")
+
+
+def _small_text(path: Path, where: str) -> str:
+    try:
+        if path.stat().st_size > PEM_MAX_BYTES:
+            raise FeedError(f"{where} is larger than {PEM_MAX_BYTES} bytes: not a secret")
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise FeedError(f"{where} cannot be read ({exc.strerror or type(exc).__name__})") from None
+    except UnicodeDecodeError:
+        raise FeedError(f"{where} is not UTF-8 text: not a secret") from None
 
 
 def feeds_from_env(env: Mapping[str, str] | None = None) -> dict[str, Feed]:

@@ -22,6 +22,7 @@ from dlpipe.domain.model import (
     file_feed,
 )
 from dlpipe.domain.outcome import OutcomeSummary
+from dlpipe.domain.redaction import redact
 from dlpipe.domain.schema import (
     BATCH_ID_ATTRIBUTE,
     FILE_ID_ATTRIBUTE,
@@ -155,6 +156,10 @@ def _to_item(record: FileJob | Batch, names: dict[str, str]) -> dict[str, Attrib
             continue
         if isinstance(value, OutcomeSummary):
             value = value.to_json()  # a JSON string: its size is bounded and easy to measure
+        if f.name == "error_message":
+            # A new item's message too (a refused listing entry quotes the provider's value,
+            # which may be our own token echoed back): as every update writes it (jobs_writes).
+            value = redact(value)[:1000]
         # An enum (or an UnknownCipher) is stored as its string, byte for byte.
         as_string = f.name in ("status", "cipher")
         item[names[f.name]] = serialize(str(value) if as_string else value)

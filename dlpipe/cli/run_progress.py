@@ -129,7 +129,7 @@ class ReportingFlow:
     ) -> QueueResult:
         """The inner flow's fetch_and_queue, reported."""
         result = self._inner.fetch_and_queue(batch_id, polling_date, resume)
-        self._reporter.queued(result)
+        _shown(lambda: self._reporter.queued(result))
         return result
 
     def check_completion(
@@ -137,7 +137,7 @@ class ReportingFlow:
     ) -> CompletionCheck:
         """The inner flow's check_completion, reported."""
         check = self._inner.check_completion(batch_id, poll_number, is_last_poll)
-        self._reporter.checked(poll_number, check)
+        _shown(lambda: self._reporter.checked(poll_number, check))
         return check
 
     def fail_batch(self, batch_id: str, reason: str) -> None:
@@ -159,3 +159,13 @@ class ReportingFlow:
     def publish_if_late(self, event: dict[str, Any], deadline_at_ms: int) -> bool:
         """The inner flow's publish_if_late."""
         return self._inner.publish_if_late(event, deadline_at_ms)
+
+
+def _shown(report: Callable[[], None]) -> None:
+    """Run `report`, a progress line printed inside a durable step: whatever goes wrong in it
+    is logged and dropped, so showing a day can never change its outcome or its event (a step
+    that raised would end the day `check_failed` and send that)."""
+    try:
+        report()
+    except Exception as exc:  # noqa: BLE001 - the display's failure must never be the day's
+        log.warning("run.progress_not_shown", error_type=type(exc).__name__, error=str(exc))

@@ -64,6 +64,23 @@ def is_bearer_token(text: str) -> bool:
     return _BEARER_TOKEN.fullmatch(text) is not None
 
 
+# A PEM private key as OpenSSL writes one (PKCS#1 "RSA PRIVATE KEY", PKCS#8 "PRIVATE KEY",
+# "ENCRYPTED PRIVATE KEY"): a BEGIN line, base64 lines (and PKCS#1's encryption headers), the
+# matching END line. The shape only: loading it is the downloader's (adapters/crypto.py).
+_PEM_PRIVATE_KEY = re.compile(
+    r"\s*-----BEGIN (?P<kind>(RSA |ENCRYPTED )?PRIVATE KEY)-----\r?\n"
+    r"([A-Za-z0-9-]+: [^\r\n]*\r?\n)*(\r?\n)?"
+    r"([A-Za-z0-9+/=]{1,76}\r?\n)+"
+    r"-----END (?P=kind)-----\s*"
+)
+PEM_MAX_BYTES = 65536
+
+
+def is_pem_private_key(text: str) -> bool:
+    """True if `text` is one PEM private key block (nothing before or after but white space)."""
+    return len(text) <= PEM_MAX_BYTES and _PEM_PRIVATE_KEY.fullmatch(text) is not None
+
+
 class FeedError(ValueError):
     """A feed's configuration is invalid; the message is one line naming the feed and field."""
 

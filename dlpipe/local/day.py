@@ -229,7 +229,7 @@ def day_report(
             )
         )
     return DayReport(
-        batch_id=str(result.get("batch_id")),
+        batch_id=str(result.get("batch_id") or ""),  # "": the run failed before its batch
         status=str(result.get("status")),
         files=reports,
         result=dict(result),

@@ -132,6 +132,7 @@ def test_a_named_feeds_day_is_checked_and_polled_on_that_feeds_own_provider_and_
     provisioned: Provisioned,
     queue_url: str,
     stub_factory: StubFactory,
+    rsa_keypair: tuple[bytes, bytes],
 ) -> None:
     """`run --feed vendor-b`: the process's provider is unreachable and its token wrong, the
     feeds file's vendor-b names a stub with its token file and a 10 s polling (the least a
@@ -140,6 +141,7 @@ def test_a_named_feeds_day_is_checked_and_polled_on_that_feeds_own_provider_and_
     stub = stub_factory([])
     token = tmp_path / "vendor-b.token"
     token.write_text(TEST_PROVIDER_TOKEN)
+    Path(f"{token}.pem").write_bytes(rsa_keypair[0])  # a feeds file's secret files must exist
     feeds = tmp_path / "feeds.toml"
     feeds.write_text(
         "[feeds.vendor-b]\n"

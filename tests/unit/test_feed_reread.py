@@ -85,8 +85,13 @@ def _block(name: str, prefix: str, key_file: Path) -> str:
 
 
 def write_feeds_file(path: Path, key_file: Path, *, with_feed: bool = False) -> None:
-    """A feeds file with vendor-b; `with_feed`: FEED too (key `key_file`, prefix pub-x)."""
-    text = _block("vendor-b", "pub-b", path.parent / "vendor-b.pem")
+    """A feeds file with vendor-b; `with_feed`: FEED too (key `key_file`, prefix pub-x).
+    vendor-b's secret files are written too: a feeds file's `file:` secrets must exist."""
+    vendor_b = path.parent / "vendor-b.pem"
+    if not vendor_b.exists():
+        vendor_b.write_bytes(generate_rsa_keypair()[0])
+        Path(f"{vendor_b}.token").write_text("token-b")
+    text = _block("vendor-b", "pub-b", vendor_b)
     path.write_text(text + ("\n" + _block(FEED, "pub-x", key_file) if with_feed else ""))
 
 

@@ -179,8 +179,24 @@ def test_a_secret_may_be_a_local_file_and_shared() -> None:
     assert (feed.token_secret, feed.private_key_secret) == ("file:/t", "file:k")
 
 
-def test_the_example_file_loads_two_feeds(tmp_path: Path) -> None:
-    """feeds.example.toml: default and vendor-b, loaded through DLPIPE_FEEDS_FILE."""
+# The shape of a PEM private key (is_pem_private_key checks the shape; crypto loads it).
+PEM_SHAPED = (
+    "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----\n"
+)
+
+
+def _secret_files(folder: Path, token: str = "tok-123", key: str = PEM_SHAPED) -> None:
+    """The files feeds.example.toml's vendor-b names, relative to `folder`."""
+    (folder / ".dlpipe/feeds/vendor-b").mkdir(parents=True)
+    (folder / ".dlpipe/feeds/vendor-b/token").write_text(token)
+    (folder / ".dlpipe/feeds/vendor-b/private_key.pem").write_text(key)
+
+
+def test_the_example_file_loads_two_feeds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """feeds.example.toml: default and vendor-b, loaded through DLPIPE_FEEDS_FILE (its
+    `file:` secrets, relative to the working directory, exist)."""
+    monkeypatch.chdir(tmp_path)
+    _secret_files(tmp_path)
     feeds = feeds_from_env({"DLPIPE_FEEDS_FILE": str(EXAMPLE)})
     assert list(feeds) == ["default", "vendor-b"]
     assert feeds["default"] == DEFAULT_FEED
@@ -283,3 +299,37 @@ def test_a_feed_name_with_a_newline_still_makes_one_line(tmp_path: Path) -> None
         load_feeds_file(path)
     assert "\n" not in str(refused.value)
     assert "feeds.'a\\nb'.timezone: unknown field" in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("token", "key", "why"),
+    [
+        (None, PEM_SHAPED, "token_secret: file '.dlpipe/feeds/vendor-b/token' cannot be read"),
+        ("tok-CANARY\nsecond-line", PEM_SHAPED, "token_secret: file '.dlpipe/feeds/vendor-b/token'"
+         " does not hold one token"),
+        ("tok CANARY", PEM_SHAPED, "does not hold one token"),
+        ("tok-123", "root:x:0:0:CANARY:/root:/bin/bash\n", "private_key_secret: file"
+         " '.dlpipe/feeds/vendor-b/private_key.pem' does not hold one PEM private key"),
+        ("tok-123", PEM_SHAPED.replace("PRIVATE KEY", "PUBLIC KEY") + "CANARY", "one PEM private key"),
+        ("tok-123", "CANARY" * 20_000, "is larger than 65536 bytes"),
+        ("tok-123", None, "private_key_secret: file '.dlpipe/feeds/vendor-b/private_key.pem' cannot"),
+    ],
+)  # fmt: skip
+def test_file_secrets_exist_and_are_what_they_claim_before_anything_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, token: str | None, key: str | None, why: str
+) -> None:
+    """A missing token file, a two-line token, /etc/passwd as a key: refused when the feeds
+    file is read, in one line naming the feed, field and path, never what the file holds."""
+    monkeypatch.chdir(tmp_path)
+    _secret_files(tmp_path, token or "x", key or "x")
+    folder = tmp_path / ".dlpipe/feeds/vendor-b"
+    if token is None:
+        (folder / "token").unlink()
+    if key is None:
+        (folder / "private_key.pem").unlink()
+    with pytest.raises(FeedError) as refused:
+        load_feeds_file(EXAMPLE)
+    message = str(refused.value)
+    assert why in message
+    assert "\n" not in message
+    assert "CANARY" not in message

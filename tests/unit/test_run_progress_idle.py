@@ -59,3 +59,35 @@ def test_provider_text_in_the_final_line_is_printed_as_is_never_read_as_markup()
                             outcome={"cause": cause})  # fmt: skip
     reporter.checked(3, final)
     assert cause in text.getvalue()
+
+
+class _Flow:
+    """The inner flow's two reported calls; the rest is never called here."""
+
+    def __init__(self, check: CompletionCheck) -> None:
+        self.check = check
+
+    def check_completion(self, batch_id: str, poll_number: int, is_last: bool) -> CompletionCheck:
+        return self.check
+
+
+def test_a_line_that_cannot_be_shown_never_changes_the_day() -> None:
+    """Inside the durable step that checks completion, a printing error (rich's MarkupError
+    once did it for a refused entity `[/]`) is logged and dropped: the step returns the check,
+    so the day ends with its true outcome and event, not `check_failed`."""
+    from rich.errors import MarkupError
+    from structlog.testing import capture_logs
+
+    from dlpipe.cli.run_progress import ReportingFlow
+
+    final = CompletionCheck(status="failed", completed=4, failed=0, pending=0, error=8)
+
+    class Broken(PollReporter):
+        def checked(self, poll_number: int, check: CompletionCheck) -> None:
+            raise MarkupError("closing tag '[/]' at position 17 has nothing to close")
+
+    reporter = Broken(Console(file=io.StringIO()), 5, 120)
+    flow = ReportingFlow(_Flow(final), reporter)  # type: ignore[arg-type]
+    with capture_logs() as logs:
+        assert flow.check_completion("batch-x", 3, True) is final
+    assert [e["event"] for e in logs] == ["run.progress_not_shown"]
