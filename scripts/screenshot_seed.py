@@ -2,7 +2,8 @@
 (create, mark_queued, claim, complete, finish...), each write at the moment it pretends to be.
 
 One day is busy: its first run timed out and its re-run is still going, with files completed,
-failed, error, downloading (one under an expired lease: stuck) and available.
+failed, error, downloading (one under an expired lease: stuck) and available. The day before it
+failed and is not repaired yet: 12 files completed, 8 `error` (wrong_key: the feed's key changed).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dlpipe.domain.clock import iso_from_ms
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.domain.messages import JobMessage, encode_message
 from dlpipe.domain.model import Batch, BatchStatus, FileJob, JobStatus, make_batch_id, make_file_id
+from dlpipe.domain.outcome import OutcomeTally
 from dlpipe.domain.rules import batch_ttl_epoch_s, job_ttl_epoch_s
 
 MINUTE_MS = 60_000
@@ -31,8 +33,11 @@ HISTORY: dict[int, list[tuple[BatchStatus, int, int, str | None]]] = {
     4: [(BatchStatus.FAILED, 0, 0, "provider_refused: 403 Forbidden from the listing"),
         (BatchStatus.COMPLETED, 20, 0, None)],
     8: [(BatchStatus.TIMEOUT, 17, 3, None)],
-    11: [(BatchStatus.COMPLETED, 19, 1, None)],
+    # A rerun adopted the one unfinished file: it counts all 20, the day reads 20/20.
+    11: [(BatchStatus.TIMEOUT, 19, 1, None), (BatchStatus.COMPLETED, 20, 0, None)],
+    2: [],  # the failed day (FAILED_BACK): its run has jobs
 }  # fmt: skip
+FAILED_BACK = 2
 
 
 # The named feed's days (the same dates): all complete but one, which timed out.
@@ -112,7 +117,7 @@ _ERRORS = {
 
 def _busy_day(
     jobs: JobsTable, batches: BatchesTable, clock: MovableClock, day: str, now: int
-) -> None:
+) -> tuple[str, str]:
     clock.at = now - 190 * MINUTE_MS
     _finished_run(batches, clock, day, (BatchStatus.TIMEOUT, 6, 2, None))
     clock.at = now - 48 * MINUTE_MS
@@ -151,9 +156,38 @@ def _busy_day(
     return batch_id, stuck
 
 
-def seed_history(clients: AwsClients, settings: Settings, yesterday: str) -> tuple[str, str]:
+# The failed day's `error` files (the rest completed), and what the worker wrote on each.
+_WRONG_KEY = {"accounts", "cash_flows", "collateral", "exposures", "fx_rates", "holdings", "limits", "margins"}  # fmt: skip
+_WRONG_KEY_ERROR = "wrong_key: could not unwrap the AES key: it was wrapped for a different RSA key, or it is corrupted"
+
+
+def _failed_day(jobs: JobsTable, batches: BatchesTable, clock: MovableClock, day: str) -> None:
+    """A run that ended failed: its files downloaded, 8 of them `error` (wrong_key)."""
+    batch_id = _new_batch(batches, clock, day, len(ENTITIES))
+    tally = OutcomeTally()
+    for n, entity in enumerate(ENTITIES):
+        file_id = _job(jobs, clock, batch_id, day, entity)
+        owner = f"worker-{n % 3 + 1}"
+        clock.at += MINUTE_MS
+        jobs.claim(file_id, owner, lease_seconds=300)
+        clock.at += 40_000
+        if entity in _WRONG_KEY:
+            jobs.finish_unsuccessfully(file_id, owner, JobStatus.ERROR, _WRONG_KEY_ERROR)
+            tally.add_jobs([(_WRONG_KEY_ERROR, file_id)])
+        else:
+            key = f"{day}/{file_id}"
+            jobs.complete(
+                file_id, owner, byte_count=1 << 20, sha256=f"{n:064x}", destination_key=key
+            )
+    clock.at += 5 * MINUTE_MS
+    error = len(_WRONG_KEY)
+    batches.record_counts(batch_id, completed=len(ENTITIES) - error, failed=0, error=error)
+    batches.finish(batch_id, BatchStatus.FAILED, outcome=tally.summary())
+
+
+def seed_history(clients: AwsClients, settings: Settings, yesterday: str) -> tuple[str, str, str]:
     """Seed the thirteen days before `yesterday` and one dead letter; return the busy day (the
-    day before it) and the FileID of its stuck claim."""
+    day before it), the FileID of its stuck claim and the failed day (the day before that)."""
     now = datetime.now(UTC)
     now_ms = int(now.timestamp() * 1000)
     clock = MovableClock(now_ms)
@@ -168,6 +202,8 @@ def seed_history(clients: AwsClients, settings: Settings, yesterday: str) -> tup
             ).timestamp()
             * 1000
         )
+        if back == FAILED_BACK:
+            _failed_day(jobs, batches, clock, day)
         for run in HISTORY.get(back, [(BatchStatus.COMPLETED, 20, 0, None)]):
             _finished_run(batches, clock, day, run)
         # A second vendor's feed beside the default: its own row group in the grid.
@@ -178,4 +214,4 @@ def seed_history(clients: AwsClients, settings: Settings, yesterday: str) -> tup
     if settings.dlq_url:  # a message that outlived its receives: what `dlpipe dlq show` lists
         body = encode_message(JobMessage(stuck, rerun))
         clients.sqs.send_message(QueueUrl=settings.dlq_url, MessageBody=body)
-    return busy, stuck
+    return busy, stuck, (last - timedelta(days=FAILED_BACK)).isoformat()

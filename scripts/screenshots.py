@@ -1,12 +1,12 @@
-"""Pictures for the README (`make screenshots`): docs/img/run.png and ui-{grid,day,file}.png
-(1280 px wide), ui-{grid,day}-800.png (800 px).
+"""Pictures for the README (`make screenshots`): docs/img/run.png and
+ui-{grid,day,day-failed,file}.png (1280 px wide), ui-{grid,day,day-failed}-800.png (800 px).
 
 1. run.png: `dlpipe run --local` for real (its own local stack), its final table recorded by
    rich (ANSI -> SVG) and rendered to PNG by chromium.
 2. ui-grid.png, ui-day.png, ui-file.png (and the grid and day at 800 px): a local stack of our own; yesterday's batch run for real (stub
    provider, downloader workers, durable poller), the thirteen days before seeded through the
-   real table adapters (finished runs, re-runs, a failed and a timed-out day, and a day whose
-   re-run is still going with files in every status); `dlpipe ui`'s app served on 127.0.0.1 and
+   real table adapters (finished runs, re-runs, a timed-out day, a failed day whose files
+   ended `error`, and a day whose re-run is still going with files in every status); `dlpipe ui`'s app served on 127.0.0.1 and
    photographed by headless chromium.
 
 Needs Debian's chromium and chromium-driver (/usr/bin). Every process it starts is stopped.
@@ -137,7 +137,7 @@ def ui_pictures(driver: Any, out: Path, files: int, yesterday: str) -> None:
     with local_stack() as stack:
         report, _ = run_day(stack, default_day(files), DayOptions(date=yesterday, workers=2))
         print(f"ran {yesterday} for real: batch {report.batch_id} {report.status}")
-        busy_day, stuck = seed_history(stack.clients, stack.settings, yesterday)
+        busy_day, stuck, failed_day = seed_history(stack.clients, stack.settings, yesterday)
         settings = replace(stack.settings, date_offset_days=1)
         ops = build_ops_context(settings, stack.clients)
         with BackgroundServer(create_app(ops, UiOptions(days=14))) as server:
@@ -147,6 +147,12 @@ def ui_pictures(driver: Any, out: Path, files: int, yesterday: str) -> None:
             # A narrow window: the newest dates and the error column stay in view.
             shoot(driver, server.url, out / "ui-grid-800.png", max_height=700, width=NARROW)
             shoot(driver, day, out / "ui-day-800.png", max_height=1600, width=NARROW)
+            # The failed day: its errors by code and each file's error column.
+            failed = (
+                f"{server.url}day/{failed_day}?feed=default"  # its failed batch, not vendor-b's
+            )
+            shoot(driver, failed, out / "ui-day-failed.png", max_height=2000)
+            shoot(driver, failed, out / "ui-day-failed-800.png", max_height=2000, width=NARROW)
             # the claim whose worker died
             shoot(driver, f"{server.url}file/{stuck}", out / "ui-file.png", max_height=1200)
 
@@ -157,6 +163,7 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=12)
     parser.add_argument("--ui-only", action="store_true", help="Leave run.png as it is.")
     args = parser.parse_args()
+    args.out = args.out.resolve()  # a relative --out, as the README runs it
     args.out.mkdir(parents=True, exist_ok=True)
     yesterday = (datetime.now(UTC).date() - timedelta(days=1)).isoformat()
     svg = None if args.ui_only else run_table_svg(args.files, yesterday)
