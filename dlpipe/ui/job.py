@@ -117,8 +117,10 @@ def job_view(ops: OpsContext, file_id: str) -> JobView:
     if job is None:
         raise NotFoundPageError(f"no job {file_id}")
     now_ms = ops.now_ms()
-    repair, why = repair_command(job, now_ms), None
-    ended = ended_repairs(ops, [job]).get(job.batch_id) if repair else None
+    repair, why, held = repair_command(job, now_ms), None, lease_live(job, now_ms)
+    # Any unfinished file, a live claim's too (`requeue --force` would take it): of a batch
+    # that has ended, it is repaired by a new run of the day, never by a requeue.
+    ended = ended_repairs(ops, [job]).get(job.batch_id) if repair or held else None
     if ended is not None:
         # Requeued, the file would leave its ended batch (and the day) as it is.
         repair, why = ended.command, ended.why
@@ -127,7 +129,7 @@ def job_view(ops: OpsContext, file_id: str) -> JobView:
         _fields(job),
         _history(job, now_ms),
         repair,
-        lease_live(job, now_ms),
+        held,
         feed=record_feed(job),
         # A BatchID that does not parse names no day: the job's download date links instead.
         batch_date=batch_polling_date(job.batch_id, default=job.download_date),

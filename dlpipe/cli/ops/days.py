@@ -137,7 +137,9 @@ def _plan_dict(plan: DayPlan, dry_run: bool) -> dict[str, object]:
 
 @contextmanager
 def _progress(total: int) -> Iterator[Callable[[str], None]]:
-    """A progress bar on stderr, so stdout keeps only the summary."""
-    with Progress(console=Console(stderr=True), transient=True) as progress:
+    """A progress bar on stderr, so stdout keeps only the summary; only on a terminal (where it
+    is erased): elsewhere it would leave an empty line before an error's one line."""
+    console = Console(stderr=True)
+    with Progress(console=console, transient=True, disable=not console.is_terminal) as progress:
         task = progress.add_task("backfill", total=total)
         yield lambda day: progress.update(task, advance=1, description=day)

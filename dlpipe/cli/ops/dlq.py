@@ -11,7 +11,7 @@ from dlpipe.cli.ops.options import dry_run_option, feed_option, json_option
 from dlpipe.cli.ops.render import emit, iso, stamp, table
 from dlpipe.cli.safe_text import error_line
 from dlpipe.services.ops.context import OpsContext
-from dlpipe.services.ops.dlq import DlqEntry, peek, redrive
+from dlpipe.services.ops.dlq import Action, DlqEntry, peek, redrive
 from dlpipe.services.ops.feed_filter import FeedChoice
 
 
@@ -42,7 +42,8 @@ def dlq_redrive_command(
     ops: OpsContext, limit: int, feed: FeedChoice, dry_run: bool, as_json: bool
 ) -> None:
     """Send DLQ messages back to the download queue (requeueing failed jobs), then delete them
-    (--feed: that feed's among the first --limit; the others stay)."""
+    (--feed: that feed's among the first --limit; the others stay). Those of a batch that has
+    ended stay, with the run of the day that repairs them (exit 1)."""
     entries = redrive(ops, limit, dry_run, feed)
     emit(_payload(entries, dry_run), [_view("DLQ redrive", entries)], as_json)
     left = [e for e in entries if e.outcome == "left"]
@@ -50,11 +51,16 @@ def dlq_redrive_command(
         click.echo(
             error_line(f"{len(left)} message(s) left in the DLQ for a person to look at"), err=True
         )
+    problems = []
     unsent = [e.message.message_id for e in entries if e.outcome == "not-sent"]
     if unsent:
-        raise IncompleteRecoveryError(
-            f"{len(unsent)} message(s) could not be sent; they stay in the DLQ"
-        )
+        problems.append(f"{len(unsent)} message(s) could not be sent; they stay in the DLQ")
+    held = [e for e in entries if e.action is Action.HOLD]
+    if held:
+        repairs = "; ".join(dict.fromkeys(str(e.repair) for e in held))
+        problems.append(f"{len(held)} message(s) held in the DLQ: {repairs}")
+    if problems:
+        raise IncompleteRecoveryError("; ".join(problems))
 
 
 def _payload(entries: list[DlqEntry], dry_run: bool | None) -> dict[str, object]:
@@ -69,6 +75,7 @@ def _payload(entries: list[DlqEntry], dry_run: bool | None) -> dict[str, object]
             "action": str(e.action),
             "reason": e.reason,
             "outcome": e.outcome,
+            "repair": e.repair.command if e.repair else None,
         }
         for e in entries
     ]

@@ -2,6 +2,11 @@
 
 Redrive order per message: (requeue the job if failed/error), send to the main queue, and
 only then delete from the DLQ. A crash in between leaves a duplicate, never a loss.
+
+A message whose job belongs to a batch that has ended is held, as `jobs requeue` refuses such
+a file (`recovery.ended_repairs`, the one rule): sent, it would complete in a batch nobody
+polls, which stays as it ended. It stays in the DLQ, nothing written, its reason naming the run
+of the day that repairs it (which adopts the file; a later redrive then sends or drops it).
 """
 
 from __future__ import annotations
@@ -16,10 +21,11 @@ from dlpipe.domain.queued import QueuedMessage
 from dlpipe.domain.statuses import UNSUCCESSFUL_JOB_STATUSES
 from dlpipe.domain.transitions import lease_live
 from dlpipe.log import get_logger
+from dlpipe.services.ops.advice import DayRepair
 from dlpipe.services.ops.context import OpsContext
 from dlpipe.services.ops.feed_filter import FeedChoice
 from dlpipe.services.ops.ports import OpsJobs
-from dlpipe.services.ops.recovery import send_jobs
+from dlpipe.services.ops.recovery import ended_repairs, send_jobs
 
 PEEK_VISIBILITY_S = 30  # long enough to read the jobs, short if we crash before giving back
 REDRIVE_VISIBILITY_S = 300
@@ -32,6 +38,11 @@ class Action(StrEnum):
     REQUEUE_AND_SEND = "requeue+send"  # failed / error: back to available, then queued
     SEND = "send"  # available, or downloading (an expired lease is taken over by a worker)
     LEAVE = "leave"  # malformed body or unknown job: a person must look
+    HOLD = "hold"  # its batch has ended: a new run of the day repairs it, not a send
+
+
+# What would put a message's job back on the download queue.
+_SENDS = (Action.REQUEUE_AND_SEND, Action.SEND)
 
 
 @dataclass(frozen=True)
@@ -42,7 +53,8 @@ class DlqEntry:
     job: FileJob | None
     action: Action
     reason: str
-    outcome: str | None = None  # after a redrive: redriven | deleted | left | not-sent
+    outcome: str | None = None  # after a redrive: redriven | deleted | left | held | not-sent
+    repair: DayRepair | None = None  # HOLD: what repairs the file (its batch has ended)
 
     @property
     def file_id(self) -> str | None:
@@ -86,14 +98,23 @@ def _entries(
         peeker.give_back(url, others)
     try:
         found = ops.jobs().batch_get([m.job.file_id for m in messages if m.job], consistent=True)
+        entries = []
+        for message in messages:
+            job = found.get(message.job.file_id) if message.job else None
+            entries.append(DlqEntry(message, job, *plan(message, job, ops.now_ms())))
+        ended = ended_repairs(ops, [e.job for e in entries if e.job and e.action in _SENDS])
     except BaseException:
         peeker.give_back(url, messages)
         raise
-    entries = []
-    for message in messages:
-        job = found.get(message.job.file_id) if message.job else None
-        entries.append(DlqEntry(message, job, *plan(message, job, ops.now_ms())))
-    return entries
+    return [_held(e, ended) for e in entries]
+
+
+def _held(entry: DlqEntry, ended: dict[str, DayRepair]) -> DlqEntry:
+    """HOLD for a message that would go back to the queue, if its job's batch has ended."""
+    repair = ended.get(entry.job.batch_id) if entry.job and entry.action in _SENDS else None
+    if repair is None:
+        return entry
+    return replace(entry, action=Action.HOLD, reason=str(repair), repair=repair)
 
 
 def peek(ops: OpsContext, limit: int, feed: FeedChoice = None) -> list[DlqEntry]:
@@ -124,14 +145,15 @@ def _outcome(entry: DlqEntry, unsent: set[str]) -> str:
         return "deleted"
     if entry.action is Action.SEND:
         return "not-sent" if entry.file_id in unsent else "redriven"
-    return "left"
+    return "held" if entry.action is Action.HOLD else "left"
 
 
 def _execute(ops: OpsContext, entries: list[DlqEntry]) -> list[DlqEntry]:
     jobs = ops.jobs()
     # Every queue the files go back to is found before the first write (ConfigError, nothing
     # changed): a requeued job whose message cannot be sent would wait for the sweeper.
-    for feed in {file_feed(e.file_id, default=DEFAULT_FEED_NAME) for e in entries if e.file_id}:
+    sending = [e.file_id for e in entries if e.file_id and e.action in _SENDS]
+    for feed in {file_feed(f, default=DEFAULT_FEED_NAME) for f in sending}:
         ops.queue(feed)
     entries = [_requeue(jobs, e, ops.now_ms()) for e in entries]
     # Each job goes back to the queue its size routes it to: the DLQ is shared by both.
@@ -142,7 +164,7 @@ def _execute(ops: OpsContext, entries: list[DlqEntry]) -> list[DlqEntry]:
 
 def redrive(ops: OpsContext, limit: int, dry_run: bool, feed: FeedChoice = None) -> list[DlqEntry]:
     """Send DLQ messages (of `feed` among the first `limit`, if given) back to the main queue,
-    then delete them; drop those of completed jobs."""
+    then delete them; drop those of completed jobs; hold those of ended batches (HOLD)."""
     peeker, url = ops.messages(), ops.settings.require("dlq_url")
     entries = _entries(ops, limit, REDRIVE_VISIBILITY_S, feed)
     removed: set[str] = set()
