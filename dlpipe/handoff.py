@@ -59,7 +59,8 @@ def show_day(
     bucket: str | None = None,
 ) -> DayVerification:
     """Feed `feed`'s day `date`: its manifest checked against the pointer and every object it
-    lists HEADed (version, size, SHA-256). `.ok` when all verify; `.problems`, one line each."""
+    lists HEADed (version, size, SHA-256), and its JSON Lines file list and COPY manifest
+    checked against its entries. `.ok` when all verify; `.problems`, one line each."""
     store = consumer_manifests(s3_client, bucket)
     return _service.show_day(store, store.bucket, feed, date)
 

@@ -1,6 +1,7 @@
 """`dlpipe handoff wait|show --feed NAME --date D`: a consumer's view of a feed's day
 (dlpipe/services/ops/handoff.py). `wait` exits by the day's state (EXIT_CODES), `show`
-verifies every object the day's manifest lists and exits 1 on any problem."""
+verifies every object the day's manifest lists and the file lists beside it, and exits 1 on
+any problem."""
 
 from __future__ import annotations
 
@@ -112,8 +113,8 @@ def wait_on(
 @json_option
 @pass_ops
 def show_command(ops: OpsContext, *, feed: str, day: str, as_json: bool) -> None:
-    """The day's manifest, every object it lists checked (version, size, SHA-256) and a
-    summary; exit 1 with a line per problem."""
+    """The day's manifest, every object it lists checked (version, size, SHA-256), its file
+    list and COPY manifest checked against it, and a summary; exit 1 with a line per problem."""
     date = resolve_day(day, ops.now_ms())
     configured(ops, feed)
     bucket = str(ops.settings.destination_bucket or "")

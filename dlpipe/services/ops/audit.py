@@ -5,7 +5,8 @@ names that batch's completed manifest (not its timeout one, if it was repaired);
 manifest's bytes hash to the SHA-256 the pointer recorded and parse; each entry's object is
 there at the entry's version, with its size and SHA-256 metadata (HEAD only: no file is read
 twice; the manifest, version and object checks are manifest_check.py's, shared with `dlpipe
-handoff show`); and the manifest's counts agree with the batch item and with the jobs
+handoff show`); the JSON Lines file list and the COPY manifest beside it hold exactly the
+manifest's entries; and the manifest's counts agree with the batch item and with the jobs
 (BatchIndex COUNTs). The pointer names the object that is there: its version too, so a
 manifest deleted and written again is named, as is a pointer that still names the deleted
 version; and the `Day Completed` event the batch sent named that same version and SHA-256, and
@@ -22,6 +23,7 @@ from dlpipe.domain.model import Batch, BatchStatus, JobStatus
 from dlpipe.services.ops.feed_filter import record_feed
 from dlpipe.services.ops.manifest_check import (
     ManifestProblemError,
+    list_problems,
     object_problems,
     read_manifest,
     version_problems,
@@ -97,6 +99,7 @@ def _audit_day(deps: AuditDeps, day: str, feed: str) -> DayCheck:
     check.problems += version_problems(deps.manifests, pointer)
     check.entries = len(manifest.entries)
     check.problems += object_problems(deps.manifests, manifest.entries)
+    check.problems += list_problems(deps.manifests, manifest)
     check.problems += _count_problems(deps, found, manifest)
     return check
 

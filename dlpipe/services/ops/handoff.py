@@ -1,7 +1,8 @@
 """A consumer's questions about one feed's day: is it ready (`dlpipe handoff wait`,
 `dlpipe.handoff.wait_for_day`), and does its manifest verify (`dlpipe handoff show`,
 `show_day`)? Both follow the day's pointer, `latest.json`, to the manifest it names, checked
-against the pointer's SHA-256 and size; `show` also HEADs every object the manifest lists.
+against the pointer's SHA-256 and size; `show` also HEADs every object the manifest lists
+and reads the file lists beside it (the JSON Lines and the COPY manifest) entry by entry.
 The checks are manifest_check.py's, the audit's own."""
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dlpipe.domain.manifest import Manifest, ManifestError, day_prefix
 from dlpipe.domain.statuses import BATCH_OPEN, SUCCESSFUL_BATCH_STATUSES
 from dlpipe.services.ops.manifest_check import (
     ManifestProblemError,
+    list_problems,
     object_problems,
     read_manifest,
     version_problems,
@@ -132,7 +134,8 @@ def wait_for_day(
 
 def show_day(reader: ManifestReader, bucket: str, feed: str, date: str) -> DayVerification:
     """The day's manifest and every object it lists checked (version, size, SHA-256 by
-    HEAD); each problem one line, none when the day verifies. A day without a manifest is a
+    HEAD), and its JSON Lines file list and COPY manifest against its entries; each problem
+    one line, none when the day verifies. A day without a manifest is a
     problem too. ValueError for a feed name or date that is none."""
     day_prefix(feed, date)
     try:
@@ -143,7 +146,8 @@ def show_day(reader: ManifestReader, bucket: str, feed: str, date: str) -> DayVe
         return DayVerification(day, 0, 0, ("no manifest yet (no latest.json)",))
     problems = tuple(object_problems(reader, manifest.entries))
     entries = len(manifest.entries)
-    return DayVerification(day, entries, entries - len(problems), problems)
+    listed = tuple(list_problems(reader, manifest))
+    return DayVerification(day, entries, entries - len(problems), problems + listed)
 
 
 def _read_day(

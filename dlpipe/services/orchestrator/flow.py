@@ -90,11 +90,13 @@ class BatchFlowService:
 
     def write_manifest(self, batch_id: str) -> dict[str, Any] | None:
         """write-manifest: the ended batch's manifest and the day's pointer (manifest.py); a
-        manifest there with other bytes is `{"problem": "manifest_tampered: ..."}`."""
+        manifest there with other bytes is `{"problem": "manifest_tampered: ..."}`, or
+        `manifest_superseded: ...` when a later batch's manifest is the day's (handoff.py)."""
         try:
             ref = manifest.write_manifest(self, batch_id)
         except ManifestConflictError as exc:
-            return {"problem": f"{handoff.MANIFEST_TAMPERED}: {exc}"}
+            batch = self.batches.require(batch_id)
+            return {"problem": handoff.conflict_problem(self.manifests, batch, exc)}
         return None if ref is None else ref.to_dict()
 
     def record_handoff_problem(self, batch_id: str, problem: str) -> None:

@@ -16,7 +16,9 @@ An event ID is one content, across executions too: a run that attaches to an end
 as first sent (`record_handoff`, the first one wins) and every later run re-sends that one byte
 for byte. A later run whose manifest is no longer the one that event named withholds it and
 names why (`manifest_recreated` / `manifest_changed`, and `manifest_tampered` /
-`manifest_failed` when the write-manifest step could not verify or write it): the reason is
+`manifest_failed` when the write-manifest step could not verify or write it, or
+`manifest_superseded` when it renders other bytes because a later batch's manifest, a rerun
+that adopted its files, is the day's now): the reason is
 recorded on the batch item (HandoffProblem, shown by `dlpipe status` and the day page) and in
 the run's result, never sent as an event with another manifest or none. `Day Late` is claimed
 on the batch item before it is sent, so it goes out once per batch however many runs watch it
@@ -48,6 +50,9 @@ from dlpipe.log import get_logger
 from dlpipe.services.orchestrator.ports import StepFailed
 
 if TYPE_CHECKING:
+    from dlpipe.domain.manifest import ManifestConflictError
+    from dlpipe.domain.model import Batch
+    from dlpipe.services.orchestrator.manifest_ports import ManifestStore
     from dlpipe.services.orchestrator.ports import (
         BatchFlow,
         BatchRunResult,
@@ -64,6 +69,7 @@ STEP_RECORD_PROBLEM = "record-handoff-problem"
 # The reasons a hand-off is withheld that the write-manifest step finds (the others are
 # manifest_problem's).
 MANIFEST_TAMPERED = "manifest_tampered"
+MANIFEST_SUPERSEDED = "manifest_superseded"
 MANIFEST_FAILED = "manifest_failed"
 
 
@@ -101,6 +107,27 @@ def feed_deadline(feed: Feed, date_offset_days: int = 1) -> DayDeadline | None:
     if feed.deadline is None:
         return None
     return DayDeadline(feed.deadline, feed.time_zone, date_offset_days)
+
+
+def conflict_problem(
+    manifests: ManifestStore | None, batch: Batch, conflict: ManifestConflictError
+) -> str:
+    """Why the write-manifest step found the batch's manifest there with other bytes:
+    `manifest_superseded` when a later batch's manifest is the day's (a rerun adopted files
+    this batch had, so it renders other bytes now: nobody tampered), else `manifest_tampered`."""
+    found = manifests.read_pointer(batch.feed, batch.polling_date) if manifests else None
+    current = found[0] if found else None
+    if (
+        current is not None
+        and current.batch_id != batch.batch_id
+        and current.created_at > batch.created_at
+    ):
+        return (
+            f"{MANIFEST_SUPERSEDED}: the day's latest manifest is batch {current.batch_id}'s"
+            f" ({current.key}); batch {batch.batch_id}'s, written before a later run adopted"
+            f" its files, is kept as it was ({conflict})"
+        )
+    return f"{MANIFEST_TAMPERED}: {conflict}"
 
 
 def publish(events: EventSender | None, event: HandoffEvent) -> dict[str, Any]:

@@ -118,7 +118,8 @@ def test_an_earlier_batchs_replay_after_a_rerun_adopted_its_files_is_refused_not
     None
 ):
     """The rerun moved the first batch's failed file away, so its `unpublished` list cannot be
-    rendered again as it was: the replay is a conflict and the first manifest stays as it is."""
+    rendered again as it was: the replay is a conflict, named superseded (the day is the
+    rerun's, nobody tampered), and the first manifest stays as it is."""
     day = Day()
     first = day.batch(BatchStatus.FAILED, ["accounts"], ("zones",))
     first_ref = day.flow.write_manifest(first.batch_id)
@@ -127,7 +128,7 @@ def test_an_earlier_batchs_replay_after_a_rerun_adopted_its_files_is_refused_not
     day.flow.write_manifest(day.batch(BatchStatus.COMPLETED, ["zones"]).batch_id)
     refused = day.flow.write_manifest(first.batch_id)
     assert refused is not None
-    assert refused["problem"].startswith("manifest_tampered: ")
+    assert refused["problem"].startswith("manifest_superseded: ")
     assert day.store.objects[first_ref["key"]] == before
 
 
