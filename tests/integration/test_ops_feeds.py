@@ -255,9 +255,16 @@ def test_batch_audit_answers_per_feed(
 
 
 def test_the_feeds_file_names_the_feeds_status_shows(
-    world: World, dlpipe_cli: CliRunner, repo_root: Path, monkeypatch: pytest.MonkeyPatch
+    world: World,
+    dlpipe_cli: CliRunner,
+    repo_root: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> None:
-    """DLPIPE_FEEDS_FILE's feeds are shown for a date even before any of their batches exist."""
+    """DLPIPE_FEEDS_FILE's feeds are shown for a date even before any of their batches exist
+    (the `file:` secrets the example names, relative to the working directory, exist)."""
+    monkeypatch.chdir(tmp_path)
+    _secret_files(tmp_path)
     monkeypatch.setenv(ENV_FEEDS_FILE, str(repo_root / "feeds.example.toml"))
     world.batch(status=BatchStatus.QUEUED)
     payload = dlpipe_cli("status", "--date", world.day, "--json", obj=world.rewired()).json()
@@ -265,6 +272,16 @@ def test_the_feeds_file_names_the_feeds_status_shows(
     assert named["batches"] == []
     assert named["start_command"] == f"dlpipe run --date {world.day} --feed {FEED}"
     assert named["freshness"].startswith("late by ")  # 09:30 London the next day, now 10:00Z
+
+
+def _secret_files(folder: Path) -> None:
+    """The token and key files feeds.example.toml's vendor-b names (a key by shape only)."""
+    where = folder / ".dlpipe/feeds/vendor-b"
+    where.mkdir(parents=True)
+    (where / "token").write_text("tok-123")
+    (where / "private_key.pem").write_text(
+        "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----\n"
+    )
 
 
 def test_an_invalid_feeds_file_is_one_line(
