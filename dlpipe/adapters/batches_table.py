@@ -14,6 +14,7 @@ from dlpipe.adapters.items import (
     batch_to_item,
     expression_names,
     serialize,
+    stored_error,
 )
 from dlpipe.adapters.status_conditions import status_in
 from dlpipe.domain.clock import Clock, SystemClock, iso_from_ms
@@ -25,7 +26,6 @@ from dlpipe.domain.errors import (
 )
 from dlpipe.domain.model import SETS_MAX_FILES, Batch, BatchStatus
 from dlpipe.domain.outcome import OutcomeSummary
-from dlpipe.domain.redaction import redact
 from dlpipe.domain.rules import ttl_expired
 from dlpipe.domain.schema import POLLING_DATE_INDEX
 from dlpipe.domain.statuses import BATCH_OPEN
@@ -220,7 +220,7 @@ class BatchesTable(BatchMarks):
             # Entries the provider listed that could not become jobs: the batch cannot
             # complete cleanly, and operators must see why.
             update += ", #error = :error"
-            values[":error"] = redact(error_message)[:1000]
+            values[":error"] = stored_error(error_message)
         if count <= SETS_MAX_FILES and len(files) == count:
             if files:
                 update += ", #expected = :files"
@@ -305,7 +305,7 @@ class BatchesTable(BatchMarks):
             values[":timeout"] = timeout_at
         if error_message:
             update += ", #error = :error"
-            values[":error"] = redact(error_message)[:1000]
+            values[":error"] = stored_error(error_message)
         if outcome is not None:
             update += ", #outcome = :outcome"
             values[":outcome"] = outcome.to_json()

@@ -158,8 +158,8 @@ def _to_item(record: FileJob | Batch, names: dict[str, str]) -> dict[str, Attrib
             value = value.to_json()  # a JSON string: its size is bounded and easy to measure
         if f.name == "error_message":
             # A new item's message too (a refused listing entry quotes the provider's value,
-            # which may be our own token echoed back): as every update writes it (jobs_writes).
-            value = redact(value)[:1000]
+            # which may be our own token echoed back), as every update writes it.
+            value = stored_error(value)
         # An enum (or an UnknownCipher) is stored as its string, byte for byte.
         as_string = f.name in ("status", "cipher")
         item[names[f.name]] = serialize(str(value) if as_string else value)
@@ -196,6 +196,15 @@ def _outcome(value: object) -> OutcomeSummary:
         return OutcomeSummary.from_json(str(value))
     except ValueError:
         return OutcomeSummary(cause="unreadable_summary: the stored OutcomeSummary is not valid")
+
+
+ERROR_MESSAGE_MAX_CHARS = 1000  # an ErrorMessage is a line for an operator, not a dump
+
+
+def stored_error(message: str) -> str:
+    """`message` as an ErrorMessage is stored, on a new item or by an update: redacted
+    (domain/redaction.py), then cut to ERROR_MESSAGE_MAX_CHARS."""
+    return redact(message)[:ERROR_MESSAGE_MAX_CHARS]
 
 
 def job_to_item(job: FileJob) -> dict[str, AttributeValueTypeDef]:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from dlpipe.adapters import dynamo
-from dlpipe.adapters.items import job_from_item, job_key, job_to_item, serialize
+from dlpipe.adapters.items import job_from_item, job_key, job_to_item, serialize, stored_error
 from dlpipe.adapters.jobs_conditions import CLAIMABLE, EXPIRED, FORCE_REQUEUABLE, HELD, REQUEUABLE
 from dlpipe.adapters.jobs_reads import JOB_NAMES, job_names
 from dlpipe.adapters.status_conditions import StatusClause
@@ -25,7 +25,6 @@ from dlpipe.domain.errors import (
     RequeueRefusedError,
 )
 from dlpipe.domain.model import FileJob, JobStatus, listed_by
-from dlpipe.domain.redaction import redact
 from dlpipe.domain.rules import lease_expiry_ms
 from dlpipe.domain.statuses import UNSUCCESSFUL_JOB_STATUSES
 from dlpipe.domain.transitions import is_own_job_write
@@ -219,7 +218,7 @@ class JobWrites:
         values = {
             ":final": str(status),
             ":now": self._clock.now_ms(),
-            ":message": redact(error_message)[:1000],
+            ":message": stored_error(error_message),
         }
         return self._owned_update(file_id, owner, update, values, str(status), ends_in=status)
 
@@ -234,7 +233,7 @@ class JobWrites:
         }
         if error_message is not None:
             update = update.replace(" REMOVE ", ", #error = :message REMOVE ", 1)
-            values[":message"] = redact(error_message)[:1000]
+            values[":message"] = stored_error(error_message)
         return self._owned_update(
             file_id, owner, update, values, "release", ends_in=JobStatus.AVAILABLE
         )
