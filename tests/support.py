@@ -85,13 +85,14 @@ _USED_DAYS: set[str] = set()
 _DAYS_LOCK = threading.Lock()
 
 
-def unique_day() -> str:
-    """A polling date no other test of this process uses (years 3000-9999, never repeated),
-    so the PollingDateIndex holds only the calling test's batches."""
+def unique_day(first_year: int = 3000, last_year: int = 9999) -> str:
+    """A polling date no other test of this process (so of its emulators) uses, in
+    first_year..last_year, never repeated: the PollingDateIndex holds only the calling test's
+    batches, and a feed-day's S3 keys only its objects."""
     draw = random.SystemRandom()
     with _DAYS_LOCK:
         while True:
-            day = f"{draw.randint(3000, 9999)}-{draw.randint(1, 12):02d}-{draw.randint(1, 28):02d}"
+            day = f"{draw.randint(first_year, last_year)}-{draw.randint(1, 12):02d}-{draw.randint(1, 28):02d}"
             if day not in _USED_DAYS:
                 _USED_DAYS.add(day)
                 return day

@@ -5,7 +5,6 @@ DynamoDB Local, moto's S3 and EventBridge (a rule to the downstream queue)."""
 
 from __future__ import annotations
 
-import random
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -23,7 +22,7 @@ from dlpipe.services.orchestrator.handoff import DayDeadline
 from dlpipe.services.orchestrator.sequence import InlineSteps, PollingPlan, run_inline
 from tests.fakes.provider import FakeLister, descriptor
 from tests.integration.test_handoff_events import complete_all, events_of, flow_on_emulator
-from tests.support import ManualClock
+from tests.support import ManualClock, unique_day
 
 pytestmark = pytest.mark.integration
 # Long past for the test clock: a deadline of the day has passed.
@@ -32,7 +31,7 @@ DEADLINE = DayDeadline("00:00", "UTC", 0)
 
 def _date() -> str:
     """A date of its own: a run attaches to the date's running batch, whoever made it."""
-    return f"{random.randint(2001, 2019)}-{random.randint(1, 12):02d}-{random.randint(1, 28):02d}"
+    return unique_day(2001, 2019)
 
 
 def _day(

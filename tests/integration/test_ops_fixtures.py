@@ -1,11 +1,12 @@
 """Fixtures of the ops CLI tests: a Scan guard, private queues, a far-past clock, the CLI runner.
 
-The tables are shared by the whole session, so every ops test runs at its own far-past
-moment (the StatusIndex is global) and deletes what it seeded.
+The tables and the bucket are shared by the worker's whole session, so every ops test runs at its own
+far-past moment (the StatusIndex is global) and deletes what it seeded.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import uuid
@@ -125,11 +126,22 @@ def no_scan(clients: AwsClients) -> Iterator[list[str]]:
     assert calls == [], f"{calls} called"
 
 
+FAR_PAST_DAYS = 28 * 365  # 1971..1998: polling dates no other test uses
+_DAYS = itertools.count(random.randrange(0, FAR_PAST_DAYS) // 3 * 3, 3)
+
+
+def far_past_day_ms() -> int:
+    """The start of a far-past day that no other world of this process (so of its emulators)
+    gets, with the day before and after free too (audits look at a date range): the worlds step
+    through the days by three, and the bucket keeps every test's manifests."""
+    start = int(datetime(1971, 1, 1, tzinfo=UTC).timestamp() * 1000)
+    return start + next(_DAYS) % (FAR_PAST_DAYS // 3 * 3) * DAY_MS
+
+
 @pytest.fixture
 def world(clients: AwsClients, provisioned: Provisioned, no_scan: list[str]) -> Iterator[World]:
     """A far-past day and clock, a private queue and DLQ, and cleanup of what the test seeded."""
-    start = datetime(1971, 1, 1, tzinfo=UTC).timestamp() * 1000
-    day_ms = int(start) + random.randrange(0, 28 * 365) * DAY_MS
+    day_ms = far_past_day_ms()
     clock = ManualClock(day_ms + 10 * 3_600_000)  # 10:00 UTC the day after the polling date
     day = datetime.fromtimestamp((day_ms - DAY_MS) / 1000, tz=UTC).date().isoformat()
     suffix = uuid.uuid4().hex[:12]
