@@ -11,6 +11,7 @@ from typing import Any
 from flask import Flask
 from waitress.server import BaseWSGIServer, create_server
 
+from dlpipe.log import get_logger
 from dlpipe.ui.app import answer_only_at
 
 HOST = "127.0.0.1"  # an operator's view of production tables: never on another interface
@@ -44,13 +45,21 @@ class BackgroundServer:
     def __init__(self, app: Flask, port: int = 0) -> None:
         self._sockets: dict[int, Any] = {}  # waitress's socket map: its loop runs while not empty
         self._server = _server(app, port, self._sockets)
-        self._thread = threading.Thread(target=self._server.run, name="dlpipe-ui", daemon=True)
+        self._thread = threading.Thread(target=self._serve, name="dlpipe-ui", daemon=True)
         self.url = _url(self._server)
 
     def start(self) -> BackgroundServer:
         """Start serving; returns self."""
         self._thread.start()
         return self
+
+    def _serve(self) -> None:
+        try:
+            self._server.run()
+        except OSError as exc:
+            # A socket or the wake-up pipe closed under waitress's loop: the loop has ended,
+            # and stop() still closes what is left; one log line, not a thread's traceback.
+            get_logger(component="ui").warning("ui.server_loop_ended", error=str(exc))
 
     def stop(self) -> None:
         """Close every socket from waitress's own loop (which then ends), stop its threads."""
