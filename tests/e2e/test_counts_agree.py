@@ -11,68 +11,43 @@ from __future__ import annotations
 
 import json
 import re
-import uuid
 from pathlib import Path
 
 import pytest
 
-from dlpipe.adapters.aws import AwsClients
 from dlpipe.adapters.batches_table import BatchesTable
-from dlpipe.adapters.queue import JobQueue
-from dlpipe.config import (
-    ENV_ALLOW_HTTP_URLS,
-    ENV_BATCHES_TABLE,
-    ENV_FEEDS_FILE,
-    ENV_MAX_POLLS,
-    ENV_POLL_INTERVAL_SECONDS,
-    ENV_RESEND_AFTER_SECONDS,
-)
-from dlpipe.domain.cipher_format import CIPHER_GCM
+from dlpipe.config import ENV_BATCHES_TABLE
 from dlpipe.domain.clock import SystemClock
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.domain.model import BatchStatus
 from dlpipe.domain.transitions import lease_live
-from dlpipe.local.events import received_events
-from dlpipe.local.provision import Provisioned
 from dlpipe.local.stub.faults import Faults
-from dlpipe.local.stub.publish import StubFileSpec
-from dlpipe.services.orchestrator.flow import BatchFlowService
-from tests.e2e.test_repair_closes_day import (
-    FEED,
-    POLLS,
-    ROOT,
-    _client,
-    _day_closed,
-    _dlpipe,
-    _feeds_file,
-    _page,
-)
+from tests.e2e import test_repair_kit as kit
 from tests.e2e.test_worker_kit import WorkerProcess, queues, wait_until, worker_env
 from tests.integration.test_downloader_kit import wall_clock_jobs
-from tests.provider_support import StubFactory, fast_client
 from tests.support import unique_day
 
 pytestmark = pytest.mark.e2e
-pytest_plugins = ["tests.provider_fixtures"]  # rsa_keypair, stub_factory
+pytest_plugins = ["tests.provider_fixtures", "tests.e2e.test_repair_kit"]  # stack
 ENTITIES = ("accounts", "positions", "trades", "prices")
 UNFINISHED = "trades"  # its URL stays expired in the first run: `failed`, retries used up
 
 
 def _screens(
-    env: dict[str, str], cwd: Path, day: str, feed: str = FEED
+    env: dict[str, str], cwd: Path, day: str, feed: str = kit.FEED
 ) -> dict[tuple[str, str], tuple[int, ...]]:
     """(BatchID, screen) -> (completed, failed, error, expected) for each batch of the day."""
     seen: dict[tuple[str, str], tuple[int, ...]] = {}
     for command in ("status", "batch"):
         args = ("status",) if command == "status" else ("batch", "show")
-        done = _dlpipe(env, cwd, *args, "--date", day, "--feed", feed, "--json")
+        done = kit.run_dlpipe(env, cwd, *args, "--date", day, "--feed", feed, "--json")
         assert done.returncode == 0, (done.stdout, done.stderr)
         assert done.stdout.startswith("{"), done.stdout
         for row in json.loads(done.stdout)["batches"]:
             c = row["job_counts"]
             counts = (c["completed"], c["failed"], c["error"], row["expected_files"])
             seen[row["batch_id"], f"{command} --json"] = counts
-    text = _dlpipe(env, cwd, "status", "--date", day, "--feed", feed).stdout
+    text = kit.run_dlpipe(env, cwd, "status", "--date", day, "--feed", feed).stdout
     for batch_id, _ in list(seen):
         line = next((ln for ln in text.splitlines() if batch_id in ln), "")
         words = dict(re.findall(r"(\w+)=(\d+)", line))
@@ -80,22 +55,7 @@ def _screens(
         seen[batch_id, "status"] = tuple(
             int(words.get(k, -1)) for k in ("completed", "failed", "error")
         )
-    client = _client(env)
-    grid = _page(client, f"/?feed={feed}&end={day}")
-    for batch_id in {b for b, _ in seen}:
-        page = _page(client, f"/day/{day}?feed={feed}&batch={batch_id}")
-        shown = dict(re.findall(r'id="count-(\w+)">(\d+)<', page))
-        keys = ("completed", "failed", "error", "expected")
-        seen[batch_id, "day page"] = tuple(int(shown[k]) for k in keys)
-        cell = re.search(
-            rf'data-batch="{re.escape(batch_id)}".*?: (\d+)/(\d+) completed, (\d+) failed,'
-            r" (\d+) error",
-            grid,
-            re.S,
-        )
-        assert cell is not None, grid
-        done_n, expected, failed, error = map(int, cell.groups())
-        seen[batch_id, "grid"] = (done_n, failed, error, expected)
+    seen.update(kit.page_counts(env, day, feed, {b for b, _ in seen}))
     assert {screen for _, screen in seen} == {
         "status", "status --json", "batch --json", "day page", "grid"
     }  # fmt: skip
@@ -103,42 +63,28 @@ def _screens(
 
 
 def test_a_rerun_that_adopted_files_and_the_batch_it_adopted_count_alike_everywhere(
-    clients: AwsClients,
-    provisioned: Provisioned,
-    aws_env: dict[str, str],
-    stub_factory: StubFactory,
-    rsa_keypair: tuple[bytes, bytes],
-    tmp_path: Path,
+    stack: kit.Stack, tmp_path: Path
 ) -> None:
     day = unique_day()
     faults = Faults(always_expired_entities=frozenset({UNFINISHED}))
-    stub = stub_factory([StubFileSpec(e, 256, CIPHER_GCM) for e in ENTITIES], faults)
-    key_file = tmp_path / "feed.pem"
-    key_file.write_bytes(rsa_keypair[0])
-    received_events(clients, str(provisioned.downstream_queue_url), rounds=1)  # earlier tests'
-    with queues(clients) as q:
-        settings = {
-            ENV_BATCHES_TABLE: provisioned.batches_table,
-            ENV_ALLOW_HTTP_URLS: "true",
-            ENV_POLL_INTERVAL_SECONDS: "1",
-            ENV_MAX_POLLS: POLLS,
-            ENV_RESEND_AFTER_SECONDS: "5",
-            ENV_FEEDS_FILE: str(_feeds_file(tmp_path, stub, key_file)),
-        }
-        env = worker_env(aws_env, provisioned, q.url, key_file, lease_seconds=10, **settings)
-        env["PYTHONPATH"] = ROOT
+    stub = stack.stub(ENTITIES, faults)
+    key_file = kit.write_key(tmp_path, "feed.pem", stack.rsa_keypair[0])
+    kit.drain_events(stack)
+    with queues(stack.clients) as q:
+        env = kit.feed_env(stack, q.url, tmp_path, stub, key_file)
         worker = WorkerProcess(env, tmp_path / "w.log")
         try:
-            first = _dlpipe(env, tmp_path, "run", "--date", day, "--feed", FEED)
+            first = kit.run_dlpipe(env, tmp_path, "run", "--date", day, "--feed", kit.FEED)
             assert first.returncode == 1, (first.stdout, first.stderr)
             faults.set(always_expired_entities=frozenset())  # the provider signs again
-            rerun = _dlpipe(env, tmp_path, "run", "--date", day, "--feed", FEED)
+            rerun = kit.run_dlpipe(env, tmp_path, "run", "--date", day, "--feed", kit.FEED)
             assert rerun.returncode == 0, (rerun.stdout, rerun.stderr)
         finally:
             worker.stop()
         # (The screens read the queues' depths: inside the block that keeps them.)
-        assert _day_closed(clients, provisioned, day) == []
-        batches = BatchesTable(clients.dynamodb, provisioned.batches_table).query_by_date(day)
+        assert kit.day_closed(stack, day) == []
+        table = BatchesTable(stack.clients.dynamodb, stack.provisioned.batches_table)
+        batches = table.query_by_date(day)
         assert [b.status for b in batches] == [BatchStatus.FAILED, BatchStatus.COMPLETED]
         earlier, repair = batches[0].batch_id, batches[1].batch_id
         assert json.loads(rerun.stdout)["adopted_from"] == [earlier], rerun.stdout
@@ -151,42 +97,29 @@ def test_a_rerun_that_adopted_files_and_the_batch_it_adopted_count_alike_everywh
         wrong = {k: v for k, v in seen.items() if v != want[k[0]][: len(v)]}
         assert wrong == {}, (want, seen)
         # The grid's "files done" row: the day's last batch, all its files.
-        grid = _page(_client(env), f"/?feed={FEED}&end={day}")
+        grid = kit.get_page(kit.ui_client(env), f"/?feed={kit.FEED}&end={day}")
         assert f"<td>{files}/{files}</td>" in grid
 
 
 def test_a_day_repaired_by_jobs_requeue_counts_the_requeued_file_once_everywhere(
-    clients: AwsClients,
-    provisioned: Provisioned,
-    aws_env: dict[str, str],
-    stub_factory: StubFactory,
-    rsa_keypair: tuple[bytes, bytes],
-    tmp_path: Path,
+    stack: kit.Stack, tmp_path: Path
 ) -> None:
     day = unique_day()
-    key_file = tmp_path / "private.pem"
-    key_file.write_bytes(rsa_keypair[0])
-    jobs = wall_clock_jobs(clients, provisioned)
-    stub = stub_factory([StubFileSpec(e, 256, CIPHER_GCM) for e in ENTITIES])
-    with queues(clients) as q:
-        flow = BatchFlowService(
-            jobs=jobs,
-            batches=BatchesTable(clients.dynamodb, provisioned.batches_table, SystemClock()),
-            provider=fast_client(stub),
-            queue=JobQueue(clients.sqs, q.url),
-            clock=SystemClock(),
-            new_uuid=lambda: str(uuid.uuid4()),
-        )
-        batch_id = flow.create_batch(day)
-        flow.fetch_and_queue(batch_id, day)
+    key_file = kit.write_key(tmp_path, "private.pem", stack.rsa_keypair[0])
+    jobs = wall_clock_jobs(stack.clients, stack.provisioned)
+    stub = stack.stub(ENTITIES)
+    with queues(stack.clients) as q:
+        flow, batch_id = kit.queued_day(stack, jobs, stub, q.url, day)
         dead = f"{UNFINISHED}-{day}"
         jobs.claim(dead, "worker-that-died", 1)  # its lease runs out with nobody to end it
         wait_until(
             lambda: not lease_live(jobs.require(dead), SystemClock().now_ms()), 15, "the lease"
         )
-        env = worker_env(aws_env, provisioned, q.url, key_file, stub=stub, lease_seconds=10)
-        env.update({ENV_BATCHES_TABLE: provisioned.batches_table, "PYTHONPATH": ROOT})
-        requeued = _dlpipe(env, tmp_path, "jobs", "requeue", dead)
+        env = worker_env(
+            stack.aws_env, stack.provisioned, q.url, key_file, stub=stub, lease_seconds=10
+        )
+        env.update({ENV_BATCHES_TABLE: stack.provisioned.batches_table, "PYTHONPATH": kit.ROOT})
+        requeued = kit.run_dlpipe(env, tmp_path, "jobs", "requeue", dead)
         assert requeued.returncode == 0, requeued.stderr
         worker = WorkerProcess(env, tmp_path / "w.log")
         try:

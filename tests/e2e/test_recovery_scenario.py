@@ -8,69 +8,44 @@ import json
 import os
 import signal
 import subprocess
-import sys
-import uuid
 from pathlib import Path
 
 import pytest
 
-from dlpipe.adapters.aws import AwsClients
-from dlpipe.adapters.batches_table import BatchesTable
-from dlpipe.adapters.queue import JobQueue
 from dlpipe.domain.cipher_format import CIPHER_GCM
 from dlpipe.domain.clock import SystemClock
 from dlpipe.domain.model import JobStatus
 from dlpipe.domain.transitions import lease_live
-from dlpipe.local.provision import Provisioned
 from dlpipe.local.stub.publish import StubFileSpec
-from dlpipe.services.orchestrator.flow import BatchFlowService
+from tests.e2e.test_repair_kit import Stack, queued_day, run_dlpipe, write_key
 from tests.e2e.test_worker_kit import WorkerProcess, queues, wait_until, worker_env
-from tests.integration.test_downloader_kit import MIB, Relay, StubFactory, wall_clock_jobs
-from tests.provider_support import fast_client
+from tests.integration.test_downloader_kit import MIB, Relay, wall_clock_jobs
 from tests.support import unique_day
 
 pytestmark = pytest.mark.e2e
-pytest_plugins = ["tests.provider_fixtures"]
+pytest_plugins = ["tests.provider_fixtures", "tests.e2e.test_repair_kit"]  # stack
 LEASE_S = 3
 
 
 def dlpipe(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     """Run the real `dlpipe` console script."""
-    cli = str(Path(sys.executable).with_name("dlpipe"))
-    return subprocess.run(
-        [cli, *args], env=env, capture_output=True, text=True, timeout=60, check=False
-    )
+    return run_dlpipe(env, None, *args, columns=None)
 
 
 def test_killed_worker_is_found_by_jobs_stuck_requeued_and_the_batch_completes(
-    clients: AwsClients,
-    provisioned: Provisioned,
-    aws_env: dict[str, str],
-    stub_factory: StubFactory,
-    rsa_keypair: tuple[bytes, bytes],
-    entity: str,
-    tmp_path: Path,
+    stack: Stack, entity: str, tmp_path: Path
 ) -> None:
     """SIGKILL mid-download -> `jobs stuck` lists it -> `jobs requeue` -> completed, batch completed."""
-    key_file = tmp_path / "private.pem"
-    key_file.write_bytes(rsa_keypair[0])
+    key_file = write_key(tmp_path, "private.pem", stack.rsa_keypair[0])
     day = unique_day()
+    clients, provisioned = stack.clients, stack.provisioned
     jobs = wall_clock_jobs(clients, provisioned)
-    stub = stub_factory([StubFileSpec(entity, 12 * MIB, CIPHER_GCM)])
+    stub = stack.stub_factory([StubFileSpec(entity, 12 * MIB, CIPHER_GCM)])
     # No worker runs between the kill and the requeue, so the job stays `downloading` under
     # an expired lease until the operator acts (the dead worker's message may also return;
     # its duplicate is harmless, and the requeue's state change is asserted directly).
     with queues(clients) as q:
-        flow = BatchFlowService(
-            jobs=jobs,
-            batches=BatchesTable(clients.dynamodb, provisioned.batches_table, SystemClock()),
-            provider=fast_client(stub),
-            queue=JobQueue(clients.sqs, q.url),
-            clock=SystemClock(),
-            new_uuid=lambda: str(uuid.uuid4()),
-        )
-        batch_id = flow.create_batch(day)
-        flow.fetch_and_queue(batch_id, day)
+        flow, batch_id = queued_day(stack, jobs, stub, q.url, day)
         file_id = f"{entity}-{day}"
         relay = Relay(jobs.require(file_id).presigned_url, bytes_per_s=2 * MIB)
         with relay.running():
@@ -78,7 +53,7 @@ def test_killed_worker_is_found_by_jobs_stuck_requeued_and_the_batch_completes(
             jobs.update_url(file_id, str(owner), relay.url, None)
             jobs.release(file_id, str(owner))
             env = worker_env(
-                aws_env, provisioned, q.url, key_file, stub=stub, lease_seconds=LEASE_S
+                stack.aws_env, provisioned, q.url, key_file, stub=stub, lease_seconds=LEASE_S
             )
             env["DLPIPE_BATCHES_TABLE"] = provisioned.batches_table
             doomed = WorkerProcess(env, tmp_path / "doomed.log")

@@ -18,38 +18,33 @@ from dlpipe.domain.cipher_format import CIPHER_CBC, CIPHER_GCM
 from dlpipe.domain.clock import SystemClock
 from dlpipe.domain.messages import JobMessage, encode_message
 from dlpipe.domain.model import FileJob, JobStatus, make_batch_id
-from dlpipe.local.provision import Provisioned
 from dlpipe.local.stub.crypto import generate_rsa_keypair
 from dlpipe.local.stub.publish import StubFileSpec
 from dlpipe.local.stub.server import StubProvider
 from dlpipe.services.orchestrator.jobs_from_listing import job_from_descriptor
+from tests.e2e.test_repair_kit import Stack
 from tests.e2e.test_worker_kit import WorkerProcess, queues, wait_until, worker_env
-from tests.integration.test_downloader_kit import DAY, StubFactory, wall_clock_jobs
+from tests.integration.test_downloader_kit import DAY, wall_clock_jobs
 from tests.provider_support import TEST_PROVIDER_TOKEN, fast_client
 
 pytestmark = pytest.mark.e2e
-pytest_plugins = ["tests.provider_fixtures"]  # rsa_keypair, stub_factory
+pytest_plugins = ["tests.provider_fixtures", "tests.e2e.test_repair_kit"]  # stack
 
 FILES = 8
 DEFAULT_ONLY = '[feeds.default]\nschedule = "cron(30 6 * * ? *)"\ntime_zone = "UTC"\n'
 
 
-def test_a_feed_added_while_a_worker_runs_completes_every_job(
-    clients: AwsClients,
-    provisioned: Provisioned,
-    aws_env: dict[str, str],
-    stub_factory: StubFactory,
-    rsa_keypair: tuple[bytes, bytes],
-    tmp_path: Path,
-) -> None:
+def test_a_feed_added_while_a_worker_runs_completes_every_job(stack: Stack, tmp_path: Path) -> None:
+    clients, provisioned, aws_env = stack.clients, stack.provisioned, stack.aws_env
     feed = f"late-{uuid.uuid4().hex[:8]}"
     specs = [
         StubFileSpec(f"e{uuid.uuid4().hex[:10]}", 2048 + n, (CIPHER_GCM, CIPHER_CBC)[n % 2])
         for n in range(FILES)
     ]
-    stub = stub_factory(specs)  # encrypts for rsa_keypair: the feed's key, not the worker's own
+    # The stub encrypts for rsa_keypair: the feed's key, not the worker's own.
+    stub = stack.stub_factory(specs)
     feed_key, token = tmp_path / "feed.pem", tmp_path / "feed.token"
-    feed_key.write_bytes(rsa_keypair[0])
+    feed_key.write_bytes(stack.rsa_keypair[0])
     token.write_text(TEST_PROVIDER_TOKEN)
     own_key = tmp_path / "default.pem"
     own_key.write_bytes(generate_rsa_keypair()[0])
