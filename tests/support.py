@@ -92,7 +92,12 @@ def unique_day(first_year: int = 3000, last_year: int = 9999) -> str:
     draw = random.SystemRandom()
     with _DAYS_LOCK:
         while True:
-            day = f"{draw.randint(first_year, last_year)}-{draw.randint(1, 12):02d}-{draw.randint(1, 28):02d}"
+            year, month, day_of_month = (
+                draw.randint(first_year, last_year),
+                draw.randint(1, 12),
+                draw.randint(1, 28),
+            )
+            day = f"{year}-{month:02d}-{day_of_month:02d}"
             if day not in _USED_DAYS:
                 _USED_DAYS.add(day)
                 return day

@@ -1,7 +1,7 @@
 """Fixtures of the ops CLI tests: a Scan guard, private queues, a far-past clock, the CLI runner.
 
-The tables and the bucket are shared by the worker's whole session, so every ops test runs at its own
-far-past moment (the StatusIndex is global) and deletes what it seeded.
+The tables and the bucket are shared by the worker's whole session, so every ops test runs at
+its own far-past moment (the StatusIndex is global) and deletes what it seeded.
 """
 
 from __future__ import annotations
