@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -220,6 +221,19 @@ def terraform(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         [*run, "output", "-json"], capture_output=True, text=True, check=True
     ).stdout
     return {name: value["value"] for name, value in json.loads(shown).items()}
+
+
+@pytest.fixture(autouse=True)
+def no_resolution_nor_connection(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The URLs in the cases (10.0.0.1, example.com) are only judged, as text: loading a feed
+    never resolves a name nor connects (a load that tried would fail here, reaching nothing)."""
+
+    def refuse(*args: object, **_: object) -> None:
+        raise AssertionError(f"a feed's load reached for the network: {args}")
+
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
 
 
 def _code_refusal(name: str, parameter: str) -> str | None:
