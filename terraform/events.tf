@@ -55,9 +55,6 @@ locals {
   }
 }
 
-# The region the provider deploys to (the bus lives there).
-data "aws_region" "current" {}
-
 resource "aws_cloudwatch_event_bus" "handoff" {
   count = local.custom_event_bus ? 1 : 0
 
