@@ -160,10 +160,38 @@ def _argument(item: Item, path: Sequence[str]) -> str:
     return expression
 
 
-def module_text(values: Mapping[str, Value], sources: Sources | None = None) -> str:
-    """A resource-free module that outputs each of `values` under its key."""
+def _preconditions(sources: Sources) -> list[str]:
+    """Each resource's lifecycle preconditions as outputs' preconditions: an apply evaluates
+    them as a plan would (a resource with count or for_each only when it has an instance)."""
+    checks = []
+    for (kind, rtype, name), item in sorted(sources.declared.items()):
+        for lifecycle in blocks(item.text, "lifecycle"):
+            for number, check in enumerate(blocks(lifecycle.text, "precondition")):
+                condition = attribute(check.text, "condition")
+                message = attribute(check.text, "error_message")
+                count = attribute(item.text, "count") or attribute(item.text, "for_each")
+                if count is not None:
+                    guard = (
+                        f"({count}) == 0"
+                        if attribute(item.text, "count")
+                        else f"length({count}) == 0"
+                    )
+                    condition = f"{guard} || ({condition})"
+                checks.append(
+                    f'output "precondition_{kind}_{rtype}__{name}_{number}" {{\n  value = true\n'
+                    f"  precondition {{\n    condition = {condition}\n"
+                    f"    error_message = {message}\n  }}\n}}"
+                )
+    return checks
+
+
+def module_text(
+    values: Mapping[str, Value], sources: Sources | None = None, *, preconditions: bool = False
+) -> str:
+    """A resource-free module that outputs each of `values` under its key; with
+    `preconditions`, every resource's lifecycle preconditions too."""
     sources = sources or Sources.read()
-    outputs = []
+    outputs = _preconditions(sources) if preconditions else []
     for key, value in values.items():
         item = sources.declared[("resource", value.rtype, value.name)]
         reference = f"{value.rtype}.{value.name}"
@@ -186,11 +214,14 @@ def module_text(values: Mapping[str, Value], sources: Sources | None = None) -> 
 class Rendered:
     """A module of `values` in `directory`, initialised; apply it with variables to read them."""
 
-    def __init__(self, directory: Path, values: Mapping[str, Value]) -> None:
+    def __init__(
+        self, directory: Path, values: Mapping[str, Value], *, preconditions: bool = False
+    ) -> None:
         if TERRAFORM is None:
             raise RuntimeError("no terraform binary on PATH")
         self.directory = directory
-        (directory / "main.tf").write_text(module_text(values), encoding="utf-8")
+        text = module_text(values, preconditions=preconditions)
+        (directory / "main.tf").write_text(text, encoding="utf-8")
         subprocess.run(
             [TERRAFORM, "init", "-input=false", "-no-color"],
             cwd=directory,
