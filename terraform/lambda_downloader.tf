@@ -29,9 +29,10 @@ resource "aws_lambda_function" "downloader" {
 
   timeout     = var.downloader_timeout_seconds
   memory_size = var.downloader_memory_mb
-  # Opt-in (reserve_lambda_concurrency): as much as the event source may use, so that other
-  # functions never throttle its polling (throttled batches count as receives toward the DLQ).
-  reserved_concurrent_executions = var.reserve_lambda_concurrency ? var.downloader_max_concurrency : null
+  # Opt-in (reserve_lambda_concurrency): what every event source mapping may run at once, added
+  # up, so that neither other functions nor the mappings themselves throttle its polling
+  # (a throttled batch counts as a receive toward the DLQ).
+  reserved_concurrent_executions = var.reserve_lambda_concurrency ? local.downloader_mappings_concurrency : null
   kms_key_arn                    = aws_kms_key.dlpipe.arn
 
   ephemeral_storage {
@@ -53,6 +54,11 @@ resource "aws_lambda_function" "downloader" {
 
   lifecycle {
     precondition {
+      condition     = !var.reserve_lambda_concurrency || local.lambda_reserved_concurrency <= var.lambda_account_concurrency_limit - local.lambda_unreserved_minimum
+      error_message = "reserve_lambda_concurrency: the downloader's event source mappings run up to ${local.downloader_mappings_concurrency} at once (${join(" + ", [for name, cap in local.downloader_mapping_concurrency : "${name} ${cap}"])}) and the orchestrator reserves ${var.orchestrator_reserved_concurrency}: ${local.lambda_reserved_concurrency} reserved exceeds ${var.lambda_account_concurrency_limit - local.lambda_unreserved_minimum}, the account's lambda_account_concurrency_limit ${var.lambda_account_concurrency_limit} less the ${local.lambda_unreserved_minimum} unreserved executions Lambda keeps. Lower downloader_max_concurrency or the shares, or raise the quota and lambda_account_concurrency_limit."
+    }
+
+    precondition {
       condition     = var.lease_seconds <= var.downloader_timeout_seconds * 6
       error_message = "lease_seconds should not exceed the queue's visibility timeout (six times downloader_timeout_seconds): a redelivered message would find the file still leased."
     }
@@ -69,8 +75,23 @@ resource "aws_lambda_function" "downloader" {
 # them all; with named feeds it holds feed_max_share_percent of them, as a named feed without
 # its own max_share_percent does (feeds.tf: local.feed_max_concurrency; at least 2, the
 # mapping's minimum).
+#
+# The rule of what the downloader may run at once: the mappings' caps are each feed's share
+# and may add up to more than downloader_max_concurrency (an idle feed's share is not lost to
+# the busy ones). A reservation, when on, is their sum: a reservation below it would let the
+# mappings throttle each other, and AWS counts each throttled batch as a receive. Reserving
+# the sum rather than scaling the caps down keeps every feed's cap, and so its isolation, the
+# same with or without a reservation (terraform/README.md, "Reserved concurrency").
 locals {
   default_feed_max_concurrency = length(var.feeds) > 0 ? max(2, floor(var.downloader_max_concurrency * var.feed_max_share_percent / 100)) : var.downloader_max_concurrency
+
+  # Every event source mapping's maximum_concurrency, by feed ("default": the main queue's).
+  downloader_mapping_concurrency  = merge({ default = local.default_feed_max_concurrency }, local.feed_max_concurrency)
+  downloader_mappings_concurrency = sum(values(local.downloader_mapping_concurrency))
+
+  # Lambda refuses a reservation that leaves the account fewer unreserved executions than this.
+  lambda_unreserved_minimum   = 100
+  lambda_reserved_concurrency = local.downloader_mappings_concurrency + var.orchestrator_reserved_concurrency
 }
 
 resource "aws_lambda_event_source_mapping" "downloads" {
@@ -81,7 +102,7 @@ resource "aws_lambda_event_source_mapping" "downloads" {
   function_response_types = ["ReportBatchItemFailures"]
 
   scaling_config {
-    maximum_concurrency = local.default_feed_max_concurrency
+    maximum_concurrency = local.downloader_mapping_concurrency["default"]
   }
 
   # Creating the mapping checks that the role may receive from the queue.
@@ -97,7 +118,7 @@ resource "aws_lambda_event_source_mapping" "feed_downloads" {
   function_response_types = ["ReportBatchItemFailures"]
 
   scaling_config {
-    maximum_concurrency = local.feed_max_concurrency[each.key]
+    maximum_concurrency = local.downloader_mapping_concurrency[each.key]
   }
 
   depends_on = [aws_iam_role_policy.downloader]

@@ -185,9 +185,9 @@ variable "orchestrator_timeout_seconds" {
 }
 
 variable "orchestrator_memory_mb" {
-  description = "Memory of the orchestrator function in MB. It holds the day's file list and writes jobs in parallel; 512 MB is plenty for 100,000 files."
+  description = "Memory of the orchestrator function in MB. Lambda gives a function CPU in proportion to its memory, one vCPU at 1,769 MB, and the write-manifest and fan-out steps are CPU-bound: the default gives a largest_day_files day's write-manifest step a modelled 253 s of one 900 s invocation (lambda_orchestrator.tf, the sizing model). A plan refuses less memory than that day needs."
   type        = number
-  default     = 512
+  default     = 1769
 
   validation {
     condition     = var.orchestrator_memory_mb >= 128 && var.orchestrator_memory_mb <= 10240
@@ -195,10 +195,43 @@ variable "orchestrator_memory_mb" {
   }
 }
 
+variable "orchestrator_ephemeral_storage_mb" {
+  description = "Size of the orchestrator's /tmp in MB: the write-manifest step spools its sorted runs, the manifest and the file lists there, at most about 1.4 KB a file. A plan refuses less than a largest_day_files day spools, with half again for headroom."
+  type        = number
+  default     = 512
+
+  validation {
+    condition     = var.orchestrator_ephemeral_storage_mb >= 512 && var.orchestrator_ephemeral_storage_mb <= 10240 && floor(var.orchestrator_ephemeral_storage_mb) == var.orchestrator_ephemeral_storage_mb
+    error_message = "orchestrator_ephemeral_storage_mb must be a whole number between 512 and 10240 (Lambda's range)."
+  }
+}
+
+variable "largest_day_files" {
+  description = "The most files one feed's day may list. It sizes nothing by itself: the plan checks that orchestrator_memory_mb, orchestrator_ephemeral_storage_mb, orchestrator_timeout_seconds and durable_setup_margin_seconds fit a day this large (lambda_orchestrator.tf, the sizing model)."
+  type        = number
+  default     = 100000
+
+  validation {
+    condition     = var.largest_day_files >= 1 && var.largest_day_files <= 1000000 && floor(var.largest_day_files) == var.largest_day_files
+    error_message = "largest_day_files must be a whole number between 1 and 1000000."
+  }
+}
+
 variable "reserve_lambda_concurrency" {
-  description = "Reserve concurrency for both functions: orchestrator_reserved_concurrency for the orchestrator, downloader_max_concurrency for the downloader (so that other functions cannot throttle its event source). Off by default because Lambda refuses any reservation that would leave the account fewer than 100 unreserved executions, which fails the apply on accounts with a low concurrency quota (new accounts often have 10)."
+  description = "Reserve concurrency for both functions: orchestrator_reserved_concurrency for the orchestrator, and for the downloader the sum of its event source mappings' maximum_concurrency (so that neither other functions nor the mappings themselves throttle its event sources). Off by default because Lambda refuses any reservation that would leave the account fewer than 100 unreserved executions, which fails the apply on accounts with a low concurrency quota (new accounts often have 10); with it on, a plan refuses reservations past lambda_account_concurrency_limit less 100."
   type        = bool
   default     = false
+}
+
+variable "lambda_account_concurrency_limit" {
+  description = "The account's Lambda concurrent executions quota in this region (Service Quotas, \"Concurrent executions\"; 1,000 by default). Used only with reserve_lambda_concurrency: the plan refuses reservations that would leave fewer than 100 unreserved, as Lambda would at apply."
+  type        = number
+  default     = 1000
+
+  validation {
+    condition     = var.lambda_account_concurrency_limit >= 10 && floor(var.lambda_account_concurrency_limit) == var.lambda_account_concurrency_limit
+    error_message = "lambda_account_concurrency_limit must be a whole number of at least 10."
+  }
 }
 
 variable "orchestrator_reserved_concurrency" {
@@ -270,7 +303,7 @@ variable "downloader_batch_size" {
 }
 
 variable "downloader_max_concurrency" {
-  description = "Most downloader invocations the SQS event source runs at once (scaling_config.maximum_concurrency), and the downloader's reserved concurrency when reserve_lambda_concurrency is on. Bounds the load on the provider."
+  description = "Most downloader invocations the SQS event source runs at once (scaling_config.maximum_concurrency). With named feeds, each feed's mapping runs its share of it, and the caps may add up to more; with reserve_lambda_concurrency the downloader reserves that sum. Bounds the load on each provider."
   type        = number
   default     = 10
 

@@ -45,6 +45,7 @@ KEYWORD = "<aws.scheduler.scheduled-time>"
 CAP = ("scaling_config", "maximum_concurrency")
 SOURCE = ("event_source_arn",)
 DIMENSIONS = ("dimensions",)
+RESERVED = ("reserved_concurrent_executions",)
 # The variables' defaults, for a deployment that leaves them unset.
 DEFAULTS: dict[str, Any] = {n: body.get("default") for n, body in Module.load().variables.items()}
 # An SQS event source mapping runs at least 2 invocations at once.
@@ -79,6 +80,8 @@ VALUES = {
     "feed_caps": Value("aws_lambda_event_source_mapping", "feed_downloads", CAP),
     "feed_sources": Value("aws_lambda_event_source_mapping", "feed_downloads", SOURCE),
     "feed_alarms": Value("aws_cloudwatch_metric_alarm", "feed_queue_oldest_message", DIMENSIONS),
+    "reserved": Value("aws_lambda_function", "downloader", RESERVED),
+    "orchestrator_reserved": Value("aws_lambda_function", "orchestrator", RESERVED),
 }
 
 
@@ -289,6 +292,29 @@ def test_each_feeds_event_source_mapping_holds_its_share_of_the_downloaders(
         assert outputs["feed_sources"][name] == outputs["feed_queues"][name]["arn"]
     overrides = {f.max_share_percent for f in feeds.values()} - {None}
     assert deployment == "defaults" or overrides  # the fixtures exercise a feed's own share
+
+
+@pytest.mark.parametrize("reserve", [False, True])
+@pytest.mark.parametrize("deployment", DEPLOYMENTS)
+def test_a_reservation_holds_every_event_source_mappings_cap(
+    module: Rendered, deployment: str, reserve: bool
+) -> None:
+    """With reserve_lambda_concurrency, the downloader reserves at least what its mappings may
+    run at once, added up (so that they never throttle each other into the DLQ), and exactly
+    that; without it, neither function reserves any (an account with a low quota refuses it)."""
+    variables = {**DEPLOYMENTS[deployment], "reserve_lambda_concurrency": reserve}
+    outputs = module.outputs(variables)
+    caps = [outputs["cap"], *outputs["feed_caps"].values()]
+    if not reserve:  # terraform output leaves out a null value
+        assert "reserved" not in outputs
+        assert "orchestrator_reserved" not in outputs
+        return
+    assert sum(caps) <= outputs["reserved"]
+    assert outputs["reserved"] == sum(caps)
+    assert outputs["orchestrator_reserved"] == variables.get(
+        "orchestrator_reserved_concurrency", DEFAULTS["orchestrator_reserved_concurrency"]
+    )
+    assert len(caps) == 1 + len(variables.get("feeds", {}))
 
 
 @pytest.mark.parametrize("deployment", DEPLOYMENTS)

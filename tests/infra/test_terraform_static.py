@@ -414,11 +414,15 @@ def test_schedule_input_becomes_an_event_the_orchestrator_reads() -> None:
 @pytest.mark.parametrize(
     ("label", "queue", "cap"),
     [
-        ("downloads", "${aws_sqs_queue.downloads.arn}", "${local.default_feed_max_concurrency}"),
+        (
+            "downloads",
+            "${aws_sqs_queue.downloads.arn}",
+            '${local.downloader_mapping_concurrency["default"]}',
+        ),
         (
             "feed_downloads",
             "${aws_sqs_queue.feed_downloads[each.key].arn}",
-            "${local.feed_max_concurrency[each.key]}",
+            "${local.downloader_mapping_concurrency[each.key]}",
         ),
     ],
 )
@@ -517,28 +521,6 @@ def test_variable_validation_refuses_what_aws_refuses(
     (validation,) = MODULE.variables[name]["validation"]
     assert _evaluate(validation["condition"], _defaults(**{name: rejected})) is False
     assert _evaluate(validation["condition"], _defaults(**{name: accepted})) is True
-
-
-@pytest.mark.parametrize("label", ["orchestrator", "downloader"])
-def test_lambda_reserves_no_concurrency_with_default_variables(label: str) -> None:
-    """No function reserves concurrency by default: an account with a low quota (new ones have 10) refuses any reservation."""
-    body = MODULE.resource("aws_lambda_function", label)
-    assert _evaluate(body.get("reserved_concurrent_executions"), _defaults()) is None
-
-
-def test_reserve_lambda_concurrency_reserves_what_each_function_needs() -> None:
-    """With reserve_lambda_concurrency on, the orchestrator reserves its setting and the downloader its event source's maximum concurrency."""
-    values = _defaults(reserve_lambda_concurrency=True)
-    reserved = {
-        label: _evaluate(
-            MODULE.resource("aws_lambda_function", label)["reserved_concurrent_executions"], values
-        )
-        for label in ("orchestrator", "downloader")
-    }
-    assert reserved == {
-        "orchestrator": values["orchestrator_reserved_concurrency"],
-        "downloader": values["downloader_max_concurrency"],
-    }
 
 
 # --- formatting ------------------------------------------------------------------------------
