@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 from urllib.parse import urlsplit
 
 # Tests only: seconds this process's wall clock runs ahead (named and read in dlpipe.domain.clock).
@@ -115,31 +116,80 @@ def check_provider_url(url: str, *, allow_http: bool) -> str:
     )
 
 
-# No whole-number setting is larger (a byte count included); the polling window has its own
-# bounds (POLL_*_MAX): a window past them overflows date arithmetic.
-_INT_SETTING_MAX = 10**15
-POLL_INTERVAL_MAX_S = 86_400
-MAX_POLLS_MAX = 100_000
+@dataclass(frozen=True)
+class IntSetting:
+    """A whole-number setting: its variable, default and the range a load accepts."""
+
+    env: str
+    default: int
+    minimum: int
+    maximum: int
 
 
-def _int_setting(
-    env: Mapping[str, str],
-    name: str,
-    default: int,
-    minimum: int = 1,
-    maximum: int = _INT_SETTING_MAX,
-) -> int:
-    raw = env.get(name)
+# Every duration, count and size setting, by Settings field: one table, so that none goes
+# without a range (a lease of 10**12 s overflowed the datetime arithmetic of every claim).
+# The floors admit the local stack's short leases and polls; Terraform's validations may be
+# stricter but never wider (tests/infra/test_terraform_static.py holds each variable's range
+# inside the one here).
+_DAY_S = 86_400
+INT_SETTINGS: Mapping[str, IntSetting] = {
+    # An SQS visibility timeout, which outlasts the lease, is at most 12 h.
+    "lease_seconds": IntSetting(ENV_LEASE_SECONDS, 300, 1, 43_200),
+    "poll_interval_seconds": IntSetting(ENV_POLL_INTERVAL_SECONDS, 300, 1, _DAY_S),
+    # A durable execution holds at most 25,000 operations, two a poll.
+    "max_polls": IntSetting(ENV_MAX_POLLS, 12, 1, 12_000),
+    "date_offset_days": IntSetting(ENV_DATE_OFFSET_DAYS, 1, 0, 366),
+    "resend_after_seconds": IntSetting(
+        ENV_RESEND_AFTER_SECONDS, DEFAULT_RESEND_AFTER_SECONDS, 1, _DAY_S
+    ),
+    "provider_outage_budget_seconds": IntSetting(
+        ENV_PROVIDER_OUTAGE_BUDGET_SECONDS, 7200, 0, _DAY_S
+    ),
+    "idle_warning_seconds": IntSetting(
+        ENV_IDLE_WARNING_SECONDS, DEFAULT_IDLE_WARNING_SECONDS, 1, _DAY_S
+    ),
+    "stall_floor_bytes": IntSetting(ENV_STALL_FLOOR_BYTES, DEFAULT_STALL_FLOOR_BYTES, 0, 2**40),
+    "stall_window_seconds": IntSetting(
+        ENV_STALL_WINDOW_SECONDS, DEFAULT_STALL_WINDOW_SECONDS, 1, 3600
+    ),
+    "max_share_percent": IntSetting(ENV_MAX_SHARE_PERCENT, DEFAULT_MAX_SHARE_PERCENT, 1, 100),
+    "aws_outage_budget_seconds": IntSetting(
+        ENV_AWS_OUTAGE_BUDGET_SECONDS, DEFAULT_DEPENDENCY_BUDGET_SECONDS, 0, _DAY_S
+    ),
+    # S3's largest object is 5 TiB.
+    "large_file_threshold_bytes": IntSetting(
+        ENV_LARGE_FILE_THRESHOLD_BYTES, DEFAULT_LARGE_FILE_THRESHOLD_BYTES, 0, 5 * 2**40
+    ),
+    "provider_listing_max_entry_bytes": IntSetting(
+        ENV_PROVIDER_LISTING_MAX_ENTRY_BYTES, 64 * 1024, 1, 16 * 2**20
+    ),
+    "provider_listing_max_files": IntSetting(
+        ENV_PROVIDER_LISTING_MAX_FILES, 200_000, 1, 10_000_000
+    ),
+    "provider_listing_max_pages": IntSetting(ENV_PROVIDER_LISTING_MAX_PAGES, 10_000, 1, 1_000_000),
+}
+POLL_INTERVAL_MAX_S = INT_SETTINGS["poll_interval_seconds"].maximum
+MAX_POLLS_MAX = INT_SETTINGS["max_polls"].maximum
+
+
+def _default(name: str) -> int:
+    return INT_SETTINGS[name].default
+
+
+def _int_setting(env: Mapping[str, str], setting: IntSetting) -> int:
+    """The setting's value from `env`, its default when unset, or a one-line ConfigError
+    naming the variable and its range."""
+    raw = env.get(setting.env)
     if raw is None or raw == "":
-        return default
+        return setting.default
     try:
         value = int(raw)
     except ValueError as exc:
-        raise ConfigError(f"{name} must be a whole number, got {raw!r}") from exc
-    if value < minimum:
-        raise ConfigError(f"{name} must be at least {minimum}, got {value}")
-    if value > maximum:
-        raise ConfigError(f"{name} must be at most {maximum}, got {value}")
+        raise ConfigError(f"{setting.env} must be a whole number, got {raw!a}") from exc
+    if not setting.minimum <= value <= setting.maximum:
+        raise ConfigError(
+            f"{setting.env} must be from {setting.minimum} to {setting.maximum}, got {value}"
+        )
     return value
 
 
@@ -156,13 +206,6 @@ def _endpoint(env: Mapping[str, str], name: str) -> str | None:
     if parts is None or parts.scheme not in {"http", "https"} or not parts.hostname:
         raise ConfigError(f"{name} must be an http(s) URL with a host, got {raw!a}")
     return raw
-
-
-def _percent_setting(env: Mapping[str, str], name: str, default: int) -> int:
-    value = _int_setting(env, name, default)
-    if value > 100:
-        raise ConfigError(f"{name} must be at most 100, got {value}")
-    return value
 
 
 def _bool_setting(env: Mapping[str, str], name: str, default: bool = False) -> bool:
@@ -194,37 +237,37 @@ class Settings:
     provider_token_secret_id: str | None = None
     private_key_file: str | None = None
     private_key_secret_id: str | None = None
-    lease_seconds: int = 300
-    poll_interval_seconds: int = 300
-    max_polls: int = 12
-    date_offset_days: int = 1
+    lease_seconds: int = _default("lease_seconds")
+    poll_interval_seconds: int = _default("poll_interval_seconds")
+    max_polls: int = _default("max_polls")
+    date_offset_days: int = _default("date_offset_days")
     log_level: str = "INFO"
     orchestrator_arn: str | None = None
     # The poller's sweeper: finish or requeue expired claims, re-send available jobs nobody took.
     sweep_requeue: bool = DEFAULT_SWEEP_REQUEUE
-    resend_after_seconds: int = DEFAULT_RESEND_AFTER_SECONDS
+    resend_after_seconds: int = _default("resend_after_seconds")
     # How long a day keeps retrying (suspended, no compute) while the provider is unavailable.
-    provider_outage_budget_seconds: int = 7200
+    provider_outage_budget_seconds: int = _default("provider_outage_budget_seconds")
     # How long queued work may wait untouched before run, status and the web view warn.
-    idle_warning_seconds: int = DEFAULT_IDLE_WARNING_SECONDS
+    idle_warning_seconds: int = _default("idle_warning_seconds")
     # The downloads' stall floor: at least this many bytes in every window of this many seconds.
-    stall_floor_bytes: int = DEFAULT_STALL_FLOOR_BYTES
-    stall_window_seconds: int = DEFAULT_STALL_WINDOW_SECONDS
+    stall_floor_bytes: int = _default("stall_floor_bytes")
+    stall_window_seconds: int = _default("stall_window_seconds")
     # The share of the downloaders one feed may hold (a feed's max_share_percent overrides it).
-    max_share_percent: int = DEFAULT_MAX_SHARE_PERCENT
+    max_share_percent: int = _default("max_share_percent")
     # The same while SQS or DynamoDB is unavailable to the fan-out or a completion check.
-    aws_outage_budget_seconds: int = DEFAULT_DEPENDENCY_BUDGET_SECONDS
+    aws_outage_budget_seconds: int = _default("aws_outage_budget_seconds")
     # Host patterns a provider URL may name; empty: the provider's S3 hosts and API host.
     url_allowed_hosts: tuple[str, ...] = ()
     allow_http_urls: bool = False
     allow_private_url_hosts: bool = False
     # Files above the threshold go to the large-file queue, when there is one (dlpipe.domain.routing).
     large_queue_url: str | None = None
-    large_file_threshold_bytes: int = DEFAULT_LARGE_FILE_THRESHOLD_BYTES
+    large_file_threshold_bytes: int = _default("large_file_threshold_bytes")
     # Sanity caps of the streamed provider listing (dlpipe/adapters/listing_stream.py).
-    provider_listing_max_entry_bytes: int = 64 * 1024
-    provider_listing_max_files: int = 200_000
-    provider_listing_max_pages: int = 10_000
+    provider_listing_max_entry_bytes: int = _default("provider_listing_max_entry_bytes")
+    provider_listing_max_files: int = _default("provider_listing_max_files")
+    provider_listing_max_pages: int = _default("provider_listing_max_pages")
     # The feed these settings run (dlpipe/feed_settings.py makes a named feed's); the default
     # feed publishes at the bucket's root, a named feed under its destination prefix.
     feed: str = DEFAULT_FEED_NAME
@@ -242,7 +285,7 @@ class Settings:
         """Build settings from `env` (default: the process environment)."""
         env = os.environ if env is None else env
         prefix = env.get(ENV_NAME_PREFIX, "")
-        return cls(
+        settings = cls(
             region=env.get(ENV_REGION) or env.get(ENV_DEFAULT_REGION) or DEFAULT_REGION,
             endpoint_url=_endpoint(env, ENV_ENDPOINT_URL),
             service_endpoint_urls={
@@ -260,55 +303,22 @@ class Settings:
             provider_token_secret_id=env.get(ENV_PROVIDER_TOKEN_SECRET) or None,
             private_key_file=env.get(ENV_PRIVATE_KEY_FILE) or None,
             private_key_secret_id=env.get(ENV_PRIVATE_KEY_SECRET) or None,
-            lease_seconds=_int_setting(env, ENV_LEASE_SECONDS, 300),
-            poll_interval_seconds=_int_setting(
-                env, ENV_POLL_INTERVAL_SECONDS, 300, maximum=POLL_INTERVAL_MAX_S
-            ),
-            max_polls=_int_setting(env, ENV_MAX_POLLS, 12, maximum=MAX_POLLS_MAX),
-            date_offset_days=_int_setting(env, ENV_DATE_OFFSET_DAYS, 1, minimum=0),
             log_level=(env.get(ENV_LOG_LEVEL) or "INFO").upper(),
             orchestrator_arn=env.get(ENV_ORCHESTRATOR_ARN) or None,
             sweep_requeue=_bool_setting(env, ENV_SWEEP_REQUEUE, DEFAULT_SWEEP_REQUEUE),
-            resend_after_seconds=_int_setting(
-                env, ENV_RESEND_AFTER_SECONDS, DEFAULT_RESEND_AFTER_SECONDS
-            ),
-            provider_outage_budget_seconds=_int_setting(
-                env, ENV_PROVIDER_OUTAGE_BUDGET_SECONDS, 7200, minimum=0
-            ),
-            stall_floor_bytes=_int_setting(
-                env, ENV_STALL_FLOOR_BYTES, DEFAULT_STALL_FLOOR_BYTES, minimum=0
-            ),
-            stall_window_seconds=_int_setting(
-                env, ENV_STALL_WINDOW_SECONDS, DEFAULT_STALL_WINDOW_SECONDS
-            ),
-            max_share_percent=_percent_setting(
-                env, ENV_MAX_SHARE_PERCENT, DEFAULT_MAX_SHARE_PERCENT
-            ),
-            idle_warning_seconds=_int_setting(
-                env, ENV_IDLE_WARNING_SECONDS, DEFAULT_IDLE_WARNING_SECONDS
-            ),
-            aws_outage_budget_seconds=_int_setting(
-                env, ENV_AWS_OUTAGE_BUDGET_SECONDS, DEFAULT_DEPENDENCY_BUDGET_SECONDS, minimum=0
-            ),
             url_allowed_hosts=tuple(
                 h.strip() for h in (env.get(ENV_URL_ALLOWED_HOSTS) or "").split(",") if h.strip()
             ),
             allow_http_urls=_bool_setting(env, ENV_ALLOW_HTTP_URLS),
             allow_private_url_hosts=_bool_setting(env, ENV_ALLOW_PRIVATE_URL_HOSTS),
             large_queue_url=env.get(ENV_LARGE_QUEUE_URL) or None,
-            large_file_threshold_bytes=_int_setting(
-                env, ENV_LARGE_FILE_THRESHOLD_BYTES, DEFAULT_LARGE_FILE_THRESHOLD_BYTES, minimum=0
-            ),
-            provider_listing_max_entry_bytes=_int_setting(
-                env, ENV_PROVIDER_LISTING_MAX_ENTRY_BYTES, 64 * 1024
-            ),
-            provider_listing_max_files=_int_setting(env, ENV_PROVIDER_LISTING_MAX_FILES, 200_000),
-            provider_listing_max_pages=_int_setting(env, ENV_PROVIDER_LISTING_MAX_PAGES, 10_000),
             feeds_parameter_path=env.get(ENV_FEEDS_PARAMETER_PATH) or None,
             event_bus=env.get(ENV_EVENT_BUS) or DEFAULT_EVENT_BUS,
             day_deadline=env.get(ENV_DAY_DEADLINE) or None,
             day_deadline_time_zone=env.get(ENV_DAY_DEADLINE_TIME_ZONE) or "UTC",
         )
+        ints: dict[str, Any] = {n: _int_setting(env, spec) for n, spec in INT_SETTINGS.items()}
+        return replace(settings, **ints)
 
     def aws_outage_backoff(self) -> OutageBackoff:
         """The retry schedule while SQS or DynamoDB is unavailable, within the budget."""

@@ -135,8 +135,8 @@ variable "resend_after_seconds" {
   default     = 1800
 
   validation {
-    condition     = var.resend_after_seconds >= 60 && floor(var.resend_after_seconds) == var.resend_after_seconds
-    error_message = "resend_after_seconds must be a whole number of at least 60."
+    condition     = var.resend_after_seconds >= 60 && var.resend_after_seconds <= 86400 && floor(var.resend_after_seconds) == var.resend_after_seconds
+    error_message = "resend_after_seconds must be a whole number from 60 to 86400."
   }
 }
 
