@@ -35,7 +35,8 @@ def test_status_lists_every_feed_under_the_parameter_path_with_its_freshness(
         f"{path}/vendor-b",
         {**AS_TERRAFORM_WRITES, "deadline": "09:00", "time_zone": "UTC"},
     )
-    put(clients, f"{path}/vendor-c", {**AS_TERRAFORM_WRITES, "name": "vendor-c"})
+    vendor_c = {"name": "vendor-c", "destination_prefix": "vendors/vendor-c"}
+    put(clients, f"{path}/vendor-c", {**AS_TERRAFORM_WRITES, **vendor_c})
     world.batch(status=BatchStatus.QUEUED)
     on_aws(world, path)
     payload = dlpipe_cli("status", "--date", world.day, "--json").json()
