@@ -22,10 +22,16 @@ UNLISTED_ERRORS = (FeedError, AwsRequestError, DependencyUnavailableError)
 
 
 def feed_source(
-    settings: Settings, clients: AwsClients | None = None, env: Mapping[str, str] | None = None
+    settings: Settings,
+    clients: AwsClients | None = None,
+    env: Mapping[str, str] | None = None,
+    *,
+    checked: bool = False,
 ) -> FeedSource:
     """The feeds file's feeds (FeedError now if the file is invalid), then the SSM parameters
-    when the settings name their path (read on first use of each feed, then cached)."""
+    when the settings name their path (read on first use of each feed, then cached).
+    `checked` (the orchestrator's runs, whose role may list the path): a named feed found is
+    refused, FeedError, while `configured_feeds` refuses the set (two prefixes overlap)."""
     local = FileFeeds.from_env(env)
     path = settings.feeds_parameter_path
     if not path:
@@ -34,7 +40,26 @@ def feed_source(
     from dlpipe.adapters.feed_parameters import ParameterFeeds  # noqa: PLC0415
 
     aws = clients or AwsClients(settings)
-    return ChainedFeeds(local, ParameterFeeds(aws.ssm, path, local=settings.allow_http_urls))
+    chain = ChainedFeeds(local, ParameterFeeds(aws.ssm, path, local=settings.allow_http_urls))
+    if not checked:
+        return chain
+    return _RuleChecked(chain, lambda: configured_feeds(settings, aws, env))
+
+
+class _RuleChecked:
+    """A source whose named feeds run only while every configured feed keeps the prefix rule:
+    a feed whose files could land among another's starts no day (the feeds file checks itself
+    when read; the parameters, listed at each lookup, are checked here)."""
+
+    def __init__(self, source: FeedSource, listed: Callable[[], object]) -> None:
+        self._source, self._listed = source, listed
+
+    def feed(self, name: str) -> Feed:
+        """The source's feed `name`, once the configured feeds are listed without refusal."""
+        found = self._source.feed(name)
+        if not found.is_default:
+            self._listed()  # FeedError naming the two feeds; SSM's errors as they are
+        return found
 
 
 def configured_feeds(

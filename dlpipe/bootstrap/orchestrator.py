@@ -208,9 +208,9 @@ def build_orchestrator_handler(
     """The orchestrator Lambda's durable handler for `settings`; `flow` builds a feed's flow
     from that feed's settings on first use (default: the real one, built inside the first
     step, so init touches no AWS); `feeds` finds the event's feed (default: the feeds file,
-    then the SSM parameters)."""
+    then the SSM parameters, a named feed refused while two configured prefixes overlap)."""
     build = flow or build_flow
-    source = feeds or feed_source(settings)
+    source = feeds or feed_source(settings, checked=True)
     runs = feed_runs(settings, source, build)
     return build_durable_handler(
         lambda: build(settings),

@@ -86,6 +86,25 @@ def test_a_bad_parameter_is_one_line_naming_it(
     )
 
 
+def test_two_parameters_with_overlapping_prefixes_are_one_line_naming_both(
+    world: World, dlpipe_cli: CliRunner, clients: AwsClients, path: str
+) -> None:
+    """`shared` and `shared/ssmb`: the operator is told which feeds and prefixes clash."""
+    for name, prefix in (("ssma", "shared"), ("ssmb", "shared/ssmb")):
+        put(
+            clients,
+            f"{path}/{name}",
+            {**AS_TERRAFORM_WRITES, "name": name, "destination_prefix": prefix},
+        )
+    on_aws(world, path)
+    run = dlpipe_cli("status", "--date", world.day)
+    assert run.code == 1, run.out
+    assert run.err == (
+        "dlpipe: feeds.ssmb.destination_prefix: 'shared/ssmb' overlaps feed ssma's 'shared' (no"
+        " prefix may equal, contain or lie inside another, in any letter case)\n"
+    )
+
+
 def test_dlpipe_ui_stops_at_a_bad_parameter_before_serving(
     world: World,
     dlpipe_cli: CliRunner,
