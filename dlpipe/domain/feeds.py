@@ -293,7 +293,8 @@ def _prefix(value: object, feed: Feed, _: bool) -> str | None:
     if value == "":
         return None if feed.is_default else "is required for a named feed"
     if isinstance(value, str) and len(value) <= _PREFIX_MAX and _PREFIX.fullmatch(value):
-        if value.split("/", 1)[0].lower() == RESERVED_PREFIX:  # letter case never tells prefixes apart
+        # In any letter case, as overlaps are (prefixes_overlap).
+        if value.split("/", 1)[0].lower() == RESERVED_PREFIX:
             return f"{value!a} lies in {RESERVED_PREFIX}/, where dlpipe keeps its own keys"
         return None
     return (
