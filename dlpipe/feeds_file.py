@@ -17,10 +17,10 @@ from dlpipe.domain.feeds import (
     PEM_MAX_BYTES,
     Feed,
     FeedError,
+    check_prefixes,
     feed_from_mapping,
     is_bearer_token,
     is_pem_private_key,
-    overlapping_feeds,
     shown_name,
 )
 
@@ -57,14 +57,7 @@ def feeds_from_document(document: Mapping[str, object]) -> dict[str, Feed]:
         loaded[name] = feed_from_mapping(name, values, local=True)
     # Two feeds publishing under one prefix, or one inside the other, could not be told apart
     # by a consumer listing either.
-    overlap = overlapping_feeds(loaded)
-    if overlap is not None:
-        first, second = (loaded[name] for name in overlap)
-        raise FeedError(
-            f"feeds.{second.name}.destination_prefix: {second.destination_prefix!r} overlaps"
-            f" feed {first.name}'s {first.destination_prefix!r} (no prefix may equal, contain"
-            f" or lie inside another)"
-        )
+    check_prefixes(loaded)
     return loaded
 
 

@@ -560,21 +560,23 @@ variable "feeds" {
   }
 
   validation {
-    condition     = alltrue([for name, feed in var.feeds : split("/", feed.destination_prefix)[0] != "_dlpipe"])
-    error_message = "feeds: no feed's destination_prefix may lie in _dlpipe/, where dlpipe keeps its own keys (the day manifests)."
+    condition     = alltrue([for name, feed in var.feeds : lower(split("/", feed.destination_prefix)[0]) != "_dlpipe"])
+    error_message = "feeds: no feed's destination_prefix may lie in _dlpipe/ (in any letter case), where dlpipe keeps its own keys (the day manifests)."
   }
 
   # A consumer listing one feed's prefix must find that feed's files only: no two prefixes
-  # equal, contain or lie inside one another, segment by segment.
+  # equal, contain or lie inside one another, segment by segment and in any letter case. The
+  # default feed publishes at the bucket's root, which no variable moves (the orchestrator's
+  # root guard keeps its entities off these prefixes).
   validation {
     condition = alltrue(flatten([
       for name, feed in var.feeds : [
         for other, theirs in var.feeds : name == other || !(
-          startswith("${trimsuffix(feed.destination_prefix, "/")}/", "${trimsuffix(theirs.destination_prefix, "/")}/")
+          startswith(lower("${trimsuffix(feed.destination_prefix, "/")}/"), lower("${trimsuffix(theirs.destination_prefix, "/")}/"))
         )
       ]
     ]))
-    error_message = "feeds: no feed's destination_prefix may equal, contain or lie inside another feed's (\"vendor\" and \"vendor/daily\" overlap; \"vendor\" and \"vendor-b\" do not)."
+    error_message = "feeds: no feed's destination_prefix may equal, contain or lie inside another feed's, in any letter case (\"vendor\" and \"Vendor/daily\" overlap; \"vendor\" and \"vendor-b\" do not)."
   }
 
   validation {

@@ -6,7 +6,6 @@ fakes, benchmarks wrappers)."""
 from __future__ import annotations
 
 import functools
-import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -20,17 +19,15 @@ from dlpipe.adapters.jobs_table import JobsTable
 from dlpipe.adapters.keys import private_key_from_settings
 from dlpipe.adapters.queue import JobQueue
 from dlpipe.adapters.source import HttpSource
-from dlpipe.bootstrap.feed_source import feed_source
+from dlpipe.bootstrap.feed_source import configured_feeds, feed_source
 from dlpipe.config import Settings
 from dlpipe.domain.clock import Clock, SystemClock
-from dlpipe.domain.errors import AwsRequestError, DependencyUnavailableError
 from dlpipe.domain.feeds import DEFAULT_FEED, DEFAULT_FEED_NAME, FeedError
 from dlpipe.domain.messages import MalformedMessageError, decode_message
 from dlpipe.domain.model import file_feed
 from dlpipe.domain.stall import StallFloor
 from dlpipe.domain.url_policy import UrlPolicy, default_allowed_hosts
 from dlpipe.feed_settings import FeedSource, settings_for_feed
-from dlpipe.feeds_file import feeds_from_env
 from dlpipe.log import configure_logging, get_logger
 from dlpipe.services.download.deps import ServiceDeps, no_pause
 from dlpipe.services.download.service import DownloadService
@@ -244,17 +241,17 @@ def build_worker_queues(settings: Settings, clients: AwsClients) -> WorkerQueues
 
 
 def _feed_queues(settings: Settings, clients: AwsClients, copy_to: CopyRoute) -> list[FeedQueue]:
-    """The known feeds' queues; a feeds parameter path that cannot be listed now leaves the
-    named feeds deployed there out until the next read (logged)."""
-    feeds = {DEFAULT_FEED_NAME: DEFAULT_FEED, **feeds_from_env(os.environ)}
-    path = settings.feeds_parameter_path
-    if path:
-        from dlpipe.adapters.feed_parameters import feeds_under_path  # noqa: PLC0415
+    """The configured feeds' queues; a feeds parameter path that cannot be listed now (or
+    whose feeds break the prefix rule) leaves the named feeds deployed there out until the
+    next read (logged)."""
 
-        try:
-            feeds |= feeds_under_path(clients.ssm, path, local=settings.allow_http_urls)
-        except (FeedError, AwsRequestError, DependencyUnavailableError) as exc:
-            log.warning("worker.feeds_unlisted", path=path, error=str(exc))
+    def unlisted(exc: Exception) -> None:
+        log.warning("worker.feeds_unlisted", path=settings.feeds_parameter_path, error=str(exc))
+
+    feeds = {
+        DEFAULT_FEED_NAME: DEFAULT_FEED,
+        **configured_feeds(settings, clients, unlisted=unlisted),
+    }
     by_url: dict[str, list[tuple[str, int]]] = {}
     for name, feed in feeds.items():
         own = settings_for_feed(settings, feed)

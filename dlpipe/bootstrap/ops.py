@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING
 
 from dlpipe.adapters.aws import AwsClients
 from dlpipe.adapters.batches_table import BatchesTable
-from dlpipe.adapters.feed_parameters import feeds_under_path
 from dlpipe.adapters.jobs_table import JobsTable
 from dlpipe.adapters.lambda_starter import lambda_starter
 from dlpipe.adapters.manifest_store import S3ManifestStore
 from dlpipe.adapters.queue import JobQueue
 from dlpipe.adapters.sqs_messages import SqsMessages
+from dlpipe.bootstrap.feed_source import configured_feeds
 from dlpipe.config import ConfigError, Settings
 from dlpipe.domain.clock import Clock, SystemClock
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME, Feed
@@ -76,21 +76,14 @@ class _LazyFeeds(Mapping[str, Feed]):
 
 
 def _configured_feeds(settings: Settings, aws: AwsClients) -> Mapping[str, Feed]:
-    """The feeds file's feeds (read now), then, lazily, those under the SSM parameter path
-    (the file wins on a name clash, as the functions' chain does) and the default feed's
-    deadline from DLPIPE_DAY_DEADLINE when neither gives it one."""
-    local = feeds_from_env()
-    path = settings.feeds_parameter_path
-    if not path and settings.day_deadline is None:
+    """The feeds file's feeds (read now), then, lazily, the configured feeds with those under
+    the SSM parameter path (bootstrap/feed_source.py's `configured_feeds`: the functions'
+    precedence and prefix rule) and the default feed's deadline from DLPIPE_DAY_DEADLINE when
+    neither gives it one."""
+    local = feeds_from_env()  # an invalid feeds file is a FeedError before any command runs
+    if not settings.feeds_parameter_path and settings.day_deadline is None:
         return local
-
-    def load() -> Mapping[str, Feed]:
-        found: dict[str, Feed] = {}
-        if path:
-            found = feeds_under_path(aws.ssm, path, local=settings.allow_http_urls)
-        return _with_default_deadline(settings, {**found, **local})
-
-    return _LazyFeeds(load)
+    return _LazyFeeds(lambda: _with_default_deadline(settings, configured_feeds(settings, aws)))
 
 
 def _with_default_deadline(settings: Settings, feeds: dict[str, Feed]) -> dict[str, Feed]:

@@ -5,7 +5,6 @@ overridden (tests pass fakes)."""
 from __future__ import annotations
 
 import functools
-import os
 import uuid
 from collections.abc import Callable
 from dataclasses import replace
@@ -13,15 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 from dlpipe.adapters.aws import AwsClients
 from dlpipe.adapters.items import batch_key, job_key
-from dlpipe.bootstrap.feed_source import feed_source
+from dlpipe.bootstrap.feed_source import configured_feeds, feed_source
 from dlpipe.config import ENV_DAY_DEADLINE, ENV_DAY_DEADLINE_TIME_ZONE, ConfigError, Settings
 from dlpipe.domain.clock import Clock, SystemClock
-from dlpipe.domain.errors import AwsRequestError, DependencyUnavailableError
 from dlpipe.domain.feeds import DEFAULT_FEED, Feed, FeedError, validate_feed
 from dlpipe.domain.outage import OutageBackoff
 from dlpipe.domain.rules import RecoveryBudgetError, assert_recovery_fits, visibility_margin_seconds
 from dlpipe.feed_settings import FeedSource, settings_for_feed
-from dlpipe.feeds_file import feeds_from_env
 from dlpipe.log import get_logger
 from dlpipe.services.orchestrator.durable import build_durable_handler
 from dlpipe.services.orchestrator.feed_runs import FeedRun, FeedRuns, PollingPlan
@@ -96,7 +93,7 @@ def build_flow(
             allow_private=settings.allow_private_url_hosts,
         )
     if not settings.destination_prefix:  # the default feed, publishing at the bucket's root
-        provider = RootGuard(provider, reserved_roots(_named_prefixes(settings, aws)))
+        provider = RootGuard(provider, reserved_roots(named_prefixes(settings, aws)))
     bucket = settings.destination_bucket
     if published is None and bucket:
         published = published_check(aws().s3, bucket, settings.destination_prefix)
@@ -120,19 +117,16 @@ def build_flow(
     )
 
 
-def _named_prefixes(settings: Settings, aws: Callable[[], AwsClients]) -> list[str]:
-    """The named feeds' destination prefixes (the feeds file's, then the SSM parameters');
-    a listing SSM refuses now is logged and leaves only dlpipe's own root reserved."""
-    feeds = dict(feeds_from_env(os.environ))
-    if settings.feeds_parameter_path:
-        from dlpipe.adapters.feed_parameters import feeds_under_path  # noqa: PLC0415
+def named_prefixes(settings: Settings, aws: Callable[[], AwsClients]) -> list[str]:
+    """The named feeds' destination prefixes (the configured feeds'); a listing SSM refuses
+    now, or whose feeds break the prefix rule, is logged and leaves the feeds file's reserved
+    (on AWS, none: only dlpipe's own root)."""
 
-        try:
-            feeds |= feeds_under_path(
-                aws().ssm, settings.feeds_parameter_path, local=settings.allow_http_urls
-            )
-        except (FeedError, AwsRequestError, DependencyUnavailableError) as exc:
-            log.warning("batch.feeds_unlisted", error=str(exc))
+    def unlisted(exc: Exception) -> None:
+        log.warning("batch.feeds_unlisted", error=str(exc))
+
+    path = settings.feeds_parameter_path
+    feeds = configured_feeds(settings, aws() if path else None, unlisted=unlisted)
     return [feed.destination_prefix for feed in feeds.values() if not feed.is_default]
 
 
@@ -214,9 +208,9 @@ def build_orchestrator_handler(
     """The orchestrator Lambda's durable handler for `settings`; `flow` builds a feed's flow
     from that feed's settings on first use (default: the real one, built inside the first
     step, so init touches no AWS); `feeds` finds the event's feed (default: the feeds file,
-    then the SSM parameters)."""
+    then the SSM parameters, a named feed refused while two configured prefixes overlap)."""
     build = flow or build_flow
-    source = feeds or feed_source(settings)
+    source = feeds or feed_source(settings, checked=True)
     runs = feed_runs(settings, source, build)
     return build_durable_handler(
         lambda: build(settings),

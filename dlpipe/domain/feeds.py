@@ -182,20 +182,38 @@ def feed_from_fields(name: str, fields: Mapping[str, Any]) -> Feed:
 
 def prefixes_overlap(first: str, second: str) -> bool:
     """True if two feeds publishing under these prefixes could meet: one equals, contains or
-    lies inside the other, segment by segment ('vendor' and 'vendor/daily' do; 'vendor' and
-    'vendor-b' do not)."""
+    lies inside the other, segment by segment and in any letter case ('vendor' and
+    'Vendor/daily' do; 'vendor' and 'vendor-b' do not): a consumer copying the bucket to a
+    case-insensitive disk, or matching keys without case, would merge them."""
+    first, second = first.lower(), second.lower()
     return f"{first}/".startswith(f"{second}/") or f"{second}/".startswith(f"{first}/")
 
 
 def overlapping_feeds(feeds: Mapping[str, Feed]) -> tuple[str, str] | None:
-    """Two named feeds whose destination prefixes overlap (the first pair found), or None: a
-    consumer listing one feed's prefix must find that feed's files only."""
-    named = sorted((f.name, f.destination_prefix) for f in feeds.values() if not f.is_default)
-    for index, (name, prefix) in enumerate(named):
-        for other, other_prefix in named[index + 1 :]:
+    """Two feeds whose destination prefixes overlap (the first pair by name), or None: a
+    consumer listing one feed's prefix must find that feed's files only. Every feed with a
+    prefix counts, the default feed too when it is given one; at the bucket's root ('') the
+    default feed is kept from the named feeds' prefixes by the orchestrator's root guard."""
+    placed = sorted((f.name, f.destination_prefix) for f in feeds.values() if f.destination_prefix)
+    for index, (name, prefix) in enumerate(placed):
+        for other, other_prefix in placed[index + 1 :]:
             if prefixes_overlap(prefix, other_prefix):
                 return name, other
     return None
+
+
+def check_prefixes(feeds: Mapping[str, Feed]) -> None:
+    """FeedError, one line naming both feeds and their prefixes, if two of `feeds` have
+    overlapping destination prefixes, whatever source each came from."""
+    overlap = overlapping_feeds(feeds)
+    if overlap is None:
+        return
+    first, second = (feeds[name] for name in overlap)
+    raise FeedError(
+        f"feeds.{second.name}.destination_prefix: {second.destination_prefix!r} overlaps"
+        f" feed {first.name}'s {first.destination_prefix!r} (no prefix may equal, contain or"
+        f" lie inside another, in any letter case)"
+    )
 
 
 def validate_feed(feed: Feed, *, local: bool = False) -> Feed:
@@ -275,7 +293,8 @@ def _prefix(value: object, feed: Feed, _: bool) -> str | None:
     if value == "":
         return None if feed.is_default else "is required for a named feed"
     if isinstance(value, str) and len(value) <= _PREFIX_MAX and _PREFIX.fullmatch(value):
-        if value.split("/", 1)[0] == RESERVED_PREFIX:
+        # In any letter case, as overlaps are (prefixes_overlap).
+        if value.split("/", 1)[0].lower() == RESERVED_PREFIX:
             return f"{value!a} lies in {RESERVED_PREFIX}/, where dlpipe keeps its own keys"
         return None
     return (

@@ -98,6 +98,7 @@ FIELD_CASES: dict[str, list[Any]] = {
         "vendor\n",
         "_dlpipe",
         "_dlpipe/manifests/",
+        "_DLPipe/manifests",
         "_dlpipe_x/vendor",
     ],
     "url_allowed_hosts": [

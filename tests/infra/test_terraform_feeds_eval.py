@@ -251,6 +251,9 @@ def test_a_bad_feed_fails_the_plan_naming_the_field(
         ("vendor-a", "vendor-ab"),
         ("x/y", "x/yz/w"),
         ("accounts", "accounts/vendor-b/"),
+        ("vendor-a", "Vendor-A/"),  # letter case never tells two prefixes apart
+        ("Accounts/x", "accounts"),
+        ("Vendor-A", "vendor-ab"),
     ],
 )
 def test_terraform_and_the_code_refuse_the_same_overlapping_prefixes(

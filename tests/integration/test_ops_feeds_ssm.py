@@ -35,7 +35,8 @@ def test_status_lists_every_feed_under_the_parameter_path_with_its_freshness(
         f"{path}/vendor-b",
         {**AS_TERRAFORM_WRITES, "deadline": "09:00", "time_zone": "UTC"},
     )
-    put(clients, f"{path}/vendor-c", {**AS_TERRAFORM_WRITES, "name": "vendor-c"})
+    vendor_c = {"name": "vendor-c", "destination_prefix": "vendors/vendor-c"}
+    put(clients, f"{path}/vendor-c", {**AS_TERRAFORM_WRITES, **vendor_c})
     world.batch(status=BatchStatus.QUEUED)
     on_aws(world, path)
     payload = dlpipe_cli("status", "--date", world.day, "--json").json()
@@ -82,6 +83,25 @@ def test_a_bad_parameter_is_one_line_naming_it(
     assert run.code == 1, run.out
     assert (
         run.err == f"dlpipe: feeds.vendor-b: SSM parameter {path}/vendor-b is not a JSON object\n"
+    )
+
+
+def test_two_parameters_with_overlapping_prefixes_are_one_line_naming_both(
+    world: World, dlpipe_cli: CliRunner, clients: AwsClients, path: str
+) -> None:
+    """`shared` and `shared/ssmb`: the operator is told which feeds and prefixes clash."""
+    for name, prefix in (("ssma", "shared"), ("ssmb", "shared/ssmb")):
+        put(
+            clients,
+            f"{path}/{name}",
+            {**AS_TERRAFORM_WRITES, "name": name, "destination_prefix": prefix},
+        )
+    on_aws(world, path)
+    run = dlpipe_cli("status", "--date", world.day)
+    assert run.code == 1, run.out
+    assert run.err == (
+        "dlpipe: feeds.ssmb.destination_prefix: 'shared/ssmb' overlaps feed ssma's 'shared' (no"
+        " prefix may equal, contain or lie inside another, in any letter case)\n"
     )
 
 

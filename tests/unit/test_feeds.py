@@ -259,6 +259,8 @@ def test_two_feeds_may_not_share_a_destination_prefix() -> None:
         ("vendor", "vendor-b", False),
         ("a/b", "a/bc", False),
         ("a/b/c", "a/b/c", True),
+        ("vendor-b", "Vendor-B/", True),  # one folder on a case-insensitive disk
+        ("Accounts", "accounts/vendor", True),
     ],
 )
 def test_no_feed_s_prefix_may_contain_or_lie_inside_another_s(
@@ -274,7 +276,26 @@ def test_no_feed_s_prefix_may_contain_or_lie_inside_another_s(
         feeds_from_document(document)
 
 
-@pytest.mark.parametrize("prefix", ["_dlpipe", "_dlpipe/manifests", "_dlpipe/x/"])
+def test_the_default_feed_may_not_be_given_a_named_feed_s_prefix() -> None:
+    """Its files would land among vendor-b's; one line naming both feeds and prefixes."""
+    document = {"feeds": {"default": {"destination_prefix": "vendor-b"}, "vendor-b": NAMED}}
+    with pytest.raises(FeedError) as refused:
+        feeds_from_document(document)
+    assert str(refused.value) == (
+        "feeds.vendor-b.destination_prefix: 'vendor-b' overlaps feed default's 'vendor-b' (no"
+        " prefix may equal, contain or lie inside another, in any letter case)"
+    )
+
+
+def test_the_default_feed_at_the_bucket_s_root_meets_no_named_feed() -> None:
+    """'' is its own place: the root guard keeps its entities off the named feeds' prefixes."""
+    document = {"feeds": {"default": {}, "vendor-b": NAMED}}
+    assert set(feeds_from_document(document)) == {"default", "vendor-b"}
+
+
+@pytest.mark.parametrize(
+    "prefix", ["_dlpipe", "_dlpipe/manifests", "_dlpipe/x/", "_DLPipe/manifests"]
+)
 def test_a_feed_may_not_publish_where_dlpipe_keeps_its_own_keys(prefix: str) -> None:
     """The day manifests live under _dlpipe/manifests/: no feed's files go there."""
     assert "_dlpipe/" in _refused("b", {**NAMED, "destination_prefix": prefix})
