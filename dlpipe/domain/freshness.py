@@ -4,9 +4,10 @@
 A feed may declare a deadline, a local time "HH:MM" in its IANA time zone. The day D is due at
 that time on the local calendar day D + date_offset_days: the day the schedule runs for D (with
 the default offset of 1, Monday's files are due on Tuesday at the deadline). A day completed at
-or before that instant is on time; a day not completed by it is late, and stays late (by the
-minutes between the deadline and its completion) once it completes; a label says how late in
-days, hours and minutes.
+or before that instant is on time; a day not completed by it is late until it completes, and
+then completed late, by the minutes between the deadline and its completion: delivered, so no
+longer a reason to alert, yet never reported as on time. A label says how late in days, hours
+and minutes.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import zoneinfo
 from dataclasses import dataclass
 from typing import Literal
 
-FreshnessKind = Literal["due", "on_time", "late"]
+FreshnessKind = Literal["due", "on_time", "late", "completed_late"]
 
 
 def deadline_ms(polling_date: str, deadline: str, time_zone: str, date_offset_days: int = 1) -> int:
@@ -36,17 +37,25 @@ def deadline_ms(polling_date: str, deadline: str, time_zone: str, date_offset_da
 
 @dataclass(frozen=True)
 class Freshness:
-    """A day against its deadline: due (not yet complete, deadline ahead), on time, or late."""
+    """A day against its deadline: due (not yet complete, deadline ahead), on time, late (not
+    complete, deadline passed), or completed late."""
 
     kind: FreshnessKind
     deadline_ms: int
     minutes_late: int = 0  # whole minutes past the deadline, rounded up; 0 unless late
 
+    @property
+    def overdue(self) -> bool:
+        """The deadline passed and the day is still not complete: the operator's business."""
+        return self.kind == "late"
+
     def label(self) -> str:
-        """`due`, `on time` or `late by` a duration for people (`late_text`), as the CLI and
-        the web view show it."""
+        """`due`, `on time`, `late by` a duration or `completed, ... after its deadline` for
+        people (`late_text`), as the CLI and the web view show it."""
         if self.kind == "late":
             return f"late by {late_text(self.minutes_late)}"
+        if self.kind == "completed_late":
+            return f"completed, {late_text(self.minutes_late)} after its deadline"
         return "on time" if self.kind == "on_time" else "due"
 
 
@@ -69,4 +78,5 @@ def freshness(deadline_at_ms: int, completed_at_ms: int | None, now_ms: int) -> 
         kind: FreshnessKind = "due" if completed_at_ms is None else "on_time"
         return Freshness(kind, deadline_at_ms)
     late_ms = finished_or_now - deadline_at_ms
-    return Freshness("late", deadline_at_ms, -(-late_ms // 60_000))
+    kind = "late" if completed_at_ms is None else "completed_late"
+    return Freshness(kind, deadline_at_ms, -(-late_ms // 60_000))

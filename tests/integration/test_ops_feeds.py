@@ -210,6 +210,24 @@ def test_status_shows_a_feeds_day_as_late_by_its_deadline(
     assert f"freshness: {fresh[FEED]} (deadline " in run.out, run.out
 
 
+def test_a_day_completed_after_its_deadline_says_so_and_exits_0(
+    world: World, dlpipe_cli: CliRunner
+) -> None:
+    """vendor-b's day completed at 10:00Z, 2 h after its 09:00 Berlin deadline (3 h in
+    summer): delivered, so status says when, and exits 0 (test_status_shows_a_feeds_day_as_late_by_its_deadline: not complete, late)."""
+    with_feeds(world, VENDOR_B)
+    named_batch(world, status=BatchStatus.COMPLETED)
+    world.batch(status=BatchStatus.COMPLETED)
+    run = dlpipe_cli("status", "--date", world.day, "--json")
+    fresh = {d["feed"]: d["freshness"] for d in run.json()["feeds"]}
+    assert fresh[FEED] in (
+        "completed, 2 h 00 min after its deadline",
+        "completed, 3 h 00 min after its deadline",
+    ), fresh
+    assert run.code == 0, run.err
+    assert run.json()["unhealthy"] == []
+
+
 def test_backfill_decides_a_named_feed_from_its_own_batches(
     world: World, dlpipe_cli: CliRunner
 ) -> None:

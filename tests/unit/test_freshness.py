@@ -40,12 +40,12 @@ def test_a_deadline_skipped_by_daylight_saving_resolves_forward_not_to_an_error(
         (None, 1, "late by 1 min"),
         (None, 60_000, "late by 1 min"),
         (None, 60_001, "late by 2 min"),
-        (42 * 60_000, 10**9, "late by 42 min"),
-        (60 * 60_000, 10**9, "late by 1 h 00 min"),
-        (187 * 60_000, 10**9, "late by 3 h 07 min"),
-        (1440 * 60_000, 10**12, "late by 1 day 0 h"),
+        (42 * 60_000, 10**9, "completed, 42 min after its deadline"),
+        (60 * 60_000, 10**9, "completed, 1 h 00 min after its deadline"),
+        (187 * 60_000, 10**9, "completed, 3 h 07 min after its deadline"),
+        (None, 1440 * 60_000, "late by 1 day 0 h"),
         # The issue's 392,069 min: 272 days, 6 h and 29 min.
-        (392_069 * 60_000, 10**12, "late by 272 days 6 h"),
+        (392_069 * 60_000, 10**12, "completed, 272 days 6 h after its deadline"),
     ],
 )
 def test_freshness_labels(completed: int | None, now: int, label: str) -> None:
@@ -54,4 +54,13 @@ def test_freshness_labels(completed: int | None, now: int, label: str) -> None:
 
 def test_a_late_day_stays_late_by_its_completion_not_by_now() -> None:
     state = freshness(0, 3 * 60_000, 10**12)
-    assert (state.kind, state.minutes_late) == ("late", 3)
+    assert (state.kind, state.minutes_late) == ("completed_late", 3)
+    assert not state.overdue
+
+
+def test_only_a_day_not_complete_past_its_deadline_is_overdue() -> None:
+    """Due, on time and completed late need no operator; late and not complete does."""
+    assert freshness(0, None, 1).overdue
+    assert not freshness(0, None, 0).overdue
+    assert not freshness(0, 0, 10**9).overdue
+    assert not freshness(0, 10**6, 10**9).overdue

@@ -47,9 +47,9 @@ def status_command(
     ops: OpsContext, day: str | None, feed: FeedChoice, older_than_s: int, as_json: bool
 ) -> None:
     """One screen: each feed's batches and counts of the date, stuck jobs, DLQ depth. Exit 0
-    when each feed's day completed or runs on time; 1, after the screen and one line naming
-    why, when the date has no batch, or a feed's day failed or timed out with no run since
-    completed or running, or is late."""
+    when each feed's day completed (on time or not) or runs on time; 1, after the screen and
+    one line naming why, when the date has no batch, or a feed's day failed or timed out with
+    no run since completed or running, or is past its deadline and not complete."""
     found = day_status(ops, polling_date(ops, day, feed), older_than_s, feed)
     now_ms = ops.now_ms()
     unhealthy = _unhealthy(ops, found)
@@ -72,7 +72,7 @@ def _unhealthy(ops: OpsContext, found: DayStatus) -> list[str]:
         if day.batches and feed_start_command(ops, found.polling_date, day) is not None:
             ended = ", ".join(sorted({str(s.batch.status) for s in day.batches}))
             problems.append(f"no batch completed ({ended})")
-        if day.freshness is not None and day.freshness.kind == "late":
+        if day.freshness is not None and day.freshness.overdue:
             problems.append(day.freshness.label())
         if problems:
             why.append(f"feed {day.feed} {' and '.join(problems)}")
