@@ -33,7 +33,7 @@ from dlpipe.config import (
     Settings,
 )
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME
-from dlpipe.local.emulator import LocalAws
+from dlpipe.local.emulator import EmulatorError, LocalAws
 from dlpipe.local.provision import Provisioned, provision, provision_feed_queue
 from dlpipe.local.stack_feeds import (
     FeedKeys,
@@ -105,6 +105,53 @@ def provisioned_environment(emulator: LocalAws, provisioned: Provisioned) -> dic
     return env
 
 
+class StackInUseError(EmulatorError):
+    """Another `local up` of this checkout is running: its key files must not be rewritten."""
+
+
+_PID_FILE = "stack.pid"
+
+
+@contextmanager
+def holding(key_dir: Path) -> Iterator[None]:
+    """`key_dir` for this process alone while the stack runs: a second `local up` would write
+    fresh key pairs over the first's, and every file of the first stack's next day would fail
+    `wrong_key`. A PID file left by a process that is gone (killed) is taken over."""
+    key_dir.mkdir(parents=True, exist_ok=True)
+    pid_file = key_dir / _PID_FILE
+    for _ in range(2):
+        try:
+            with pid_file.open("x") as handle:
+                handle.write(str(os.getpid()))
+            break
+        except FileExistsError:
+            holder = _live_holder(pid_file)
+            if holder is not None:
+                raise StackInUseError(
+                    f"another `dlpipe local up` (PID {holder}) holds {key_dir}: stop it first"
+                    " (its key files would be rewritten and its days fail wrong_key)"
+                ) from None
+            pid_file.unlink(missing_ok=True)
+    else:
+        raise StackInUseError(f"{pid_file} could not be created")
+    try:
+        yield
+    finally:
+        pid_file.unlink(missing_ok=True)
+
+
+def _live_holder(pid_file: Path) -> int | None:
+    """The PID in `pid_file` if that process still runs; None for a stale or unreadable file."""
+    try:
+        pid = int(pid_file.read_text(encoding="ascii").strip())
+        os.kill(pid, 0)
+    except PermissionError:
+        return pid  # alive, another user's
+    except (ValueError, OSError):
+        return None  # no such process (or not a PID): stale
+    return pid
+
+
 @contextmanager
 def local_up(
     port: int, dynamodb_port: int, stub: StubOptions | None, log_dir: str | None = None
@@ -112,6 +159,8 @@ def local_up(
     """Start and provision the emulator and, unless `stub` is None, a stub provider that has
     published `stub.date`; stop all of it (children by PID) on exit."""
     with ExitStack() as stack:
+        if stub is not None:
+            stack.enter_context(holding(stub.key_dir))
         emulator = stack.enter_context(
             LocalAws(port=port, dynamodb_port=dynamodb_port, log_dir=log_dir)
         )

@@ -99,6 +99,22 @@ def test_a_second_shell_runs_a_day_with_only_the_printed_exports(
     exports = _exports(_lines(up.stdout), timeout_s=90)
     key_file = Path(exports["DLPIPE_PRIVATE_KEY_FILE"])
     assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+    key_pem = key_file.read_bytes()
+    # A second stack from the same folder would rewrite these keys: refused in one line.
+    second = subprocess.run(
+        [str(DLPIPE), "local", "up", "--port", "0", "--dynamodb-port", "0", "--stub-port", "0"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert second.returncode == 1, second.stderr
+    assert second.stderr.splitlines() == [
+        f"dlpipe: another `dlpipe local up` (PID {up.pid}) holds .dlpipe/local-up: stop it first"
+        " (its key files would be rewritten and its days fail wrong_key)"
+    ]
+    assert key_file.read_bytes() == key_pem
     children = psutil.Process(up.pid).children(recursive=True)
     shell = {"PATH": os.environ["PATH"], "HOME": os.environ["HOME"], **exports}
     run = subprocess.Popen(  # waited for below; killed by PID if it outlives the test
