@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from dlpipe.domain.model import BatchStatus
+from dlpipe.domain.model import BatchStatus, JobStatus
 from tests.integration.test_ops_feeds import FEED, VENDOR_B, named_batch, with_feeds
 from tests.integration.test_ops_fixtures import CliRunner, World, dlpipe_cli, no_scan, world
 
@@ -64,3 +64,28 @@ def test_status_exits_1_for_a_day_that_failed_or_timed_out_and_0_when_it_is_well
     run = dlpipe_cli("status", "--date", world.day)
     assert run.code == code, (run.out, run.err)
     assert run.err.count("\n") == code
+
+
+def test_a_running_batchs_error_files_show_their_code_and_the_requeue_command(
+    world: World, dlpipe_cli: CliRunner
+) -> None:
+    """A running batch with an error file: status names its code and file, as the day page
+    does, and prints the requeue command alone on its line (before: `error=1` and nothing)."""
+    batch = world.batch(status=BatchStatus.QUEUED, expected_count=2)
+    bad = world.job(
+        "accounts",
+        batch_id=batch.batch_id,
+        status=JobStatus.ERROR,
+        error_message="wrong_key: the AES key does not unwrap",
+    )
+    world.job("orders", batch_id=batch.batch_id)
+    run = dlpipe_cli("status", "--date", world.day)
+    lines = run.out.splitlines()
+    assert (
+        f"{batch.batch_id} running, 0 failed, 1 error so far: wrong_key: 1 ({bad.file_id})" in lines
+    ), run.out
+    assert f"dlpipe jobs requeue {bad.file_id}" in lines, run.out
+    payload = dlpipe_cli("status", "--date", world.day, "--json").json()
+    (default,) = [d for d in payload["feeds"] if d["feed"] == "default"]
+    codes = default["errors_so_far"][batch.batch_id]["codes"]["codes"]
+    assert [(c["code"], c["files"]) for c in codes] == [("wrong_key", [bad.file_id])]

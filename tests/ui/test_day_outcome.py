@@ -90,7 +90,7 @@ def test_a_running_batch_with_too_many_errors_to_read_says_n_a(
 ) -> None:
     """A running batch with more failed/error jobs than the bounded read allows shows 'n/a',
     not a partial count."""
-    from dlpipe.ui import errors_by_code
+    from dlpipe.services.ops import errors_by_code
 
     monkeypatch.setattr(errors_by_code, "LIVE_ERRORS_LIMIT", 1)
     batch = world.batch(status=BatchStatus.QUEUED)

@@ -30,11 +30,20 @@ from dlpipe.cli.ops.render import (
     stuck_views,
 )
 from dlpipe.cli.ops.waiting import waiting_lines, waiting_payload
-from dlpipe.cli.safe_text import error_line
+from dlpipe.cli.outcome_text import outcome_text
+from dlpipe.cli.safe_text import error_line, plain
+from dlpipe.domain.statuses import UNSUCCESSFUL_JOB_STATUSES
 from dlpipe.services.ops.context import OpsContext
 from dlpipe.services.ops.errors import NoBatchForDateError
+from dlpipe.services.ops.errors_by_code import errors_by_code
 from dlpipe.services.ops.feed_filter import FeedChoice
-from dlpipe.services.ops.queries import DayStatus, FeedDay, day_status, no_batch_message
+from dlpipe.services.ops.queries import (
+    BatchSummary,
+    DayStatus,
+    FeedDay,
+    day_status,
+    no_batch_message,
+)
 
 
 @click.command("status")
@@ -53,8 +62,13 @@ def status_command(
     found = day_status(ops, polling_date(ops, day, feed), older_than_s, feed)
     now_ms = ops.now_ms()
     unhealthy = _unhealthy(ops, found)
-    payload = {**_payload(ops, found, now_ms), **advice_payload(ops, found), "unhealthy": unhealthy}
-    emit(payload, _views(ops, found, now_ms), as_json)
+    running = {day.feed: _running_errors(ops, day) for day in found.feeds}  # read once
+    payload = {
+        **_payload(ops, found, now_ms, running),
+        **advice_payload(ops, found),
+        "unhealthy": unhealthy,
+    }
+    emit(payload, _views(ops, found, now_ms, running), as_json)
     if not found.batches:
         # The same line and exit code as `batch show`.
         raise NoBatchForDateError(no_batch_message(found.polling_date, feed))
@@ -79,23 +93,45 @@ def _unhealthy(ops: OpsContext, found: DayStatus) -> list[str]:
     return why
 
 
-def _feed_dict(ops: OpsContext, found: DayStatus, day: FeedDay) -> dict[str, Any]:
+def _running_errors(ops: OpsContext, day: FeedDay) -> dict[str, dict[str, Any]]:
+    """Per running batch with failed or error files: those files by code so far (the day
+    page's bounded read; None past its limit). An ended batch's stay in its outcome."""
+    found = {}
+    for summary in day.batches:
+        batch = summary.batch
+        if batch.is_terminal or not _unsuccessful(summary):
+            continue
+        errors = errors_by_code(ops.jobs(), summary)
+        codes = None if errors.summary is None else errors.summary.to_dict()
+        found[batch.batch_id] = {"failed": errors.failed, "error": errors.error, "codes": codes}
+    return found
+
+
+def _unsuccessful(summary: BatchSummary) -> int:
+    return sum(summary.counts.get(str(s), 0) for s in UNSUCCESSFUL_JOB_STATUSES)
+
+
+Running = dict[str, dict[str, dict[str, Any]]]  # feed -> running batch -> errors so far
+
+
+def _feed_dict(ops: OpsContext, found: DayStatus, day: FeedDay, running: Running) -> dict[str, Any]:
     fresh = day.freshness
     return {
         "feed": day.feed,
         "batches": [batch_dict(s.batch, s.counts) for s in day.batches],
+        "errors_so_far": running[day.feed],
         "freshness": None if fresh is None else fresh.label(),
         "deadline": None if fresh is None else iso(fresh.deadline_ms),
         "start_command": feed_start_command(ops, found.polling_date, day),
     }
 
 
-def _payload(ops: OpsContext, found: DayStatus, now_ms: int) -> dict[str, object]:
+def _payload(ops: OpsContext, found: DayStatus, now_ms: int, running: Running) -> dict[str, object]:
     return {
         "date": found.polling_date,
         "feed": found.feed,
         "batches": [batch_dict(s.batch, s.counts) for s in found.batches],
-        "feeds": [_feed_dict(ops, found, d) for d in found.feeds],
+        "feeds": [_feed_dict(ops, found, d, running) for d in found.feeds],
         "stuck": {str(s.status): [job_dict(j, now_ms) for j in s.jobs] for s in found.stuck},
         "stuck_truncated": {str(s.status): s.truncated for s in found.stuck},
         "unreadable": {str(s.status): s.unreadable for s in found.stuck},
@@ -104,16 +140,39 @@ def _payload(ops: OpsContext, found: DayStatus, now_ms: int) -> dict[str, object
     }
 
 
-def _feed_views(ops: OpsContext, found: DayStatus, day: FeedDay) -> list[RenderableType]:
+def _feed_views(
+    ops: OpsContext, found: DayStatus, day: FeedDay, running: Running
+) -> list[RenderableType]:
     rows = [batch_dict(s.batch, s.counts) for s in day.batches]
     views: list[RenderableType] = [batches_view(feed_title(found.polling_date, day.feed), rows)]
     views += outcome_views(rows)
+    views += _running_error_views(running[day.feed])
     if day.freshness is not None:
         config = ops.feeds[day.feed]  # a freshness comes only from a configured deadline
         local = f"{config.deadline} {config.time_zone}"
         deadline = f"deadline {stamp(day.freshness.deadline_ms)}, {local}"
         views.append(f"freshness: {day.freshness.label()} ({deadline})")
     return [*views, *_advice_views(ops, found.polling_date, day)]
+
+
+def _running_error_views(running: dict[str, dict[str, Any]]) -> list[RenderableType]:
+    """Under the table: a running batch's failed and error files by code so far, and the
+    command that requeues them once the cause is fixed (the day page's repair)."""
+    views: list[RenderableType] = []
+    for batch_id, errors in running.items():
+        so_far = f"{errors['failed']} failed, {errors['error']} error so far"
+        why = outcome_text(errors["codes"])
+        if why is None:  # too many to group on every look: listed by `jobs list`
+            views.append(plain(f"{batch_id} running, {so_far}; see them:"))
+            views.append(CommandLine(f"dlpipe jobs list --batch {batch_id} --status error"))
+            continue
+        views.append(plain(f"{batch_id} running, {so_far}: {why}"))
+        files = [f for code in errors["codes"]["codes"] for f in code["files"]]
+        more = errors["failed"] + errors["error"] - len(files)
+        shown = f" (and {more} more: dlpipe jobs list --batch {batch_id})" if more > 0 else ""
+        views.append(plain(f"requeue them once the cause is fixed{shown}:"))
+        views.append(CommandLine(f"dlpipe jobs requeue {' '.join(files)}"))
+    return views
 
 
 def _advice_views(ops: OpsContext, polling_date: str, day: FeedDay) -> list[RenderableType]:
@@ -128,10 +187,12 @@ def _advice_views(ops: OpsContext, polling_date: str, day: FeedDay) -> list[Rend
     return [line]
 
 
-def _views(ops: OpsContext, found: DayStatus, now_ms: int) -> list[RenderableType]:
+def _views(
+    ops: OpsContext, found: DayStatus, now_ms: int, running: Running
+) -> list[RenderableType]:
     views: list[RenderableType] = []
     for day in found.feeds:
-        views += _feed_views(ops, found, day)
+        views += _feed_views(ops, found, day, running)
     of_feed = "" if found.feed is None else f" (feed {found.feed})"
     for stuck in found.stuck:
         views += stuck_views(stuck, now_ms, of_feed)

@@ -1,4 +1,4 @@
-"""A batch's errors grouped by code for its page, at any size: a finished batch's outcome
+"""A batch's errors grouped by code for its day page and `dlpipe status`, at any size: a finished batch's outcome
 summary (written once when it ended), or for a running one a bounded read of its failed and
 error partitions (at most LIVE_ERRORS_LIMIT jobs; beyond that, 'n/a' until it ends)."""
 
