@@ -15,6 +15,7 @@ from dlpipe.domain.waiting import idle_warning, starving_warning
 from dlpipe.log import get_logger
 from dlpipe.services.ops.advice import start_day_command
 from dlpipe.services.ops.context import OpsContext
+from dlpipe.services.ops.errors import UnknownFeedError
 from dlpipe.ui import present
 from dlpipe.ui.day import day_view, parse_date, parse_files_query
 from dlpipe.ui.grid import grid
@@ -64,6 +65,10 @@ def _register_errors(app: Flask) -> None:
 
     @app.errorhandler(NotFoundPageError)
     def not_found(exc: NotFoundPageError) -> tuple[str, int]:
+        return _error_page(404, str(exc))
+
+    @app.errorhandler(UnknownFeedError)
+    def unknown_feed(exc: UnknownFeedError) -> tuple[str, int]:
         return _error_page(404, str(exc))
 
     @app.errorhandler(HTTPException)
@@ -121,6 +126,9 @@ def create_app(ops: OpsContext, options: UiOptions | None = None) -> Flask:
         end = request.args.get("end")
         feed = parse_feed(request.args.get("feed"))
         shown = grid(ops, _days_arg(options), parse_date(end) if end else None, feed)
+        if feed is not None and feed not in ops.feeds and shown.empty:
+            window = f"from {shown.first} to {shown.end}"
+            raise UnknownFeedError(f"feed {feed!r} is not configured and has no batch {window}")
         return render_template("grid.html", grid=shown, live=shown.live)
 
     @app.get("/day/<day>")

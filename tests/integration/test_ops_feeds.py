@@ -228,6 +228,25 @@ def test_a_day_completed_after_its_deadline_says_so_and_exits_0(
     assert run.json()["unhealthy"] == []
 
 
+def test_status_of_a_feed_neither_configured_nor_seen_is_one_line(
+    world: World, dlpipe_cli: CliRunner
+) -> None:
+    """--feed nosuch: one line naming it and the configured feeds, exit 1 (before: a screen
+    offering `dlpipe run --date D --feed nosuch`); a feed seen in the date's batches shows."""
+    with_feeds(world, VENDOR_B)
+    world.batch(status=BatchStatus.COMPLETED)
+    run = dlpipe_cli("status", "--date", world.day, "--feed", "nosuch")
+    assert run.code == 1
+    assert run.out == ""
+    assert run.err == (
+        f"dlpipe: feed 'nosuch' is not configured and has no batch on {world.day}"
+        f" (configured: default, {FEED})\n"
+    )
+    with_feeds(world)  # vendor-b no longer configured: its batch still shows
+    named_batch(world, status=BatchStatus.COMPLETED)
+    assert dlpipe_cli("status", "--date", world.day, "--feed", FEED).code == 0
+
+
 def test_backfill_decides_a_named_feed_from_its_own_batches(
     world: World, dlpipe_cli: CliRunner
 ) -> None:

@@ -168,3 +168,16 @@ def test_the_grid_and_the_day_page_narrow_to_one_feed(
     bad = client.get("/?feed=Vendor_B")
     assert bad.status_code == 400
     assert "feed must be" in bad.get_data(as_text=True)
+
+
+def test_a_feed_neither_configured_nor_seen_is_a_404_never_a_start_hint(
+    client: FlaskClient, seeded: SeededDay
+) -> None:
+    """?feed=nosuch on the grid and the day page: 404 naming the feed and the configured ones
+    (before: 200 with a line offering to start its day)."""
+    for path in (f"/?end={seeded.day}&feed=nosuch", f"/day/{seeded.day}?feed=nosuch"):
+        page = client.get(path)
+        text = html.unescape(page.get_data(as_text=True))
+        assert page.status_code == 404, path
+        assert "feed 'nosuch' is not configured and has no batch" in text, text
+        assert "dlpipe run" not in text, path

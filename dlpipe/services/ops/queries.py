@@ -15,8 +15,14 @@ from dlpipe.domain.statuses import JOB_STATUSES_BY_PROGRESS, PENDING_JOB_STATUSE
 from dlpipe.domain.transitions import is_stuck
 from dlpipe.domain.waiting import FeedQueues, Starving, WaitingWork
 from dlpipe.services.ops.context import OpsContext
-from dlpipe.services.ops.errors import NoBatchForDateError
-from dlpipe.services.ops.feed_filter import FeedChoice, chosen, feeds_shown, record_feed
+from dlpipe.services.ops.errors import NoBatchForDateError, UnknownFeedError
+from dlpipe.services.ops.feed_filter import (
+    FeedChoice,
+    chosen,
+    feed_order,
+    feeds_shown,
+    record_feed,
+)
 from dlpipe.services.ops.feed_queues import feed_queue_urls, feed_queues, queue_depths
 from dlpipe.services.ops.freshness import day_freshness
 from dlpipe.services.ops.ports import OpsBatches, OpsJobs
@@ -182,6 +188,8 @@ def day_status(
 ) -> DayStatus:
     """The date's batches and counts, jobs stuck for `older_than_s`, and the DLQ depth; of
     `feed` only if given, else every feed's; the download queues of every feed (all dates)."""
+    summaries = day_summaries(ops, polling_date, required=False, feed=feed)
+    refuse_unknown_feed(ops, polling_date, feed, summaries)
     now_ms = ops.now_ms()
     cutoff_ms = now_ms - older_than_s * 1000
     stuck = []
@@ -189,7 +197,6 @@ def day_status(
         found = stuck_jobs(ops, status, cutoff_ms, feed=feed)
         live = [job for job in found.jobs if is_stuck(job, now_ms)]
         stuck.append(replace(found, jobs=live))
-    summaries = day_summaries(ops, polling_date, required=False, feed=feed)
     return DayStatus(
         polling_date=polling_date,
         batches=summaries,
@@ -198,6 +205,20 @@ def day_status(
         **_waiting_fields(ops),
         feeds=feed_days(ops, polling_date, summaries, feed),
         feed=feed,
+    )
+
+
+def refuse_unknown_feed(
+    ops: OpsContext, polling_date: str, feed: FeedChoice, summaries: list[BatchSummary]
+) -> None:
+    """UnknownFeedError when `feed` is neither configured nor seen in the date's batches: a
+    screen of it would offer to start a day of a feed that does not exist."""
+    if feed is None or feed in ops.feeds or summaries:
+        return
+    configured = ", ".join(feed_order(ops.feeds))
+    raise UnknownFeedError(
+        f"feed {feed!r} is not configured and has no batch on {polling_date}"
+        f" (configured: {configured})"
     )
 
 
