@@ -8,7 +8,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -68,9 +67,8 @@ def run_env(
     }
 
 
-def dlpipe_run(env: dict[str, str], cwd: Path) -> tuple[subprocess.CompletedProcess[str], float]:
-    started = time.monotonic()
-    done = subprocess.run(
+def dlpipe_run(env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
         [str(DLPIPE), "run", "--date", unique_day(), "--poll-interval", "1"],
         env=env,
         cwd=cwd,
@@ -79,7 +77,6 @@ def dlpipe_run(env: dict[str, str], cwd: Path) -> tuple[subprocess.CompletedProc
         timeout=120,
         check=False,
     )
-    return done, time.monotonic() - started
 
 
 @pytest.mark.parametrize("service", ["sqs", "dynamodb"])
@@ -98,7 +95,7 @@ def test_a_few_500s_at_start_are_waited_out_and_the_day_runs(
     with FailingEndpoint(real, fail_first=3) as endpoint:
         env = run_env(tmp_path, aws_env, provisioned, queue_url, stub.base_url)
         env[f"AWS_ENDPOINT_URL_{service.upper()}"] = endpoint.url
-        done, _ = dlpipe_run(env, tmp_path)
+        done = dlpipe_run(env, tmp_path)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["status"] == "completed"
     assert endpoint.failed == 3
@@ -114,11 +111,11 @@ def test_a_missing_queue_is_refused_at_once_in_one_line(
     """A queue that does not exist is a misconfiguration: no waiting, one line, exit 1."""
     stub = stub_factory([])
     env = run_env(tmp_path, aws_env, provisioned, f"{queue_url}-missing", stub.base_url)
-    done, elapsed_s = dlpipe_run(env, tmp_path)
+    done = dlpipe_run(env, tmp_path)
     assert (done.returncode, "Traceback" in done.stderr) == (1, False), done.stderr
     assert done.stderr.strip().count("\n") == 0, done.stderr
     assert "the download queue does not exist at" in done.stderr
-    assert elapsed_s < 5
+    assert stub.request_count == 0  # refused before the provider was asked anything
 
 
 @pytest.mark.parametrize(
@@ -152,7 +149,6 @@ def test_a_named_feeds_day_is_checked_and_polled_on_that_feeds_own_provider_and_
     )
     env = run_env(tmp_path, aws_env, provisioned, queue_url, "http://127.0.0.1:1")
     env |= {ENV_PROVIDER_TOKEN: "not-vendor-b-s", ENV_FEEDS_FILE: str(feeds)}
-    started = time.monotonic()
     done = subprocess.run(
         [str(DLPIPE), "run", "--date", unique_day(), "--feed", "vendor-b", *flags],
         env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
@@ -161,7 +157,8 @@ def test_a_named_feeds_day_is_checked_and_polled_on_that_feeds_own_provider_and_
     result = json.loads(done.stdout)
     assert result["status"] == "completed", result
     assert result["batch_id"].startswith("vendor-b.batch-"), result
-    assert time.monotonic() - started < 30  # the feed's checks, not the process's
+    # Polled on the feed's own interval, or the flag's: never the process's 90 s default.
+    assert f"first check in {1 if flags else feed_interval_s}s" in done.stderr, done.stderr
 
 
 @pytest.mark.parametrize(("down_s", "budget_s"), [(15.0, 60), (None, 3)], ids=["back", "spent"])
@@ -186,7 +183,8 @@ def test_run_waits_out_a_provider_outage_at_the_start_within_its_budget(
     if down_s is not None:
         timer.start()
     try:
-        done, elapsed_s = dlpipe_run(env, tmp_path)
+        done = dlpipe_run(env, tmp_path)
+        came_back = timer.finished.is_set()  # before cancel(), which sets it too
     finally:
         timer.cancel()
     assert "Traceback" not in done.stderr, done.stderr
@@ -197,10 +195,10 @@ def test_run_waits_out_a_provider_outage_at_the_start_within_its_budget(
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout)["status"] == "completed"
         assert done.stdout.count("\n") == 1, done.stdout  # one JSON line, not a 25-line blob
-        assert elapsed_s >= down_s
+        assert came_back, "the day completed before the provider was back"
     else:
         assert done.returncode == 1, done.stderr
         last = done.stderr.strip().splitlines()[-1]
         assert last.startswith("dlpipe: cannot reach the provider at "), last
         assert f"the provider outage budget ({budget_s} s," in last, last
-        assert budget_s <= elapsed_s < budget_s + 30, elapsed_s
+        assert stub.request_count > 1, "refused at once, nothing waited out"

@@ -17,7 +17,6 @@ import http.client
 import socket
 import struct
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -59,7 +58,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._refuse(service, rule, headers)
             return
         if rule is not None and rule.fault == "delay":
-            time.sleep(rule.delay_s)
+            plan.sleep(rule.delay_s)
         self._forward(headers, body, drop=rule is not None and rule.fault == "drop")
 
     do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = do_PATCH = _proxy

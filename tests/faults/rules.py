@@ -24,7 +24,7 @@ import random
 import threading
 import time
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -102,6 +102,7 @@ class FaultPlan:
     # a later CompleteMultipartUpload or UploadPart (e.g. the retry of a dropped completion).
     s3_completed_uploads_gone: bool = False
     completed_uploads: set[str] = field(default_factory=set)
+    sleep: Callable[[float], None] = time.sleep  # how a `delay` holds a request (tests record it)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:

@@ -8,7 +8,6 @@ import http.client
 import json
 import os
 import threading
-import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -186,13 +185,14 @@ def test_reset_forwards_nothing_and_drop_forwards_then_answers_nothing(
 
 
 def test_a_delay_holds_the_request_then_forwards_it(upstream: Upstream) -> None:
-    rule = Rule(service="s3", fault="delay", delay_s=0.6)
-    with proxy_with(upstream, rule).running() as proxy:
-        started = time.monotonic()
-        answer = requests.get(f"{proxy.url}/b/k", timeout=5)
-        took = time.monotonic() - started
+    """The proxy sleeps the rule's delay while nothing has reached the upstream, then forwards."""
+    held: list[tuple[float, int]] = []  # (delay, requests the upstream had seen by then)
+    proxy = proxy_with(upstream, Rule(service="s3", fault="delay", delay_s=0.6))
+    proxy.plan.sleep = lambda seconds: held.append((seconds, len(upstream.seen)))
+    with proxy.running():
+        answer = requests.get(f"{proxy.url}/b/k", timeout=60)
     assert answer.content == ANSWER
-    assert 0.6 <= took < 3
+    assert (held, len(upstream.seen)) == ([(0.6, 0)], 1)
 
 
 def test_the_plan_is_reproducible_and_keeps_to_window_and_count() -> None:

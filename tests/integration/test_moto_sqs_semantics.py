@@ -124,13 +124,16 @@ def _standard_queue(sqs: Any, name: str) -> dict[str, Any]:
     seen["batch delete"] = (len(done.get("Successful", [])), len(done.get("Failed", [])))
     seen["empty"] = _counts(sqs, url)
     sender = threading.Timer(0.5, lambda: sqs.send_message(QueueUrl=url, MessageBody="waited"))
-    started = time.monotonic()
+    waited_out = threading.Timer(20, lambda: None)  # ends when the poll's 20 s wait would
+    waited_out.start()
     sender.start()
     try:
-        polled = _received(sqs, url, WaitTimeSeconds=5)
+        polled = _received(sqs, url, WaitTimeSeconds=20)
+        returned_early = not waited_out.finished.is_set()
     finally:
         sender.join()
-    seen["long poll"] = (_bodies(polled), time.monotonic() - started < 4)
+        waited_out.cancel()
+    seen["long poll"] = (_bodies(polled), returned_early)
     sqs.send_message(QueueUrl=url, MessageBody="purged")
     sqs.purge_queue(QueueUrl=url)
     seen["purged"] = _counts(sqs, url)

@@ -251,7 +251,7 @@ def test_a_provider_refusing_our_token_fails_the_day_at_once_saying_so(
 ) -> None:
     """A 401 is permanent: one request, no backoff, `failed` with `provider_refused: ...`."""
     stub = stub_factory([StubFileSpec(unique_entity(), 100, CIPHER_GCM)])
-    day, clock = unique_day(), Stopwatch()
+    day = unique_day()
     flow = rig.flow(stub, provider=fast_client(stub, token="not-the-provider-token-1234"))
     with emitted_metrics() as lines:
         run = rig.run_day_virtual(flow, day)
@@ -261,7 +261,6 @@ def test_a_provider_refusing_our_token_fails_the_day_at_once_saying_so(
     assert "HTTP 401" in (batch.error_message or "")
     assert (stub.request_count, run.attempts(STEP_FETCH_AND_QUEUE)) == (1, 1)
     assert run.virtual_seconds(STEP_FETCH_AND_QUEUE) < 5
-    assert clock.seconds < 30
     assert any('"BatchFailed":[1.0]' in line for line in lines)
 
 
