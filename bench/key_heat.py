@@ -1,6 +1,6 @@
 """The key-heat report: the DynamoDB writes a real local day makes, per table, index and key.
 
-    python bench/key_heat.py [--files 200] [--feeds 10] [--feed-files 20] [--workers 4]
+    python bench/key_heat.py [--files 200] [--feeds 8] [--feed-files 20] [--workers 4]
 
 Runs real local days (the durable poller, the stub provider, the downloader workers:
 dlpipe/local/day.py and feed_days.py) with DynamoDB behind the throughput proxy
@@ -10,7 +10,7 @@ charged: WCU per file on each table and index, the hottest partition key value, 
 design's ceiling, 1,000 WCU / that key's WCU per file, in files a second for the whole run
 (a key's WCU per file is its WCU over all the run's files, so a key only one feed's files
 reach counts for its share). First one feed's day of --files files, then --feeds feeds'
-days at once, --feed-files each (--feeds 0 leaves that out). Counted at the proxy, from the
+days at once (8, the local stack's most), --feed-files each (--feeds 0 leaves that out). Counted at the proxy, from the
 writes the code made: no model of them.
 """
 
@@ -36,7 +36,7 @@ from dlpipe.local.ddb_limits import (
 )
 from dlpipe.local.feed_days import local_feeds, run_feed_days
 from dlpipe.local.stack import LocalStack, local_stack
-from dlpipe.local.stack_feeds import numbered_feeds
+from dlpipe.local.stack_feeds import MAX_LOCAL_FEEDS, numbered_feeds
 from dlpipe.local.stub.publish import StubFileSpec
 
 FILE_BYTES = 1024
@@ -111,7 +111,13 @@ def show(title: str, run: dict[str, Any]) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=200)
-    parser.add_argument("--feeds", type=int, default=10)
+    parser.add_argument(
+        "--feeds",
+        type=int,
+        default=MAX_LOCAL_FEEDS,
+        choices=range(MAX_LOCAL_FEEDS + 1),
+        metavar=f"0..{MAX_LOCAL_FEEDS}",
+    )
     parser.add_argument("--feed-files", type=int, default=20)
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--json", help="write the figures to this file")

@@ -136,6 +136,11 @@ def shape_from_description(description: Mapping[str, Any]) -> TableShape:
     return TableShape(table, indexes)
 
 
+def key_of(shape: TableShape, item: Item) -> dict[str, Any]:
+    """The table key attributes of `item`."""
+    return {k: item[k] for k in shape.table.keys if k in item}
+
+
 def scalar(value: Mapping[str, Any]) -> str:
     """A key AttributeValue as the heat report shows it (its string, number or base64)."""
     ((_, data),) = value.items()

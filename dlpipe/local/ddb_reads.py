@@ -9,13 +9,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from dlpipe.local.ddb_capacity import Charge, Item, TableShape, item_size, read_units, scalar
+from dlpipe.local.ddb_capacity import Charge, Item, item_size, key_of, read_units, scalar
 from dlpipe.local.ddb_limits import Refusal
 from dlpipe.local.ddb_wire import Answer, Backend, Call, json_answer, throttled
-
-
-def _key_of(shape: TableShape, item: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: item[k] for k in shape.table.keys if k in item}
 
 
 def _read_refused(proxy: Backend, estimate: list[Charge]) -> Answer | None:
@@ -82,7 +78,7 @@ def batch_get(proxy: Backend, call: Call) -> Answer:
         shape = proxy.shape(table)
         consistent = bool(sent[table].get("ConsistentRead"))
         for item in items:
-            key = _key_of(shape, item)
+            key = key_of(shape, item)
             size = (
                 _full_size(proxy, table, key, item)
                 if len(key) == len(shape.table.keys)

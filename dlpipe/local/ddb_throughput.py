@@ -27,11 +27,20 @@ from typing import TYPE_CHECKING, Any
 import boto3
 import urllib3
 from botocore.config import Config
+from botocore.exceptions import ClientError
 
 from dlpipe.local.ddb_capacity import TableShape, shape_from_description
 from dlpipe.local.ddb_limits import PartitionHeat, PartitionMeter, ThroughputLimits
 from dlpipe.local.ddb_reads import batch_get, get_item, query
-from dlpipe.local.ddb_wire import ERROR_PREFIX, Answer, Backend, Call, ItemLocks, json_answer
+from dlpipe.local.ddb_wire import (
+    ERROR_PREFIX,
+    Answer,
+    Backend,
+    Call,
+    ItemLocks,
+    PassThrough,
+    json_answer,
+)
 from dlpipe.local.ddb_writes import batch_write, single_write, transact_write
 
 if TYPE_CHECKING:
@@ -69,6 +78,7 @@ class ThroughputProxy:
         self._shapes: dict[str, TableShape] = {}
         self._shapes_lock = threading.Lock()
         self.locks = ItemLocks()
+        self._sent = threading.local()  # whether this request thread has forwarded its request
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -115,6 +125,7 @@ class ThroughputProxy:
     def forward(self, headers: Mapping[str, str], body: bytes) -> tuple[int, bytes]:
         """Send one request to DynamoDB Local as the client sent it; (status, body)."""
         keep = {k: v for k, v in headers.items() if k not in ("host", "content-length")}
+        self._sent.forwarded = True
         reply = self._http.request(
             "POST", self.target_url + "/", body=body, headers=keep, timeout=60.0
         )
@@ -126,7 +137,10 @@ class ThroughputProxy:
             cached = self._shapes.get(table)
         if cached is not None:
             return cached
-        described = self._direct.describe_table(TableName=table)["Table"]
+        try:
+            described = self._direct.describe_table(TableName=table)["Table"]
+        except ClientError as exc:
+            raise PassThrough(table) from exc
         shape = shape_from_description(described)
         with self._shapes_lock:
             self._shapes[table] = shape
@@ -138,7 +152,10 @@ class ThroughputProxy:
 
     def current(self, table: str, key: Mapping[str, Any]) -> dict[str, Any] | None:
         """The stored item (ConsistentRead), uncharged: the image before or after a write."""
-        found = self._direct.get_item(TableName=table, Key=dict(key), ConsistentRead=True)
+        try:
+            found = self._direct.get_item(TableName=table, Key=dict(key), ConsistentRead=True)
+        except ClientError as exc:
+            raise PassThrough(table) from exc
         item = found.get("Item")
         return dict(item) if item is not None else None
 
@@ -164,7 +181,14 @@ class ThroughputProxy:
         except ValueError:
             status, data = self.forward(headers, body)
             return Answer(status, data)
-        return handler(self, Call(headers, body, request))
+        self._sent.forwarded = False
+        try:
+            return handler(self, Call(headers, body, request))
+        except PassThrough:
+            if self._sent.forwarded:  # never send a write twice
+                raise
+            status, data = self.forward(headers, body)
+            return Answer(status, data)
 
 
 _OPERATIONS: dict[str, Callable[[Backend, Call], Answer]] = {

@@ -120,6 +120,11 @@ def error_type(data: bytes) -> str:
         return ""
 
 
+class PassThrough(Exception):
+    """DynamoDB Local refused the proxy's own read for a request (an unknown table, a bad
+    key): the request goes to DynamoDB Local as sent, which answers it with its own error."""
+
+
 class Backend(Protocol):
     """What an operation asks of the proxy."""
 

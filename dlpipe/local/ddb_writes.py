@@ -5,15 +5,15 @@ cost from the item's images before and after (read under the item's lock)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from dlpipe.local.ddb_capacity import (
     Charge,
-    TableShape,
     estimated_update_charges,
     item_size,
+    key_of,
     scalar,
     write_charges,
     write_units,
@@ -32,7 +32,7 @@ from dlpipe.local.ddb_wire import (
 
 @dataclass
 class _Write:
-    """One item write of a request: where, its key, what it will (estimate) and did cost."""
+    """One item write of a request: its table, kind, key, a Put's item and the image before."""
 
     table: str
     kind: str  # Put, Update, Delete (the request's word)
@@ -43,10 +43,6 @@ class _Write:
     @property
     def lock_key(self) -> str:
         return self.table + json.dumps(self.key, sort_keys=True)
-
-
-def _key_of(shape: TableShape, item: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: item[k] for k in shape.table.keys if k in item}
 
 
 def _estimate(proxy: Backend, write: _Write, *, transactional: bool) -> list[Charge]:
@@ -79,7 +75,7 @@ def single_write(kind: str) -> Callable[[Backend, Call], Answer]:
         table = request["TableName"]
         shape = proxy.shape(table)
         item = request.get("Item") if kind == "Put" else None
-        key = _key_of(shape, item) if item is not None else dict(request["Key"])
+        key = key_of(shape, item) if item is not None else dict(request["Key"])
         write = _Write(table, kind, key, item)
         with proxy.locks.holding([write.lock_key]):
             write.old = proxy.current(table, key)
@@ -105,7 +101,7 @@ def batch_write(proxy: Backend, call: Call) -> Answer:
         for entry in entries:
             if "PutRequest" in entry:
                 item = entry["PutRequest"]["Item"]
-                writes.append((_Write(table, "Put", _key_of(shape, item), item), entry))
+                writes.append((_Write(table, "Put", key_of(shape, item), item), entry))
             else:
                 writes.append((_Write(table, "Delete", entry["DeleteRequest"]["Key"]), entry))
     with proxy.locks.holding(w.lock_key for w, _ in writes):
@@ -156,7 +152,7 @@ def transact_write(proxy: Backend, call: Call) -> Answer:
             continue
         body = action[kind]
         shape = proxy.shape(body["TableName"])
-        key = _key_of(shape, body["Item"]) if kind == "Put" else dict(body["Key"])
+        key = key_of(shape, body["Item"]) if kind == "Put" else dict(body["Key"])
         writes.append(_Write(body["TableName"], kind, key, body.get("Item")))
     real = [w for w in writes if w is not None]
     with proxy.locks.holding(w.lock_key for w in real):

@@ -382,3 +382,12 @@ def test_the_limits_are_off_unless_set_and_a_bad_one_is_one_line() -> None:
         ConfigError, match=r"^DLPIPE_LOCAL_PARTITION_RCU: 'lots' is not a positive number$"
     ):
         limits_from_env({ENV_PARTITION_RCU: "lots"})
+
+
+def test_a_request_the_proxy_cannot_meter_gets_dynamodb_locals_own_answer(
+    proxy: ThroughputProxy,
+) -> None:
+    """An unknown table: DynamoDB's ResourceNotFoundException, not the proxy's 500."""
+    with pytest.raises(ClientError) as refused:
+        client(proxy.endpoint_url).put_item(TableName="no-such-table", Item=item("k"))
+    assert refused.value.response["Error"]["Code"] == "ResourceNotFoundException"
