@@ -10,8 +10,8 @@ charged: WCU per file on each table and index, the hottest partition key value, 
 design's ceiling, 1,000 WCU / that key's WCU per file, in files a second for the whole run
 (a key's WCU per file is its WCU over all the run's files, so a key only one feed's files
 reach counts for its share). First one feed's day of --files files, then --feeds feeds'
-days at once (8, the local stack's most), --feed-files each (--feeds 0 leaves that out). Counted at the proxy, from the
-writes the code made: no model of them.
+days at once (8, the local stack's most), --feed-files each (--feeds 0 leaves that out).
+Counted at the proxy, from the writes the code made: no model of them.
 """
 
 from __future__ import annotations
