@@ -220,18 +220,22 @@ def _handler_for(proxy: ThroughputProxy) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length") or 0)
             return self.rfile.read(length) if length else b""
 
+        def _heat_path(self) -> bool:
+            if self.path.rstrip("/") == HEAT_PATH:
+                return True
+            wanted = f"POST / (DynamoDB), GET or DELETE {HEAT_PATH}"
+            self._send(json_answer(404, {"message": f"the throughput proxy serves {wanted}"}))
+            return False
+
         def do_GET(self) -> None:
-            if self.path.rstrip("/") != HEAT_PATH:
-                self._send(
-                    json_answer(404, {"message": "only POST / (DynamoDB) and GET " + HEAT_PATH})
-                )
-                return
-            rows = [row.as_dict() for row in proxy.heat()]
-            self._send(json_answer(200, {"partitions": rows}))
+            if self._heat_path():
+                rows = [row.as_dict() for row in proxy.heat()]
+                self._send(json_answer(200, {"partitions": rows}))
 
         def do_DELETE(self) -> None:
-            proxy.reset()
-            self._send(json_answer(200, {"partitions": []}))
+            if self._heat_path():
+                proxy.reset()
+                self._send(json_answer(200, {"partitions": []}))
 
         def do_POST(self) -> None:
             body = self._body()

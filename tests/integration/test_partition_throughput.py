@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import boto3
@@ -391,3 +392,28 @@ def test_a_request_the_proxy_cannot_meter_gets_dynamodb_locals_own_answer(
     with pytest.raises(ClientError) as refused:
         client(proxy.endpoint_url).put_item(TableName="no-such-table", Item=item("k"))
     assert refused.value.response["Error"]["Code"] == "ResourceNotFoundException"
+
+
+def test_the_local_stack_reaches_dynamodb_through_the_proxy_when_a_limit_is_set(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """DLPIPE_LOCAL_PARTITION_WCU set: LocalAws starts the proxy, the environment it gives
+    names the proxy as DynamoDB's endpoint, and a write through it is counted there."""
+    monkeypatch.setenv(ENV_PARTITION_WCU, "1000")
+    with LocalAws(log_dir=str(tmp_path)) as stack:
+        assert stack.throughput is not None
+        endpoint = stack.environment()["AWS_ENDPOINT_URL_DYNAMODB"]
+        assert endpoint == stack.throughput.endpoint_url != stack.dynamodb.endpoint_url
+        ddb = client(endpoint)
+        name = f"wired-{uuid.uuid4().hex[:8]}"
+        ddb.create_table(
+            TableName=name,
+            BillingMode="PAY_PER_REQUEST",
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        )
+        ddb.put_item(TableName=name, Item=item("k"))
+        assert wcu(stack.throughput, name, "k") == 1
+        requests.delete(endpoint + HEAT_PATH, timeout=10)
+        assert heat(stack.throughput) == {}
+    assert stack.throughput is None  # stopped with the stack
