@@ -22,9 +22,17 @@ def _read_refused(proxy: Backend, estimate: list[Charge]) -> Answer | None:
     return throttled(refusal)
 
 
-def _full_size(proxy: Backend, table: str, key: Mapping[str, Any], got: Item | None) -> int:
+_PROJECTING = ("ProjectionExpression", "AttributesToGet")
+
+
+def _full_size(
+    proxy: Backend, table: str, key: Mapping[str, Any], got: Item | None, asked: Mapping[str, Any]
+) -> int:
     # A read is charged on the whole item's size, whatever it projects.
-    return item_size(proxy.current(table, key)) if got is not None else 0
+    if got is None:
+        return 0
+    projected = any(k in asked for k in _PROJECTING)
+    return item_size(proxy.current(table, key)) if projected else item_size(got)
 
 
 def get_item(proxy: Backend, call: Call) -> Answer:
@@ -38,7 +46,7 @@ def get_item(proxy: Backend, call: Call) -> Answer:
         return refused
     status, data = proxy.forward(call.headers, call.body)
     if status == 200:
-        size = _full_size(proxy, table, key, json.loads(data).get("Item"))
+        size = _full_size(proxy, table, key, json.loads(data).get("Item"), request)
         proxy.meter.charge(
             [Charge(shape.table, partition, read_units(size, consistent))], write=False
         )
@@ -79,16 +87,12 @@ def batch_get(proxy: Backend, call: Call) -> Answer:
         consistent = bool(sent[table].get("ConsistentRead"))
         for item in items:
             key = key_of(shape, item)
-            size = (
-                _full_size(proxy, table, key, item)
-                if len(key) == len(shape.table.keys)
-                else item_size(item)
-            )
-            charges.append(
-                Charge(
-                    shape.table, scalar(item[shape.table.hash_key]), read_units(size, consistent)
-                )
-            )
+            if len(key) == len(shape.table.keys):
+                size = _full_size(proxy, table, key, item, sent[table])
+                partition = scalar(key[shape.table.hash_key])
+            else:  # projected without its key: sized as returned, on no known key
+                size, partition = item_size(item), "?"
+            charges.append(Charge(shape.table, partition, read_units(size, consistent)))
     proxy.meter.charge(charges, write=False)
     if not unprocessed:
         return Answer(status, data)
