@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from key_heat_report import key_heat_section
+
 DATA_PATH_TARGET = 0.9
 DECRYPT_TARGET = 0.8
 MEMORY_LIMIT_MIB = 100
@@ -38,6 +40,7 @@ def render(results: dict[str, Any]) -> str:
         capacity_section(results, summary),
         scale_section(results, summary),
         latency_section(results, summary),
+        key_heat_section(results, summary),
     ]
     return "\n".join(
         [
@@ -854,6 +857,7 @@ def commands_section(results: dict[str, Any]) -> str:
         + (
             "\nKnobs: `data_path.py --sizes 100,256,1024 --repeat N --ciphers ...`;"
             " `worker_memory.py --mib N --in-flight 1,2`; `batch_day.py --files N --workers 1,2,4,8"
-            " --interval S --latency-intervals 1,2 --latency-files N`; `decrypt_stage.py --mib N --repeat N`.\n"
+            " --interval S --latency-intervals 1,2 --latency-files N`; `decrypt_stage.py --mib N --repeat N`;"
+            " `key_heat.py --files N --feeds N --feed-files N`.\n"
         )
     )

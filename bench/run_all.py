@@ -5,7 +5,8 @@
 Default (about 13 minutes on 2 shared cores): decrypt stage (256 MiB, best of 5); data path
 on 100 MiB (best of 5), 256 MiB (best of 3) and 1 GiB (best of 2) files, CBC and GCM;
 worker memory on 100 MiB and 1 GiB files, and on 1 GiB with one part in flight; the
-1,000-file day with 1, 2, 4 and 8 workers (requests, capacity, scale-out, latency).
+1,000-file day with 1, 2, 4 and 8 workers (requests, capacity, scale-out, latency); the key
+heat of a 200-file day and of eight feeds' days at once (DynamoDB WCU per partition key).
 --fast leaves out the 1 GiB data path (about 3 minutes, and the ~5 GiB that moto holds
 while it serves a 1 GiB file). --quick is a smoke test of the scripts and the report.
 
@@ -166,6 +167,8 @@ def main() -> int:
     )
     day = ["--files", "100", "--workers", "1,2", "--latency-files", "20"] if q else []
     results["batch_day"] = step("1,000-file day", ["batch_day.py", *day])
+    heat = ["--files", "20", "--feeds", "2", "--feed-files", "5"] if q else []
+    results["key_heat"] = step("key heat", ["key_heat.py", *heat])
     results["total_seconds"] = round(time.monotonic() - started)
     results["fast"] = args.fast
     flags = " ".join(f for f, on in (("--fast", args.fast), ("--quick", q)) if on)

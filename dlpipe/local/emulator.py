@@ -28,6 +28,8 @@ import requests
 
 from dlpipe.config import ENV_ALLOW_HTTP_URLS, ENV_ALLOW_PRIVATE_URL_HOSTS, ENV_URL_ALLOWED_HOSTS
 from dlpipe.local import moto_memory, moto_sqs
+from dlpipe.local.ddb_limits import limits_from_env
+from dlpipe.local.ddb_throughput import ThroughputProxy
 from dlpipe.local.dynamodb_local import DynamoDBLocal
 from dlpipe.local.processes import stop_child, wait_until_answers
 
@@ -231,13 +233,17 @@ def local_environment(
 
 class LocalAws:
     """The embedded local AWS: moto (S3, SQS, Secrets Manager) and DynamoDB Local, both child
-    processes on 127.0.0.1, started together and stopped by PID."""
+    processes on 127.0.0.1, started together and stopped by PID. With a per-partition limit
+    set (DLPIPE_LOCAL_PARTITION_WCU / _RCU), DynamoDB is reached through the throughput proxy
+    (`ddb_throughput.py`, a thread of this process), which throttles as DynamoDB does."""
 
     def __init__(self, port: int = 0, dynamodb_port: int = 0, log_dir: str | None = None):
         moto_log = os.path.join(log_dir, "emulator.log") if log_dir else None
         ddb_log = os.path.join(log_dir, "dynamodb-local.log") if log_dir else None
         self.moto = Emulator(port=port, log_path=moto_log)
         self.dynamodb = DynamoDBLocal(port=dynamodb_port, log_path=ddb_log)
+        self._limits = limits_from_env(os.environ)
+        self.throughput: ThroughputProxy | None = None
 
     @property
     def endpoint_url(self) -> str:
@@ -246,7 +252,9 @@ class LocalAws:
 
     @property
     def dynamodb_endpoint_url(self) -> str:
-        """DynamoDB Local's endpoint."""
+        """DynamoDB's endpoint: the throughput proxy's when it runs, else DynamoDB Local's."""
+        if self.throughput is not None:
+            return self.throughput.endpoint_url
         return self.dynamodb.endpoint_url
 
     @property
@@ -278,6 +286,8 @@ class LocalAws:
         if self._dynamodb_error is not None:
             self.stop()
             raise self._dynamodb_error
+        if self._limits is not None:
+            self.throughput = ThroughputProxy(self.dynamodb.endpoint_url, self._limits).start()
         return self
 
     def _start_dynamodb(self) -> None:
@@ -287,8 +297,11 @@ class LocalAws:
             self._dynamodb_error = exc
 
     def stop(self) -> None:
-        """Stop both children by PID."""
+        """Stop the throughput proxy, if any, and both children by PID."""
+        proxy, self.throughput = self.throughput, None
         try:
+            if proxy is not None:
+                proxy.stop()
             self.moto.stop()
         finally:
             self.dynamodb.stop()
