@@ -9,10 +9,10 @@ from dlpipe.domain.errors import InvalidIdentifierError
 from dlpipe.domain.model import Batch, FileJob, JobStatus, validate_batch_id, validate_date
 from dlpipe.services.ops.advice import DayRepair, ended_batch_repair
 from dlpipe.services.ops.context import OpsContext
+from dlpipe.services.ops.errors_by_code import ErrorsByCode, errors_by_code
 from dlpipe.services.ops.feed_filter import record_feed
 from dlpipe.services.ops.queries import BatchSummary, DayStatus, day_status
 from dlpipe.ui.cursor import decode_cursor, encode_cursor
-from dlpipe.services.ops.errors_by_code import ErrorsByCode, errors_by_code
 from dlpipe.ui.options import (
     BadRequestError,
     NotFoundPageError,
