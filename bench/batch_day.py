@@ -122,6 +122,13 @@ class FlowProbe:
         with phase("fail-batch"):
             self._flow.fail_batch(batch_id, reason)
 
+    def write_manifest(self, batch_id: str) -> dict[str, Any] | None:
+        with phase("write-manifest"):
+            return self._flow.write_manifest(batch_id)
+
+    def record_handoff_problem(self, batch_id: str, problem: str) -> None:
+        self._flow.record_handoff_problem(batch_id, problem)
+
     def publish_event(self, event: dict[str, Any]) -> dict[str, Any]:
         with phase("publish-outcome-event"):
             return self._flow.publish_event(event)
