@@ -220,11 +220,10 @@ def _print_exports(running: LocalUp, options: StubOptions | None) -> None:
 
 
 def next_steps(day: str, feeds: list[str]) -> list[str]:
-    """A worker and the default feed's day, then one `dlpipe run` per named feed."""
-    first = (
-        f"{DLPIPE} worker --exit-when-idle 30 > .dlpipe/worker.log 2>&1 &"
-        f"  {DLPIPE} run --date {day}"
-    )
+    """A worker and the default feed's day, then one `dlpipe run` per named feed. The worker
+    runs until stopped (`kill %1`): one that exits when idle would be gone before the named
+    feeds' days, typed after the first one completes, are queued."""
+    first = f"{DLPIPE} worker > .dlpipe/worker.log 2>&1 &  {DLPIPE} run --date {day}"
     named = [name for name in feeds if name != DEFAULT_FEED_NAME]
     return [first, *(f"{DLPIPE} run --date {day} --feed {name}" for name in named)]
 

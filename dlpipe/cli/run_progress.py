@@ -42,6 +42,7 @@ class PollReporter:
         self._console, self._interval_s, self._max_polls = console, poll_interval_s, max_polls
         self._clock = clock
         self._idle_probe = idle_probe  # seconds no worker took the queued work, or None
+        self._idle_warned = False  # the warning of the current idle spell is out
         self._state = "starting"
         self._next_check_at: float | None = None
 
@@ -73,8 +74,9 @@ class PollReporter:
             self._warn_if_idle()
 
     def _warn_if_idle(self) -> None:
-        """Under the check's line, the idle-worker warning when the probe finds one; a probe
-        that cannot read the queue or the index this time says nothing (the run goes on)."""
+        """Under the check's line, the idle-worker warning when the probe first finds the queue
+        undrained, once until a worker takes work again (a line every check said nothing
+        new); a probe that cannot read the queue or the index says nothing (the run goes on)."""
         if self._idle_probe is None:
             return
         try:
@@ -82,7 +84,8 @@ class PollReporter:
         except (RecordsError, BotoCoreError, ClientError) as exc:
             log.warning("run.idle_probe_failed", error=str(exc))
             return
-        if idle_s is not None:
+        warned, self._idle_warned = self._idle_warned, idle_s is not None
+        if idle_s is not None and not warned:
             self._console.print(f"WARNING: {idle_warning(idle_s)}", markup=False, highlight=False)
 
     def _say(self, head: str, upcoming: str) -> None:

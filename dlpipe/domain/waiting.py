@@ -60,8 +60,11 @@ def idle_consumer_seconds(work: WaitingWork, threshold_s: int) -> int | None:
 
 
 def idle_warning(idle_s: int) -> str:
-    """The one-line warning every surface (run, status, web view) shows."""
-    return f"no worker has received a message for {_span(idle_s)} while jobs are available"
+    """The one-line warning every surface (run, status, web view) shows, with what to do."""
+    return (
+        f"no worker has received a message for {_span(idle_s)} while jobs are available"
+        " (is one running? start one: dlpipe worker)"
+    )
 
 
 @dataclass(frozen=True)

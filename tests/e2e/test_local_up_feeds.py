@@ -201,7 +201,7 @@ def test_local_up_names_each_feeds_run_and_the_queue_the_hand_off_events_reach(
     printed = (folder / "local-up.out").read_text().splitlines()
     hints = [line.removeprefix("# then: ") for line in printed if line.startswith("# then: ")]
     # README's shells never activate the virtualenv: its dlpipe, by path.
-    assert hints[0].startswith(".venv/bin/dlpipe worker "), hints
+    assert hints[0].startswith(".venv/bin/dlpipe worker > "), hints  # runs until stopped
     assert hints[0].endswith(f"&  .venv/bin/dlpipe run --date {day}"), hints
     assert hints[1:] == [f".venv/bin/dlpipe run --date {day} --feed feed-{n}" for n in (2, 3)]
     (events,) = [line for line in printed if line.startswith("# hand-off events")]

@@ -29,7 +29,18 @@ def test_a_check_with_pending_files_and_an_idle_queue_prints_the_warning() -> No
     assert lines[0].startswith("check 1/120: 0 completed, 0 failed, 0 error, 20 pending")
     assert lines[1] == (
         "WARNING: no worker has received a message for 10 min while jobs are available"
+        " (is one running? start one: dlpipe worker)"
     )
+
+
+def test_the_warning_is_printed_once_per_idle_spell() -> None:
+    """Idle for three checks, consumed, then idle again: two warnings, not one a check."""
+    answers = iter([600, 605, 610, None, 30])
+    reporter, text = _reporter(lambda: next(answers))
+    for poll in range(1, 6):
+        reporter.checked(poll, _pending())
+    warnings = [line for line in text.getvalue().splitlines() if line.startswith("WARNING")]
+    assert [w.split(" for ")[1].split(" while")[0] for w in warnings] == ["10 min", "30 s"]
 
 
 def test_no_warning_when_the_probe_finds_the_queue_consumed() -> None:
