@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -44,9 +45,10 @@ _LOCAL_ONLY = ("files", "workers", "feeds_file")
 
 
 def _log_file(day: str) -> Path:
+    """This run's own log file: runs started in the same second (one per feed) never share one."""
     folder = Path(".dlpipe") / "logs"
     folder.mkdir(parents=True, exist_ok=True)
-    return folder / f"run-{day}-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}.jsonl"
+    return folder / f"run-{day}-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}-{os.getpid()}.jsonl"
 
 
 def _polling_date(day: str | None) -> str:
