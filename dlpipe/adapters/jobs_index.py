@@ -15,7 +15,7 @@ from itertools import islice
 from typing import Any
 
 from dlpipe.adapters import dynamo
-from dlpipe.adapters.jobs_reads import EDGE_PAGE_ITEMS, QUERY_PAGE_ITEMS, JobReads, job_names
+from dlpipe.adapters.jobs_reads import JobReads, job_names
 from dlpipe.domain.errors import UnreadableHandler
 from dlpipe.domain.model import FileJob, JobStatus
 from dlpipe.domain.schema import (
@@ -30,6 +30,14 @@ from dlpipe.domain.shards import batch_shard_number, batch_shards, status_shards
 from dlpipe.domain.statuses import PENDING_JOB_STATUSES
 
 _BATCH_GET_MAX = 100
+# Items a Query page evaluates at most (its Limit). Index items are ~150 B, so a full page is
+# ~150 KB, under DynamoDB's own 1 MB cap. It is there for DynamoDB Local, which
+# reads every remaining row of the partition for each page when a Query has no Limit
+# (a page costs O(rows left), so a count is quadratic in the partition: 100,000 jobs counted
+# in 108 s; measured by bench/dynamodb_local_paging.py, figures in BENCHMARKS.md).
+QUERY_PAGE_ITEMS = 1000
+# One end of each StatusIndex shard: a few items a page, so expired (TTL) items cost little.
+EDGE_PAGE_ITEMS = 10
 IndexItem = dict[str, Any]
 
 

@@ -42,15 +42,6 @@ if TYPE_CHECKING:
 
 log = get_logger(component="records")
 _BATCH_GET_MAX = 100
-# Items a Query page evaluates at most (its Limit). With job items of ~1-1.5 KB, DynamoDB's
-# own 1 MB page cap binds first (~700-1,000 items), so on AWS the pages, and the capacity
-# each rounds up, are what they would be without it. It is there for DynamoDB Local, which
-# reads every remaining row of the partition for each page when a Query has no Limit
-# (a page costs O(rows left), so a count is quadratic in the partition: 100,000 jobs counted
-# in 108 s; measured by bench/dynamodb_local_paging.py, figures in BENCHMARKS.md).
-QUERY_PAGE_ITEMS = 1000
-# One end of the StatusIndex: a few items a page, so expired (TTL) items first cost little.
-EDGE_PAGE_ITEMS = 10
 # Every attribute an expression names, by placeholder and record field (a placeholder for
 # each: Status and TTL are reserved words).
 JOB_NAMES = expression_names(

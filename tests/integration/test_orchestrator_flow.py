@@ -17,6 +17,7 @@ from dlpipe.adapters.queue import JobQueue
 from dlpipe.domain.cipher_format import CIPHER_CBC, CIPHER_GCM
 from dlpipe.domain.messages import decode_message
 from dlpipe.domain.model import BatchStatus, JobStatus
+from dlpipe.domain.schema import BATCH_SHARDS
 from dlpipe.local.stub.faults import Faults
 from dlpipe.local.stub.publish import StubFileSpec
 from dlpipe.local.stub.server import StubProvider
@@ -211,8 +212,9 @@ def test_completion_checks_while_files_are_pending_query_batch_index_and_get_no_
     clients: AwsClients,
     queue: JobQueue,
 ) -> None:
-    """While a file is pending a poll reads no job by key: only BatchIndex queries, and the
-    completed ones are not counted (derived) until nothing is pending."""
+    """While a file is pending a poll reads by key only the pending jobs BatchIndex names
+    (a Query per shard), and the completed ones are not counted (derived) until nothing is
+    pending."""
     day, stub = unique_day(), stub_factory(specs(entity, 4))
     flow = make_flow(stub)
     batch_id = flow.create_batch(day)
@@ -241,8 +243,13 @@ def test_completion_checks_while_files_are_pending_query_batch_index_and_get_no_
         events.unregister("provide-client-params.dynamodb.Query", query)
     assert (first.status, first.completed, first.pending) == (None, 3, 1)
     assert (second.status, second.pending) == (None, 1)
-    assert keys_read == []
-    per_poll = [f"BatchIndex:{s}" for s in ("available", "downloading", "failed", "error")]
+    # The one pending job, fetched by key after its index item; no other job is read.
+    assert keys_read == [1, 1]
+    per_poll = [
+        f"BatchIndex:{s}"
+        for s in ("available", "downloading", "failed", "error")
+        for _ in range(BATCH_SHARDS)
+    ]
     assert queried == per_poll * 2
 
 
