@@ -47,12 +47,14 @@ resource "aws_dynamodb_table" "jobs" {
 
   # Keys and TTL only (TTL is written once, by the put): no write but a status change touches
   # an index, and readers fetch the jobs by key. docs/ARCHITECTURE.md, "Tables", has the WCU.
+  # StatusIndex adds BatchID (changed only by an adoption, which moves StatusUpdatedAt too), so
+  # the sweeper filters one batch's stale jobs before fetching them.
   global_secondary_index {
     name               = "StatusIndex"
     hash_key           = "StatusShard"
     range_key          = "StatusUpdatedAt"
     projection_type    = "INCLUDE"
-    non_key_attributes = ["TTL"]
+    non_key_attributes = ["TTL", "BatchID"]
   }
 
   global_secondary_index {

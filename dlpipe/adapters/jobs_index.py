@@ -4,7 +4,9 @@ Both indexes are write-sharded (dlpipe/domain/shards.py) and carry keys and TTL 
 read queries every shard of its key, merges the shards' index items in key order, and fetches
 the jobs those name by key (BatchGetItem, 100 a call), keeping only those that still match
 what was asked: an index lags the table, and a job may have moved on since it was indexed.
-Counts and a batch's FileID -> status read the index items alone.
+Counts and a batch's FileID -> status read the index items alone. StatusIndex also carries
+BatchID, so a batch's stale pending jobs (the sweeper's candidates) are filtered to the batch
+before any fetch.
 """
 
 from __future__ import annotations
@@ -51,6 +53,17 @@ def _status(item: IndexItem) -> str:
 
 def _file_id(item: IndexItem) -> str:
     return str(item[FILE_ID_ATTRIBUTE]["S"])
+
+
+def _runs(statuses: set[JobStatus]) -> list[list[JobStatus]]:
+    """`statuses` in BatchIndex's Status order, cut where a status not asked for sits between."""
+    runs: list[list[JobStatus]] = [[]]
+    for status in sorted(JobStatus, key=str):
+        if status in statuses:
+            runs[-1].append(status)
+        elif runs[-1]:
+            runs.append([])
+    return [r for r in runs if r]
 
 
 class JobIndexReads(JobReads):
@@ -119,6 +132,39 @@ class JobIndexReads(JobReads):
         chunk = min(_BATCH_GET_MAX, limit) if limit else _BATCH_GET_MAX
         jobs = self._fetch(items, keep, on_unreadable, chunk)
         yield from jobs if limit is None else islice(jobs, limit)
+
+    def stale_of_batch(
+        self,
+        batch_id: str,
+        status: JobStatus,
+        *,
+        older_than_ms: int,
+        on_unreadable: UnreadableHandler | None = None,
+    ) -> Iterator[FileJob]:
+        """`batch_id`'s jobs in pending `status` last changed before `older_than_ms`
+        (StatusIndex, every shard, filtered by the BatchID it projects), fetched by key;
+        oldest first. Costs the index items older than the cut, deployment-wide (about 150 B
+        each), and a fetch of each of the batch's."""
+
+        def keep(job: FileJob) -> bool:
+            old = job.status_updated_at_ms < older_than_ms
+            return job.batch_id == batch_id and job.status is status and old
+
+        shards = []
+        for shard in status_shards(status):
+            request = self._index_request(
+                STATUS_INDEX,
+                "#sshard = :shard AND #updated < :cut",
+                {
+                    ":shard": {"S": shard},
+                    ":cut": {"N": str(older_than_ms)},
+                    ":batch": {"S": batch_id},
+                },
+                extra_filter="#batch = :batch",
+            )
+            shards.append(self._shard_items(request))
+        items = heapq.merge(*shards, key=_updated)
+        yield from self._fetch(items, keep, on_unreadable)
 
     def edge_by_status(self, status: JobStatus, *, newest: bool = False) -> FileJob | None:
         """The job in `status` changed longest ago (or, `newest`, most recently): each shard's
@@ -204,20 +250,47 @@ class JobIndexReads(JobReads):
         RCU at least for each shard's Query), not what the batch weighs; the cost lands in
         `meter`.
         """
+        return sum(self._count(self._batch_request(s, status)) for s in batch_shards(batch_id))
+
+    def counts_by_batch(self, batch_id: str, statuses: Iterable[JobStatus]) -> dict[JobStatus, int]:
+        """How many jobs of `batch_id` are in each of `statuses`: BatchIndex, every shard, one
+        Query a shard for each run of them that sits side by side in Status order (index items
+        only: Select=COUNT for a run of one, the Status attribute alone for a longer run, which
+        reads the same bytes). Pending + unsuccessful is two runs, `available` and
+        `downloading`..`failed`: 2 Queries a shard."""
+        counts = dict.fromkeys(statuses, 0)
+        for run in _runs(set(counts)):
+            for shard in batch_shards(batch_id):
+                if len(run) == 1:
+                    counts[run[0]] += self._count(self._batch_request(shard, run[0]))
+                    continue
+                request = self._batch_range_request(shard, run[0], run[-1])
+                for item in self._shard_items(request):
+                    status = _status(item)
+                    if status in set(JobStatus) and JobStatus(status) in counts:
+                        counts[JobStatus(status)] += 1
+        return counts
+
+    def _count(self, request: dict[str, Any]) -> int:
         counted: list[int] = []
 
         def count_page(page: dict[str, Any]) -> None:
             self.meter.add(page)
             counted.append(int(page.get("Count", 0)))
 
-        for shard in batch_shards(batch_id):
-            request = self._batch_request(shard, status)
-            request["Select"] = "COUNT"
-            for _ in dynamo.paginate_query(
-                self._client, self.table_name, request, on_page=count_page
-            ):
-                pass
+        request["Select"] = "COUNT"
+        for _ in dynamo.paginate_query(self._client, self.table_name, request, on_page=count_page):
+            pass
         return sum(counted)
+
+    def _batch_range_request(self, shard: str, first: JobStatus, last: JobStatus) -> dict[str, Any]:
+        request = self._index_request(
+            BATCH_INDEX,
+            "#bshard = :shard AND #status BETWEEN :first AND :last",
+            {":shard": {"S": shard}, ":first": {"S": str(first)}, ":last": {"S": str(last)}},
+        )
+        request["ProjectionExpression"] = "#status"
+        return request
 
     def batch_file_ids(self, batch_id: str) -> dict[str, JobStatus | None]:
         """FileID -> status of every job of `batch_id` (BatchIndex items alone, every shard).
@@ -232,10 +305,14 @@ class JobIndexReads(JobReads):
                 found[_file_id(item)] = JobStatus(status) if status in set(JobStatus) else None
         return found
 
-    def _index_request(self, index: str, key: str, values: dict[str, Any]) -> dict[str, Any]:
+    def _index_request(
+        self, index: str, key: str, values: dict[str, Any], extra_filter: str | None = None
+    ) -> dict[str, Any]:
         # Items past their TTL may linger (DynamoDB deletes lazily): filter them out (both
         # indexes project TTL for this).
-        filter_expression = "attribute_not_exists(#ttl) OR #ttl >= :now_s"
+        filter_expression = "(attribute_not_exists(#ttl) OR #ttl >= :now_s)"
+        if extra_filter:
+            filter_expression += f" AND {extra_filter}"
         return {
             "IndexName": index,
             "KeyConditionExpression": key,

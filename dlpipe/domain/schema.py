@@ -42,8 +42,11 @@ BATCHES_INDEXES: Final = {
 # index name -> (projection type, non-key attributes). The jobs' indexes carry their keys and
 # TTL only (set once, at the put), so no write but a status change touches them, and an index
 # read still filters out items past their TTL; readers fetch the jobs by key (BatchGetItem).
+# StatusIndex also carries BatchID, so the sweeper filters a batch's stale jobs before any
+# fetch: BatchID is set by the put and changed only by an adoption, which also moves
+# StatusUpdatedAt (the index's range key), so it adds no index write.
 JOBS_PROJECTIONS: Final = {
-    STATUS_INDEX: ("INCLUDE", (TTL_ATTRIBUTE,)),
+    STATUS_INDEX: ("INCLUDE", (TTL_ATTRIBUTE, BATCH_ID_ATTRIBUTE)),
     BATCH_INDEX: ("INCLUDE", (TTL_ATTRIBUTE,)),
 }
 BATCHES_PROJECTIONS: Final = {POLLING_DATE_INDEX: ("ALL", ())}

@@ -18,7 +18,7 @@ from dlpipe.adapters.batches_table import BatchesTable
 from dlpipe.adapters.jobs_table import JobsTable
 from dlpipe.adapters.queue import JobQueue
 from dlpipe.domain.model import SETS_MAX_FILES, BatchStatus, FileJob, JobStatus
-from dlpipe.domain.schema import BATCH_SHARDS
+from dlpipe.domain.schema import BATCH_SHARDS, STATUS_SHARDS
 from dlpipe.domain.shards import shard_number
 from dlpipe.services.orchestrator.flow import BatchFlowService
 from tests.support import ManualClock, make_batch, make_job, unique_day
@@ -152,22 +152,22 @@ def test_a_poll_costs_what_its_pending_jobs_weigh_not_the_day(
     clients: AwsClients,
     entity: str,
 ) -> None:
-    """The read capacity DynamoDB reports for a poll is its shards' index Queries and a fetch
-    of each pending job, whatever the completed jobs weigh; counting them, at the end, reads
-    index items only."""
+    """The read capacity DynamoDB reports for a poll is its shards' index COUNTs, whatever the
+    jobs and the completed ones weigh: no pending job is fetched; counting the completed ones,
+    at the end, reads index items only."""
     batch_id, written = write_day(jobs, batches, entity, LARGE_DAY, done=LARGE_DAY - 100)
     sizes = jobs_sizes(clients, jobs, written)
-    pending = [sizes[j.file_id] for j in written[-100:]]
     jobs.meter.read_capacity_units = 0.0
     flow.check_completion(batch_id, 1, False)
     measured = jobs.meter.read_capacity_units
-    # available (100 jobs): each shard's Query of index items (well under 4 KB a shard,
-    # 0.5 RCU each) and a fetch by key of each job (0.5 RCU each, eventually consistent);
-    # downloading, failed and error: none (what an empty query costs), 16 Queries each.
+    # available (100 jobs): one COUNT Query a shard of its index items (~150 B each: well
+    # under 4 KB a shard, 0.5 RCU); downloading..failed (one range Query a shard) and the
+    # sweeper's StatusIndex Queries (2 statuses x 8 shards, none stale): what an empty
+    # Query costs. Fetching the 100 jobs instead would add 0.5 RCU each.
     empty = query_rcu([])
     shards = {shard_number(j.file_id, BATCH_SHARDS) for j in written[-100:]}
-    assert all(size <= 4096 for size in pending)
-    assert measured == 0.5 * len(shards) + 0.5 * len(pending) + 3 * BATCH_SHARDS * empty
+    assert measured == 0.5 * len(shards) + (BATCH_SHARDS + 2 * STATUS_SHARDS) * empty
+    assert measured < 0.5 * 100 / 4  # a quarter of fetching every pending job
     jobs.meter = type(jobs.meter)()
     for job in written[-100:]:
         jobs.claim(job.file_id, "w", 60)
@@ -177,6 +177,27 @@ def test_a_poll_costs_what_its_pending_jobs_weigh_not_the_day(
     # Counting the completed ones reads their index items (keys and TTL), not the jobs: a
     # fraction of what the jobs weigh, at least half a unit for each shard's Query.
     assert 0.5 * BATCH_SHARDS <= jobs.meter.read_capacity_units < query_rcu(completed) / 3
+    assert sizes  # every job was written
+
+
+def test_a_large_day_reads_at_most_a_quarter_unit_a_file_over_its_polls(
+    flow: BatchFlowService,
+    jobs: JobsTable,
+    batches: BatchesTable,
+    entity: str,
+) -> None:
+    """1,500 files finishing over four polls: every poll's reads together (counts, sweeps,
+    the final counts) stay under 0.25 RCU per file, as DynamoDB Local reports them."""
+    batch_id, written = write_day(jobs, batches, entity, LARGE_DAY, done=0)
+    jobs.meter = type(jobs.meter)()
+    quarter = LARGE_DAY // 4
+    for poll in range(1, 5):
+        assert flow.check_completion(batch_id, poll, False).status is None
+        for job in written[(poll - 1) * quarter : poll * quarter]:
+            jobs.claim(job.file_id, "w", 60)
+            jobs.complete(job.file_id, "w", byte_count=1, sha256="0" * 64, destination_key="k")
+    assert flow.check_completion(batch_id, 5, False).status == "completed"
+    assert jobs.meter.read_capacity_units / LARGE_DAY <= 0.25
 
 
 def test_a_small_day_keeps_its_sets_and_reads_as_before(
@@ -308,7 +329,7 @@ def test_a_second_poller_does_not_rewrite_the_counts_of_a_batch_the_first_one_fi
     last = written[-1]
 
     def sweep_then_race(batch_id_: str, pending: Iterable[FileJob]) -> int:
-        assert len(list(pending)) == 1  # this poller has counted the last file pending
+        assert list(pending) == []  # this poller counted the last file pending (not stale)
         jobs.claim(last.file_id, "w", 60)
         jobs.complete(last.file_id, "w", byte_count=1, sha256="0" * 64, destination_key="k")
         assert flow.check_completion(batch_id_, 5, False).status == "completed"  # the other
