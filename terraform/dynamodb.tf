@@ -32,23 +32,37 @@ resource "aws_dynamodb_table" "jobs" {
     type = "N"
   }
 
+  # "<Status>#<nn>", only while Status is available or downloading (dlpipe/domain/shards.py):
+  # StatusIndex is sparse, holding pending jobs only, its writes spread over 8 keys a status.
   attribute {
-    name = "BatchID"
+    name = "StatusShard"
     type = "S"
   }
 
+  # "<BatchID>#<nn>": one batch's index writes spread over 16 keys.
+  attribute {
+    name = "BatchShard"
+    type = "S"
+  }
+
+  # Keys and TTL only (TTL is written once, by the put): no write but a status change touches
+  # an index, and readers fetch the jobs by key. docs/ARCHITECTURE.md, "Tables", has the WCU.
+  # StatusIndex adds BatchID (changed only by an adoption, which moves StatusUpdatedAt too), so
+  # the sweeper filters one batch's stale jobs before fetching them.
   global_secondary_index {
-    name            = "StatusIndex"
-    hash_key        = "Status"
-    range_key       = "StatusUpdatedAt"
-    projection_type = "ALL"
+    name               = "StatusIndex"
+    hash_key           = "StatusShard"
+    range_key          = "StatusUpdatedAt"
+    projection_type    = "INCLUDE"
+    non_key_attributes = ["TTL", "BatchID"]
   }
 
   global_secondary_index {
-    name            = "BatchIndex"
-    hash_key        = "BatchID"
-    range_key       = "Status"
-    projection_type = "ALL"
+    name               = "BatchIndex"
+    hash_key           = "BatchShard"
+    range_key          = "Status"
+    projection_type    = "INCLUDE"
+    non_key_attributes = ["TTL"]
   }
 
   # Epoch seconds; jobs live 30 days.

@@ -14,7 +14,7 @@ from botocore.exceptions import (
 )
 
 from dlpipe.adapters.aws_errors import is_transient, raise_request_error
-from dlpipe.domain.errors import StoreUnavailableError, TableMissingError
+from dlpipe.domain.errors import IndexNotReadyError, StoreUnavailableError, TableMissingError
 from dlpipe.log import get_logger
 
 if TYPE_CHECKING:
@@ -35,6 +35,28 @@ def old_item(exc: ClientError) -> dict[str, Any] | None:
     return dict(item) if item else None
 
 
+# How DynamoDB answers a Query on an index that is gone or not yet readable (a
+# ValidationException): an index replaced by an upgrade is deleted, then created and
+# backfilled.
+_INDEX_MISSING = "does not have the specified index"
+_INDEX_BACKFILLING = "backfilling global secondary index"
+
+
+def _index_not_ready(exc: ClientError) -> tuple[str, str] | None:
+    """(index, state) when `exc` says the queried index cannot be read yet."""
+    error = exc.response.get("Error", {})
+    if error.get("Code") != "ValidationException":
+        return None
+    message = str(error.get("Message", ""))
+    _, colon, named = message.rpartition(":")
+    index = named.strip() if colon and named.strip().isidentifier() else "index"
+    if _INDEX_MISSING in message:
+        return index, "missing or being created"
+    if _INDEX_BACKFILLING in message.lower():
+        return index, "backfilling"
+    return None
+
+
 def raise_store_error(exc: Exception, table: str) -> NoReturn:
     """Re-raise a boto error as TableMissingError, StoreUnavailableError or AwsRequestError
     (access denied, a malformed request: one line naming DynamoDB, the operation and the code);
@@ -44,6 +66,13 @@ def raise_store_error(exc: Exception, table: str) -> NoReturn:
         if code == "ResourceNotFoundException":
             raise TableMissingError(
                 f"table {table!r} does not exist at this endpoint (run: dlpipe local provision)"
+            ) from exc
+        not_ready = _index_not_ready(exc)
+        if not_ready is not None:
+            index, state = not_ready
+            raise IndexNotReadyError(
+                f"the table {table!r}'s {index} is being built ({state}); try again in a few"
+                " minutes, then run `dlpipe tables migrate` once if this is an upgrade"
             ) from exc
         if is_transient(exc):  # throttling, 5xx: aws_errors decides, for every service
             raise StoreUnavailableError(f"DynamoDB kept refusing ({code}) on {table!r}") from exc

@@ -25,12 +25,15 @@ from dlpipe.domain.outcome import OutcomeSummary
 from dlpipe.domain.redaction import redact
 from dlpipe.domain.schema import (
     BATCH_ID_ATTRIBUTE,
+    BATCH_SHARD_ATTRIBUTE,
     FILE_ID_ATTRIBUTE,
     POLLING_DATE_ATTRIBUTE,
     STATUS_ATTRIBUTE,
+    STATUS_SHARD_ATTRIBUTE,
     STATUS_UPDATED_AT_ATTRIBUTE,
     TTL_ATTRIBUTE,
 )
+from dlpipe.domain.shards import batch_shard, status_shard
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
@@ -208,8 +211,13 @@ def stored_error(message: str) -> str:
 
 
 def job_to_item(job: FileJob) -> dict[str, AttributeValueTypeDef]:
-    """A FileJob as a DynamoDB item."""
-    return _to_item(job, JOB_ATTRIBUTES)
+    """A FileJob as a DynamoDB item, with its index shards (read back by no record field)."""
+    item = _to_item(job, JOB_ATTRIBUTES)
+    item[BATCH_SHARD_ATTRIBUTE] = serialize(batch_shard(job.batch_id, job.file_id))
+    shard = status_shard(job.status, job.file_id)
+    if shard is not None:
+        item[STATUS_SHARD_ATTRIBUTE] = serialize(shard)
+    return item
 
 
 def _key(item: dict[str, Any], attribute: str) -> str:
@@ -251,11 +259,3 @@ def batch_from_item(item: dict[str, Any]) -> Batch:
             f"batch item {key!r} is not a valid batch: {exc}", key=key
         ) from exc
     return batch
-
-
-def job_status_from_item(item: dict[str, Any]) -> tuple[str, JobStatus | None]:
-    """The FileID and status of a job item (read whole or projected to those two); None for a
-    status that is not one (an unreadable item)."""
-    status = item.get(JOB_ATTRIBUTES["status"], {}).get("S")
-    file_id = str(item[JOB_ATTRIBUTES["file_id"]]["S"])
-    return file_id, JobStatus(status) if status in set(JobStatus) else None

@@ -26,16 +26,26 @@ from dlpipe.domain.errors import (
 )
 from dlpipe.domain.model import FileJob, JobStatus, listed_by
 from dlpipe.domain.rules import lease_expiry_ms
+from dlpipe.domain.shards import batch_shard, status_shard
 from dlpipe.domain.statuses import UNSUCCESSFUL_JOB_STATUSES
 from dlpipe.domain.transitions import is_own_job_write
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-# What every write that gives a job back to the queue sets.
+# What every write that gives a job back to the queue sets (:sshard: its available shard).
 _BACK_TO_AVAILABLE = (
-    "#status = :available, #updated = :now REMOVE #owner, #lease, #error, #completed"
+    "#status = :available, #updated = :now, #sshard = :sshard"
+    " REMOVE #owner, #lease, #error, #completed"
 )
+
+
+def _shard_value(status: JobStatus, file_id: str) -> str:
+    """The StatusShard a write moving `file_id` into pending `status` sets."""
+    shard = status_shard(status, file_id)
+    if shard is None:
+        raise ValueError(f"{status} is not a pending status: it has no StatusShard")
+    return shard
 
 
 class JobWrites:
@@ -104,11 +114,13 @@ class JobWrites:
         condition = f"attribute_exists(#id) AND ({CLAIMABLE.expression})"
         update = (
             "SET #status = :downloading, #owner = :owner, #lease = :expiry, #updated = :now,"
-            " #attempts = if_not_exists(#attempts, :zero) + :one REMOVE #finishedby"
+            " #sshard = :sshard, #attempts = if_not_exists(#attempts, :zero) + :one"
+            " REMOVE #finishedby"
         )
         values = {
             **CLAIMABLE.values,
             ":downloading": str(JobStatus.DOWNLOADING),
+            ":sshard": _shard_value(JobStatus.DOWNLOADING, file_id),
             ":owner": owner,
             ":expiry": lease_expiry_ms(now_ms, lease_seconds),
             ":now": now_ms,
@@ -132,9 +144,10 @@ class JobWrites:
     # Rule: holds_claim.
     _OWNED = f"{HELD.expression} AND #owner = :owner"
     # What completing a job sets; shared by the owner's completion and the sweeper's repair.
+    # An ended job drops StatusShard, so it leaves StatusIndex.
     _COMPLETE = (
         "SET #status = :completed, #updated = :now, #completed = :at, #bytes = :bytes,"
-        " #sha = :sha, #dest = :dest REMOVE #owner, #lease, #error"
+        " #sha = :sha, #dest = :dest REMOVE #owner, #lease, #error, #sshard"
     )
 
     # What a write that ends the claim adds: whose it was (a retry of it finds it there).
@@ -172,7 +185,8 @@ class JobWrites:
         )
 
     def extend_lease(self, file_id: str, owner: str, lease_seconds: int) -> FileJob:
-        """Push the lease of a claim we still own further out."""
+        """Push the lease of a claim we still own further out. LeaseExpiresAt is no index
+        key and projected by none, so this write touches the table only."""
         now_ms = self._clock.now_ms()
         values = {":expiry": lease_expiry_ms(now_ms, lease_seconds)}
         return self._owned_update(file_id, owner, "SET #lease = :expiry", values, "extend lease")
@@ -214,7 +228,10 @@ class JobWrites:
         if status not in UNSUCCESSFUL_JOB_STATUSES:
             takes = " or ".join(UNSUCCESSFUL_JOB_STATUSES)
             raise ValueError(f"finish_unsuccessfully takes {takes}, not {status}")
-        update = "SET #status = :final, #updated = :now, #error = :message REMOVE #owner, #lease"
+        update = (
+            "SET #status = :final, #updated = :now, #error = :message"
+            " REMOVE #owner, #lease, #sshard"
+        )
         values = {
             ":final": str(status),
             ":now": self._clock.now_ms(),
@@ -226,9 +243,12 @@ class JobWrites:
         """downloading -> available: give a claim back, if owned; with `error_message`, the
         reason it was given back (a slow source's `provider_slow: ...`), kept as the job's
         last error until it completes or is requeued."""
-        update = "SET #status = :available, #updated = :now REMOVE #owner, #lease"
+        update = (
+            "SET #status = :available, #updated = :now, #sshard = :sshard REMOVE #owner, #lease"
+        )
         values: dict[str, Any] = {
             ":available": str(JobStatus.AVAILABLE),
+            ":sshard": _shard_value(JobStatus.AVAILABLE, file_id),
             ":now": self._clock.now_ms(),
         }
         if error_message is not None:
@@ -251,15 +271,16 @@ class JobWrites:
             file_id,
             update=update,
             condition=clause.expression,
-            values=self._requeue_values(clause),
+            values=self._requeue_values(clause, file_id),
             error=RequeueRefusedError,
             rule="requeue",
         )
 
-    def _requeue_values(self, clause: StatusClause) -> dict[str, Any]:
+    def _requeue_values(self, clause: StatusClause, file_id: str) -> dict[str, Any]:
         return {
             **clause.values,
             ":available": str(JobStatus.AVAILABLE),
+            ":sshard": _shard_value(JobStatus.AVAILABLE, file_id),
             ":now": self._clock.now_ms(),
         }
 
@@ -273,12 +294,16 @@ class JobWrites:
         # it first; only a job that nobody holds and that is not done moves.
         # Rule: may_adopt.
         condition = f"#batch <> :batch AND ({REQUEUABLE.expression})"
-        values: dict[str, Any] = {":batch": batch_id, **self._requeue_values(REQUEUABLE)}
+        values: dict[str, Any] = {
+            ":batch": batch_id,
+            ":bshard": batch_shard(batch_id, file_id),
+            **self._requeue_values(REQUEUABLE, file_id),
+        }
         at_index = ""
         if listing_index is not None:
             at_index = "#listidx = :listidx, "
             values[":listidx"] = listing_index
-        update = f"SET #batch = :batch, {at_index}{_BACK_TO_AVAILABLE}"
+        update = f"SET #batch = :batch, #bshard = :bshard, {at_index}{_BACK_TO_AVAILABLE}"
         return self._update(
             file_id,
             update=update,

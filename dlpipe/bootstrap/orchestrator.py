@@ -108,6 +108,7 @@ def build_flow(
         new_uuid=new_uuid or (lambda: str(uuid.uuid4())),
         sweep_requeue=settings.sweep_requeue,
         resend_after_seconds=settings.resend_after_seconds,
+        lease_seconds=settings.lease_seconds,
         published=published,
         manifests=manifests,
         feed=settings.feed,

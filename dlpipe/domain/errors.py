@@ -51,6 +51,12 @@ class StoreUnavailableError(DependencyUnavailableError):
     dependency = "DynamoDB"
 
 
+class IndexNotReadyError(StoreUnavailableError):
+    """A table's index is missing or still being built (an upgrade replaced it, and DynamoDB
+    backfills it from the table): transient, like an outage; `dlpipe tables migrate` then
+    indexes the jobs written before the upgrade."""
+
+
 class TableMissingError(RecordsError):
     """A tracking table does not exist at this endpoint: provisioning has not run."""
 

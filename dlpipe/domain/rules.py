@@ -149,11 +149,16 @@ class SweepAction(StrEnum):
     RESEND = "resend"  # available and untouched past the resend bound: send it again
 
 
+def idle_cut_ms(now_ms: int, resend_after_seconds: int) -> int:
+    """An available job last changed before this instant is idle: past the resend bound."""
+    return now_ms - resend_after_seconds * 1000
+
+
 def sweep_action(job: FileJob, now_ms: int, resend_after_seconds: int) -> SweepAction | None:
     """The sweeper's decision for one pending job, or None to leave it alone."""
     if lease_expired(job, now_ms):
         return SweepAction.TAKE_BACK
-    idle_cut_ms = now_ms - resend_after_seconds * 1000
-    if job.status is JobStatus.AVAILABLE and job.status_updated_at_ms < idle_cut_ms:
+    idle = job.status_updated_at_ms < idle_cut_ms(now_ms, resend_after_seconds)
+    if job.status is JobStatus.AVAILABLE and idle:
         return SweepAction.RESEND
     return None

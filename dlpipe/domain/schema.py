@@ -19,6 +19,10 @@ STATUS_ATTRIBUTE: Final = "Status"
 STATUS_UPDATED_AT_ATTRIBUTE: Final = "StatusUpdatedAt"
 POLLING_DATE_ATTRIBUTE: Final = "PollingDate"
 TTL_ATTRIBUTE: Final = "TTL"
+# The write-sharded index keys (dlpipe/domain/shards.py): "<Status>#<nn>", held only while
+# the job is pending, and "<BatchID>#<nn>", on every job.
+STATUS_SHARD_ATTRIBUTE: Final = "StatusShard"
+BATCH_SHARD_ATTRIBUTE: Final = "BatchShard"
 
 JOBS_HASH_KEY: Final = FILE_ID_ATTRIBUTE
 BATCHES_HASH_KEY: Final = BATCH_ID_ATTRIBUTE
@@ -27,20 +31,39 @@ STATUS_INDEX: Final = "StatusIndex"
 BATCH_INDEX: Final = "BatchIndex"
 POLLING_DATE_INDEX: Final = "PollingDateIndex"
 
-# index name -> (hash key, range key); every index projects ALL.
+# index name -> (hash key, range key).
 JOBS_INDEXES: Final = {
-    STATUS_INDEX: (STATUS_ATTRIBUTE, STATUS_UPDATED_AT_ATTRIBUTE),
-    BATCH_INDEX: (BATCH_ID_ATTRIBUTE, STATUS_ATTRIBUTE),
+    STATUS_INDEX: (STATUS_SHARD_ATTRIBUTE, STATUS_UPDATED_AT_ATTRIBUTE),
+    BATCH_INDEX: (BATCH_SHARD_ATTRIBUTE, STATUS_ATTRIBUTE),
 }
 BATCHES_INDEXES: Final = {
     POLLING_DATE_INDEX: (POLLING_DATE_ATTRIBUTE, STATUS_ATTRIBUTE),
 }
+# index name -> (projection type, non-key attributes). The jobs' indexes carry their keys and
+# TTL only (set once, at the put), so no write but a status change touches them, and an index
+# read still filters out items past their TTL; readers fetch the jobs by key (BatchGetItem).
+# StatusIndex also carries BatchID, so the sweeper filters a batch's stale jobs before any
+# fetch: BatchID is set by the put and changed only by an adoption, which also moves
+# StatusUpdatedAt (the index's range key), so it adds no index write.
+JOBS_PROJECTIONS: Final = {
+    STATUS_INDEX: ("INCLUDE", (TTL_ATTRIBUTE, BATCH_ID_ATTRIBUTE)),
+    BATCH_INDEX: ("INCLUDE", (TTL_ATTRIBUTE,)),
+}
+BATCHES_PROJECTIONS: Final = {POLLING_DATE_INDEX: ("ALL", ())}
+
+# Shards of each index's partition key, from the hottest key's writes per file and the 1,000
+# WCU/s a partition key takes (docs/ARCHITECTURE.md, "Tables"): a StatusIndex key takes 2 WCU
+# per file (in, then out), a BatchIndex key 5; 8 and 16 shards keep either <= 0.5 WCU per file
+# (0.25 and 0.31), over 2,000 files/s per deployment and per batch.
+STATUS_SHARDS: Final = 8
+BATCH_SHARDS: Final = 16
 
 JOBS_KEY_ATTRIBUTE_TYPES: Final = {
     FILE_ID_ATTRIBUTE: "S",
     STATUS_ATTRIBUTE: "S",
     STATUS_UPDATED_AT_ATTRIBUTE: "N",
-    BATCH_ID_ATTRIBUTE: "S",
+    STATUS_SHARD_ATTRIBUTE: "S",
+    BATCH_SHARD_ATTRIBUTE: "S",
 }
 BATCHES_KEY_ATTRIBUTE_TYPES: Final = {
     BATCH_ID_ATTRIBUTE: "S",

@@ -72,6 +72,13 @@ def _index_keys(module: TerraformModule, index: dict[str, Any]) -> list[dict[str
     return keys
 
 
+def _projection(module: TerraformModule, index: dict[str, Any]) -> dict[str, Any]:
+    projection: dict[str, Any] = {"ProjectionType": module.value(index["projection_type"])}
+    if "non_key_attributes" in index:
+        projection["NonKeyAttributes"] = list(module.value(index["non_key_attributes"]))
+    return projection
+
+
 def table_definition(module: TerraformModule, label: str) -> TableDefinition:
     """Translate `aws_dynamodb_table.<label>` into a CreateTable request."""
     body = module.resource("aws_dynamodb_table", label)
@@ -90,7 +97,7 @@ def table_definition(module: TerraformModule, label: str) -> TableDefinition:
         {
             "IndexName": module.value(index["name"]),
             "KeySchema": _index_keys(module, index),
-            "Projection": {"ProjectionType": module.value(index["projection_type"])},
+            "Projection": _projection(module, index),
         }
         for index in body.get("global_secondary_index", [])
     ]

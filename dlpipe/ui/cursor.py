@@ -1,5 +1,6 @@
-"""The files table's page cursor: BatchIndex's LastEvaluatedKey, opaque in the URL (base64 of
-its JSON), and checked on the way back in, since anyone can edit a URL."""
+"""The files table's page cursor: a BatchIndex key (FileID, BatchShard, Status) to go on after,
+opaque in the URL (base64 of its JSON), and checked on the way back in, since anyone can edit
+a URL."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import json
 
 from dlpipe.domain.model import JobStatus
 from dlpipe.domain.schema import BATCH_INDEX, JOBS_HASH_KEY, JOBS_INDEXES
+from dlpipe.domain.shards import batch_shard_number
 from dlpipe.ui.options import BadRequestError
 
 MAX_CURSOR_CHARS = 800  # three short key attributes; anything longer was not made here
@@ -37,7 +39,7 @@ def decode_cursor(text: str, batch_id: str, status: JobStatus | None) -> dict[st
         raise refused
     if not all(isinstance(v, str) and v.isprintable() and 0 < len(v) <= 200 for v in key.values()):
         raise refused
-    if key[_BATCH] != batch_id or key[_STATUS] not in set(JobStatus):
+    if batch_shard_number(key[_BATCH], batch_id) is None or key[_STATUS] not in set(JobStatus):
         raise refused
     if status is not None and key[_STATUS] != str(status):
         raise refused

@@ -99,6 +99,24 @@ class FakeJobsTable:
     def count_by_batch(self, batch_id: str, status: JobStatus) -> int:
         return sum(1 for _ in self.query_by_batch(batch_id, status))
 
+    def counts_by_batch(self, batch_id: str, statuses: Iterable[JobStatus]) -> dict[JobStatus, int]:
+        return {s: self.count_by_batch(batch_id, s) for s in statuses}
+
+    def stale_of_batch(
+        self,
+        batch_id: str,
+        status: JobStatus,
+        *,
+        older_than_ms: int,
+        on_unreadable: Callable[..., None] | None = None,
+    ) -> Iterator[FileJob]:
+        found = [
+            j
+            for j in self.query_by_batch(batch_id, status)
+            if j.status_updated_at_ms < older_than_ms
+        ]
+        yield from sorted(found, key=lambda j: j.status_updated_at_ms)
+
     def batch_file_ids(self, batch_id: str) -> dict[str, JobStatus | None]:
         return {j.file_id: j.status for j in self.query_by_batch(batch_id)}
 

@@ -207,12 +207,18 @@ def test_table_key_attribute_types_match_the_schema(
 def test_table_indexes_match_the_schema(
     label: str, hash_key: str, attribute_types: dict[str, str], indexes: dict[str, Any]
 ) -> None:
-    """Each table has exactly the schema's GSIs, with its hash and range keys, projecting ALL."""
-    declared = {}
+    """Each table has exactly the schema's GSIs, with its hash and range keys and projection."""
+    projections = {schema.JOBS_RESOURCE: schema.JOBS_PROJECTIONS}.get(
+        label, schema.BATCHES_PROJECTIONS
+    )
+    declared, projected = {}, {}
     for index in _table(label).get("global_secondary_index", []):
-        declared[literal(index["name"])] = index_keys(index)
-        assert literal(index["projection_type"]) == "ALL"
+        name = literal(index["name"])
+        declared[name] = index_keys(index)
+        non_key = tuple(literal(a) for a in index.get("non_key_attributes", []))
+        projected[name] = (literal(index["projection_type"]), non_key)
     assert declared == indexes
+    assert projected == projections
 
 
 @pytest.mark.parametrize(("label", "hash_key", "attribute_types", "indexes"), TABLES)

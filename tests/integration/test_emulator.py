@@ -24,19 +24,21 @@ def _describe(clients: AwsClients, name: str) -> dict:
 
 
 @pytest.mark.parametrize(
-    ("label", "hash_key", "indexes", "types"),
+    ("label", "hash_key", "indexes", "types", "projections"),
     [
         (
             schema.JOBS_RESOURCE,
             schema.JOBS_HASH_KEY,
             schema.JOBS_INDEXES,
             schema.JOBS_KEY_ATTRIBUTE_TYPES,
+            schema.JOBS_PROJECTIONS,
         ),
         (
             schema.BATCHES_RESOURCE,
             schema.BATCHES_HASH_KEY,
             schema.BATCHES_INDEXES,
             schema.BATCHES_KEY_ATTRIBUTE_TYPES,
+            schema.BATCHES_PROJECTIONS,
         ),
     ],
 )
@@ -47,8 +49,9 @@ def test_table_on_emulator_matches_the_hcl_and_the_code(
     hash_key: str,
     indexes: dict,
     types: dict,
+    projections: dict,
 ) -> None:
-    """DescribeTable shows the HCL's keys, attribute types, GSIs (projection ALL) and TTL."""
+    """DescribeTable shows the HCL's keys, attribute types, GSIs (keys, projection) and TTL."""
     module = TerraformModule.load()
     definition = {d.create_request["TableName"]: d for d in table_definitions(module)}
     name = module.value(module.resource("aws_dynamodb_table", label)["name"])
@@ -59,10 +62,11 @@ def test_table_on_emulator_matches_the_hcl_and_the_code(
         g["IndexName"]: (
             tuple(k["AttributeName"] for k in g["KeySchema"]),
             g["Projection"]["ProjectionType"],
+            tuple(g["Projection"].get("NonKeyAttributes", [])),
         )
         for g in table["GlobalSecondaryIndexes"]
     }
-    assert described == {name: (keys, "ALL") for name, keys in indexes.items()}
+    assert described == {name: (keys, *projections[name]) for name, keys in indexes.items()}
     assert table["BillingModeSummary"]["BillingMode"] == "PAY_PER_REQUEST"
     ttl = clients.dynamodb.describe_time_to_live(TableName=name)["TimeToLiveDescription"]
     assert (ttl["TimeToLiveStatus"], ttl["AttributeName"]) == (

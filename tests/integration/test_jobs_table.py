@@ -22,6 +22,7 @@ from dlpipe.domain.errors import (
 )
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.domain.model import JobStatus, make_batch_id, make_file_id
+from dlpipe.domain.shards import batch_shard, status_shard
 from dlpipe.local.provision import Provisioned
 from tests.support import BASE_MS, ManualClock, make_job, new_batch_id
 
@@ -378,6 +379,7 @@ def test_an_unreadable_item_is_skipped_and_reported_not_fatal(
         Item={
             "FileID": {"S": broken},
             "Status": {"S": "available"},
+            "StatusShard": {"S": str(status_shard(JobStatus.AVAILABLE, broken))},
             "StatusUpdatedAt": {"N": str(clock.now)},
         },
     )
@@ -423,12 +425,18 @@ def _seed_job_item(file_id: str, batch_id: str, entity: str) -> dict[str, Any]:
 def test_a_job_item_written_before_feeds_reads_back_as_the_default_feeds_unchanged(
     clients: AwsClients, provisioned: Provisioned, jobs: JobsTable, entity: str
 ) -> None:
-    """No Feed attribute: the default feed; written back, the item is the same, byte for byte."""
-    seed = _seed_job_item(f"{entity}-2026-02-28", new_batch_id(), entity)
+    """No Feed attribute: the default feed; written back, the item is the same, byte for byte,
+    with its index shards."""
+    file_id, batch_id = f"{entity}-2026-02-28", new_batch_id()
+    seed = _seed_job_item(file_id, batch_id, entity)
     clients.dynamodb.put_item(TableName=provisioned.jobs_table, Item=seed)
     job = jobs.require(seed["FileID"]["S"])
     assert job.feed == DEFAULT_FEED_NAME
-    assert job_to_item(job) == seed
+    assert job_to_item(job) == {
+        **seed,
+        "BatchShard": {"S": batch_shard(batch_id, file_id)},
+        "StatusShard": {"S": str(status_shard(JobStatus.AVAILABLE, file_id))},
+    }
 
 
 def test_a_named_feeds_job_carries_feed_in_its_item_and_reads_back(

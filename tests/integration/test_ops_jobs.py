@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dlpipe.domain.model import JobStatus
+from dlpipe.domain.shards import status_shard
 from tests.integration.test_ops_fixtures import CliRunner, World, dlpipe_cli, no_scan, world
 
 pytestmark = pytest.mark.integration
@@ -65,6 +66,7 @@ def test_stuck_reports_an_unreadable_item_and_still_lists_the_valid_jobs(
     item = {
         "FileID": {"S": sparse},
         "Status": {"S": "available"},
+        "StatusShard": {"S": str(status_shard(JobStatus.AVAILABLE, sparse))},
         "StatusUpdatedAt": {"N": str(world.clock.now)},
     }
     world.clients.dynamodb.put_item(TableName=world.jobs.table_name, Item=item)

@@ -17,6 +17,7 @@ from dlpipe.adapters.queue import JobQueue
 from dlpipe.domain.cipher_format import CIPHER_CBC, CIPHER_GCM
 from dlpipe.domain.messages import decode_message
 from dlpipe.domain.model import BatchStatus, JobStatus
+from dlpipe.domain.schema import BATCH_SHARDS, STATUS_SHARDS
 from dlpipe.local.stub.faults import Faults
 from dlpipe.local.stub.publish import StubFileSpec
 from dlpipe.local.stub.server import StubProvider
@@ -211,8 +212,10 @@ def test_completion_checks_while_files_are_pending_query_batch_index_and_get_no_
     clients: AwsClients,
     queue: JobQueue,
 ) -> None:
-    """While a file is pending a poll reads no job by key: only BatchIndex queries, and the
-    completed ones are not counted (derived) until nothing is pending."""
+    """While a file is pending a poll reads no job by key: it counts BatchIndex (two Queries a
+    shard: `available`, then the `downloading`..`failed` run), the sweeper asks StatusIndex
+    for stale jobs (none), and the completed ones are not counted (derived) until nothing is
+    pending."""
     day, stub = unique_day(), stub_factory(specs(entity, 4))
     flow = make_flow(stub)
     batch_id = flow.create_batch(day)
@@ -226,7 +229,9 @@ def test_completion_checks_while_files_are_pending_query_batch_index_and_get_no_
 
     def query(params: dict[str, Any], **_: Any) -> None:
         values = params.get("ExpressionAttributeValues", {})
-        queried.append(f"{params['IndexName']}:{values.get(':status', {}).get('S')}")
+        status = values.get(":status", values.get(":first", {})).get("S")
+        shard = values.get(":shard", {}).get("S", "")
+        queried.append(f"{params['IndexName']}:{status or shard.partition('#')[0]}")
 
     events = clients.dynamodb.meta.events
     events.register("provide-client-params.dynamodb.BatchGetItem", count)
@@ -241,8 +246,14 @@ def test_completion_checks_while_files_are_pending_query_batch_index_and_get_no_
         events.unregister("provide-client-params.dynamodb.Query", query)
     assert (first.status, first.completed, first.pending) == (None, 3, 1)
     assert (second.status, second.pending) == (None, 1)
+    # No job is read by key: the pending one is counted, and it is not stale.
     assert keys_read == []
-    per_poll = [f"BatchIndex:{s}" for s in ("available", "downloading", "failed", "error")]
+    per_poll = [
+        f"BatchIndex:{s}" for s in ("available", "downloading") for _ in range(BATCH_SHARDS)
+    ]
+    per_poll += [
+        f"StatusIndex:{s}" for s in ("downloading", "available") for _ in range(STATUS_SHARDS)
+    ]
     assert queried == per_poll * 2
 
 

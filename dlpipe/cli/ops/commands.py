@@ -9,6 +9,7 @@ from dlpipe.cli.ops.dlq import dlq_group
 from dlpipe.cli.ops.handoff import handoff_group
 from dlpipe.cli.ops.jobs import jobs_group
 from dlpipe.cli.ops.status import status_command
+from dlpipe.cli.ops.tables import tables_group
 
 COMMANDS: tuple[click.Command, ...] = (
     jobs_group,
@@ -17,6 +18,7 @@ COMMANDS: tuple[click.Command, ...] = (
     status_command,
     backfill_command,
     handoff_group,
+    tables_group,
 )
 
 __all__ = [
@@ -27,4 +29,5 @@ __all__ = [
     "handoff_group",
     "jobs_group",
     "status_command",
+    "tables_group",
 ]

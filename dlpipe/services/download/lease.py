@@ -2,17 +2,21 @@
 
 The heartbeat extends the job's lease and its message's visibility every lease/3. When the
 lease is lost (another worker took the file over) or a shutdown is requested, `checkpoint`
-raises, so the transfer stops between two chunks and publishes nothing.
+raises, so the transfer stops between two chunks and publishes nothing. A lease extension
+DynamoDB throttles (or cannot take) is tried again while the lease we last extended still
+has more than lease/3 to run: a transfer that holds its lease is never thrown away for it.
 """
 
 from __future__ import annotations
 
 import contextvars
 import threading
+import time
 from collections.abc import Callable
 from types import TracebackType
 
 from dlpipe.domain.errors import LeaseLostError, StoreUnavailableError
+from dlpipe.domain.outage import worker_retry_s
 from dlpipe.log import get_logger
 from dlpipe.services.download.ports import JobLeases
 
@@ -44,10 +48,15 @@ class Heartbeat:
         on_beat: Callable[[int], None] | None,
         visibility_s: int,
         stop: threading.Event,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], object] | None = None,
     ) -> None:
         self._jobs, self._file_id, self._owner = jobs, file_id, owner
         self._lease_seconds, self._visibility_s = lease_seconds, visibility_s
         self._on_beat, self._stop = on_beat, stop
+        self._clock, self._sleep = clock, sleep or stop.wait
+        # Made just after the claim: the lease runs to about now + lease_seconds.
+        self._held_until = clock() + lease_seconds
         self.lost = threading.Event()
         self._closed = threading.Event()
         self._thread: threading.Thread | None = None
@@ -60,12 +69,28 @@ class Heartbeat:
             raise ShutdownRequested("shutdown requested")
 
     def renew(self) -> None:
-        """Extend the lease now; LeaseLost if someone else owns the claim."""
-        try:
-            self._jobs.extend_lease(self._file_id, self._owner, self._lease_seconds)
-        except LeaseLostError as exc:
-            self.lost.set()
-            raise LeaseLost(str(exc)) from exc
+        """Extend the lease now; LeaseLost if someone else owns the claim. DynamoDB
+        unavailable (throttling) is waited out, 1 s doubling, while the lease keeps more than
+        lease/3 to run; past that, StoreUnavailableError."""
+        failures = 0
+        while True:
+            sent = self._clock()
+            try:
+                self._jobs.extend_lease(self._file_id, self._owner, self._lease_seconds)
+            except LeaseLostError as exc:
+                self.lost.set()
+                raise LeaseLost(str(exc)) from exc
+            except StoreUnavailableError as exc:
+                failures += 1
+                delay_s = worker_retry_s(failures)
+                margin_s = self._lease_seconds / 3
+                if self._stop.is_set() or sent + delay_s > self._held_until - margin_s:
+                    raise
+                log.warning("lease.extend_retried", error=str(exc), retry_after_s=delay_s)
+                self._sleep(delay_s)
+                continue
+            self._held_until = sent + self._lease_seconds
+            break
         self._notify()
 
     def _beat(self) -> None:

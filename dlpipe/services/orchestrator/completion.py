@@ -1,22 +1,28 @@
 """One completion check's reads: what is pending, what finished, at a cost bounded by the day.
 
-Per poll (BatchIndex, eventually consistent, 0.5 RCU per 4 KB of index items a page):
-- `available` and `downloading` jobs are read whole (the sweeper needs them), as a stream:
-  the check holds a page and the sweeper's chunk, never the pending jobs of the day; a COUNT
-  would cost the same, since a Query is billed on the bytes it reads, not on what it returns;
-- `failed` and `error` are counted (Select=COUNT): they are few;
-- `completed` is counted only once nothing is pending (or on the last poll): until then
-  completed = expected - pending - failed - error is progress, never a decision.
-So a poll costs 0.5 x (ceil(A x s / 4 KB) + ceil(D x s / 4 KB) + ceil(F x s / 4 KB)
-+ ceil(E x s / 4 KB)) RCU for A available, D downloading, F failed and E error jobs of s bytes:
-four queries, and each page of each (1 MB or QUERY_PAGE_ITEMS items) rounds up on its own;
-plus whatever AWS bills a query that reads nothing (DynamoDB Local reports 0; not verified on
-AWS). The end of the day adds 0.5 x ceil(C x s / 4 KB) once for C completed (per page too).
-A large day's rerun whose own batch has nothing pending also counts the earlier batches of
-the date's available, downloading, failed and error partitions (the files they still hold:
-few), and counts the completed ones, there and here, only when nothing is pending anywhere.
-Nothing per poll grows with the files already done. tests/integration/test_batch_counts.py
-checks this against ConsumedCapacity.
+Per poll, BatchIndex is counted, never read job by job (index items are keys + TTL, ~150 B:
+~27 to the 0.5 RCU an eventually consistent 4 KB costs): each of its 16 shards is queried for
+`available` (Select=COUNT) and for the `downloading`..`failed` run of the sort key (`error`
+and `failed` sit next to it: one Query counts all three by the Status it returns). `completed`
+is counted only once nothing is pending (or on the last poll): until then
+completed = expected - pending - failed - error is progress, never a decision. The sweeper's
+candidates come from StatusIndex (sweeper.py's `stale_jobs`: claims older than one lease,
+available jobs past the resend bound, filtered to the batch by the BatchID that index carries)
+and only those are fetched by key. So a poll costs, for A available, D downloading, F failed
+and E error jobs of the batch and S stale pending index items of the deployment:
+  sum over the 16 shards of 0.5 x (ceil(A_k x 150 B / 4 KB) + ceil((D_k + F_k + E_k) x 150 B
+  / 4 KB)) + sum over StatusIndex's 2 x 8 shard Queries of 0.5 x ceil(S_k x 150 B / 4 KB)
+  + 0.5 per candidate of the batch fetched
+RCU, each page (QUERY_PAGE_ITEMS items) rounding up on its own; plus whatever AWS bills a
+Query that reads nothing (DynamoDB Local reports 0; AWS bills at least 0.5: up to 24 RCU a poll
+for the 48 Queries). The end of the day adds 0.5 x ceil(C_k x 150 B / 4 KB) per shard once for
+C completed. A large day's rerun whose own batch has nothing pending also counts the earlier
+batches of the date's pending and unsuccessful jobs (few), and their completed ones only when
+nothing is pending anywhere. Nothing per poll grows with the files already done.
+tests/integration/test_batch_counts.py checks this against ConsumedCapacity.
+
+A pending job the index names but that cannot be read is found when it becomes a candidate
+(its StatusUpdatedAt ages past the bound): it can never complete, and counts `error`, by name.
 
 Eventual consistency: a job may show an older status for a moment. A stale `downloading`
 only adds a poll. A job written but not yet in the index is seen nowhere: the day is done
@@ -25,17 +31,20 @@ only when nothing is pending AND completed + failed + error >= ExpectedCount.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from dlpipe.domain.model import Batch, FileJob, JobStatus
+from dlpipe.domain.errors import UnreadableHandler
+from dlpipe.domain.model import Batch, JobStatus
 from dlpipe.domain.rules import BatchCounts
 from dlpipe.domain.statuses import PENDING_JOB_STATUSES, UNSUCCESSFUL_JOB_STATUSES
 from dlpipe.log import get_logger
 from dlpipe.services.orchestrator.store_ports import BatchStore, JobStore
 
 log = get_logger(component="orchestrator")
-Sweep = Callable[[Iterable[FileJob]], int]  # how many pending jobs it completed
+# Sweeps the batch's candidates, reporting those it cannot read; how many it completed.
+Sweep = Callable[[UnreadableHandler], int]
+_COUNTED = (*PENDING_JOB_STATUSES, *UNSUCCESSFUL_JOB_STATUSES)
 
 
 @dataclass
@@ -59,27 +68,16 @@ def tally(
     *,
     is_last_poll: bool,
 ) -> Tally:
-    """Count the batch's jobs by status (sweeping the pending ones on the way)."""
+    """Count the batch's jobs by status, then sweep its stale pending ones."""
     rcu_before = jobs.meter.read_capacity_units
     unreadable: set[str] = set()
-    streamed = [0]
-
-    def pending_jobs() -> Iterator[FileJob]:
-        for status in PENDING_JOB_STATUSES:
-            for job in jobs.query_by_batch(
-                batch.batch_id, status, on_unreadable=lambda exc: unreadable.add(exc.key)
-            ):
-                streamed[0] += 1
-                yield job
-
-    stream = pending_jobs()
-    swept = sweep(stream)
-    for _ in stream:  # a sweep that stopped early (or never looked) still leaves the count
-        pass
-    pending = streamed[0] - swept
-    failed = jobs.count_by_batch(batch.batch_id, JobStatus.FAILED)
+    counted = jobs.counts_by_batch(batch.batch_id, _COUNTED)
+    # Counted first: a job the sweep completes is taken off pending, not counted twice.
+    swept = sweep(lambda exc: unreadable.add(exc.key))
+    pending = max(0, sum(counted[s] for s in PENDING_JOB_STATUSES) - swept - len(unreadable))
+    failed = counted[JobStatus.FAILED]
     # A pending job that cannot be read can never complete: it counts failed, by name.
-    error = jobs.count_by_batch(batch.batch_id, JobStatus.ERROR) + len(unreadable)
+    error = counted[JobStatus.ERROR] + len(unreadable)
     for file_id in sorted(unreadable):
         log.error("job.unreadable", batch_id=batch.batch_id, file_id=file_id)
     if pending and not is_last_poll:
@@ -89,7 +87,7 @@ def tally(
             BatchCounts(batch.expected, completed, failed + error, pending), failed, error
         )
     elif batch.has_sets:
-        result = _resolve_by_name(jobs, batch, pending, unreadable)
+        result = _resolve_by_name(jobs, batch, unreadable)
     else:
         result = _resolve_by_counts(
             jobs, batches, batch, pending, failed=failed, error=error, is_last_poll=is_last_poll
@@ -99,21 +97,25 @@ def tally(
     return result
 
 
-def _resolve_by_name(jobs: JobStore, batch: Batch, pending: int, unreadable: set[str]) -> Tally:
-    """A small day at its end: every expected FileID accounted for by name.
+def _resolve_by_name(jobs: JobStore, batch: Batch, unreadable: set[str]) -> Tally:
+    """A small day with nothing pending (or at its last poll): every expected FileID
+    accounted for by name.
 
-    Files not in this batch's index partition are read by key (consistent): completed in an
-    earlier batch of the date (a rerun) counts completed; written but not yet indexed counts
-    pending; gone or unreadable counts failed, loudly, so the day still ends and names it.
+    Files not in this batch's index partition, and those it names pending, are read by key
+    (consistent): completed in an earlier batch of the date (a rerun) counts completed; still
+    pending, or written but not yet indexed, counts pending; gone or unreadable counts failed,
+    loudly, so the day still ends and names it (a pending job nobody can read never completes).
     """
     statuses = jobs.batch_file_ids(batch.batch_id)
     done = {f for f, s in statuses.items() if s is JobStatus.COMPLETED}
     failed = {f for f, s in statuses.items() if s is JobStatus.FAILED}
     errors = {f for f, s in statuses.items() if s is JobStatus.ERROR or s is None} | unreadable
-    gap = batch.expected_files - set(statuses)
+    named_pending = {f for f, s in statuses.items() if s in PENDING_JOB_STATUSES}
+    to_read = (batch.expected_files - set(statuses)) | (named_pending - unreadable)
     gone_bad: set[str] = set()
-    found = jobs.batch_get(gap, consistent=True, on_unreadable=lambda e: gone_bad.add(e.key))
-    for file_id in sorted(gap):
+    found = jobs.batch_get(to_read, consistent=True, on_unreadable=lambda e: gone_bad.add(e.key))
+    pending = 0
+    for file_id in sorted(to_read):
         job = found.get(file_id)
         if job is None:
             log.error(
@@ -180,5 +182,5 @@ def _count(jobs: JobStore, earlier: list[Batch], *statuses: JobStatus, cap: int)
     """The jobs of the `earlier` batches in `statuses`, at most `cap` (none read if cap <= 0)."""
     if cap <= 0 or not earlier:
         return 0
-    found = sum(jobs.count_by_batch(b.batch_id, s) for b in earlier for s in statuses)
+    found = sum(sum(jobs.counts_by_batch(b.batch_id, statuses).values()) for b in earlier)
     return min(found, cap)

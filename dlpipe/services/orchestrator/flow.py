@@ -51,6 +51,9 @@ class BatchFlowService:
     new_uuid: Callable[[], str]
     sweep_requeue: bool = DEFAULT_SWEEP_REQUEUE
     resend_after_seconds: int = DEFAULT_RESEND_AFTER_SECONDS
+    # The workers' lease: only claims older than this are the sweeper's candidates (None: every
+    # claim made before the poll).
+    lease_seconds: int | None = None
     published: PublishedCheck | None = None  # the sweeper's HEAD of a destination key
     chunk_entries: int = CHUNK_ENTRIES  # listing entries per fetch-and-queue step
     manifests: ManifestStore | None = None  # the day manifests; None: none are written

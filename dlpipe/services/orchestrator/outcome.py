@@ -1,9 +1,10 @@
 """The outcome summary a batch carries once final (dlpipe/domain/outcome.py holds its budget).
 
 Computed once per batch end, by the step that writes the final status, from the batch's
-`failed` and `error` BatchIndex partitions only: 0.5 x ceil((F + E) x s / 4 KB) RCU for F
-failed and E error jobs of s bytes (each 1 MB page rounding up on its own); nothing for a
-clean day, and ~12,500 RCU once for a day whose 100,000 files of ~1 KB all failed. The pages
+`failed` and `error` BatchIndex partitions only: 2 statuses x 16 shards, 32 Queries of index
+items (~150 B each: 0.5 x ceil(n x 150 B / 4 KB) RCU a shard page), then a fetch by key of
+each of the F failed and E error jobs (0.5 RCU each, eventually consistent): nothing but the
+Queries for a clean day, and ~51,800 RCU once for a day whose 100,000 files all failed. The pages
 are streamed: memory holds a page and at most MAX_CODES x FILES_PER_CODE FileIDs.
 The reads are BatchIndex's (eventually consistent), like the counts the decision rests on: a
 job that changed in the last moment may be missing from the codes while counted in ErrorCount.

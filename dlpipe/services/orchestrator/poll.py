@@ -1,5 +1,5 @@
-"""check-completion: one poll counts the batch's jobs (completion.py), sweeps the pending ones
-(sweeper.py), records the counts and ends the batch when the rules say so (finish.py)."""
+"""check-completion: one poll counts the batch's jobs (completion.py), sweeps its stale pending
+ones (sweeper.py), records the counts and ends the batch when the rules say so (finish.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from dlpipe.log import get_logger
 from dlpipe.services.orchestrator.completion import tally
 from dlpipe.services.orchestrator.finish import finish
 from dlpipe.services.orchestrator.ports import CompletionCheck
-from dlpipe.services.orchestrator.sweeper import Sweeper
+from dlpipe.services.orchestrator.sweeper import Sweeper, stale_jobs
 
 if TYPE_CHECKING:
     from dlpipe.services.orchestrator.flow import BatchFlowService
@@ -24,8 +24,9 @@ log = get_logger(component="orchestrator")
 def check_completion(
     flow: BatchFlowService, batch_id: str, poll_number: int, is_last_poll: bool
 ) -> CompletionCheck:
-    """Count the batch's jobs through BatchIndex (dlpipe/services/orchestrator/completion.py: cost per
-    poll bounded by the pending jobs), record the counts, end the batch when due."""
+    """Count the batch's jobs through BatchIndex (dlpipe/services/orchestrator/completion.py:
+    cost per poll bounded by the pending jobs' index items), sweep the candidates StatusIndex
+    names, record the counts, end the batch when due."""
     batch = flow.batches.require(batch_id)
     if batch.is_terminal and not (batch.status is BatchStatus.TIMEOUT and batch.pending):
         return _check(batch, str(batch.status))
@@ -33,7 +34,17 @@ def check_completion(
         flow.jobs,
         flow.batches,
         batch,
-        lambda pending: flow.sweep(batch_id, pending),
+        lambda on_unreadable: flow.sweep(
+            batch_id,
+            stale_jobs(
+                flow.jobs,
+                batch_id,
+                flow.clock.now_ms(),
+                lease_seconds=flow.lease_seconds,
+                resend_after_seconds=flow.resend_after_seconds,
+                on_unreadable=on_unreadable,
+            ),
+        ),
         is_last_poll=is_last_poll,
     )
     # One UpdateItem per poll, by the poller alone: workers never write the batch item,

@@ -54,6 +54,10 @@ class JobStore(BatchJobReads, SweepJobs, Protocol):
         """FileID -> status of every job of `batch_id` (None: unreadable)."""
         ...
 
+    def counts_by_batch(self, batch_id: str, statuses: Iterable[JobStatus]) -> dict[JobStatus, int]:
+        """How many jobs of `batch_id` are in each of `statuses` (index items only)."""
+        ...
+
 
 class BatchStore(BatchReads, Protocol):
     """The batches table as the batch flow uses it; refused transitions raise

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Protocol
 
+from dlpipe.domain.errors import UnreadableHandler
 from dlpipe.domain.model import FileJob, JobStatus, Verified
 from dlpipe.services.shared_ports import JobRequeue, JobSender
 
@@ -17,7 +18,7 @@ PublishedCheck = Callable[[FileJob], "tuple[str, Verified] | None"]
 
 
 class SweepJobs(JobRequeue, Protocol):
-    """The jobs table's conditional writes and the BatchIndex read the sweeper uses."""
+    """The jobs table's conditional writes and the StatusIndex read the sweeper uses."""
 
     def complete_abandoned(
         self, file_id: str, owner: str, *, byte_count: int, sha256: str, destination_key: str
@@ -25,8 +26,16 @@ class SweepJobs(JobRequeue, Protocol):
         """Complete `owner`'s expired claim whose file is published; LeaseLostError."""
         ...
 
-    def query_by_batch(self, batch_id: str, status: JobStatus | None = None) -> Iterator[FileJob]:
-        """Jobs of `batch_id` (BatchIndex), optionally only those in `status`."""
+    def stale_of_batch(
+        self,
+        batch_id: str,
+        status: JobStatus,
+        *,
+        older_than_ms: int,
+        on_unreadable: UnreadableHandler | None = None,
+    ) -> Iterator[FileJob]:
+        """`batch_id`'s jobs in pending `status` last changed before `older_than_ms`
+        (StatusIndex), oldest first."""
         ...
 
 

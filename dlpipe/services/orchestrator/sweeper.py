@@ -9,11 +9,18 @@
   StatusUpdatedAt touched so the next send waits another bound; unless the queue shows at
   least as many visible messages as there are such jobs (a backlog: they are waiting in it).
 Delivery is at-least-once: a copy that meets a live claim or a finished job does nothing.
+
+Its candidates come from StatusIndex (`stale_jobs`), never from the batch's whole pending set:
+`downloading` jobs whose StatusUpdatedAt is older than one lease (a claim sets StatusUpdatedAt
+and a lease that long, so a younger claim cannot have expired; a fence extends the lease
+without moving StatusUpdatedAt, so each candidate's lease is checked on the job fetched), and
+`available` ones older than the resend bound. A worker taking a shorter lease than the
+poller's `lease_seconds` has its dead claim taken back up to the difference later.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from dlpipe import metrics
@@ -23,9 +30,10 @@ from dlpipe.domain.errors import (
     LeaseLostError,
     QueueSendError,
     RequeueRefusedError,
+    UnreadableHandler,
 )
 from dlpipe.domain.model import FileJob, JobStatus
-from dlpipe.domain.rules import SweepAction, sweep_action
+from dlpipe.domain.rules import SweepAction, idle_cut_ms, sweep_action
 from dlpipe.log import get_logger
 from dlpipe.services.orchestrator.sweep_ports import PublishedCheck, SweepJobs, SweepQueue
 
@@ -33,6 +41,29 @@ log = get_logger(component="orchestrator")
 
 # Jobs acted on at once: the sweeper holds at most this many, whatever the day's size.
 SWEEP_CHUNK = 1000
+
+
+def stale_jobs(
+    jobs: SweepJobs,
+    batch_id: str,
+    now_ms: int,
+    *,
+    lease_seconds: int | None,
+    resend_after_seconds: int,
+    on_unreadable: UnreadableHandler | None = None,
+) -> Iterator[FileJob]:
+    """The sweeper's candidates in `batch_id`: claims older than one lease (`lease_seconds`;
+    None: every claim made before now), then available jobs older than the resend bound."""
+    claimed_before = now_ms - (lease_seconds or 0) * 1000
+    yield from jobs.stale_of_batch(
+        batch_id, JobStatus.DOWNLOADING, older_than_ms=claimed_before, on_unreadable=on_unreadable
+    )
+    yield from jobs.stale_of_batch(
+        batch_id,
+        JobStatus.AVAILABLE,
+        older_than_ms=idle_cut_ms(now_ms, resend_after_seconds),
+        on_unreadable=on_unreadable,
+    )
 
 
 @dataclass
@@ -60,12 +91,12 @@ class Sweeper:
     published: PublishedCheck | None = None
 
     def sweep(self, batch_id: str, pending_jobs: Iterable[FileJob]) -> int:
-        """Act on the batch's pending jobs, read once as a stream and held SWEEP_CHUNK at a
-        time; how many it completed (StuckJobs, `batch.swept`).
+        """Act on the batch's candidates (`stale_jobs`), read once as a stream and held
+        SWEEP_CHUNK at a time; how many it completed (StuckJobs, `batch.swept`).
 
         Expired claims are taken back chunk by chunk as they stream by. Idle jobs are only
         counted on the way (whether to re-send them depends on how many there are against
-        the queue's backlog): up to SWEEP_CHUNK are kept; beyond that, the batch's
+        the queue's backlog): up to SWEEP_CHUNK are kept; beyond that, the batch's idle
         `available` jobs are read a second time, only when they must be re-sent.
         """
         now_ms = self.clock.now_ms()
@@ -127,7 +158,8 @@ class Sweeper:
             self._send_again(seen.idle_kept, seen)
             return
         idle: list[FileJob] = []
-        for job in self.jobs.query_by_batch(batch_id, JobStatus.AVAILABLE):
+        cut = idle_cut_ms(now_ms, self.resend_after_seconds)
+        for job in self.jobs.stale_of_batch(batch_id, JobStatus.AVAILABLE, older_than_ms=cut):
             if sweep_action(job, now_ms, self.resend_after_seconds) is SweepAction.RESEND:
                 idle.append(job)
                 if len(idle) >= SWEEP_CHUNK:

@@ -1,9 +1,11 @@
-"""A completion check streams the pending jobs to the sweeper: it never holds the day's."""
+"""A completion check counts the pending jobs (never reads them) and hands the sweeper only a
+way to report what it cannot read: the sweeper reads its own candidates."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 
+from dlpipe.domain.errors import CorruptRecordError, UnreadableHandler
 from dlpipe.domain.model import FileJob, JobStatus
 from dlpipe.services.orchestrator.completion import tally
 from tests.fakes.stores import FakeBatchesTable, FakeJobsTable
@@ -13,7 +15,7 @@ PENDING = 50
 
 
 class CountingJobs(FakeJobsTable):
-    """Counts the jobs its BatchIndex reads have handed out so far."""
+    """Counts the jobs its BatchIndex reads hand out (a count hands out none)."""
 
     handed_out = 0
 
@@ -29,6 +31,13 @@ class CountingJobs(FakeJobsTable):
             self.handed_out += 1
             yield job
 
+    def counts_by_batch(self, batch_id: str, statuses: Iterable[JobStatus]) -> dict[JobStatus, int]:
+        found = dict.fromkeys(statuses, 0)
+        for job in self.items.values():
+            if job.batch_id == batch_id and job.status in found:
+                found[job.status] += 1
+        return found
+
 
 def a_large_day(pending: int) -> tuple[CountingJobs, FakeBatchesTable, str]:
     clock = ManualClock()
@@ -42,35 +51,23 @@ def a_large_day(pending: int) -> tuple[CountingJobs, FakeBatchesTable, str]:
     return jobs, batches, batch.batch_id
 
 
-def test_the_sweeper_sees_each_pending_job_as_it_is_read_not_after_all_are() -> None:
-    """Job k reaches the sweeper when k jobs have been read: a list of them all would have
-    been read whole before the first one arrived."""
+def test_a_poll_counts_the_pending_jobs_without_reading_one() -> None:
+    """50 pending jobs: the check counts them and hands no job out of BatchIndex."""
     jobs, batches, batch_id = a_large_day(PENDING)
-    lag: list[int] = []
+    found = tally(jobs, batches, batches.require(batch_id), lambda _: 0, is_last_poll=False)
+    assert found.counts.pending == PENDING
+    assert jobs.handed_out == 0
 
-    def sweep(pending: Iterable[FileJob]) -> int:
-        for position, _ in enumerate(pending, start=1):
-            lag.append(jobs.handed_out - position)
-        return 0
+
+def test_what_the_sweep_completed_or_could_not_read_is_taken_off_pending() -> None:
+    """The sweep completed 2 and met 1 it could not read: 47 pending, the unreadable one an
+    error named by FileID."""
+    jobs, batches, batch_id = a_large_day(PENDING)
+
+    def sweep(on_unreadable: UnreadableHandler) -> int:
+        on_unreadable(CorruptRecordError("no Entity", key="entity0-2026-02-28"))
+        return 2
 
     found = tally(jobs, batches, batches.require(batch_id), sweep, is_last_poll=False)
-    assert len(lag) == PENDING
-    assert set(lag) == {0}
-    assert found.counts.pending == PENDING
-
-
-def test_pending_is_counted_whether_or_not_the_sweep_reads_the_jobs() -> None:
-    """A sweep that stops early, or never looks, leaves the pending count whole; what it
-    completed is taken off."""
-    jobs, batches, batch_id = a_large_day(PENDING)
-
-    def look_at_three(pending: Iterable[FileJob]) -> int:
-        for seen, _ in enumerate(pending, start=1):
-            if seen == 3:
-                return 2
-        return 0
-
-    batch = batches.require(batch_id)
-    assert tally(jobs, batches, batch, lambda _: 0, is_last_poll=False).counts.pending == PENDING
-    found = tally(jobs, batches, batch, look_at_three, is_last_poll=False)
-    assert found.counts.pending == PENDING - 2
+    assert found.counts.pending == PENDING - 3
+    assert (found.error, found.unreadable) == (1, {"entity0-2026-02-28"})

@@ -1,0 +1,117 @@
+"""A lease fence (extend_lease) DynamoDB throttles, on in-memory fakes: tried again while the
+lease still has more than lease/3 to run, so a transfer that holds its lease is neither thrown
+away nor downloaded twice; past that margin the error is raised as before. A throttled claim
+or completion backs off as tests/unit/services/test_store_outage.py shows."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
+
+from dlpipe.domain.errors import StoreUnavailableError
+from dlpipe.domain.model import FileJob, JobStatus
+from dlpipe.services.download.lease import Heartbeat
+from dlpipe.services.download.service import Outcome
+from tests.unit.services.test_download_service import URL, keypair, make_rig
+
+__all__ = ["keypair"]  # the module-scoped fixture, shared
+
+LEASE_S = 30
+THROTTLED = "DynamoDB kept refusing (ThrottlingException) on 'data-download-jobs'"
+
+
+class ThrottledLeases:
+    """JobLeases whose extend_lease is throttled its first `times` calls."""
+
+    def __init__(self, times: int) -> None:
+        self.times, self.calls = times, 0
+
+    def extend_lease(self, file_id: str, owner: str, lease_seconds: int) -> FileJob:
+        self.calls += 1
+        if self.calls <= self.times:
+            raise StoreUnavailableError(THROTTLED)
+        return None  # type: ignore[return-value]  # the heartbeat reads nothing back
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"the heartbeat called {name}")
+
+
+class VirtualTime:
+    """A monotonic clock that only a sleep moves."""
+
+    def __init__(self) -> None:
+        self.now, self.slept = 0.0, list[float]()
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def _heartbeat(leases: ThrottledLeases, time: VirtualTime) -> Heartbeat:
+    return Heartbeat(
+        leases,  # type: ignore[arg-type]
+        "accounts-2026-02-28",
+        "w1",
+        LEASE_S,
+        on_beat=None,
+        visibility_s=LEASE_S + 10,
+        stop=threading.Event(),
+        clock=lambda: time.now,
+        sleep=time.sleep,
+    )
+
+
+def test_a_throttled_fence_is_tried_again_and_holds_the_lease() -> None:
+    """Throttled twice: tried again after 1 s and 2 s, then extended; nothing raised."""
+    leases, time = ThrottledLeases(times=2), VirtualTime()
+    heartbeat = _heartbeat(leases, time)
+    heartbeat.renew()
+    assert (leases.calls, time.slept) == (3, [1, 2])
+    assert not heartbeat.lost.is_set()
+
+
+def test_throttling_past_the_lease_margin_is_raised() -> None:
+    """A 30 s lease: retries while the next try starts with over 10 s of lease left (after
+    1, 2, 4 and 8 s); the fifth refusal (at 15 s, the next try due at 31 s) is raised."""
+    leases, time = ThrottledLeases(times=100), VirtualTime()
+    with pytest.raises(StoreUnavailableError):
+        _heartbeat(leases, time).renew()
+    assert (leases.calls, time.slept) == (5, [1, 2, 4, 8])
+
+
+def test_an_extended_lease_gives_the_next_fence_its_full_margin() -> None:
+    """After a fence at 15 s succeeds, the lease runs to 45 s: a later throttled fence at
+    20 s still retries (it would not with the first lease's end, 30 s)."""
+    leases, time = ThrottledLeases(times=0), VirtualTime()
+    heartbeat = _heartbeat(leases, time)
+    time.now = 15.0
+    heartbeat.renew()
+    leases.times, leases.calls, time.now = 3, 0, 20.0
+    heartbeat.renew()
+    assert time.slept == [1, 2, 4]
+
+
+def test_a_transfer_whose_pre_publish_fence_is_throttled_completes_with_one_download(
+    keypair: tuple[RSAPrivateKey, bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fence before the publish is throttled once: tried again (1 s, the stop event's
+    wait), the downloaded file published and completed; the source is opened once."""
+    rig = make_rig(keypair)
+    real = rig.jobs.extend_lease
+    calls: list[int] = []
+
+    def throttled_once(*args: Any, **kwargs: Any) -> FileJob:
+        calls.append(1)
+        if len(calls) == 1:
+            raise StoreUnavailableError(THROTTLED)
+        return real(*args, **kwargs)
+
+    rig.jobs.extend_lease = throttled_once  # type: ignore[method-assign]
+    waited: list[float] = []
+    monkeypatch.setattr(rig.service.deps.stop, "wait", lambda s=None: waited.append(s) or False)
+    assert rig.service.process(rig.job.file_id).outcome is Outcome.COMPLETED
+    assert rig.stored().status is JobStatus.COMPLETED
+    assert (rig.source.opened, len(calls), waited) == ([URL], 2, [1])
