@@ -71,6 +71,11 @@ JOB_ATTRIBUTES: dict[str, str] = {
     "listed_by": "ListedBy",
     "finished_by": "FinishedBy",
     "feed": _FEED,
+    "revision": "Revision",
+    "previous_version_id": "PreviousVersionID",
+    "previous_sha256": "PreviousSHA256",
+    "previous_size": "PreviousSize",
+    "withdrawn_by": "WithdrawnBy",
 }
 
 BATCH_ATTRIBUTES: dict[str, str] = {
@@ -115,6 +120,8 @@ _INT_FIELDS = frozenset(
         "failed_count",
         "error_count",
         "listing_index",
+        "revision",
+        "previous_size",
     }
 )
 _SET_FIELDS = frozenset({"expected_files", "completed_files", "failed_files"})

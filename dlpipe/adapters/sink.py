@@ -7,6 +7,8 @@ object and no in-progress upload behind.
 Publication is conditional (`If-None-Match: *` on PutObject and CompleteMultipartUpload):
 S3 refuses it with 412 when the key exists, so however long a worker paused after its last
 lease check, it can never add a second version or overwrite: it gets ObjectExists instead.
+A restated file's new revision is published with `If-Match: <ETag>` of the previous
+revision's object instead (`replaces_etag`): one version per revision, ObjectExists otherwise.
 """
 
 from __future__ import annotations
@@ -85,11 +87,15 @@ class MultipartSink:
         part_bytes: int,
         max_in_flight: int = 0,
         expected_sha256: str | None = None,
+        replaces_etag: str | None = None,
     ) -> None:
         if part_bytes < MIN_PART_BYTES:
             raise ValueError(f"part_bytes must be at least {MIN_PART_BYTES} (S3 minimum)")
         self._s3, self.bucket, self.key = s3, bucket, key
         self._expected_sha256 = expected_sha256
+        # A revision's publish replaces the object of this ETag (the previous revision's) and
+        # nothing else; None: the key's first object, create-only.
+        self._replaces_etag = replaces_etag
         self._buffer, self._filled, self._spare = bytearray(part_bytes), 0, list[bytearray]()
         self._max_in_flight = max_in_flight
         self._pool = ThreadPoolExecutor(max_in_flight) if max_in_flight else None
@@ -220,11 +226,20 @@ class MultipartSink:
     def _conditional(self, operation: str, call: Callable[..., Any], **request: Any) -> None:
         # If-None-Match: * makes the write create-only: the one race that must never produce a
         # second version (a stale worker publishing after a successor) is decided by S3 itself.
+        # A revision's If-Match: <previous ETag> likewise adds one version over the previous
+        # revision's object only: 412 when the key holds another, 404 when it holds none.
+        if self._replaces_etag is None:
+            condition = {"IfNoneMatch": "*"}
+        else:
+            condition = {"IfMatch": self._replaces_etag}
         try:
-            s3_call(operation, call, Bucket=self.bucket, Key=self.key, IfNoneMatch="*", **request)
+            s3_call(operation, call, Bucket=self.bucket, Key=self.key, **condition, **request)
         except ClientError as exc:
             if _refused_because_exists(exc):
-                raise ObjectExists(f"{operation} refused: {self.key} already exists") from exc
+                what = "already exists" if self._replaces_etag is None else "holds another object"
+                raise ObjectExists(f"{operation} refused: {self.key} {what}") from exc
+            if self._replaces_etag is not None and _code(exc) in _MISSING_CODES:
+                raise ObjectExists(f"{operation} refused: {self.key} holds no object") from exc
             raise
 
     def abort(self) -> None:

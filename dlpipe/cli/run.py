@@ -115,6 +115,12 @@ def _refuse_local_only_options(ctx: click.Context, local: bool) -> None:
     help=f"The feed whose day to run [default: {DEFAULT_FEED_NAME}]; with --local, only this"
     " feed of the feeds file [default: every feed].",
 )
+@click.option(
+    "--rerun",
+    is_flag=True,
+    help='Run a day whose batch ended again (the orchestrator\'s {"rerun": true}): a'
+    " completed day unchanged is handed off as it was, nothing written.",
+)
 @click.pass_context
 def run_command(  # noqa: PLR0917 - click passes one argument per option
     ctx: click.Context,
@@ -125,9 +131,12 @@ def run_command(  # noqa: PLR0917 - click passes one argument per option
     poll_interval: int | None,
     feeds_file: Path,
     feed: str,
+    rerun: bool,
 ) -> None:
     """Run one feed's day: create its batch, queue its files, download them, wait for the end."""
     _refuse_local_only_options(ctx, local)
+    if local and rerun:
+        raise click.UsageError("--rerun applies to runs without --local (each starts afresh)")
     # --local runs every feed of its template unless one is named.
     only = feed if ctx.get_parameter_source("feed") is not ParameterSource.DEFAULT else None
     polling_date = _polling_date(day)
@@ -151,7 +160,7 @@ def run_command(  # noqa: PLR0917 - click passes one argument per option
             render_reports(out, reports)
             code = 0 if all(report.ok for report in reports) and handed_off(reports) else 1
         else:
-            code = _run_remote(polling_date, feed, poll_interval, log_path)
+            code = _run_remote(polling_date, feed, poll_interval, log_path, rerun=rerun)
     raise SystemExit(code)
 
 
@@ -178,7 +187,9 @@ def _idle_probe(settings: Settings) -> Callable[[], int | None]:
     return lambda: idle_seconds(ops, waiting_work(ops))
 
 
-def _run_remote(day: str, feed: str, poll_interval: int | None, log_path: Path) -> int:
+def _run_remote(
+    day: str, feed: str, poll_interval: int | None, log_path: Path, *, rerun: bool = False
+) -> int:
     """Run the feed's poller here against the configured endpoint; deployed downloaders do the
     files. A run that cannot start says why in one line (an unknown feed, check_ready) before
     anything else; an unavailable provider is waited for first (dlpipe/cli/run_wait.py)."""
@@ -203,7 +214,7 @@ def _run_remote(day: str, feed: str, poll_interval: int | None, log_path: Path) 
     err.print(f"day {day}{chosen.of_feed}: starting the batch", highlight=False)
     with reporter.live():
         result = run_durable_locally(
-            handler, chosen.event(day), skip_time=False, timeout_seconds=budget_s
+            handler, chosen.event(day, rerun), skip_time=False, timeout_seconds=budget_s
         )
     # The batch's stored figures: the files it queued, the batches it adopted (a rerun).
     result = stored_figures(build_ops_context(settings), result)

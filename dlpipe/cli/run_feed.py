@@ -34,9 +34,13 @@ class RunFeed:
         """The settings of the feed's run; FeedError (one line) if no configuration names it."""
         return settings_for_feed(settings, self.source.feed(self.name))
 
-    def event(self, day: str) -> dict[str, str]:
-        """The orchestrator's event: a named feed's says `"feed"`, the default feed's names none."""
-        return {"date": day} if self.name == DEFAULT_FEED_NAME else {"date": day, "feed": self.name}
+    def event(self, day: str, rerun: bool = False) -> dict[str, str | bool]:
+        """The orchestrator's event: a named feed's says `"feed"`, the default feed's names
+        none; `"rerun": true` only for a rerun."""
+        event: dict[str, str | bool] = {"date": day}
+        if self.name != DEFAULT_FEED_NAME:
+            event["feed"] = self.name
+        return {**event, "rerun": True} if rerun else event
 
     @property
     def of_feed(self) -> str:

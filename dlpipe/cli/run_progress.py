@@ -51,6 +51,13 @@ class PollReporter:
         if not result.done:
             return
         self._next_check_at = self._clock() + self._interval_s
+        if result.unchanged:
+            self._say(
+                f"{result.expected} file(s), the day's batch ended before this run: unchanged,"
+                " nothing queued or written",
+                "first check",
+            )
+            return
         # Listed, and of those sent: a rerun does not queue the files already completed.
         there = f", {result.already_present} already there" if result.already_present else ""
         self._say(f"{result.expected} file(s) listed, {result.sent} queued{there}", "first check")

@@ -186,6 +186,14 @@ class FileJob:
     finished_by: str | None = None
     # The feed it belongs to; its keys carry it too (make_file_id, make_batch_id).
     feed: str = DEFAULT_FEED_NAME
+    # A restated file (dlpipe/domain/restatement.py): its revision (None: the first), what the
+    # revision it replaces published (version id, SHA-256, size), and the revision batch that
+    # found it withdrawn (its object stays).
+    revision: int | None = None
+    previous_version_id: str | None = None
+    previous_sha256: str | None = None
+    previous_size: int | None = None
+    withdrawn_by: str | None = None
 
     @property
     def is_terminal(self) -> bool:

@@ -240,3 +240,11 @@ def batch_to_attach(batches: Sequence[Batch], *, rerun: bool) -> Batch | None:
         return running[-1]
     completed = [b for b in batches if b.status in SUCCESSFUL_BATCH_STATUSES]
     return completed[-1] if completed and not rerun else None
+
+
+def rerun_starts_anew(batches: Sequence[Batch]) -> bool:
+    """A rerun makes a new batch over a completed day only while the day's hand-off is
+    withheld (its latest completed batch records a HandoffProblem): the repair is a new batch,
+    manifest and event. Otherwise the rerun attaches, and an unchanged day writes nothing."""
+    completed = [b for b in batches if b.status in SUCCESSFUL_BATCH_STATUSES]
+    return bool(completed) and completed[-1].handoff_problem is not None

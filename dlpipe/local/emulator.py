@@ -1,8 +1,8 @@
 """The embedded AWS emulator: moto in server mode, made as strict as AWS where dlpipe relies on it.
 
 A thin WSGI layer around moto's app refuses DynamoDB requests (DynamoDB Local serves them:
-`dynamodb_local.py`) and answers an expired presigned URL 403 as S3 does; `moto_sqs` and
-`moto_memory` patch defects of moto's models. Why each: docs/ARCHITECTURE.md, "Why the local
+`dynamodb_local.py`) and answers an expired presigned URL 403 as S3 does; `moto_sqs`,
+`moto_s3` and `moto_memory` patch defects of moto. Why each: docs/ARCHITECTURE.md, "Why the local
 emulator is patched". `LocalAws` starts both children (moto and DynamoDB Local) and gives the
 environment that points a process at them.
 """
@@ -27,7 +27,7 @@ from urllib.parse import parse_qs, urlsplit
 import requests
 
 from dlpipe.config import ENV_ALLOW_HTTP_URLS, ENV_ALLOW_PRIVATE_URL_HOSTS, ENV_URL_ALLOWED_HOSTS
-from dlpipe.local import moto_memory, moto_sqs
+from dlpipe.local import moto_memory, moto_s3, moto_sqs
 from dlpipe.local.ddb_limits import limits_from_env
 from dlpipe.local.ddb_throughput import ThroughputProxy
 from dlpipe.local.dynamodb_local import DynamoDBLocal
@@ -108,6 +108,7 @@ def build_app() -> StrictEmulatorApp:
 
     moto_sqs.apply_fixes()  # moto's SQS loses messages and slows quadratically without
     moto_memory.apply_fixes()  # moto keeps every object it made, and copies whole buckets
+    moto_s3.apply_fixes()  # moto completes a multipart upload whatever its If-Match says
     return StrictEmulatorApp(DomainDispatcherApplication(create_backend_app))
 
 

@@ -116,13 +116,16 @@ def test_the_manifest_lists_exactly_the_verified_objects_and_a_replay_writes_not
 def test_a_reruns_completed_manifest_supersedes_the_first_through_the_pointer(
     rig: Rig, stub_factory: StubFactory
 ) -> None:
-    """A rerun of a completed day writes its own manifest (the whole day's files, those the
-    first batch completed included) and the day's pointer moves to it; the first stays."""
+    """A rerun of a completed day whose hand-off was withheld writes its own manifest (the
+    whole day's files, those the first batch completed included) and the day's pointer moves
+    to it; the first stays."""
     day, stub, counter = unique_day(), stub_factory(_files()), CallCounter()
     flow = _flow(rig, stub, counter)
     services = [rig.service(stub, lease_seconds=LEASE_S) for _ in range(2)]
     with rig.thread_workers(services, concurrency=2):
         first = rig.run_day(flow, day)
+        # A withheld hand-off is the one a rerun repairs with a new batch (rerun_starts_anew).
+        flow.batches.record_handoff_problem(first["batch_id"], "manifest_failed: test")
         handler = build_durable_handler(lambda: flow, 1, 60)
         second = run_durable_locally(
             handler, {"date": day, "rerun": True}, skip_time=False, timeout_seconds=120

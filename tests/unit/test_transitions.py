@@ -17,6 +17,7 @@ from dlpipe.domain.transitions import (
     may_adopt,
     may_record_counts,
     may_requeue,
+    rerun_starts_anew,
 )
 from tests.support import BASE_MS, make_batch, make_job
 
@@ -138,3 +139,19 @@ def test_the_status_table_derives_the_sets_the_machines_name() -> None:
     # The stored strings never change.
     assert [str(s) for s in J] == ["available", "downloading", "completed", "failed", "error"]
     assert [str(s) for s in B] == ["initiated", "queued", "completed", "timeout", "failed"]
+
+
+@pytest.mark.parametrize(
+    ("statuses", "problem", "anew"),
+    [
+        ([B.COMPLETED], None, False),  # an unchanged completed day: the rerun attaches
+        ([B.COMPLETED], "manifest_tampered: x", True),  # its hand-off withheld: the repair
+        ([B.FAILED], None, False),  # no completed batch: a new one anyway (batch_to_attach)
+    ],
+)
+def test_a_rerun_starts_a_completed_day_anew_only_while_its_hand_off_is_withheld(
+    statuses: list[BatchStatus], problem: str | None, anew: bool
+) -> None:
+    """rerun_starts_anew: the latest completed batch's HandoffProblem decides."""
+    batches = [make_batch(status=s, handoff_problem=problem) for s in statuses]
+    assert rerun_starts_anew(batches) is anew

@@ -68,6 +68,9 @@ class QueueResult:
     # When this chunk ended (the flow's clock): the next chunk's provider outage is timed from
     # here, not from the batch's start, so a long fan-out does not eat the outage budget.
     ended_at_ms: int = 0
+    # The batch had ended before this run (an attach to a completed day): nothing was queued
+    # or written, and the run hands off what it handed off before.
+    unchanged: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON form, as checkpointed (a few numbers and at most ~1 KB of refusal lines,
@@ -89,6 +92,7 @@ class QueueResult:
             refused=int(data.get("refused", 0)),
             refusals_shown=tuple(str(line) for line in data.get("refusals_shown", ())),
             ended_at_ms=int(data.get("ended_at_ms", 0)),
+            unchanged=bool(data.get("unchanged", False)),
         )
 
 

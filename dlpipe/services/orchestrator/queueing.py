@@ -43,7 +43,12 @@ def fetch_and_queue(
         # Queued is marked after the last chunk's sends succeeded: a run attached to it
         # (a repeated schedule) only watches, instead of re-reading the whole listing and
         # paying a refused put for every job; a message lost since is the sweeper's.
-        return QueueResult(expected=batch.expected, sent=0, already_present=batch.expected)
+        return QueueResult(
+            expected=batch.expected,
+            sent=0,
+            already_present=batch.expected,
+            unchanged=batch.is_terminal,
+        )
     before = resume or QueueResult(expected=0, sent=0, already_present=0, done=False)
     try:
         position, start, chunk = _next_chunk(flow, batch, polling_date, before)
