@@ -61,8 +61,7 @@ def test_an_available_job_from_the_future_waited_zero_seconds() -> None:
 def test_the_warning_names_whole_minutes_or_seconds_under_one() -> None:
     """One wording on every surface."""
     assert (
-        idle_warning(605)
-        == "no worker has received a message for 10 min while jobs are available"
+        idle_warning(605) == "no worker has received a message for 10 min while jobs are available"
         " (is one running? start one: dlpipe worker)"
     )
     assert idle_warning(45).startswith(
