@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
 
@@ -18,9 +19,18 @@ from dlpipe.adapters.jobs_table import JobsTable
 from dlpipe.domain.errors import IndexNotReadyError
 from dlpipe.domain.model import JobStatus
 from dlpipe.domain.schema import JOBS_INDEXES, JOBS_PROJECTIONS
+from tests.integration.test_ops_fixtures import CliRunner, World, dlpipe_cli, world
 from tests.support import ManualClock, make_job, unique_day
 
 pytestmark = pytest.mark.integration
+__all__ = ["dlpipe_cli", "world"]  # fixtures used by the tests below
+
+
+@pytest.fixture
+def no_scan() -> list[str]:
+    """The ops fixtures refuse every Scan; `tables migrate` makes the one Scan dlpipe has,
+    the point of this file. (The other ops tests keep the refusal.)"""
+    return []
 # The seed's definitions: StatusIndex on Status + StatusUpdatedAt, BatchIndex on BatchID +
 # Status, both projecting ALL.
 SEED_INDEXES = {"StatusIndex": ("Status", "StatusUpdatedAt"), "BatchIndex": ("BatchID", "Status")}
@@ -97,7 +107,12 @@ def _replace_indexes(clients: AwsClients, table: str, between: list[str]) -> Non
 
 
 def test_the_old_jobs_are_indexed_again_after_the_indexes_are_replaced_and_migrated(
-    clients: AwsClients, seed_table: str, clock: ManualClock, entity: str
+    clients: AwsClients,
+    seed_table: str,
+    clock: ManualClock,
+    entity: str,
+    world: World,
+    dlpipe_cli: CliRunner,
 ) -> None:
     """Jobs in every status, written in the old shape: after the indexes are replaced they are
     invisible, `migrate_index_keys` makes them visible (a re-run changes nothing), and the
@@ -130,8 +145,11 @@ def test_the_old_jobs_are_indexed_again_after_the_indexes_are_replaced_and_migra
         " again in a few minutes, then run `dlpipe tables migrate` once if this is an upgrade"
     ]
     assert jobs.count_by_batch(batch_id, JobStatus.AVAILABLE) == 0  # invisible until migrated
-    first = migrate_index_keys(clients.dynamodb, seed_table)
-    assert (first.scanned, first.migrated, first.skipped) == (10, 10, 0)
+    # As an operator runs it: `dlpipe tables migrate` with the operator's credentials.
+    ops = replace(world.ops, settings=replace(world.ops.settings, jobs_table=seed_table))
+    run = dlpipe_cli("tables", "migrate", obj=ops)
+    assert run.code == 0, run.err
+    assert run.out.startswith(f"{seed_table}: 10 jobs scanned, 10 migrated, 0 already"), run.out
     again = migrate_index_keys(clients.dynamodb, seed_table)
     assert (again.migrated, again.already) == (0, 10)
     counts = jobs.counts_by_batch(batch_id, list(JobStatus))
