@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from urllib.parse import SplitResult, urlsplit
 
 from dlpipe.domain.download_errors import UrlNotAllowedError
+from dlpipe.domain.text import escape_invisible
 
 Resolver = Callable[[str, int], Sequence[str]]
 _DEFAULT_PORTS = {"https": 443, "http": 80}
@@ -43,9 +44,10 @@ class Approved:
 
 
 def printable(text: str, limit: int = _SHOWN_LIMIT) -> str:
-    """`text` with each non-printable character written as its escape (ESC as `\\x1b`), cut
-    to `limit` characters: what a message may show of a provider's value."""
-    shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    """`text` with each invisible character written as its escape (ESC as `\\x1b`: the one
+    escape set, domain/text.py's), cut to `limit` characters: what a message may show of a
+    provider's value."""
+    shown = escape_invisible(text)
     return shown if len(shown) <= limit else f"{shown[: limit - 3]}..."
 
 
@@ -137,7 +139,8 @@ def _sixtofour(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address:
 # (64:ff9b:1::/48) are in NON_GLOBAL_BLOCKS whole instead: no public host is addressed there.
 # `judged_alone`: the IPv4 address decides (Python calls ::/8 "reserved", which says nothing
 # of where the connection lands); else the IPv6 address must be global too.
-EMBEDDING_BLOCKS: tuple[tuple[str, str, Callable[[ipaddress.IPv6Address], ipaddress.IPv4Address], bool], ...] = (  # fmt: skip
+_Carried = Callable[[ipaddress.IPv6Address], ipaddress.IPv4Address]
+EMBEDDING_BLOCKS: tuple[tuple[str, str, _Carried, bool], ...] = (
     ("::ffff:0:0/96", "IPv4-mapped", _low_32, True),
     ("::/96", "IPv4-compatible", _low_32, True),
     ("64:ff9b::/96", "NAT64", _low_32, True),
@@ -238,9 +241,8 @@ class UrlPolicy:
         addresses = tuple(self.resolver(host, port))
         if not addresses:
             raise UrlRefused("the host does not resolve", host)
-        if not self.allow_private:
-            if internal := _first_internal(addresses):
-                raise UrlRefused(f"the host resolves to internal address {internal}", host)
+        if not self.allow_private and (internal := _first_internal(addresses)):
+            raise UrlRefused(f"the host resolves to internal address {internal}", host)
         return Approved(host, port, addresses)
 
     def _check_form(self, parts: SplitResult, host: str) -> None:
@@ -279,9 +281,8 @@ def approve_api(
     addresses = (host,) if _is_ip_literal(host) else tuple(resolver(host, port))
     if not addresses:
         raise UrlRefused("the host does not resolve", host)
-    if not allow_private:
-        if internal := _first_internal(addresses):
-            raise UrlRefused(f"the provider API resolves to internal address {internal}", host)
+    if not allow_private and (internal := _first_internal(addresses)):
+        raise UrlRefused(f"the provider API resolves to internal address {internal}", host)
     return Approved(host, port, addresses)
 
 
