@@ -17,8 +17,8 @@ from dlpipe.domain.outage import (
     dependency_backoff,
 )
 from dlpipe.domain.routing import DEFAULT_LARGE_FILE_THRESHOLD_BYTES
-from dlpipe.domain.url_settings import provider_url_problem, url_problem
 from dlpipe.domain.stall import DEFAULT_STALL_FLOOR_BYTES, DEFAULT_STALL_WINDOW_SECONDS
+from dlpipe.domain.url_settings import provider_url_problem, url_problem
 from dlpipe.domain.waiting import DEFAULT_IDLE_WARNING_SECONDS
 
 # Environment variable names: the only place they are spelled.

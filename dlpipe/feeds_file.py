@@ -11,7 +11,6 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from dlpipe.config import ENV_FEEDS_FILE
-from dlpipe.secret_files import SecretFileError, read_secret_text
 from dlpipe.domain.feeds import (
     DEFAULT_FEED,
     FILE_SECRET_PREFIX,
@@ -24,6 +23,7 @@ from dlpipe.domain.feeds import (
     is_pem_private_key,
     shown_name,
 )
+from dlpipe.secret_files import SecretFileError, read_secret_text
 
 
 def load_feeds_file(path: str | Path) -> dict[str, Feed]:

@@ -52,7 +52,9 @@ def read_secret_file(path: str, limit: int = SECRET_FILE_MAX_BYTES) -> bytes:
         try:
             data = handle.read(limit + 1)
         except OSError as exc:
-            raise SecretFileError(f"cannot be read ({exc.strerror or type(exc).__name__})") from None
+            raise SecretFileError(
+                f"cannot be read ({exc.strerror or type(exc).__name__})"
+            ) from None
     if len(data) > limit:
         raise SecretFileError(f"is larger than {limit} bytes: not a secret")
     return data

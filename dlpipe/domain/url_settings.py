@@ -21,7 +21,7 @@ FEED_URL = re.compile(
 )
 
 
-def url_problem(url: str, schemes: tuple[str, ...], *, query: bool = True) -> str | None:
+def url_problem(url: str, schemes: tuple[str, ...], *, query: bool = True) -> str | None:  # noqa: PLR0911 - a reason each
     """What is wrong with `url` as a URL of one of `schemes` ("has no host"), or None.
     `query=False` refuses a query string or fragment too (a base URL the client appends its
     paths to)."""

@@ -130,7 +130,9 @@ def test_a_mixed_answer_is_refused_by_its_internal_address() -> None:
     policy = UrlPolicy(
         ("files.vendor.example",), resolver=lambda host, port: [_PUBLIC_V4, "100.64.1.1"]
     )
-    with pytest.raises(UrlRefused, match=r"100\.64\.1\.1 \(shared address space, carrier-grade NAT\)"):
+    with pytest.raises(
+        UrlRefused, match=r"100\.64\.1\.1 \(shared address space, carrier-grade NAT\)"
+    ):
         policy.approve("https://files.vendor.example/a.enc")
 
 

@@ -65,12 +65,12 @@ def _refusal_in_child(reader: str, path: Path | str) -> str:
     """The one line the reader's caller printed for `path`, run in a bounded child."""
     code = "import sys\n" + _READERS[reader]
     try:
-        done = subprocess.run(  # noqa: S603 - this interpreter, fixed code
+        done = subprocess.run(
             [sys.executable, "-c", code, reader, str(path)],
             capture_output=True,
             text=True,
             timeout=_CHILD_TIMEOUT_S,
-            preexec_fn=_limited,  # noqa: PLW1509 - a child with no threads yet
+            preexec_fn=_limited,
             check=False,
         )
     except subprocess.TimeoutExpired:

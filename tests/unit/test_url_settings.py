@@ -57,7 +57,8 @@ def _feed_loader(field: str, local: bool) -> Callable[[str], object]:
 LOADERS: dict[str, tuple[Callable[[str], object], str]] = {
     **{f"env {name}": (_env_loader(name, False), name) for name in _ENV_URLS},
     "env DLPIPE_PROVIDER_URL, http allowed": (
-        _env_loader("DLPIPE_PROVIDER_URL", True), "DLPIPE_PROVIDER_URL"
+        _env_loader("DLPIPE_PROVIDER_URL", True),
+        "DLPIPE_PROVIDER_URL",
     ),
     **{
         f"{where} {field}": (_feed_loader(field, local), f"feeds.b.{field}")
