@@ -146,7 +146,10 @@ EMBEDDING_BLOCKS: tuple[tuple[str, str, _Carried, bool], ...] = (
     ("64:ff9b::/96", "NAT64", _low_32, True),
     ("2002::/16", "6to4", _sixtofour, False),
 )
-_EMBEDDING = tuple((ipaddress.ip_network(net), *rest) for net, *rest in EMBEDDING_BLOCKS)
+_EMBEDDING = tuple(
+    (ipaddress.IPv6Network(net), form, carried, alone)
+    for net, form, carried, alone in EMBEDDING_BLOCKS
+)
 
 
 def non_global_block(address: str) -> str | None:
@@ -157,8 +160,8 @@ def non_global_block(address: str) -> str | None:
         if ip.version == network.version and ip in network:
             return name
     if isinstance(ip, ipaddress.IPv6Address):
-        for network, form, embedded, judged_alone in _EMBEDDING:
-            if ip in network:
+        for v6_block, form, embedded, judged_alone in _EMBEDDING:
+            if ip in v6_block:
                 if (block := non_global_block(str(embedded(ip)))) is not None:
                     return f"{form} of {block}"
                 if judged_alone:

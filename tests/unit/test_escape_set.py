@@ -54,7 +54,7 @@ def _escape_body(char: str) -> str:
     return f"u{code:04x}" if code < 0x10000 else f"U{code:08x}"
 
 
-@pytest.mark.parametrize("char", _ONCE_MISSED + ["\x1b", "\u202e", "\u2028", "\x9b"])
+@pytest.mark.parametrize("char", [*_ONCE_MISSED, "\x1b", "\u202e", "\u2028", "\x9b"])
 def test_a_host_in_a_refusal_is_escaped_by_the_same_set(char: str) -> None:
     assert char not in printable(f"api{char}.example")
 
@@ -72,7 +72,7 @@ def _page(template: str, **values: object) -> str:
         return render_template_string(template, **values)
 
 
-@pytest.mark.parametrize("char", _ONCE_MISSED + ["\x1b", "\u202e", "\u2066", "\u200b"])
+@pytest.mark.parametrize("char", [*_ONCE_MISSED, "\x1b", "\u202e", "\u2066", "\u200b"])
 def test_the_web_view_escapes_what_the_cli_escapes(char: str) -> None:
     page = _page("<td>{{ cause }}</td>", cause=f"bad{char}<b>x</b>")
     assert char not in page
