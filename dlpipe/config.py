@@ -6,7 +6,6 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
-from urllib.parse import urlsplit
 
 # Tests only: seconds this process's wall clock runs ahead (named and read in dlpipe.domain.clock).
 from dlpipe.domain.clock import ENV_TEST_CLOCK_OFFSET_SECONDS  # noqa: F401 (re-exported: tests set it)
@@ -19,6 +18,7 @@ from dlpipe.domain.outage import (
 )
 from dlpipe.domain.routing import DEFAULT_LARGE_FILE_THRESHOLD_BYTES
 from dlpipe.domain.stall import DEFAULT_STALL_FLOOR_BYTES, DEFAULT_STALL_WINDOW_SECONDS
+from dlpipe.domain.url_settings import provider_url_problem, url_problem
 from dlpipe.domain.waiting import DEFAULT_IDLE_WARNING_SECONDS
 
 # Environment variable names: the only place they are spelled.
@@ -102,18 +102,23 @@ class ConfigError(ValueError):
 
 
 def check_provider_url(url: str, *, allow_http: bool) -> str:
-    """`url` if it may carry the bearer token: https, or http when allowed (the local stack's
-    stub); else ConfigError. The message never shows the URL: it may hold credentials."""
-    parts = urlsplit(url)
-    schemes = ("https", "http") if allow_http else ("https",)
-    if parts.scheme.lower() in schemes and parts.hostname:
+    """`url` if it may carry the bearer token (domain/url_settings.py: https, or http where
+    allowed); else ConfigError, never showing the URL (it may hold credentials)."""
+    if (problem := provider_url_problem(url, allow_http=allow_http)) is None:
         return url
     if allow_http:
-        raise ConfigError(f"{ENV_PROVIDER_URL} must be an https or http URL with a host")
-    raise ConfigError(
-        f"{ENV_PROVIDER_URL} must be an https URL with a host (the provider token is sent to"
-        f" it); set {ENV_ALLOW_HTTP_URLS}=true for a local http provider"
-    )
+        raise ConfigError(f"{ENV_PROVIDER_URL} must be an https or http URL: it {problem}")
+    hint = f"set {ENV_ALLOW_HTTP_URLS}=true for a local http provider"
+    raise ConfigError(f"{ENV_PROVIDER_URL} must be an https URL: it {problem}; {hint}")
+
+
+def _url(env: Mapping[str, str], name: str) -> str | None:
+    """An http(s) URL setting, or a one-line ConfigError (showing it if it has no userinfo)."""
+    raw = env.get(name) or None
+    if raw is None or (problem := url_problem(raw, ("http", "https"))) is None:
+        return raw
+    shown = "" if "@" in raw else f", got {raw!a}"
+    raise ConfigError(f"{name} must be an http(s) URL with a host: it {problem}{shown}")
 
 
 @dataclass(frozen=True)
@@ -191,21 +196,6 @@ def _int_setting(env: Mapping[str, str], setting: IntSetting) -> int:
             f"{setting.env} must be from {setting.minimum} to {setting.maximum}, got {value}"
         )
     return value
-
-
-def _endpoint(env: Mapping[str, str], name: str) -> str | None:
-    """An AWS endpoint override: an http(s) URL with a host, or a one-line ConfigError."""
-    raw = env.get(name) or None
-    if raw is None:
-        return None
-    try:
-        parts = urlsplit(raw)
-        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
-    except ValueError:
-        parts = None
-    if parts is None or parts.scheme not in {"http", "https"} or not parts.hostname:
-        raise ConfigError(f"{name} must be an http(s) URL with a host, got {raw!a}")
-    return raw
 
 
 def _bool_setting(env: Mapping[str, str], name: str, default: bool = False) -> bool:
@@ -287,16 +277,16 @@ class Settings:
         prefix = env.get(ENV_NAME_PREFIX, "")
         settings = cls(
             region=env.get(ENV_REGION) or env.get(ENV_DEFAULT_REGION) or DEFAULT_REGION,
-            endpoint_url=_endpoint(env, ENV_ENDPOINT_URL),
+            endpoint_url=_url(env, ENV_ENDPOINT_URL),
             service_endpoint_urls={
-                service: str(_endpoint(env, name))
+                service: str(_url(env, name))
                 for service, name in SERVICE_ENDPOINT_ENV.items()
                 if env.get(name)
             },
             jobs_table=env.get(ENV_JOBS_TABLE) or f"{prefix}{JOBS_TABLE_BASE_NAME}",
             batches_table=env.get(ENV_BATCHES_TABLE) or f"{prefix}{BATCHES_TABLE_BASE_NAME}",
-            queue_url=env.get(ENV_QUEUE_URL) or None,
-            dlq_url=env.get(ENV_DLQ_URL) or None,
+            queue_url=_url(env, ENV_QUEUE_URL),
+            dlq_url=_url(env, ENV_DLQ_URL),
             destination_bucket=env.get(ENV_DEST_BUCKET) or None,
             provider_base_url=env.get(ENV_PROVIDER_URL) or None,
             provider_token=env.get(ENV_PROVIDER_TOKEN) or None,
@@ -311,12 +301,14 @@ class Settings:
             ),
             allow_http_urls=_bool_setting(env, ENV_ALLOW_HTTP_URLS),
             allow_private_url_hosts=_bool_setting(env, ENV_ALLOW_PRIVATE_URL_HOSTS),
-            large_queue_url=env.get(ENV_LARGE_QUEUE_URL) or None,
+            large_queue_url=_url(env, ENV_LARGE_QUEUE_URL),
             feeds_parameter_path=env.get(ENV_FEEDS_PARAMETER_PATH) or None,
             event_bus=env.get(ENV_EVENT_BUS) or DEFAULT_EVENT_BUS,
             day_deadline=env.get(ENV_DAY_DEADLINE) or None,
             day_deadline_time_zone=env.get(ENV_DAY_DEADLINE_TIME_ZONE) or "UTC",
         )
+        if settings.provider_base_url:  # refused at load, not at the first request
+            check_provider_url(settings.provider_base_url, allow_http=settings.allow_http_urls)
         ints: dict[str, Any] = {n: _int_setting(env, spec) for n, spec in INT_SETTINGS.items()}
         return replace(settings, **ints)
 

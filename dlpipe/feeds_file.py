@@ -23,6 +23,7 @@ from dlpipe.domain.feeds import (
     is_pem_private_key,
     shown_name,
 )
+from dlpipe.secret_files import SecretFileError, read_secret_text
 
 
 def load_feeds_file(path: str | Path) -> dict[str, Feed]:
@@ -63,7 +64,8 @@ def feeds_from_document(document: Mapping[str, object]) -> dict[str, Feed]:
 
 def check_secret_files(feed: Feed) -> None:
     """A feed's `file:` secrets exist and are what they claim, checked when the file is read,
-    before anything starts: the token one line of visible ASCII, the key one PEM private key.
+    before anything starts: each a regular file of at most PEM_MAX_BYTES (secret_files.py),
+    the token one line of visible ASCII, the key one PEM private key.
     FeedError in one line naming the feed, field and path; what a file holds is never shown
     (a token file pointing at the wrong file would otherwise be echoed)."""
     for field, fits, what in (
@@ -73,21 +75,14 @@ def check_secret_files(feed: Feed) -> None:
         secret = getattr(feed, field)
         if secret is None or not secret.startswith(FILE_SECRET_PREFIX):
             continue
-        where = f"feeds.{feed.name}.{field}: file {secret[len(FILE_SECRET_PREFIX) :]!a}"
-        text = _small_text(Path(secret[len(FILE_SECRET_PREFIX) :]), where)
+        path = secret[len(FILE_SECRET_PREFIX) :]
+        where = f"feeds.{feed.name}.{field}: file {path!a}"
+        try:
+            text = read_secret_text(path, PEM_MAX_BYTES)
+        except SecretFileError as exc:
+            raise FeedError(f"{where} {exc}") from None
         if not fits(text.strip()):
             raise FeedError(f"{where} does not hold {what}; what it holds is not shown here")
-
-
-def _small_text(path: Path, where: str) -> str:
-    try:
-        if path.stat().st_size > PEM_MAX_BYTES:
-            raise FeedError(f"{where} is larger than {PEM_MAX_BYTES} bytes: not a secret")
-        return path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise FeedError(f"{where} cannot be read ({exc.strerror or type(exc).__name__})") from None
-    except UnicodeDecodeError:
-        raise FeedError(f"{where} is not UTF-8 text: not a secret") from None
 
 
 def feeds_from_env(env: Mapping[str, str] | None = None) -> dict[str, Feed]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
@@ -11,6 +10,7 @@ from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 from dlpipe.adapters.crypto import load_private_key
 from dlpipe.config import ConfigError, Settings
 from dlpipe.domain.redaction import register_secret
+from dlpipe.secret_files import SecretFileError, read_secret_file
 
 if TYPE_CHECKING:
     from dlpipe.adapters.aws import AwsClients
@@ -50,10 +50,9 @@ def _read_pem(settings: Settings, clients: AwsClients) -> bytes:
         return bytes(secret["SecretBinary"])
     path = str(settings.private_key_file)
     try:
-        return Path(path).read_bytes()
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        raise ConfigError(f"the RSA private key file {path!a} cannot be read ({reason})") from None
+        return read_secret_file(path)
+    except SecretFileError as exc:
+        raise ConfigError(f"the RSA private key file {path!a} {exc}") from None
 
 
 def clear_cache() -> None:

@@ -5,11 +5,18 @@ connection the name's answer can change (DNS rebinding: a public address to the 
 127.0.0.1 to the connection). The adapter here connects to the addresses the policy checked
 instead, while the URL, the Host header, TLS SNI and certificate verification keep the host
 name. A host nobody pinned is not connected to at all.
+
+A pinned session ignores the environment's proxies (HTTPS_PROXY, HTTP_PROXY, ALL_PROXY):
+asked for the provider's host, a proxy would resolve the name itself and connect wherever
+its answer points, past the check. It ignores ~/.netrc as well (requests would send its
+password as Basic auth); REQUESTS_CA_BUNDLE / CURL_CA_BUNDLE still name the CA bundle.
 """
 
 from __future__ import annotations
 
+import os
 import socket
+import threading
 from typing import Any
 
 import requests
@@ -21,6 +28,11 @@ from urllib3.poolmanager import PoolManager
 from urllib3.util.connection import create_connection
 
 from dlpipe.domain.url_policy import Approved
+from dlpipe.log import get_logger
+
+_PROXY_VARIABLES = ("https_proxy", "http_proxy", "all_proxy")
+_told_lock = threading.Lock()
+_told: list[str] = []  # the proxy variables already logged as ignored, once per process
 
 _Pins = dict[tuple[str, int], tuple[str, ...]]
 
@@ -110,11 +122,33 @@ class PinnedAdapter(HTTPAdapter):
 
 
 def pinning(session: requests.Session) -> PinnedAdapter:
-    """The session's pinning adapter for http and https, mounted on first use."""
+    """The session's pinning adapter for http and https, mounted on first use; the session
+    then reads no proxy or netrc from the environment."""
+    session.trust_env = False
     adapter = session.get_adapter("https://")
     if isinstance(adapter, PinnedAdapter):
         return adapter
+    if session.verify is True:  # what trust_env would have read, the CA bundle only
+        session.verify = (
+            os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or True
+        )
+    _say_proxy_ignored()
     adapter = PinnedAdapter()
     session.mount("https://", adapter)
     session.mount("http://", adapter)
     return adapter
+
+
+def _say_proxy_ignored() -> None:
+    """One log line per process when the environment names a proxy this traffic ignores."""
+    names = sorted(n for n, v in os.environ.items() if n.lower() in _PROXY_VARIABLES and v)
+    with _told_lock:
+        if not names or _told:
+            return
+        _told.extend(names)
+    get_logger(component="dlpipe.adapters.pinned_http").warning(
+        "http.environment_proxy_ignored",
+        variables=names,
+        detail="provider and download traffic connects directly to the addresses the URL"
+        " policy checked; AWS SDK traffic may still use the proxy",
+    )

@@ -7,7 +7,6 @@ where it was looked for; the token itself is never logged or put in an error.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
@@ -15,6 +14,7 @@ from botocore.exceptions import ClientError
 from dlpipe.config import ENV_PROVIDER_TOKEN, ENV_PROVIDER_TOKEN_SECRET, ConfigError, Settings
 from dlpipe.domain.feeds import is_bearer_token
 from dlpipe.domain.redaction import register_secret
+from dlpipe.secret_files import SecretFileError, read_secret_text
 
 if TYPE_CHECKING:
     from dlpipe.adapters.aws import AwsClients
@@ -63,9 +63,9 @@ def _checked(token: str, where: str) -> str:
 def _token_from_file(path: str) -> str:
     """A feed's token file (local use): its text, stripped; ConfigError in one line."""
     try:
-        token = Path(path).read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"provider token file {path!r} cannot be read ({exc})") from exc
+        token = read_secret_text(path).strip()
+    except SecretFileError as exc:
+        raise ConfigError(f"provider token file {path!r} {exc}") from None
     if not token:
         raise ConfigError(f"provider token file {path!r} holds no provider token")
     return token

@@ -4,8 +4,8 @@ Values such as an ErrorMessage, a cipher or an entity come from outside: rich mu
 them as markup (`[/]` would raise, `[link=...]` would become a live link), and a control
 character in them (ESC, BEL, an 8-bit CSI, a bidi override) must never reach the terminal,
 where it could retitle the window, clear the screen or hide text; nor may an invisible or
-line-breaking character (U+2028, U+2029, zero-width spaces and joiners, direction marks,
-embeddings, overrides and isolates, the byte-order mark) hide or reorder what follows.
+line-breaking character (U+2028, zero-width characters, bidi controls, tag characters,
+fillers: dlpipe/domain/text.py's set) hide or reorder what follows.
 `visible` writes each such character as a Python-style escape (`\\x1b`, `\\u2028`) after the
 one redaction (`dlpipe/domain/redaction.py`: no secret reaches the terminal either); `plain`
 wraps the result in a rich Text, which rich prints as it is.
@@ -13,28 +13,18 @@ wraps the result in a rich Text, which rich prints as it is.
 
 from __future__ import annotations
 
-import re
-
 from rich.text import Text
 
 from dlpipe.domain.redaction import redact
+from dlpipe.domain.text import escape_invisible
 
 ERROR_PREFIX = "dlpipe: "
-# C0 controls, DEL, C1 controls, the line and paragraph separators, the zero-width characters
-# and direction marks, the embeddings and overrides, the isolates, and the byte-order mark.
-_CONTROL = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]"
-)
-
-
-def _escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def visible(value: object) -> str:
-    """`value` as text, redacted, whose control characters are written as escapes (`\\x1b`)."""
-    return _CONTROL.sub(_escape, redact(value))
+    """`value` as text, redacted, its invisible characters written as escapes (`\\x1b`):
+    the one escape set, dlpipe/domain/text.py's."""
+    return escape_invisible(redact(value))
 
 
 def error_line(message: str) -> str:

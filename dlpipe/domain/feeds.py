@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+from dlpipe.domain.url_settings import feed_url_problem
+
 DEFAULT_FEED_NAME = "default"
 # The patterns below are terraform/variables.tf's feed validations, character for character
 # where Terraform can check the same thing (tests/infra/test_feed_rule_parity.py holds the
@@ -31,11 +33,7 @@ _SCHEDULE = re.compile(
 _TIME_ZONE = re.compile(r"[A-Za-z_][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+)*")
 _TIME_ZONE_MAX = 50
 _DEADLINE = re.compile(r"([01][0-9]|2[0-3]):[0-5][0-9]")
-# A host name or address, an optional port, an optional path: no credentials, no query or
-# fragment (the client appends its own), nothing a URL parser could read two ways.
-_PROVIDER_URL = re.compile(
-    r"(?P<scheme>https?)://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*)?"
-)
+# The URL fields' pattern is in domain/url_settings.py (FEED_URL), with the one URL rule.
 # S3 key segments joined by '/', no leading '/', no '.' or '..' segment; one trailing '/'
 # (as Terraform's examples write it) is dropped where a feed is read, in feed_from_mapping.
 _PREFIX = re.compile(r"[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*")
@@ -257,21 +255,15 @@ def _provider_base_url(value: object, feed: Feed, local: bool) -> str | None:
     if value is None:
         return None if feed.is_default else "is required for a named feed"
     # The URL itself is never shown: it may hold a token.
-    matched = _PROVIDER_URL.fullmatch(value) if isinstance(value, str) else None
-    if matched and (matched["scheme"] == "https" or local):
-        return None
-    if local:
-        return "must be an https or http URL with a host, no credentials, query or fragment"
-    return "must be an https URL with a host, no credentials, query or fragment"
+    if problem := feed_url_problem(value, local):
+        what = "an https or http URL" if local else "an https URL"
+        return f"must be {what} with a host, no credentials, query or fragment: it {problem}"
+    return None
 
 
 def _queue_url(value: object, _: Feed, local: bool) -> str | None:
-    if value is None:
-        return None
-    matched = _PROVIDER_URL.fullmatch(value) if isinstance(value, str) else None
-    if matched and (matched["scheme"] == "https" or local):
-        return None
-    return f"{value!a} is not an SQS queue URL"
+    problem = None if value is None else feed_url_problem(value, local)
+    return f"is not an SQS queue URL: it {problem}" if problem else None
 
 
 def _secret(value: object, feed: Feed, local: bool) -> str | None:

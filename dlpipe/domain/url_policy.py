@@ -1,10 +1,10 @@
 """Which URLs from the provider dlpipe may request: the rule, in plain Python (no boto3).
 
 A URL passes only when it is `https`, carries no userinfo, names an allowed host (and port),
-is not an IP literal and does not resolve to a loopback, link-local or private address (plain
-`http`, IP literals and private addresses only where the settings allow them). `approve`
-returns the addresses it checked, and the download connects to those
-(adapters/pinned_http.py). Why (SSRF, DNS rebinding): docs/ARCHITECTURE.md, "Why provider
+is not an IP literal and resolves to public addresses only (NON_GLOBAL_BLOCKS and
+EMBEDDING_BLOCKS below; plain `http`, IP literals and internal addresses only where the
+settings allow them). `approve` returns the addresses it checked, and the download
+connects to those (adapters/pinned_http.py). Why (SSRF, DNS rebinding): docs/ARCHITECTURE.md, "Why provider
 URLs are checked in the domain".
 """
 
@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from urllib.parse import SplitResult, urlsplit
 
 from dlpipe.domain.download_errors import UrlNotAllowedError
+from dlpipe.domain.text import escape_invisible
 
 Resolver = Callable[[str, int], Sequence[str]]
 _DEFAULT_PORTS = {"https": 443, "http": 80}
@@ -43,9 +44,10 @@ class Approved:
 
 
 def printable(text: str, limit: int = _SHOWN_LIMIT) -> str:
-    """`text` with each non-printable character written as its escape (ESC as `\\x1b`), cut
-    to `limit` characters: what a message may show of a provider's value."""
-    shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    """`text` with each invisible character written as its escape (ESC as `\\x1b`: the one
+    escape set, domain/text.py's), cut to `limit` characters: what a message may show of a
+    provider's value."""
+    shown = escape_invisible(text)
     return shown if len(shown) <= limit else f"{shown[: limit - 3]}..."
 
 
@@ -79,18 +81,101 @@ def _is_ip_literal(host: str) -> bool:
     return True
 
 
-def _is_internal(address: str) -> bool:
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return (
-        ip.is_loopback
-        or ip.is_link_local
-        or ip.is_private
-        or ip.is_unspecified
-        or ip.is_multicast
-        or ip.is_reserved
-    )
+# Where a connection would land that is not the public Internet: IANA's IPv4 and IPv6
+# special-purpose registries ("globally reachable: false"), multicast and the blocks Python's
+# `is_global` of some versions misses. An address passes only when it is in none of these
+# and `is_global` (whatever the running Python knows more) agrees.
+NON_GLOBAL_BLOCKS: tuple[tuple[str, str], ...] = (
+    ("0.0.0.0/8", "this network"),
+    ("10.0.0.0/8", "private"),
+    ("100.64.0.0/10", "shared address space, carrier-grade NAT"),
+    ("127.0.0.0/8", "loopback"),
+    ("169.254.0.0/16", "link-local, the metadata service's"),
+    ("172.16.0.0/12", "private"),
+    ("192.0.0.0/29", "IETF protocol assignments"),
+    ("192.0.0.8/32", "IETF protocol assignments"),
+    ("192.0.0.11/32", "IETF protocol assignments"),
+    ("192.0.0.12/30", "IETF protocol assignments"),
+    ("192.0.0.16/28", "IETF protocol assignments"),
+    ("192.0.0.32/27", "IETF protocol assignments"),
+    ("192.0.0.64/26", "IETF protocol assignments"),
+    ("192.0.0.128/25", "IETF protocol assignments"),
+    ("192.0.2.0/24", "documentation"),
+    ("192.88.99.0/24", "6to4 relay anycast, deprecated"),
+    ("192.168.0.0/16", "private"),
+    ("198.18.0.0/15", "benchmarking"),
+    ("198.51.100.0/24", "documentation"),
+    ("203.0.113.0/24", "documentation"),
+    ("224.0.0.0/4", "multicast"),
+    ("240.0.0.0/4", "reserved"),
+    ("::/128", "unspecified"),
+    ("::1/128", "loopback"),
+    ("64:ff9b:1::/48", "local-use NAT64, never global whatever it embeds"),
+    ("100::/64", "discard-only"),
+    ("2001::/32", "Teredo, never global whatever it embeds"),
+    ("2001::/23", "IETF protocol assignments"),
+    ("2001:db8::/32", "documentation"),
+    ("3fff::/20", "documentation"),
+    ("5f00::/16", "SRv6 segment identifiers"),
+    ("fc00::/7", "unique local, private"),
+    ("fe80::/10", "link-local"),
+    ("fec0::/10", "site-local, deprecated"),
+    ("ff00::/8", "multicast"),
+)
+_NON_GLOBAL = tuple((ipaddress.ip_network(net), name) for net, name in NON_GLOBAL_BLOCKS)
+_IP = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+def _low_32(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address:
+    return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+
+
+def _sixtofour(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address:
+    return ipaddress.IPv4Address((int(ip) >> 80) & 0xFFFFFFFF)
+
+
+# IPv6 forms that carry an IPv4 address, which a translator, a relay or the dual-stack socket
+# delivers the connection to: judged by that address. Teredo (2001::/32) and local-use NAT64
+# (64:ff9b:1::/48) are in NON_GLOBAL_BLOCKS whole instead: no public host is addressed there.
+# `judged_alone`: the IPv4 address decides (Python calls ::/8 "reserved", which says nothing
+# of where the connection lands); else the IPv6 address must be global too.
+_Carried = Callable[[ipaddress.IPv6Address], ipaddress.IPv4Address]
+EMBEDDING_BLOCKS: tuple[tuple[str, str, _Carried, bool], ...] = (
+    ("::ffff:0:0/96", "IPv4-mapped", _low_32, True),
+    ("::/96", "IPv4-compatible", _low_32, True),
+    ("64:ff9b::/96", "NAT64", _low_32, True),
+    ("2002::/16", "6to4", _sixtofour, False),
+)
+_EMBEDDING = tuple(
+    (ipaddress.IPv6Network(net), form, carried, alone)
+    for net, form, carried, alone in EMBEDDING_BLOCKS
+)
+
+
+def non_global_block(address: str) -> str | None:
+    """What `address` is if it is not a public Internet address (e.g. "loopback", "6to4 of
+    shared address space"), else None."""
+    ip: _IP = ipaddress.ip_address(address.split("%", 1)[0])
+    for network, name in _NON_GLOBAL:
+        if ip.version == network.version and ip in network:
+            return name
+    if isinstance(ip, ipaddress.IPv6Address):
+        for v6_block, form, embedded, judged_alone in _EMBEDDING:
+            if ip in v6_block:
+                if (block := non_global_block(str(embedded(ip)))) is not None:
+                    return f"{form} of {block}"
+                if judged_alone:
+                    return None
+                break
+    return None if ip.is_global else "not global"
+
+
+def _first_internal(addresses: Iterable[str]) -> str | None:
+    """The first of `addresses` that is not global, with what it is; None if all are."""
+    for address in addresses:
+        if (block := non_global_block(address)) is not None:
+            return f"{address} ({block})"
+    return None
 
 
 def _split_pattern(pattern: str) -> tuple[str, str]:
@@ -159,10 +244,8 @@ class UrlPolicy:
         addresses = tuple(self.resolver(host, port))
         if not addresses:
             raise UrlRefused("the host does not resolve", host)
-        if not self.allow_private:
-            internal = [a for a in addresses if _is_internal(a)]
-            if internal:
-                raise UrlRefused(f"the host resolves to internal address {internal[0]}", host)
+        if not self.allow_private and (internal := _first_internal(addresses)):
+            raise UrlRefused(f"the host resolves to internal address {internal}", host)
         return Approved(host, port, addresses)
 
     def _check_form(self, parts: SplitResult, host: str) -> None:
@@ -191,9 +274,9 @@ def approve_api(
     url: str, *, allow_private: bool = False, resolver: Resolver = resolve_addresses
 ) -> Approved:
     """The addresses the provider's API at `url` may be called at, resolved now: its host was
-    checked when the feed was loaded, so what is left is where it points. Loopback,
-    link-local (the metadata service), private, multicast and reserved addresses, by name or
-    as a literal, are refused (UrlRefused) unless `allow_private` (the local stack); the
+    checked when the feed was loaded, so what is left is where it points. An address that is
+    not global (`non_global_block`), by name or as a literal, is refused (UrlRefused) unless
+    `allow_private` (the local stack); the
     bearer token then goes to the addresses checked and to no later DNS answer."""
     parts = urlsplit(url)
     host = (parts.hostname or "").lower()
@@ -201,10 +284,8 @@ def approve_api(
     addresses = (host,) if _is_ip_literal(host) else tuple(resolver(host, port))
     if not addresses:
         raise UrlRefused("the host does not resolve", host)
-    if not allow_private:
-        internal = [a for a in addresses if _is_internal(a)]
-        if internal:
-            raise UrlRefused(f"the provider API resolves to internal address {internal[0]}", host)
+    if not allow_private and (internal := _first_internal(addresses)):
+        raise UrlRefused(f"the provider API resolves to internal address {internal}", host)
     return Approved(host, port, addresses)
 
 

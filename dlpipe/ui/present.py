@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from flask import Flask, request, url_for
+from markupsafe import Markup
 
 from dlpipe.domain.clock import ms_from_iso, time_for_people
 from dlpipe.domain.model import BatchStatus, FileJob, JobStatus
@@ -14,6 +15,7 @@ from dlpipe.domain.statuses import (
     SUCCESSFUL_BATCH_STATUSES,
     UNSUCCESSFUL_JOB_STATUSES,
 )
+from dlpipe.domain.text import escape_invisible
 from dlpipe.domain.transitions import lease_live
 
 # ErrorMessage starts with a stable code (`tag_mismatch: ...`, dlpipe/domain/download_errors.py).
@@ -89,8 +91,19 @@ def sort_link(key: str, current: str, descending: bool) -> str:
     return query_link(sort=key, order=order)
 
 
+def shown(value: Any) -> Any:
+    """Every `{{ value }}` of every template, before HTML escaping: text with its invisible
+    characters (controls, bidi, zero-width, separators, fillers) written as escapes, the
+    CLI's one set (dlpipe/domain/text.py). Markup stays Markup: an escape adds no HTML."""
+    if isinstance(value, Markup):
+        return Markup(escape_invisible(str(value)))  # noqa: S704 - escapes are [\\xuU0-9a-f]
+    return escape_invisible(value) if isinstance(value, str) else value
+
+
 def register(app: Flask) -> None:
-    """Make the helpers and the statuses and their groups available to every template."""
+    """Make the helpers and the statuses and their groups available to every template, and
+    pass every value a template shows through `shown`."""
+    app.jinja_env.finalize = shown
     app.jinja_env.filters.update(
         iso=iso, short_time=short_time, error_code=error_code, error_detail=error_detail
     )
