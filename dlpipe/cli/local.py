@@ -8,12 +8,11 @@ import socket
 import sys
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
-from rich.table import Table
 
-from dlpipe.adapters.aws import AwsClients
 from dlpipe.cli.ops.dates import resolve_day, wall_clock_ms
 from dlpipe.cli.ops.param_types import DAY
 from dlpipe.config import (
@@ -23,11 +22,15 @@ from dlpipe.config import (
     Settings,
 )
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME
-from dlpipe.local.dynamodb_local import DynamoDBLocalError
-from dlpipe.local.emulator import EmulatorError
-from dlpipe.local.provision import Provisioned, provision
 from dlpipe.local.stack_feeds import MAX_LOCAL_FEEDS, read_template
-from dlpipe.local.up import LocalUp, StubOptions, local_up
+
+# The emulator, provisioning and boto3 load when a command runs, not for `--help`.
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from dlpipe.adapters.aws import AwsClients
+    from dlpipe.local.provision import Provisioned
+    from dlpipe.local.up import LocalUp, StubOptions
 
 console = Console(stderr=True)
 # The hints' command as README's shells type it: the virtualenv's, never activated there.
@@ -36,6 +39,8 @@ DLPIPE = ".venv/bin/dlpipe"
 
 def provisioned_table(clients: AwsClients, provisioned: Provisioned) -> Table:
     """A rich table describing the provisioned tables (keys, GSIs, TTL) and queues."""
+    from rich.table import Table  # noqa: PLC0415
+
     table = Table(title="dlpipe resources on the emulator")
     for column in ("resource", "name", "keys", "indexes", "ttl"):
         table.add_column(column)
@@ -160,6 +165,10 @@ def up(  # noqa: PLR0917 - click passes one argument per option
 ) -> None:
     """Start the local AWS (moto + DynamoDB Local) and a stub provider in the foreground,
     provision it, and print the `export` lines another shell pastes to use it."""
+    from dlpipe.local.dynamodb_local import DynamoDBLocalError  # noqa: PLC0415
+    from dlpipe.local.emulator import EmulatorError  # noqa: PLC0415
+    from dlpipe.local.up import StubOptions, local_up  # noqa: PLC0415
+
     if feeds > 1 and not stub:
         raise click.UsageError("--feeds serves stub providers: it cannot go with --no-stub")
     if feeds_file is not None and (feeds > 1 or not stub):
@@ -233,6 +242,9 @@ def provision_command() -> None:
     """Create the tables, queues and buckets of terraform/ at AWS_ENDPOINT_URL (idempotent;
     each service at its AWS_ENDPOINT_URL_<SERVICE> when set, LocalStack's with
     DLPIPE_LOCALSTACK=1)."""
+    from dlpipe.adapters.aws import AwsClients  # noqa: PLC0415
+    from dlpipe.local.provision import provision  # noqa: PLC0415
+
     settings = Settings.from_env()
     if not all(settings.endpoint_for(s) for s in SERVICE_ENDPOINT_ENV if s != "lambda"):
         raise click.ClickException(

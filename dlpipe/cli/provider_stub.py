@@ -9,14 +9,11 @@ from typing import Any
 
 import click
 
-from dlpipe.adapters.aws import AwsClients
 from dlpipe.config import ENV_ENDPOINT_URL, ENV_PROVIDER_TOKEN, Settings
 from dlpipe.domain.errors import InvalidIdentifierError
 from dlpipe.domain.model import validate_date
-from dlpipe.local.stub.crypto import load_public_key
+from dlpipe.local.stub import DEFAULT_BUCKET
 from dlpipe.local.stub.faults import BROKEN_PAGE_KINDS, Faults
-from dlpipe.local.stub.publish import default_day
-from dlpipe.local.stub.server import DEFAULT_BUCKET, StubProvider
 from dlpipe.log import configure_logging
 
 
@@ -122,6 +119,12 @@ def provider_stub(  # noqa: PLR0917 - click passes every option as an argument
     broken_at_entry: int,
 ) -> None:
     """Serve the provider API on 127.0.0.1 (needs AWS_ENDPOINT_URL pointing at the emulator)."""
+    # boto3 and cryptography load when the stub starts, not for `--help`.
+    from dlpipe.adapters.aws import AwsClients  # noqa: PLC0415
+    from dlpipe.local.stub.crypto import load_public_key  # noqa: PLC0415
+    from dlpipe.local.stub.publish import default_day  # noqa: PLC0415
+    from dlpipe.local.stub.server import StubProvider  # noqa: PLC0415
+
     try:  # a file that is no RSA public key: one line, before anything starts
         load_public_key(public_key.read_bytes())
     except (ValueError, TypeError) as exc:

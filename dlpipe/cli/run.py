@@ -4,12 +4,10 @@ without it the poller runs here against the configured endpoint and that feed's 
 from __future__ import annotations
 
 import datetime as dt
-import json
 import logging
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
 
@@ -17,24 +15,11 @@ import click
 from click.core import ParameterSource
 from rich.console import Console
 
-from dlpipe import metrics
-from dlpipe.bootstrap.ops import build_ops_context
-from dlpipe.bootstrap.orchestrator import build_flow, build_orchestrator_handler, check_ready
 from dlpipe.cli.ops.dates import resolve_day, wall_clock_ms
 from dlpipe.cli.ops.param_types import DAY, FEED
-from dlpipe.cli.outcome_text import result_line, run_exit_code
-from dlpipe.cli.run_feed import run_feed
-from dlpipe.cli.run_local import handed_off, render_reports, run_local
-from dlpipe.cli.run_progress import PollReporter, ReportingFlow
-from dlpipe.cli.run_summary import stored_figures
-from dlpipe.cli.run_wait import ready_within_outage
-from dlpipe.cli.safe_text import plain
-from dlpipe.config import Settings
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME, FeedError
-from dlpipe.local.durable_runner import run_durable_locally
 from dlpipe.local.stack_feeds import LOCAL_FEEDS_TEMPLATE
 from dlpipe.log import configure_logging, logging_config, restore_logging
-from dlpipe.services.ops.waiting import idle_seconds, waiting_work
 
 err = Console(stderr=True)
 out = Console()
@@ -134,6 +119,10 @@ def run_command(  # noqa: PLR0917 - click passes one argument per option
     rerun: bool,
 ) -> None:
     """Run one feed's day: create its batch, queue its files, download them, wait for the end."""
+    # The local stack, boto3 and the durable SDK load here, when a run starts, not for `--help`.
+    from dlpipe.cli.run_local import handed_off, render_reports, run_local  # noqa: PLC0415
+    from dlpipe.cli.run_remote import run_remote  # noqa: PLC0415
+
     _refuse_local_only_options(ctx, local)
     if local and rerun:
         raise click.UsageError("--rerun applies to runs without --local (each starts afresh)")
@@ -160,7 +149,7 @@ def run_command(  # noqa: PLR0917 - click passes one argument per option
             render_reports(out, reports)
             code = 0 if all(report.ok for report in reports) and handed_off(reports) else 1
         else:
-            code = _run_remote(polling_date, feed, poll_interval, log_path, rerun=rerun)
+            code = run_remote(err, polling_date, feed, poll_interval, log_path, rerun)
     raise SystemExit(code)
 
 
@@ -170,6 +159,8 @@ def _logging_to(stream: TextIO) -> Iterator[None]:
     run's log file: the terminal gets progress and one line per failure. The metric sink and
     the log configuration are put back when the file closes (a run called in-process, as the
     CLI tests do, must leave nothing writing to a closed file)."""
+    from dlpipe import metrics  # noqa: PLC0415 - aws_lambda_powertools, botocore: not for `--help`
+
     logs_before = logging_config()
     configure_logging(stream=stream)
     before = metrics.set_sink(lambda line: print(line, file=stream, flush=True))
@@ -179,46 +170,3 @@ def _logging_to(stream: TextIO) -> Iterator[None]:
     finally:
         metrics.set_sink(before)
         restore_logging(logs_before)
-
-
-def _idle_probe(settings: Settings) -> Callable[[], int | None]:
-    """Seconds no worker has taken the queued work (dlpipe.domain.waiting), for the progress."""
-    ops = build_ops_context(settings)
-    return lambda: idle_seconds(ops, waiting_work(ops))
-
-
-def _run_remote(
-    day: str, feed: str, poll_interval: int | None, log_path: Path, *, rerun: bool = False
-) -> int:
-    """Run the feed's poller here against the configured endpoint; deployed downloaders do the
-    files. A run that cannot start says why in one line (an unknown feed, check_ready) before
-    anything else; an unavailable provider is waited for first (dlpipe/cli/run_wait.py)."""
-    settings = Settings.from_env()
-    if poll_interval is not None:
-        settings = replace(settings, poll_interval_seconds=poll_interval)
-    chosen = run_feed(settings, feed, poll_interval)
-    own = chosen.settings(settings)  # the feed's provider, token and polling; FeedError if unknown
-    # A provider outage at the day's start is waited out within the feed's outage budget.
-    ready_within_outage(lambda: check_ready(own, day), own.provider_outage_budget_seconds, err)
-    build_flow(own)  # the feed's settings' own checks (recovery bound), before any step
-    err.print(f"logs and metrics: {log_path}", highlight=False)
-    reporter = PollReporter(
-        err, own.poll_interval_seconds, own.max_polls, idle_probe=_idle_probe(settings)
-    )
-    # Wired as the Lambda is (the outage budgets from the settings); the run's own timeout
-    # holds an SQS / DynamoDB outage waited out within its budget.
-    handler = build_orchestrator_handler(
-        settings, lambda of_feed: ReportingFlow(build_flow(of_feed), reporter), feeds=chosen.source
-    )
-    budget_s = own.poll_interval_seconds * own.max_polls + own.aws_outage_budget_seconds + 600.0
-    err.print(f"day {day}{chosen.of_feed}: starting the batch", highlight=False)
-    with reporter.live():
-        result = run_durable_locally(
-            handler, chosen.event(day, rerun), skip_time=False, timeout_seconds=budget_s
-        )
-    # The batch's stored figures: the files it queued, the batches it adopted (a rerun).
-    result = stored_figures(build_ops_context(settings), result)
-    # stdout: the result as one JSON line for a script; the terminal's reader gets the line below.
-    click.echo(json.dumps(result, sort_keys=True))
-    err.print(plain(result_line(result)), highlight=False, soft_wrap=True)
-    return run_exit_code(result)

@@ -13,10 +13,13 @@ wraps the result in a rich Text, which rich prints as it is.
 
 from __future__ import annotations
 
-from rich.text import Text
+from typing import TYPE_CHECKING
 
 from dlpipe.domain.redaction import redact
 from dlpipe.domain.text import escape_invisible
+
+if TYPE_CHECKING:
+    from rich.text import Text
 
 ERROR_PREFIX = "dlpipe: "
 
@@ -35,4 +38,6 @@ def error_line(message: str) -> str:
 
 def plain(value: object, style: str = "") -> Text:
     """`value` as rich Text: never read as markup, control characters escaped."""
+    from rich.text import Text  # noqa: PLC0415 - error lines need no rich (`dlpipe` starts sooner)
+
     return Text(visible(value), style=style)

@@ -7,13 +7,8 @@ from types import FrameType
 
 import click
 
-from dlpipe.adapters.aws import AwsClients
-from dlpipe.bootstrap.download import build_service
 from dlpipe.config import ConfigError, Settings
 from dlpipe.domain.feeds import FeedError
-from dlpipe.entrypoints.pool import build_worker_pool
-from dlpipe.entrypoints.worker import WorkerOptions
-from dlpipe.local.testpoints import pause_from_env
 from dlpipe.log import configure_logging
 
 
@@ -71,6 +66,13 @@ def worker_command(  # noqa: PLR0917 - click passes one argument per option
 ) -> None:
     """Long-poll the download queue (and the large-file queue, if configured) until
     SIGTERM/SIGINT."""
+    # boto3, requests and cryptography load when the worker starts, not for `--help`.
+    from dlpipe.adapters.aws import AwsClients  # noqa: PLC0415
+    from dlpipe.bootstrap.download import build_service  # noqa: PLC0415
+    from dlpipe.entrypoints.pool import build_worker_pool  # noqa: PLC0415
+    from dlpipe.entrypoints.worker import WorkerOptions  # noqa: PLC0415
+    from dlpipe.local.testpoints import pause_from_env  # noqa: PLC0415
+
     try:
         settings = Settings.from_env()
         configure_logging(settings.log_level)

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from collections.abc import MutableMapping
 
-from localstack_client.config import get_service_endpoint
-
 from dlpipe.config import ENV_ENDPOINT_URL, SERVICE_ENDPOINT_ENV, ConfigError
 
 ENV_LOCALSTACK = "DLPIPE_LOCALSTACK"
@@ -32,6 +30,9 @@ def use_localstack(environ: MutableMapping[str, str]) -> dict[str, str]:
     to LocalStack's; return what was set (nothing with the switch off)."""
     if not _switched_on(environ) or environ.get(ENV_ENDPOINT_URL):
         return {}
+    # localstack_client imports boto3 (~0.5 s): only with the switch on.
+    from localstack_client.config import get_service_endpoint  # noqa: PLC0415
+
     host = environ.get(ENV_LOCALSTACK_HOST) or None  # None: localstack_client's default
     added = {}
     for service, name in SERVICE_ENDPOINT_ENV.items():

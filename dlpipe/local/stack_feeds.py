@@ -20,14 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import ClientError
-
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME, Feed, FeedError
 from dlpipe.feeds_file import feeds_from_document
-from dlpipe.local.stub.crypto import generate_rsa_keypair
 
 if TYPE_CHECKING:
     from dlpipe.adapters.aws import AwsClients
+
+# botocore and cryptography are imported where they are used: `dlpipe local up --help` and
+# `dlpipe run --help` read this module's constants without loading them.
 
 LOCAL_FEEDS_TEMPLATE = Path(__file__).with_name("feeds.local.toml")
 MAX_LOCAL_FEEDS = 8  # stub servers, key pairs and days on one laptop: a handful is the point
@@ -55,6 +55,8 @@ class FeedKeys:
 def write_key_pair(folder: Path) -> tuple[Path, bytes]:
     """A fresh RSA key pair in `folder`: the private PEM readable by its owner only (0600),
     and the public PEM; returns the private key's path and the public PEM."""
+    from dlpipe.local.stub.crypto import generate_rsa_keypair  # noqa: PLC0415
+
     folder.mkdir(parents=True, exist_ok=True)
     private_pem, public_pem = generate_rsa_keypair()
     private_path = folder / PRIVATE_KEY_NAME
@@ -130,6 +132,8 @@ def store_feed_secrets(
 
 
 def _put_secret(client: Any, name: str, value: str) -> str:
+    from botocore.exceptions import ClientError  # noqa: PLC0415
+
     try:
         return str(client.create_secret(Name=name, SecretString=value)["ARN"])
     except ClientError as exc:

@@ -10,7 +10,6 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 import click
 
-from dlpipe.bootstrap.ops import build_ops_context
 from dlpipe.config import ENV_LOG_LEVEL, Settings
 from dlpipe.log import configure_logging
 from dlpipe.services.ops.context import OpsContext
@@ -37,6 +36,8 @@ def context_from_env() -> OpsContext:
     settings = Settings.from_env()
     level = settings.log_level if os.environ.get(ENV_LOG_LEVEL) else INTERACTIVE_LOG_LEVEL
     configure_logging(level, stream=_Stderr())
+    from dlpipe.bootstrap.ops import build_ops_context  # noqa: PLC0415 - boto3: not for `--help`
+
     return build_ops_context(settings)
 
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.domain.model import make_file_id
 from dlpipe.local.provision import ensure_bucket
+from dlpipe.local.stub import DEFAULT_BUCKET
 from dlpipe.local.stub.crypto import (
     generate_rsa_keypair,
     load_public_key,
@@ -54,7 +55,6 @@ if TYPE_CHECKING:
 
     from dlpipe.adapters.aws import AwsClients
 
-DEFAULT_BUCKET = "dlpipe-provider-stub"
 _ERROR_STATUSES = (500, 502, 503)
 _BLOB_PATH = "/v1/blob/"  # the file endpoint: /v1/blob/DATE/ENTITY
 
