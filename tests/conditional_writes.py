@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import sys
 from collections.abc import Callable, Iterable
 from types import ModuleType
 
@@ -46,6 +47,24 @@ def conditional_writes(module: ModuleType, class_name: str) -> frozenset[str]:
         conditional |= {n for n, (_, calls) in methods.items() if calls & conditional}
         grown = len(conditional) > before
     return frozenset(n for n in conditional if not n.startswith("_"))
+
+
+def conditional_writes_of(cls: type) -> frozenset[str]:
+    """`conditional_writes` of `cls` and of the classes it extends in `SPLIT_WRITES` (a
+    table's writes split over modules: jobs_rerun_writes.py's RerunWrites on JobWrites)."""
+    found: frozenset[str] = frozenset()
+    for part in (cls, *SPLIT_WRITES.get(cls.__name__, ())):
+        found |= conditional_writes(sys.modules[part.__module__], part.__name__)
+    return found
+
+
+def _split_writes() -> dict[str, tuple[type, ...]]:
+    from dlpipe.adapters.jobs_writes import JobWrites
+
+    return {"RerunWrites": (JobWrites,)}
+
+
+SPLIT_WRITES = _split_writes()
 
 
 def methods_called(writes: Iterable[Callable[..., object]], cls: type) -> frozenset[str]:

@@ -24,9 +24,9 @@ from dlpipe.domain.errors import (
     ListedTwiceError,
     RequeueRefusedError,
 )
-from dlpipe.domain.model import FileJob, JobStatus, listed_by
+from dlpipe.domain.model import FileJob, JobStatus
 from dlpipe.domain.rules import lease_expiry_ms
-from dlpipe.domain.shards import batch_shard, status_shard
+from dlpipe.domain.shards import status_shard
 from dlpipe.domain.statuses import UNSUCCESSFUL_JOB_STATUSES
 from dlpipe.domain.transitions import is_own_job_write
 
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 # What every write that gives a job back to the queue sets (:sshard: its available shard).
-_BACK_TO_AVAILABLE = (
+BACK_TO_AVAILABLE = (
     "#status = :available, #updated = :now, #sshard = :sshard"
     " REMOVE #owner, #lease, #error, #completed"
 )
@@ -266,7 +266,7 @@ class JobWrites:
         # Race: a worker may finish or renew the claim between the operator's look and
         # this write; the condition re-checks at write time.
         clause = FORCE_REQUEUABLE if force else REQUEUABLE
-        update = f"SET {_BACK_TO_AVAILABLE}"
+        update = f"SET {BACK_TO_AVAILABLE}"
         return self._update(
             file_id,
             update=update,
@@ -283,60 +283,6 @@ class JobWrites:
             ":sshard": _shard_value(JobStatus.AVAILABLE, file_id),
             ":now": self._clock.now_ms(),
         }
-
-    def adopt(self, file_id: str, batch_id: str, listing_index: int | None = None) -> FileJob:
-        """Move an unfinished job of an earlier batch into `batch_id`, as available (and at
-        `listing_index` of the new batch's listing, when given).
-
-        Refused (RequeueRefusedError) when the job completed or is held under a live lease.
-        """
-        # Race: the old batch's worker may still finish it, or a concurrent rerun may adopt
-        # it first; only a job that nobody holds and that is not done moves.
-        # Rule: may_adopt.
-        condition = f"#batch <> :batch AND ({REQUEUABLE.expression})"
-        values: dict[str, Any] = {
-            ":batch": batch_id,
-            ":bshard": batch_shard(batch_id, file_id),
-            **self._requeue_values(REQUEUABLE, file_id),
-        }
-        at_index = ""
-        if listing_index is not None:
-            at_index = "#listidx = :listidx, "
-            values[":listidx"] = listing_index
-        update = f"SET #batch = :batch, #bshard = :bshard, {at_index}{_BACK_TO_AVAILABLE}"
-        return self._update(
-            file_id,
-            update=update,
-            condition=condition,
-            values=values,
-            error=RequeueRefusedError,
-            rule="adopt",
-        )
-
-    def mark_listed(self, file_id: str, batch_id: str, listing_index: int) -> FileJob:
-        """Mark another batch's job, which a rerun could not adopt, as named by entry
-        `listing_index` of `batch_id`'s listing (ListedBy); nothing else of it changes.
-
-        Refused (ListedTwiceError, with the job) when another entry of that listing marked it.
-        """
-        # Race: a later copy of an entity in the rerun's listing; no put or adopt of it can
-        # tell, since the job is another batch's. A replay of the entry writes the same value.
-        # Rule: may_mark_listed.
-        condition = (
-            "attribute_exists(#id) AND (attribute_not_exists(#listedby)"
-            " OR NOT begins_with(#listedby, :thislisting) OR #listedby = :listedby)"
-        )
-        return self._update(
-            file_id,
-            update="SET #listedby = :listedby",
-            condition=condition,
-            values={
-                ":thislisting": listed_by(batch_id, 0)[:-1],
-                ":listedby": listed_by(batch_id, listing_index),
-            },
-            error=ListedTwiceError,
-            rule="mark listed",
-        )
 
     def complete_abandoned(
         self, file_id: str, owner: str, *, byte_count: int, sha256: str, destination_key: str

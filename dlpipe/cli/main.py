@@ -49,6 +49,9 @@ COMMANDS: dict[str, LazyCommand] = {
         "dlpipe.cli.ops.status:status_command",
         "One screen: each feed's batches and counts of the date, stuck jobs, DLQ depth.",
     ),
+    "tables": LazyCommand(
+        "dlpipe.cli.ops.tables:tables_group", "The tracking tables' upgrade steps."
+    ),
     "ui": LazyCommand(
         "dlpipe.cli.ui:ui_command",
         "Serve a read-only web view of the batches and files (Ctrl-C stops it).",

@@ -31,6 +31,8 @@ def no_scan() -> list[str]:
     """The ops fixtures refuse every Scan; `tables migrate` makes the one Scan dlpipe has,
     the point of this file. (The other ops tests keep the refusal.)"""
     return []
+
+
 # The seed's definitions: StatusIndex on Status + StatusUpdatedAt, BatchIndex on BatchID +
 # Status, both projecting ALL.
 SEED_INDEXES = {"StatusIndex": ("Status", "StatusUpdatedAt"), "BatchIndex": ("BatchID", "Status")}

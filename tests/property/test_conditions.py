@@ -21,7 +21,7 @@ from botocore.exceptions import ClientError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dlpipe.adapters import batch_marks, batches_table, jobs_writes
+from dlpipe.adapters import batch_marks, batches_table, jobs_rerun_writes
 from dlpipe.adapters.aws import AwsClients
 from dlpipe.adapters.batch_marks import BatchMarks
 from dlpipe.adapters.batches_table import BatchesTable
@@ -60,7 +60,7 @@ from dlpipe.domain.transitions import (
 )
 from dlpipe.local.provision import table_definitions
 from dlpipe.local.terraform import TerraformModule
-from tests.conditional_writes import conditional_writes, methods_called
+from tests.conditional_writes import conditional_writes_of, methods_called
 from tests.support import BASE_MS, ManualClock, make_batch, make_job
 
 if TYPE_CHECKING:
@@ -335,7 +335,7 @@ MARK_CONDITIONS: dict[str, Condition] = {
 @pytest.mark.parametrize(
     ("module", "cls", "conditions"),
     [
-        (jobs_writes, jobs_writes.JobWrites, JOB_CONDITIONS),
+        (jobs_rerun_writes, jobs_rerun_writes.RerunWrites, JOB_CONDITIONS),
         (batches_table, BatchesTable, BATCH_CONDITIONS),
         (batch_marks, BatchMarks, MARK_CONDITIONS),
     ],
@@ -348,7 +348,7 @@ def test_every_conditional_write_is_registered_here(
     unchecked: the methods that pass a ConditionExpression (read from the module's source)
     are exactly the methods the registered writes call."""
     registered = methods_called((w for c in conditions.values() for w in c.writes.values()), cls)
-    found = conditional_writes(module, cls.__name__)
+    found = conditional_writes_of(cls)
     assert registered == found, f"not registered here: {sorted(found - registered)}"
 
 

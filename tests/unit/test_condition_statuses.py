@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from dlpipe.adapters import batches_table, jobs_writes
+from dlpipe.adapters import batches_table, jobs_rerun_writes
 from dlpipe.adapters.batches_table import BatchesTable
 from dlpipe.adapters.jobs_table import JobsTable
 from dlpipe.domain.model import BatchStatus, JobStatus
 from dlpipe.domain.statuses import BATCH_OPEN, LEASED_JOB_STATUSES
 from dlpipe.domain.transitions import batch_sources, job_sources
-from tests.conditional_writes import conditional_writes, methods_called
+from tests.conditional_writes import conditional_writes_of, methods_called
 from tests.support import ManualClock, make_batch, make_job, new_batch_id
 
 _STATUS_REF = re.compile(r"#status\s*(?:=\s*(:\w+)|IN\s*\(([^)]*)\))")
@@ -129,11 +129,14 @@ def test_batch_condition_statuses_are_the_tables(name: str) -> None:
 
 @pytest.mark.parametrize(
     ("module", "cls", "writes"),
-    [(jobs_writes, jobs_writes.JobWrites, JOB_WRITES), (batches_table, BatchesTable, BATCH_WRITES)],
+    [
+        (jobs_rerun_writes, jobs_rerun_writes.RerunWrites, JOB_WRITES),
+        (batches_table, BatchesTable, BATCH_WRITES),
+    ],
     ids=["jobs", "batches"],
 )
 def test_every_conditional_write_is_checked_here(module: Any, cls: type, writes: dict) -> None:
     """A new conditional write in a table module needs its row above."""
-    found = conditional_writes(module, cls.__name__)
+    found = conditional_writes_of(cls)
     checked = methods_called((w for w, _ in writes.values()), cls)
     assert checked == found, f"not checked here: {sorted(found - checked)}"
