@@ -25,7 +25,8 @@ def test_name_prefix_applies_to_both_tables_and_explicit_names_win() -> None:
 
 
 @pytest.mark.parametrize(
-    ("value", "match"), [("abc", "whole number"), ("0", "from 1 to 43200"), ("-5", "from 1 to 43200")]
+    ("value", "match"),
+    [("abc", "whole number"), ("0", "from 1 to 43200"), ("-5", "from 1 to 43200")],
 )
 def test_malformed_numbers_name_the_variable(value: str, match: str) -> None:
     """A bad DLPIPE_LEASE_SECONDS raises ConfigError naming the variable."""
