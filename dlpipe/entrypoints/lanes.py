@@ -29,7 +29,7 @@ from dlpipe.adapters.download_queue import DownloadQueue, MessageVisibility, Rec
 from dlpipe.bootstrap.download import FeedQueue
 from dlpipe.domain.download_errors import QueueUnavailableError
 from dlpipe.domain.lanes import LaneLoad, lane_cap, may_receive, next_lane
-from dlpipe.entrypoints.receive_window import EXTEND_EVERY_S, RECEIVE_WINDOW_S, TICK_S
+from dlpipe.entrypoints.receive_window import RECEIVE_WINDOW_S, TICK_S, renew_every_s
 from dlpipe.log import get_logger
 
 log = get_logger()
@@ -240,7 +240,9 @@ class LaneInbox:
         """Keep a message that waits for a thread hidden (called holding the lock)."""
         message = lane.waiting
         now = time.monotonic()
-        if message is None or now - max(lane.waiting_since, lane.extended_at) < EXTEND_EVERY_S:
+        if message is None or now - max(lane.waiting_since, lane.extended_at) < renew_every_s(
+            self._visibility_s
+        ):
             return
         lane.extended_at = now
         lane.spec.queue.visibility(message)(self._visibility_s)

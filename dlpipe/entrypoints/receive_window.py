@@ -1,18 +1,19 @@
 """How long a long-poll worker's received message stays hidden before a claim takes it.
 
-A message is received hidden for RECEIVE_WINDOW_S only, and kept hidden in steps of that
-window (renewed every EXTEND_EVERY_S) while it waits: for a thread (dlpipe.entrypoints.lanes),
-or, taken by a thread, for its job's claim (`UnclaimedMessages` here). Once the service sets
-its visibility (the heartbeat's lease + margin as the claim starts, a hand-back, a delay), the
-service owns it and nothing here touches it again. So the messages a killed or frozen worker
-received, and had not claimed, are back within RECEIVE_WINDOW_S, not after lease + margin.
+A message is received hidden for the receive window only (RECEIVE_WINDOW_S, or lease + margin
+when that is shorter), and kept hidden in steps of that window, renewed every third of it,
+while it waits: for a thread (dlpipe.entrypoints.lanes), or, taken by a thread, for its job's
+claim (`UnclaimedMessages` here). Once the service sets its visibility (the heartbeat's lease +
+margin as the claim starts, a hand-back, a delay), the service owns it and nothing here touches
+it again. So the messages a killed or frozen worker received, and had not claimed, are back
+within the window, not after lease + margin; nor is one whose handling raised held longer.
 
-Why 30 s and 10 s: a lane that holds a message waiting does not long-poll (domain/lanes.py's
-`may_receive`), so its thread renews on a 0.5 s tick; a taken message is renewed by this
-module's own 0.5 s tick. Renewing every 10 s leaves a message at least 30 - 10 - 0.5 - 0.5 = 19 s
-of its window when a renewal is due, room for a slow ChangeMessageVisibility and its retries.
-A shorter window costs more renewals per waiting message; a longer one delays what a dead
-worker held. The Lambda's messages keep the queue's visibility (its event source receives).
+Why 30 s, renewed every 10 s: a lane that holds a message waiting does not long-poll
+(domain/lanes.py's `may_receive`), so its thread renews on a TICK_S (0.5 s) tick; a taken
+message is renewed by this module's own tick. A renewal is then due with at least
+30 - 10 - 0.5 = 19.5 s of the window left, room for a slow ChangeMessageVisibility and its
+retries. A shorter window costs more renewals per waiting message; a longer one delays what a
+dead worker held. The Lambda's messages keep the queue's visibility (its event source receives).
 """
 
 from __future__ import annotations
@@ -23,12 +24,24 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from dlpipe.adapters.download_queue import MessageVisibility, Received
+from dlpipe.entrypoints.dispatch import receive_visibility_s
 from dlpipe.log import get_logger
+from dlpipe.services.download.service import DownloadService
 
 log = get_logger()
 RECEIVE_WINDOW_S = 30
-EXTEND_EVERY_S = 10.0
 TICK_S = 0.5
+
+
+def receive_window_s(service: DownloadService) -> int:
+    """The window: RECEIVE_WINDOW_S, or lease + margin when that is shorter (never longer than
+    a claimed message is hidden)."""
+    return min(RECEIVE_WINDOW_S, receive_visibility_s(service))
+
+
+def renew_every_s(window_s: int) -> float:
+    """How often a message hidden for `window_s` is renewed: a third of it."""
+    return window_s / 3
 
 
 @dataclass
@@ -61,9 +74,10 @@ class ClaimVisibility:
 
 class UnclaimedMessages:
     """Messages taken by a worker's threads whose visibility the service has not set yet,
-    renewed to RECEIVE_WINDOW_S every EXTEND_EVERY_S by one thread (`start`), or by `tick`."""
+    renewed to `window_s` every third of it by one thread (`start`), or by `tick`."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, window_s: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self._window_s, self._every_s = window_s, renew_every_s(window_s)
         self._clock = clock
         self._lock = threading.Lock()
         self._watched: dict[str, _Watched] = {}  # by receipt handle
@@ -85,14 +99,14 @@ class UnclaimedMessages:
         """Renew every watched message due; how many were renewed."""
         now = self._clock()
         with self._lock:
-            due = [w for w in self._watched.values() if now - w.extended_at >= EXTEND_EVERY_S]
+            due = [w for w in self._watched.values() if now - w.extended_at >= self._every_s]
         renewed = 0
         for watched in due:
             with watched.lock:
                 if watched.owned:
                     continue
                 watched.extended_at = now
-                watched.visibility(RECEIVE_WINDOW_S)
+                watched.visibility(self._window_s)
                 renewed += 1
         return renewed
 

@@ -34,7 +34,7 @@ from dlpipe.domain.routing import TimeBudget
 from dlpipe.entrypoints.dependency_gate import DependencyGate
 from dlpipe.entrypoints.dispatch import dispatch
 from dlpipe.entrypoints.lanes import LaneInbox
-from dlpipe.entrypoints.receive_window import RECEIVE_WINDOW_S, ClaimVisibility, UnclaimedMessages
+from dlpipe.entrypoints.receive_window import ClaimVisibility, UnclaimedMessages, receive_window_s
 from dlpipe.log import get_logger
 from dlpipe.services.download.service import DownloadService, Outcome, ProcessResult
 
@@ -105,7 +105,8 @@ class Worker:
         self._grace_end = 0.0  # monotonic; set at the stop, pushed back by later receives
         self._releasing = False  # the grace has run out: nothing more is started
         self._last_message_at = time.monotonic()
-        self._unclaimed = UnclaimedMessages()
+        self._window_s = receive_window_s(service)
+        self._unclaimed = UnclaimedMessages(self._window_s)
         self._gate = DependencyGate(self._stopping)
 
     def request_stop(self, reason: str = "signal") -> None:
@@ -247,7 +248,7 @@ class Worker:
                 wait_s=self._wait_seconds(),
                 # Not the queue's default (6x the Lambda timeout), nor lease + margin: if this
                 # process dies before a claim takes the message, it is back within the window.
-                visibility_s=RECEIVE_WINDOW_S,
+                visibility_s=self._window_s,
             )
         except QueueUnavailableError as exc:
             # One line per outage (the gate's), not per receive; the gate paces the probes.

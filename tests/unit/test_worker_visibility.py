@@ -3,6 +3,7 @@ job's claim sets lease + margin (dlpipe.entrypoints.receive_window); never the q
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
@@ -10,10 +11,11 @@ from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 from dlpipe.adapters.download_queue import DownloadQueue, MessageVisibility, Received
 from dlpipe.domain.messages import JobMessage, encode_message
 from dlpipe.entrypoints.receive_window import (
-    EXTEND_EVERY_S,
     RECEIVE_WINDOW_S,
     TICK_S,
     UnclaimedMessages,
+    receive_window_s,
+    renew_every_s,
 )
 from dlpipe.entrypoints.worker import Worker, WorkerOptions
 from dlpipe.services.download.service import Outcome, ProcessResult
@@ -23,6 +25,7 @@ from tests.unit.services.test_download_service import keypair, make_rig
 from tests.unit.test_downloader_dispatch import LEASE_S, QUEUE_URL, FakeService, FakeSqs
 
 __all__ = ["keypair"]  # the fixture, used here by name
+EVERY_S = renew_every_s(RECEIVE_WINDOW_S)
 
 
 class ReceivingSqs(FakeSqs):
@@ -80,26 +83,35 @@ def test_a_receive_asks_for_the_short_window_not_lease_plus_margin() -> None:
 
 
 def test_the_window_is_renewed_before_it_runs_out() -> None:
-    """A renewal is due every EXTEND_EVERY_S, on a tick of TICK_S: at least half the window is
-    still left when one is due (the lanes' waiting messages and the taken ones alike)."""
-    assert RECEIVE_WINDOW_S - EXTEND_EVERY_S - 2 * TICK_S >= RECEIVE_WINDOW_S / 2
+    """A renewal is due every third of the window, on a tick of TICK_S: at least half the
+    window is still left when one is due (the lanes' waiting messages and the taken ones)."""
+    assert RECEIVE_WINDOW_S - renew_every_s(RECEIVE_WINDOW_S) - TICK_S >= RECEIVE_WINDOW_S / 2
+
+
+def test_the_window_is_never_longer_than_lease_plus_margin() -> None:
+    """A short lease (1 s + 1 s of margin) shortens the window: a message whose handling
+    raised is back no later than it was before the window existed."""
+    tuning = TransferTuning()
+    short: Any = SimpleNamespace(deps=SimpleNamespace(lease_seconds=1, tuning=tuning))
+    default: Any = SimpleNamespace(deps=SimpleNamespace(lease_seconds=300, tuning=tuning))
+    assert (receive_window_s(short), receive_window_s(default)) == (2, RECEIVE_WINDOW_S)
 
 
 def test_an_unclaimed_message_is_renewed_until_the_service_sets_its_visibility() -> None:
-    """Renewed to the window every EXTEND_EVERY_S of a virtual clock; once the claim's
+    """Renewed to the window every EVERY_S of a virtual clock; once the claim's
     heartbeat sets lease + margin, never again (a renewal would shorten it)."""
     clock, sqs = Clock(), FakeSqs()
-    unclaimed = UnclaimedMessages(clock)
+    unclaimed = UnclaimedMessages(RECEIVE_WINDOW_S, clock)
     received = Received("m1", "rh1", "{}")
     visibility = unclaimed.watch(received, MessageVisibility(sqs, QUEUE_URL, "rh1"))  # type: ignore[arg-type]
-    clock.now += EXTEND_EVERY_S - 1
+    clock.now += EVERY_S - 1
     assert unclaimed.tick() == 0
     clock.now += 1
     assert unclaimed.tick() == 1
-    clock.now += EXTEND_EVERY_S
+    clock.now += EVERY_S
     assert unclaimed.tick() == 1
     visibility(330)  # the claim's heartbeat
-    clock.now += 5 * EXTEND_EVERY_S
+    clock.now += 5 * EVERY_S
     assert unclaimed.tick() == 0
     assert sqs.visibility == [("rh1", RECEIVE_WINDOW_S), ("rh1", RECEIVE_WINDOW_S), ("rh1", 330)]
     unclaimed.done(received)
@@ -127,7 +139,7 @@ def test_a_claim_extends_the_message_to_lease_plus_margin_before_any_byte_is_fet
     rig.jobs.claim = claiming  # type: ignore[method-assign]
     rig.source.open = opening  # type: ignore[method-assign]
     clock, sqs = Clock(), FakeSqs()
-    unclaimed = UnclaimedMessages(clock)
+    unclaimed = UnclaimedMessages(RECEIVE_WINDOW_S, clock)
     received = Received("m1", "rh1", "{}")
     visibility = unclaimed.watch(received, MessageVisibility(sqs, QUEUE_URL, "rh1"))  # type: ignore[arg-type]
 
@@ -140,5 +152,5 @@ def test_a_claim_extends_the_message_to_lease_plus_margin_before_any_byte_is_fet
     deps = rig.service.deps
     held_s = deps.lease_seconds + deps.tuning.margin_s(deps.lease_seconds)
     assert events[:3] == ["claim", f"visibility {held_s}", "fetch"]
-    clock.now += EXTEND_EVERY_S
+    clock.now += EVERY_S
     assert unclaimed.tick() == 0  # the claim owns the visibility: no renewal to the window
