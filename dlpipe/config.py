@@ -63,6 +63,7 @@ ENV_IDLE_WARNING_SECONDS = "DLPIPE_IDLE_WARNING_SECONDS"  # dlpipe.domain.waitin
 # A download below this many bytes in this many seconds is abandoned (dlpipe/domain/stall.py).
 ENV_STALL_FLOOR_BYTES = "DLPIPE_STALL_FLOOR_BYTES"
 ENV_STALL_WINDOW_SECONDS = "DLPIPE_STALL_WINDOW_SECONDS"
+ENV_SECRET_REREAD_SECONDS = "DLPIPE_SECRET_REREAD_SECONDS"
 ENV_AWS_OUTAGE_BUDGET_SECONDS = "DLPIPE_AWS_OUTAGE_BUDGET_SECONDS"
 # The share of a worker's threads one feed may hold while other feeds are configured
 # (dlpipe/domain/lanes.py).
@@ -157,6 +158,8 @@ INT_SETTINGS: Mapping[str, IntSetting] = {
     "stall_window_seconds": IntSetting(
         ENV_STALL_WINDOW_SECONDS, DEFAULT_STALL_WINDOW_SECONDS, 1, 3600
     ),
+    # A downloader reads a refused key or token's secret again at most this often (per source).
+    "secret_reread_seconds": IntSetting(ENV_SECRET_REREAD_SECONDS, 60, 0, 3600),
     "max_share_percent": IntSetting(ENV_MAX_SHARE_PERCENT, DEFAULT_MAX_SHARE_PERCENT, 1, 100),
     "aws_outage_budget_seconds": IntSetting(
         ENV_AWS_OUTAGE_BUDGET_SECONDS, DEFAULT_DEPENDENCY_BUDGET_SECONDS, 0, _DAY_S
@@ -243,6 +246,7 @@ class Settings:
     # The downloads' stall floor: at least this many bytes in every window of this many seconds.
     stall_floor_bytes: int = _default("stall_floor_bytes")
     stall_window_seconds: int = _default("stall_window_seconds")
+    secret_reread_seconds: int = _default("secret_reread_seconds")
     # The share of the downloaders one feed may hold (a feed's max_share_percent overrides it).
     max_share_percent: int = _default("max_share_percent")
     # The same while SQS or DynamoDB is unavailable to the fan-out or a completion check.

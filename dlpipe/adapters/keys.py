@@ -1,13 +1,18 @@
-"""Our RSA private key, from Secrets Manager (AWS) or a PEM file (local), loaded once per process."""
+"""Our RSA private key, from Secrets Manager (AWS) or a PEM file (local): read once per source
+and process, and read again when a file's AES key does not unwrap with it (adapters/reread.py),
+so a restored or rotated key reaches a running worker or warm Lambda without a restart."""
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from typing import TYPE_CHECKING
 
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from dlpipe.adapters.crypto import load_private_key
+from dlpipe.adapters.reread import Rereadable
 from dlpipe.config import ConfigError, Settings
 from dlpipe.domain.redaction import register_secret
 from dlpipe.secret_files import SecretFileError, read_secret_file
@@ -15,16 +20,30 @@ from dlpipe.secret_files import SecretFileError, read_secret_file
 if TYPE_CHECKING:
     from dlpipe.adapters.aws import AwsClients
 
+KeySource = Rereadable[RSAPrivateKey]
+_FINGERPRINT_HEX = 12
 _lock = threading.Lock()
-_cache: dict[str, RSAPrivateKey] = {}
+_cache: dict[str, KeySource] = {}
 
 
-def private_key_from_settings(settings: Settings, clients: AwsClients) -> RSAPrivateKey:
-    """The key named by the settings (the secret wins over the file), cached by its source.
+def key_fingerprint(key: RSAPrivateKey) -> str:
+    """The key's public half, named: the first 12 hex digits of the SHA-256 of its DER
+    SubjectPublicKeyInfo (`openssl pkey -in KEY.pem -pubout -outform DER | sha256sum`)."""
+    der = key.public_key().public_bytes(Encoding.DER, PublicFormat.SubjectPublicKeyInfo)
+    return hashlib.sha256(der).hexdigest()[:_FINGERPRINT_HEX]
+
+
+def same_key(a: RSAPrivateKey, b: RSAPrivateKey) -> bool:
+    """The same key pair (by its public half), whatever objects hold it."""
+    return a is b or key_fingerprint(a) == key_fingerprint(b)
+
+
+def key_source_from_settings(settings: Settings, clients: AwsClients) -> KeySource:
+    """The key named by the settings (the secret wins over the file), one per source.
 
     The cache key is the source itself (`secret:ID` or `file:PATH`), never a feed or a slot:
     a feed's settings name exactly one source (dlpipe/feed_settings.py clears the other), so
-    two feeds share a key object only when they name the same secret or file.
+    two feeds share a key (and its re-reads) only when they name the same secret or file.
     """
     if settings.private_key_secret_id:
         source = f"secret:{settings.private_key_secret_id}"
@@ -36,10 +55,24 @@ def private_key_from_settings(settings: Settings, clients: AwsClients) -> RSAPri
         )
     with _lock:
         if source not in _cache:
-            pem = _read_pem(settings, clients)
-            register_secret(pem)  # no error or log line may quote it (domain/redaction.py)
-            _cache[source] = load_private_key(pem)
+            _cache[source] = Rereadable(
+                lambda: _load(settings, clients),
+                where=source,
+                same=same_key,
+                interval_s=settings.secret_reread_seconds,
+            )
         return _cache[source]
+
+
+def private_key_from_settings(settings: Settings, clients: AwsClients) -> RSAPrivateKey:
+    """The key the settings name, as it was last read."""
+    return key_source_from_settings(settings, clients).value
+
+
+def _load(settings: Settings, clients: AwsClients) -> RSAPrivateKey:
+    pem = _read_pem(settings, clients)
+    register_secret(pem)  # no error or log line may quote it (domain/redaction.py)
+    return load_private_key(pem)
 
 
 def _read_pem(settings: Settings, clients: AwsClients) -> bytes:
@@ -56,6 +89,6 @@ def _read_pem(settings: Settings, clients: AwsClients) -> bytes:
 
 
 def clear_cache() -> None:
-    """Forget loaded keys (tests; a rotated secret is picked up by new processes anyway)."""
+    """Forget loaded keys (tests, and the local stack between days with new key files)."""
     with _lock:
         _cache.clear()

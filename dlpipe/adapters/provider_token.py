@@ -1,23 +1,30 @@
 """The provider's bearer token, read where the settings say: a value, a file or a secret.
 
 `ProviderClient` (dlpipe/adapters/provider_client.py) takes the token as a string; the wiring
-reads it here, once per client. A missing or empty token is a one-line ConfigError naming
-where it was looked for; the token itself is never logged or put in an error.
+reads it here, once per client, and again when the provider refuses it (`RefreshingSigner`).
+A missing or empty token is a one-line ConfigError naming where it was looked for; the token
+itself is never logged or put in an error.
 """
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
 
+from dlpipe.adapters.reread import Rereadable
 from dlpipe.config import ENV_PROVIDER_TOKEN, ENV_PROVIDER_TOKEN_SECRET, ConfigError, Settings
 from dlpipe.domain.feeds import is_bearer_token
+from dlpipe.domain.provider_errors import ProviderAuthError
 from dlpipe.domain.redaction import register_secret
 from dlpipe.secret_files import SecretFileError, read_secret_text
 
 if TYPE_CHECKING:
     from dlpipe.adapters.aws import AwsClients
+    from dlpipe.adapters.provider_client import ProviderClient
+    from dlpipe.domain.listing import FileDescriptor
 
 
 def token_from_settings(settings: Settings, clients: AwsClients) -> str:
@@ -69,3 +76,31 @@ def _token_from_file(path: str) -> str:
     if not token:
         raise ConfigError(f"provider token file {path!r} holds no provider token")
     return token
+
+
+class RefreshingSigner:
+    """The provider client on the token as last read: a refused token (401/403) makes its
+    source be read again (bounded, adapters/reread.py) and the call tried once with a token
+    read since, so a rotated token reaches a running process without a restart."""
+
+    def __init__(self, token: Rereadable[str], client: Callable[[str], ProviderClient]) -> None:
+        self._token, self._new_client = token, client
+        self._lock = threading.Lock()
+        self._client: tuple[str, ProviderClient] | None = None
+
+    def get_file(self, entity: str, date: str) -> FileDescriptor:
+        """The file's descriptor with a fresh presigned URL (ProviderClient.get_file)."""
+        token = self._token.value
+        try:
+            return self._client_for(token).get_file(entity, date)
+        except ProviderAuthError:
+            newer = self._token.newer_than(token)
+            if newer is None:
+                raise
+        return self._client_for(newer).get_file(entity, date)
+
+    def _client_for(self, token: str) -> ProviderClient:
+        with self._lock:
+            if self._client is None or self._client[0] != token:
+                self._client = (token, self._new_client(token))
+            return self._client[1]

@@ -16,8 +16,9 @@ from dlpipe.adapters.decryption import KeyDecryption
 from dlpipe.adapters.destination import S3Destination
 from dlpipe.adapters.download_queue import CopyRoute, DownloadQueue, EventQueues
 from dlpipe.adapters.jobs_table import JobsTable
-from dlpipe.adapters.keys import private_key_from_settings
+from dlpipe.adapters.keys import key_source_from_settings
 from dlpipe.adapters.queue import JobQueue
+from dlpipe.adapters.reread import Rereadable
 from dlpipe.adapters.source import HttpSource
 from dlpipe.bootstrap.feed_source import configured_feeds, feed_source
 from dlpipe.config import Settings
@@ -43,7 +44,8 @@ log = get_logger()
 
 
 def provider_factory(settings: Settings, clients: AwsClients) -> Callable[[], UrlSigner] | None:
-    """A lazily built provider client (its token is read on first use), or None if unset."""
+    """A lazily built provider client (its token is read on first use, and again when the
+    provider refuses it: at most once per DLPIPE_SECRET_REREAD_SECONDS), or None if unset."""
     if not settings.provider_base_url:
         return None
     base_url = settings.provider_url()  # refused now (http, no host), not at a file's first use
@@ -52,14 +54,26 @@ def provider_factory(settings: Settings, clients: AwsClients) -> Callable[[], Ur
     def build() -> UrlSigner:
         # Imported on first use: most files never need a fresh URL.
         from dlpipe.adapters.provider_client import ProviderClient  # noqa: PLC0415
-        from dlpipe.adapters.provider_token import token_from_settings  # noqa: PLC0415
-
-        return ProviderClient(
-            base_url,
-            token_from_settings(settings, clients),
-            allow_http=settings.allow_http_urls,
-            allow_private=settings.allow_private_url_hosts,
+        from dlpipe.adapters.provider_token import (  # noqa: PLC0415
+            RefreshingSigner,
+            token_from_settings,
         )
+
+        def client(token: str) -> ProviderClient:
+            return ProviderClient(
+                base_url,
+                token,
+                allow_http=settings.allow_http_urls,
+                allow_private=settings.allow_private_url_hosts,
+            )
+
+        token = Rereadable(
+            lambda: token_from_settings(settings, clients),
+            where=f"the provider token of feed {settings.feed!r}",
+            same=str.__eq__,
+            interval_s=settings.secret_reread_seconds,
+        )
+        return RefreshingSigner(token, client)
 
     return build
 
@@ -103,7 +117,7 @@ def build_service(
         jobs=jobs or JobsTable(clients.dynamodb, settings.jobs_table),
         destination=destination or S3Destination(clients.s3, bucket),
         source=source or HttpSource(),
-        decryption=KeyDecryption(private_key or private_key_from_settings(settings, clients)),
+        decryption=KeyDecryption(private_key or key_source_from_settings(settings, clients)),
         provider=provider or provider_factory(settings, clients),
         lease_seconds=settings.lease_seconds,
         url_policy=url_policy_from_settings(settings),
@@ -142,7 +156,7 @@ class FeedParts:
         # job is only ever decrypted with the key of the feed its FileID names.
         deps = replace(
             self._base,
-            decryption=KeyDecryption(private_key_from_settings(own, self._clients)),
+            decryption=KeyDecryption(key_source_from_settings(own, self._clients)),
             provider=provider_factory(own, self._clients),
             url_policy=url_policy_from_settings(own),
             feed=own.feed,

@@ -18,26 +18,38 @@ spent waiting the outage out never walk it towards the DLQ. No traceback: an out
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from dlpipe.domain.messages import MalformedMessageError, decode_message
 from dlpipe.domain.routing import TimeBudget
 from dlpipe.log import get_logger
 from dlpipe.services.download.service import DownloadService, Outcome, ProcessResult
 
-if TYPE_CHECKING:
-    from dlpipe.adapters.download_queue import MessageVisibility
-
 log = get_logger()
 _PREVIEW_CHARS = 200
 _MAX_VISIBILITY_S = 43_200  # SQS's limit
 
 
-def receive_visibility_s(service: DownloadService) -> int:
-    """Lease + margin: how long a received message stays hidden before its heartbeat starts.
+class Visibility(Protocol):
+    """One received message's visibility (adapters/download_queue.py's MessageVisibility, or
+    the worker's ClaimVisibility over it)."""
 
-    Never the queue's default (6x the Lambda timeout): a message received by a process that
-    then dies comes back after this, not after an hour.
+    def __call__(self, seconds: int) -> None:
+        """Hide the message for `seconds` from now (0: visible again at once)."""
+        ...
+
+    def send_copy_later(self, body: str, delay_s: int, size_bytes: int | None = None) -> bool:
+        """Queue a fresh copy of the message's body, visible after `delay_s`."""
+        ...
+
+
+def receive_visibility_s(service: DownloadService) -> int:
+    """Lease + margin: how long the Lambda hides its records before their heartbeat starts,
+    and what a claim's heartbeat keeps a message hidden for (a long-poll worker's unclaimed
+    message is hidden for its short receive window: receive_window.py).
+
+    Never the queue's default (6x the Lambda timeout): a record of an invocation that then
+    dies comes back after this, not after an hour.
     """
     lease_s = service.deps.lease_seconds
     return min(lease_s + service.deps.tuning.margin_s(lease_s), _MAX_VISIBILITY_S)
@@ -46,7 +58,7 @@ def receive_visibility_s(service: DownloadService) -> int:
 def dispatch(
     service: DownloadService,
     body: str,
-    visibility: MessageVisibility,
+    visibility: Visibility,
     budget: TimeBudget | None = None,
     receive_count: int | None = None,
     *,

@@ -7,8 +7,10 @@ a free thread then takes the waiting message that dlpipe.domain.lanes.next_lane 
 holding the fewest threads). So an idle feed costs one open long poll and no worker thread, a
 feed never holds more than its cap, and no message is received to be handed back.
 
-A received message waits for a thread at most while every thread is busy; its visibility is
-extended while it waits. A lane whose queue cannot be reached backs off by itself (one log
+A received message waits for a thread at most while every thread is busy; it is received
+hidden for the short receive window only, renewed while it waits
+(dlpipe.entrypoints.receive_window), so the lanes of a killed or frozen worker give it back
+within that window. A lane whose queue cannot be reached backs off by itself (one log
 line when it fails, one when it answers again); only when every lane fails does `receive`
 raise QueueUnavailableError, so the worker's dependency gate pauses as it does for one queue.
 `refresh` adds the lanes of feeds configured after the start (their queues appear on AWS
@@ -27,10 +29,10 @@ from dlpipe.adapters.download_queue import DownloadQueue, MessageVisibility, Rec
 from dlpipe.bootstrap.download import FeedQueue
 from dlpipe.domain.download_errors import QueueUnavailableError
 from dlpipe.domain.lanes import LaneLoad, lane_cap, may_receive, next_lane
+from dlpipe.entrypoints.receive_window import RECEIVE_WINDOW_S, TICK_S, renew_every_s
 from dlpipe.log import get_logger
 
 log = get_logger()
-_EXTEND_EVERY_S = 60.0  # a waiting message's visibility is renewed this often
 _BACKOFF_FIRST_S = 1.0
 _BACKOFF_MAX_S = 30.0
 _REFRESH_EVERY_S = 60.0
@@ -53,7 +55,7 @@ class _Lane:
 
 
 class LaneInbox:
-    """The Worker's queue over several lanes: receive, delete, hide, visibility, settled."""
+    """The Worker's queue over several lanes: receive, delete, visibility, settled."""
 
     def __init__(
         self,
@@ -61,7 +63,7 @@ class LaneInbox:
         concurrency: int,
         *,
         wait_s: int = 20,
-        visibility_s: int = 300,
+        visibility_s: int = RECEIVE_WINDOW_S,
         refresh: Callable[[], Sequence[FeedQueue]] | None = None,
     ) -> None:
         self._concurrency, self._wait_s, self._visibility_s = concurrency, wait_s, visibility_s
@@ -118,11 +120,6 @@ class LaneInbox:
     def delete(self, message: Received) -> None:
         """Acknowledge `message` on its lane's queue."""
         self._queue_of(message).delete(message)
-
-    def hide(self, messages: Sequence[Received], seconds: int) -> None:
-        """Hide taken messages for `seconds` on their lanes' queues."""
-        for message in messages:
-            self._queue_of(message).hide([message], seconds)
 
     def visibility(self, message: Received) -> MessageVisibility:
         """`message`'s visibility on its lane's queue."""
@@ -204,7 +201,7 @@ class LaneInbox:
         while not self._closed.is_set():
             with self._cond:
                 while not self._closed.is_set() and not self._wanted(lane):
-                    self._cond.wait(0.5)
+                    self._cond.wait(TICK_S)
                     self._extend(lane)
                 if self._closed.is_set():
                     return
@@ -243,7 +240,9 @@ class LaneInbox:
         """Keep a message that waits for a thread hidden (called holding the lock)."""
         message = lane.waiting
         now = time.monotonic()
-        if message is None or now - max(lane.waiting_since, lane.extended_at) < _EXTEND_EVERY_S:
+        if message is None or now - max(lane.waiting_since, lane.extended_at) < renew_every_s(
+            self._visibility_s
+        ):
             return
         lane.extended_at = now
         lane.spec.queue.visibility(message)(self._visibility_s)

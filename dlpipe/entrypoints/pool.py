@@ -17,8 +17,8 @@ from dlpipe.adapters.aws import AwsClients
 from dlpipe.adapters.download_queue import DownloadQueue
 from dlpipe.bootstrap.download import build_service, build_worker_queues
 from dlpipe.config import Settings
-from dlpipe.entrypoints.dispatch import receive_visibility_s
 from dlpipe.entrypoints.lanes import LaneInbox
+from dlpipe.entrypoints.receive_window import receive_window_s
 from dlpipe.entrypoints.worker import Worker, WorkerOptions
 from dlpipe.log import get_logger
 from dlpipe.services.download.service import DownloadService
@@ -70,7 +70,7 @@ def build_worker_pool(
             queues.feeds,
             options.concurrency,
             wait_s=options.wait_seconds,
-            visibility_s=receive_visibility_s(service),
+            visibility_s=receive_window_s(service),
             refresh=queues.feed_queues,
         )
         log.info("worker.lanes", caps=main.caps())

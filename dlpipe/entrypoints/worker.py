@@ -8,6 +8,10 @@ receive if that came later, to finish; then its claim is released and its messag
 visible again (one receive, no more). A stop therefore takes at most `wait_seconds` +
 `grace_s` (+ the release), 40 s with the defaults.
 
+A message is received hidden for a short window (dlpipe.entrypoints.receive_window), renewed
+until its job's claim sets it to lease + margin: a worker killed or frozen before that gives
+its messages back within the window.
+
 While SQS or DynamoDB is unavailable (a failed receive, or a file whose job could not be
 read, claimed or settled: Outcome.UNAVAILABLE) the worker pauses receiving, one probe at a
 time after a pause growing to 30 s (entrypoints/dependency_gate.py), and logs the outage
@@ -28,8 +32,9 @@ from dlpipe.adapters.download_queue import DownloadQueue, Received
 from dlpipe.domain.download_errors import QueueUnavailableError
 from dlpipe.domain.routing import TimeBudget
 from dlpipe.entrypoints.dependency_gate import DependencyGate
-from dlpipe.entrypoints.dispatch import dispatch, receive_visibility_s
+from dlpipe.entrypoints.dispatch import dispatch
 from dlpipe.entrypoints.lanes import LaneInbox
+from dlpipe.entrypoints.receive_window import ClaimVisibility, UnclaimedMessages, receive_window_s
 from dlpipe.log import get_logger
 from dlpipe.services.download.service import DownloadService, Outcome, ProcessResult
 
@@ -57,7 +62,7 @@ class _OneQueue:
 
     def __init__(self, queue: DownloadQueue) -> None:
         self._queue = queue
-        self.receive, self.delete, self.hide = queue.receive, queue.delete, queue.hide
+        self.receive, self.delete = queue.receive, queue.delete
         self.visibility = queue.visibility
 
     def settled(self, message: Received) -> None:
@@ -100,7 +105,8 @@ class Worker:
         self._grace_end = 0.0  # monotonic; set at the stop, pushed back by later receives
         self._releasing = False  # the grace has run out: nothing more is started
         self._last_message_at = time.monotonic()
-        self._visibility_s = receive_visibility_s(service)
+        self._window_s = receive_window_s(service)
+        self._unclaimed = UnclaimedMessages(self._window_s)
         self._gate = DependencyGate(self._stopping)
 
     def request_stop(self, reason: str = "signal") -> None:
@@ -113,6 +119,7 @@ class Worker:
 
     def run(self) -> int:
         """Run until stopped; returns the process exit code (0)."""
+        self._unclaimed.start()
         threads = [self._start_thread(n) for n in range(self._options.concurrency)]
         log.info("worker.started", queue=self._label, concurrency=self._options.concurrency)
         while not self._stopping.wait(0.2):
@@ -126,6 +133,7 @@ class Worker:
         for thread in threads:
             thread.join(timeout=max(0.0, receives_end - time.monotonic()))
         self._queue.release_waiting()
+        self._unclaimed.close()
         log.info("worker.stopped")
         return 0
 
@@ -204,19 +212,21 @@ class Worker:
 
     def _poll_once(self) -> None:
         messages = self._receive()
-        for index, message in enumerate(messages):
-            if index:
-                # Those still waiting behind a long file would otherwise come back to others.
-                self._queue.hide(messages[index:], self._visibility_s)
-            if not self._enter():
-                self._queue.visibility(message)(0)  # past the grace period: hand it back
-                self._queue.settled(message)
-                continue
+        # Each is kept hidden for the short receive window until its claim takes it over
+        # (dlpipe.entrypoints.receive_window): those waiting behind a long file included.
+        guarded = [(m, self._unclaimed.watch(m, self._queue.visibility(m))) for m in messages]
+        for message, visibility in guarded:
             try:
-                self._handle(message)
+                if not self._enter():
+                    visibility(0)  # past the grace period: hand it back
+                    continue
+                try:
+                    self._handle(message, visibility)
+                finally:
+                    self._leave()
             finally:
+                self._unclaimed.done(message)
                 self._queue.settled(message)
-                self._leave()
 
     def _enter(self) -> bool:
         with self._lock:
@@ -236,9 +246,9 @@ class Worker:
             messages = self._queue.receive(
                 max_messages=self._options.max_messages,
                 wait_s=self._wait_seconds(),
-                # Not the queue's default (6x the Lambda timeout): if this process dies before
-                # the heartbeat takes over, the message is back after lease + margin.
-                visibility_s=self._visibility_s,
+                # Not the queue's default (6x the Lambda timeout), nor lease + margin: if this
+                # process dies before a claim takes the message, it is back within the window.
+                visibility_s=self._window_s,
             )
         except QueueUnavailableError as exc:
             # One line per outage (the gate's), not per receive; the gate paces the probes.
@@ -270,9 +280,8 @@ class Worker:
             left_s = self._last_message_at + idle_s - time.monotonic()
         return min(self._options.wait_seconds, max(1, math.ceil(left_s)))
 
-    def _handle(self, message: Received) -> None:
-        with bound_contextvars(message_id=message.message_id):
-            visibility = self._queue.visibility(message)
+    def _handle(self, message: Received, visibility: ClaimVisibility) -> None:
+        with bound_contextvars(message_id=message.message_id, receive_count=message.receive_count):
             if dispatch(
                 self._service,
                 message.body,

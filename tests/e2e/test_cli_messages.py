@@ -186,7 +186,11 @@ def _dlpipe_with(env_changes: dict[str, str], *args: str, cwd: Path) -> subproce
     [
         ({"DLPIPE_PRIVATE_KEY_FILE": "/nonexistent.pem"}, ("worker",), "cannot be read"),
         ({"DLPIPE_PRIVATE_KEY_FILE": "NOT_PEM"}, ("worker",), "not a PEM private key"),
-        ({"DLPIPE_MAX_POLLS": "1000000000000000"}, ("run", "--date", "2026-03-07"), "must be from 1 to 12000"),
+        (
+            {"DLPIPE_MAX_POLLS": "1000000000000000"},
+            ("run", "--date", "2026-03-07"),
+            "must be from 1 to 12000",
+        ),
         ({"AWS_ENDPOINT_URL": "not a url"}, ("dlq", "show"), "AWS_ENDPOINT_URL must be"),
         ({"AWS_ENDPOINT_URL_SQS": "http://[::1"}, ("dlq", "show"), "AWS_ENDPOINT_URL_SQS"),
     ],

@@ -1,8 +1,9 @@
 """Every repair the tools suggest closes a named feed's day: from a failed day (files `failed`:
-their URL stays expired), an error day (`error`: the worker holds another key) and a timed-out
-day (no worker), the cause is fixed, then every command that `dlpipe status`, the day page and
-each unfinished file's page print is run as printed (the console script, a `dlpipe worker`
-doing the files). Each command that succeeds must leave the day completed, with a new manifest
+their URL stays expired), an error day (`error`: the feed's key file holds another key) and a
+timed-out day (no worker), the cause is fixed, then every command that `dlpipe status`, the day
+page and each unfinished file's page print is run as printed (the console script, a `dlpipe
+worker` doing the files: for the error day, the same worker process that failed them, which
+reads the restored key file again). Each command that succeeds must leave the day completed, with a new manifest
 that latest.json names and `Day Completed` received downstream; one that refuses says so in one
 `dlpipe:` line naming the command that repairs the day."""
 
@@ -17,7 +18,10 @@ from typing import Any
 
 import pytest
 
+from dlpipe.adapters.crypto import load_private_key
+from dlpipe.adapters.keys import key_fingerprint
 from dlpipe.bootstrap.ops import build_ops_context
+from dlpipe.config import ENV_SECRET_REREAD_SECONDS as ENV_SECRET_REREAD
 from dlpipe.config import Settings
 from dlpipe.local.stub.crypto import generate_rsa_keypair
 from dlpipe.local.stub.faults import Faults
@@ -68,6 +72,19 @@ def _counts_everywhere(env: dict[str, str], tmp_path: Path, day: str) -> list[st
     return [f"{b} {screen} {' '.join(map(str, n))}" for (b, screen), n in seen.items()]
 
 
+def _assert_names_the_failed_key(env: dict[str, str], day: str, pem: bytes) -> None:
+    """Each `error` file's ErrorMessage, and the day page, name the key that failed by its
+    fingerprint (never the key)."""
+    named = f"our key {key_fingerprint(load_private_key(pem))}"
+    ops = build_ops_context(Settings.from_env(env))
+    page = kit.get_page(kit.ui_client(env), f"/day/{day}?feed={kit.FEED}")
+    assert named in html.unescape(page), page
+    file_ids = set(re.findall(rf"/file/({re.escape(kit.FEED)}\.[\w.-]+)", page))
+    messages = [job.error_message or "" for f in file_ids if (job := ops.jobs().get(f))]
+    assert messages, page
+    assert all(m.startswith("wrong_key: ") and named in m for m in messages), messages
+
+
 @pytest.mark.parametrize("kind", ["failed", "error", "timeout"])
 def test_every_suggested_repair_of_a_named_feeds_day_ends_it_completed_and_told(
     kind: str, stack: kit.Stack, tmp_path: Path
@@ -83,20 +100,26 @@ def test_every_suggested_repair_of_a_named_feeds_day_ends_it_completed_and_told(
     key_file = kit.write_key(tmp_path, "feed.pem", pem)
     kit.drain_events(stack)
     with queues(stack.clients) as q:
-        env = kit.feed_env(stack, q.url, tmp_path, stub, key_file)
+        # Every refused key is read again (the bound, once a minute, is a unit test's).
+        env = {**kit.feed_env(stack, q.url, tmp_path, stub, key_file), ENV_SECRET_REREAD: "0"}
         worker = None if kind == "timeout" else WorkerProcess(env, tmp_path / "w1.log")
         try:
             first = kit.run_dlpipe(env, tmp_path, "run", "--date", day, "--feed", kit.FEED)
         finally:
-            if worker is not None:
+            if worker is not None and kind != "error":
                 worker.stop()
         assert first.returncode == 1, (first.stdout, first.stderr)
         assert '"status": "' + kind.replace("error", "failed") + '"' in first.stdout
 
-        # The cause, fixed: the provider's URLs sign again, the feed's key is ours, a worker runs.
+        # The cause, fixed: the provider's URLs sign again, the feed's key is ours, a worker runs
+        # (an error day's: the one still running, with the key it read at its start).
         faults.set(always_expired_entities=frozenset())
         key_file.write_bytes(stack.rsa_keypair[0])
-        worker = WorkerProcess(env, tmp_path / "w2.log")
+        if kind == "error":
+            _assert_names_the_failed_key(env, day, pem)
+        else:
+            worker = WorkerProcess(env, tmp_path / "w2.log")
+        assert worker is not None
         try:
             commands = _suggested(env, tmp_path, day)
             assert commands, "no repair suggested"

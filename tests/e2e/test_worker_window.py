@@ -1,0 +1,136 @@
+"""A dead worker costs seconds: the open long polls of a `dlpipe worker` that is killed (or
+frozen) with its lanes on three feeds' queues each take the one message sent to that queue;
+another worker receives every one of them again and completes their jobs, well before lease +
+margin (here 300 + 30 s), because an unclaimed message is hidden for the receive window only
+(dlpipe.entrypoints.receive_window)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+import pytest
+
+from dlpipe.config import ENV_FEEDS_FILE
+from dlpipe.domain.cipher_format import CIPHER_GCM
+from dlpipe.domain.clock import SystemClock
+from dlpipe.domain.feeds import DEFAULT_FEED_NAME
+from dlpipe.domain.messages import JobMessage, encode_message
+from dlpipe.domain.model import JobStatus, make_batch_id
+from dlpipe.local.stub.publish import StubFileSpec
+from dlpipe.local.stub.server import StubProvider
+from dlpipe.services.orchestrator.jobs_from_listing import job_from_descriptor
+from tests.e2e.test_repair_kit import Stack
+from tests.e2e.test_worker_kit import Queues, WorkerProcess, queues, wait_until, worker_env
+from tests.integration.test_downloader_kit import DAY, wall_clock_jobs
+from tests.provider_support import TEST_PROVIDER_TOKEN, fast_client
+
+pytestmark = pytest.mark.e2e
+pytest_plugins = ["tests.provider_fixtures", "tests.e2e.test_repair_kit"]  # stack
+LEASE_S = 300  # lease + margin, 330 s, is when an unclaimed message came back before
+# Stops a hung test; also far below lease + margin, so a worker that still hid its received
+# messages that long fails here rather than passing slowly.
+DEADLINE_S = 150
+
+
+@contextmanager
+def feed_queues(stack: Stack, count: int) -> Iterator[list[Queues]]:
+    with ExitStack() as each:
+        yield [each.enter_context(queues(stack.clients, visibility_s=600)) for _ in range(count)]
+
+
+def _not_visible(stack: Stack, queue_url: str) -> int:
+    names: list[str] = ["ApproximateNumberOfMessagesNotVisible"]
+    answer = stack.clients.sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=names)  # type: ignore[arg-type]
+    return int(answer["Attributes"]["ApproximateNumberOfMessagesNotVisible"])
+
+
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGSTOP], ids=["killed", "frozen"])
+def test_the_messages_a_dead_worker_s_lanes_received_are_claimed_by_another_worker(
+    how: signal.Signals, stack: Stack, tmp_path: Path
+) -> None:
+    clients, provisioned = stack.clients, stack.provisioned
+    run = uuid.uuid4().hex[:6]
+    feeds = [DEFAULT_FEED_NAME, f"wa-{run}", f"wb-{run}"]
+    specs = [StubFileSpec(f"w{n}{uuid.uuid4().hex[:8]}", 512, CIPHER_GCM) for n in feeds]
+    stub = stack.stub_factory(specs)
+    key, token = tmp_path / "key.pem", tmp_path / "token"
+    key.write_bytes(stack.rsa_keypair[0])
+    token.write_text(TEST_PROVIDER_TOKEN)
+    table = wall_clock_jobs(clients, provisioned)
+    with feed_queues(stack, len(feeds)) as lanes:
+        feeds_file = tmp_path / "feeds.toml"
+        feeds_file.write_text(
+            "".join(
+                f'[feeds.{name}]\nschedule = "rate(1 day)"\ntime_zone = "UTC"\n'
+                f'destination_prefix = "{name}"\nprovider_base_url = "{stub.base_url}"\n'
+                f'token_secret = "file:{token}"\nprivate_key_secret = "file:{key}"\n'
+                f'url_allowed_hosts = ["127.0.0.1:*"]\nqueue_url = "{q.url}"\n'
+                for name, q in zip(feeds[1:], lanes[1:], strict=True)
+            )
+        )
+        env = worker_env(
+            stack.aws_env,
+            provisioned,
+            lanes[0].url,
+            key,
+            stub=stub,
+            lease_seconds=LEASE_S,
+            **{ENV_FEEDS_FILE: str(feeds_file)},
+        )
+        # Long polls of 20 s, one per lane: open when the worker stops answering.
+        doomed = WorkerProcess(
+            env, tmp_path / "doomed.log", "--concurrency", "3", "--wait-seconds", "20"
+        )
+        successor: WorkerProcess | None = None
+        try:
+            wait_until(lambda: "worker.started" in doomed.event_names(), 30, "the start")
+            (started,) = [e for e in doomed.events() if e["event"] == "worker.lanes"]
+            assert len(started["caps"]) == len(feeds), started
+            time.sleep(1.0)  # settle: each lane's first long poll is open
+            os.kill(doomed.pid, how)
+            sent = _queue_one_job_per_feed(stack, stub, feeds, lanes)
+            # Each queue's one message is in flight: the dead worker's open poll took it.
+            taken = [q.url for q in lanes]
+            wait_until(
+                lambda: all(_not_visible(stack, url) == 1 for url in taken), 25, "each one taken"
+            )
+            successor = WorkerProcess(env, tmp_path / "successor.log", "--concurrency", "3")
+            wait_until(
+                lambda: all(table.require(f).status is JobStatus.COMPLETED for f in sent),
+                DEADLINE_S,
+                "every job completed by the second worker",
+            )
+        finally:
+            doomed.stop()  # SIGKILL ends a stopped process too
+            if successor is not None:
+                successor.stop()
+    claimed = {e["message_id"]: e for e in successor.events() if e["event"] == "job.claimed"}
+    assert set(claimed) == set(sent.values()), (claimed, sent)
+    # The second receive of each: the dead worker's was the first.
+    assert {e["receive_count"] for e in claimed.values()} == {2}, claimed
+    assert {e["file_id"] for e in claimed.values()} == set(sent)
+
+
+def _queue_one_job_per_feed(
+    stack: Stack, stub: StubProvider, feeds: list[str], lanes: list[Queues]
+) -> dict[str, str]:
+    """A job per feed, each feed one of the stub's files, its message on the feed's queue:
+    FileID -> MessageId."""
+    jobs_table = wall_clock_jobs(stack.clients, stack.provisioned)
+    listing = fast_client(stub).list_files(DAY)
+    now_ms = SystemClock().now_ms()
+    sent: dict[str, str] = {}
+    for descriptor, feed, q in zip(listing.files, feeds, lanes, strict=True):
+        batch_id = make_batch_id(DAY, str(uuid.uuid4()), feed)
+        job = job_from_descriptor(descriptor, batch_id, now_ms, feed=feed)
+        jobs_table.create(job)
+        body = encode_message(JobMessage(job.file_id, job.batch_id))
+        answer = stack.clients.sqs.send_message(QueueUrl=q.url, MessageBody=body)
+        sent[job.file_id] = answer["MessageId"]
+    return sent
