@@ -107,7 +107,7 @@ def test_one_message_delivered_to_three_worker_processes_publishes_once(
         try:
             # All three long-polling before the copies arrive, so each may get one.
             for worker in workers:
-                wait_until(lambda w=worker: "worker.started" in w.event_names(), 30, "startup")
+                wait_until(lambda w=worker: "worker.started" in w.event_names(), 60, "startup")
             send(clients, q.url, file_id, copies=3)
             assert [w.wait(60) for w in workers] == [0, 0, 0]
         finally:
