@@ -58,7 +58,7 @@ def test_killed_worker_is_found_by_jobs_stuck_requeued_and_the_batch_completes(
             env["DLPIPE_BATCHES_TABLE"] = provisioned.batches_table
             doomed = WorkerProcess(env, tmp_path / "doomed.log")
             try:
-                wait_until(lambda: relay.bytes_sent > MIB, 30, "the download to be under way")
+                wait_until(lambda: relay.bytes_sent > MIB, 60, "the download to be under way")
                 os.kill(doomed.pid, signal.SIGKILL)
                 doomed.wait(10)
             finally:

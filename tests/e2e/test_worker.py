@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import hashlib
-import time
+import json
 from pathlib import Path
+from urllib.parse import parse_qs
 
 import pytest
 
 from dlpipe.adapters.aws import AwsClients
+from dlpipe.config import ENV_ENDPOINT_URL, ENV_ENDPOINT_URL_SQS
 from dlpipe.domain.cipher_format import CIPHER_CBC, CIPHER_GCM
 from dlpipe.domain.model import JobStatus
 from dlpipe.local.provision import Provisioned
 from dlpipe.local.stub.publish import StubFileSpec
 from tests.e2e.test_worker_kit import WorkerProcess, queues, send, wait_until, worker_env
+from tests.faults.proxy import FaultProxy
+from tests.faults.rules import FaultPlan
 from tests.integration.test_downloader_kit import (
     MULTIPART_SIZE,
     StubFactory,
@@ -103,7 +107,7 @@ def test_one_message_delivered_to_three_worker_processes_publishes_once(
         try:
             # All three long-polling before the copies arrive, so each may get one.
             for worker in workers:
-                wait_until(lambda w=worker: "worker.started" in w.event_names(), 30, "startup")
+                wait_until(lambda w=worker: "worker.started" in w.event_names(), 60, "startup")
             send(clients, q.url, file_id, copies=3)
             assert [w.wait(60) for w in workers] == [0, 0, 0]
         finally:
@@ -161,15 +165,30 @@ def test_an_idle_worker_exits_soon_after_its_idle_time_not_a_long_poll_later(
     key_file: Path,
     tmp_path: Path,
 ) -> None:
-    """--exit-when-idle 1 with 20 s long polls on an empty queue: exit 0 within a few seconds."""
-    with queues(clients) as q:
-        env = worker_env(aws_env, provisioned, q.url, key_file)
-        started = time.monotonic()
+    """--exit-when-idle 1 with 20 s long polls on an empty queue: exit 0 for being idle, and
+    every receive it sent (read at a proxy in front of SQS) asked to wait at most the 1 s of
+    idle time it had left, never the 20 s that would keep it a whole long poll past idle."""
+    receives = "sqs.ReceiveMessage"
+    proxy = FaultProxy(aws_env[ENV_ENDPOINT_URL], FaultPlan([]), keep=frozenset({receives}))
+    with queues(clients) as q, proxy.running():
+        env = worker_env({**aws_env, ENV_ENDPOINT_URL_SQS: proxy.url}, provisioned, q.url, key_file)
         worker = WorkerProcess(
             env, tmp_path / "w.log", "--wait-seconds", "20", "--exit-when-idle", "1"
         )
         try:
-            assert worker.wait(40) == 0
+            assert worker.wait(120) == 0
         finally:
             worker.stop()
-    assert time.monotonic() - started < 12  # was 20 s + idle: a whole long poll after idle
+        waits = [_wait_time_s(body) for body in proxy.bodies(receives)]
+    stopping = [e for e in worker.events() if e["event"] == "worker.stopping"]
+    assert [e["reason"] for e in stopping] == ["idle"]
+    assert waits, "the worker sent no receive"
+    assert set(waits) == {1}, waits
+
+
+def _wait_time_s(body: bytes) -> int:
+    """WaitTimeSeconds of a ReceiveMessage request, in SQS's JSON or query protocol."""
+    text = body.decode()
+    if text.startswith("{"):
+        return int(json.loads(text)["WaitTimeSeconds"])
+    return int(parse_qs(text)["WaitTimeSeconds"][0])

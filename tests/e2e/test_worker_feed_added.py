@@ -55,7 +55,7 @@ def test_a_feed_added_while_a_worker_runs_completes_every_job(stack: Stack, tmp_
         env = worker_env(aws_env, provisioned, q.url, own_key, **{ENV_FEEDS_FILE: str(feeds_file)})
         worker = WorkerProcess(env, tmp_path / "w.log", "--concurrency", "2")
         try:
-            wait_until(lambda: "worker.started" in worker.event_names(), 30, "startup")
+            wait_until(lambda: "worker.started" in worker.event_names(), 60, "startup")
             feeds_file.write_text(
                 DEFAULT_ONLY + f'\n[feeds.{feed}]\nschedule = "rate(1 day)"\ntime_zone = "UTC"\n'
                 f'destination_prefix = "{feed}"\nprovider_base_url = "{stub.base_url}"\n'

@@ -69,7 +69,7 @@ def test_a_worker_killed_mid_download_is_replaced_after_its_lease(
         env = worker_env(aws_env, provisioned, q.url, key_file, stub=stub, lease_seconds=3)
         doomed = WorkerProcess(env, tmp_path / "doomed.log")
         try:
-            wait_until(lambda: uploads_in_progress(clients, bucket, key) != [], 30, "a part upload")
+            wait_until(lambda: uploads_in_progress(clients, bucket, key) != [], 60, "a part upload")
             os.kill(doomed.pid, signal.SIGKILL)
             doomed.wait(10)
         finally:
@@ -78,7 +78,7 @@ def test_a_worker_killed_mid_download_is_replaced_after_its_lease(
         successor = WorkerProcess(env, tmp_path / "successor.log")
         try:
             # The message reappears lease + margin after the dead worker's last heartbeat.
-            wait_until(lambda: table.require(file_id).is_terminal, 30, "the successor to finish")
+            wait_until(lambda: table.require(file_id).is_terminal, 60, "the successor to finish")
             os.kill(successor.pid, signal.SIGTERM)
             assert successor.wait(10) == 0
         finally:
@@ -114,7 +114,7 @@ def test_sigterm_mid_file_releases_the_job_and_exits_zero_promptly(
         env = worker_env(aws_env, provisioned, q.url, key_file, stub=stub)
         worker = WorkerProcess(env, tmp_path / "w.log", "--grace-seconds", "1")
         try:
-            wait_until(lambda: relay.bytes_sent > 2 * MIB, 30, "the download to be under way")
+            wait_until(lambda: relay.bytes_sent > 2 * MIB, 60, "the download to be under way")
             os.kill(worker.pid, signal.SIGTERM)
             assert worker.wait(60) == 0
             assert relay.bytes_sent < FILE_SIZE, "the worker finished the file before it exited"
@@ -153,7 +153,7 @@ def test_sigterm_lets_the_current_file_finish_within_the_grace_period(
         env = worker_env(aws_env, provisioned, q.url, key_file, stub=stub)
         worker = WorkerProcess(env, tmp_path / "w.log", "--grace-seconds", "20")
         try:
-            wait_until(lambda: relay.bytes_sent > 2 * MIB, 30, "the download to be under way")
+            wait_until(lambda: relay.bytes_sent > 2 * MIB, 60, "the download to be under way")
             os.kill(worker.pid, signal.SIGTERM)
             send(clients, q.url, f"{entity}x-2026-02-28")  # must not be taken after the signal
             assert worker.wait(20) == 0

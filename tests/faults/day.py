@@ -152,7 +152,7 @@ class ProxiedDays:
             interval_s=interval_s, outage=outage,
         )  # fmt: skip
         seconds = clock.seconds
-        _settle(self.pool, set(expected), timeout_s=10.0)
+        _settle(self.pool, set(expected), timeout_s=60.0)
         metrics = [d for w in self.pool for d in w.file_metrics() if d.get("FileID") in expected]
         facts, violation = None, None
         try:

@@ -44,7 +44,7 @@ class _Handler(BaseHTTPRequestHandler):
         service, operation = classify(self.command, self.path, headers, body or b"")
         plan = self.server.plan
         rule = plan.decide(service, operation, body or b"", plan.elapsed_s())
-        self.server.count(service, operation)
+        self.server.count(service, operation, body)
         upload_id = _upload_id(self.path) if service == "s3" else None
         if rule is None and upload_id and plan.upload_gone(upload_id):
             rule = _NO_SUCH_UPLOAD
@@ -179,30 +179,35 @@ class _ProxyServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = False
 
-    def __init__(self, upstream: str, plan: FaultPlan) -> None:
+    def __init__(self, upstream: str, plan: FaultPlan, keep: frozenset[str]) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         parts = urlsplit(upstream)
         self.upstream_host = parts.hostname or "127.0.0.1"
         self.upstream_port = parts.port or 80
-        self.plan = plan
+        self.plan, self.keep = plan, keep
         self.requests: dict[str, int] = {}
+        self.bodies: dict[str, list[bytes]] = {}
         self._lock = threading.Lock()
 
-    def count(self, service: str, operation: str) -> None:
+    def count(self, service: str, operation: str, body: bytes | None) -> None:
         with self._lock:
             key = f"{service}.{operation}"
             self.requests[key] = self.requests.get(key, 0) + 1
+            if key in self.keep and body is not None:
+                self.bodies.setdefault(key, []).append(body)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client or upstream that went away mid-request is part of the game: no traceback."""
 
 
 class FaultProxy:
-    """One proxy in front of `upstream` (http://host:port), applying `plan`."""
+    """One proxy in front of `upstream` (http://host:port), applying `plan`; the bodies of the
+    requests named in `keep` (`service.Operation`, protocol-bearing ones only) are kept, in
+    order, for the test to read what the client asked."""
 
-    def __init__(self, upstream: str, plan: FaultPlan) -> None:
+    def __init__(self, upstream: str, plan: FaultPlan, keep: frozenset[str] = frozenset()) -> None:
         self.plan = plan
-        self._server = _ProxyServer(upstream, plan)
+        self._server = _ProxyServer(upstream, plan, keep)
         self._thread = threading.Thread(
             target=self._server.serve_forever, name="fault-proxy", daemon=True
         )
@@ -217,6 +222,11 @@ class FaultProxy:
         """Requests seen, by `service.Operation` (faulted ones included)."""
         with self._server._lock:
             return dict(self._server.requests)
+
+    def bodies(self, key: str) -> list[bytes]:
+        """The kept bodies of `key` (`service.Operation`) requests, in the order they came."""
+        with self._server._lock:
+            return list(self._server.bodies.get(key, []))
 
     def use(self, plan: FaultPlan) -> None:
         """Apply `plan` from the next request on (its clock starts now if it has not yet)."""

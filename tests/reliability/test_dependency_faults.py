@@ -3,13 +3,14 @@ DynamoDB Local and moto only through the fault proxy (tests/faults: AWS's standa
 variables point at it), which forwards every request byte for byte and, by seeded rules,
 answers AWS-shaped throttles and 5xx, resets connections, or forwards a write and drops its
 answer. Presigned provider URLs still name moto directly (unproxied). Every day must end with
-the invariant held (one job and one object version per file, nothing stuck, DLQ empty), a
-FileDownloads metric document per file, and within its bound.
+the invariant held (one job and one object version per file, nothing stuck, DLQ empty) and a
+FileDownloads metric document per file; how long each takes is bench/dependency_faults.py's
+figure, not a check here.
 
 (a) lost claim/complete answers: a dropped claim answer is retried by botocore and met by the
-worker's own claim; it must cost about a poll, not a lease. Short (in `make test`): 24 files,
-lease 10 s; soak: 60 files on the default 300 s lease. Both time a fault-free day through the
-same proxies first. (b)-(e) are soak only (`make soak`).
+worker's own claim; it must cost a retry, not a lease: no file is ever parked as busy behind
+its own claim (every job Attempts 1). Short (in `make test`): 16 files, lease 10 s; soak: 60
+files on the default 300 s lease. (b)-(e) are soak only (`make soak`).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from dlpipe.config import (
 )
 from dlpipe.domain.cipher_format import CIPHER_CBC, CIPHER_GCM
 from dlpipe.domain.model import BatchStatus
+from dlpipe.domain.outage import WORKER_RETRY_MAX_S
 from dlpipe.local.stub.publish import StubFileSpec
 from tests.faults.day import DayRun, ProxiedDays, metered_workers
 from tests.faults.rules import FaultPlan, Rule
@@ -123,22 +125,25 @@ def lost_answers_day(
 ) -> None:
     rig = make_rig(visibility_s=plan.lease_s + 10, max_receive=5)
     stub = stub_factory(tiny(unique_entity(), plan.files))
-    polls = 3 * plan.lease_s + 120
-    days = unique_day(), unique_day()
+    day = unique_day()
     with ProxiedDays(rig, stub, workers=plan.workers, lease_s=plan.lease_s) as proxied:
-        clean = proxied.run(FaultPlan([]), days[0], polls=polls)
-        assert_clean_day(clean, list(stub.expected(days[0])))
-        lossy = proxied.run(lost_answers(0.1), days[1], polls=polls)
-    bound_s = 2 * clean.seconds + 1  # + one poll interval: the day ends on a poll
-    figures(clean=clean.figures(), lossy=lossy.figures(), bound_s=round(bound_s, 1))
+        lossy = proxied.run(lost_answers(0.1), day, polls=3 * plan.lease_s + 120)
+        names = [e["event"] for w in proxied.pool for e in w.events()]
+    figures(lossy=lossy.figures())
     claims_lost, completions_lost = lossy.plan.fired
     assert (claims_lost, completions_lost) >= (1, 1), "the seed dropped no claim or completion"
-    problems = day_problems(lossy, list(stub.expected(days[1])))
-    if lossy.seconds > bound_s:
-        problems.append(
-            f"{claims_lost} lost claim and {completions_lost} lost completion answers made the"
-            f" day take {lossy.seconds} s, over 2 x the fault-free {clean.seconds} s + 1 s"
-        )
+    problems = day_problems(lossy, list(stub.expected(day)))
+    # A retried write refused by its own first send, taken for someone else's: the file parked
+    # for a lease as busy and claimed again (Attempts 2), or a false lease_lost.
+    if lossy.facts is not None:
+        again = {f: j.attempts for f, j in lossy.facts.jobs.items() if j.attempts != 1}
+        if again:
+            problems.append(f"jobs claimed more than once: {again}")
+    for event in ("job.busy", "job.lease_lost"):
+        if event in names:
+            problems.append(f"{names.count(event)} {event} lines after lost answers")
+    if names.count("job.completed") != plan.files:
+        problems.append(f"{names.count('job.completed')} job.completed for {plan.files} files")
     assert not problems, "\n".join(problems)
 
 
@@ -146,7 +151,8 @@ def test_lost_claim_and_completion_answers_cost_a_poll_not_a_lease(
     make_rig: Callable[..., Rig], stub_factory: StubFactory, figures: Any
 ) -> None:
     """10% of claim and completion answers dropped after the write: the day completes, one
-    job and one version per file, a FileDownloads document per file, in <= 2x the clean day."""
+    job and one version per file, a FileDownloads document per file, each file claimed once
+    and never met as busy or lost by its own worker."""
     lost_answers_day(make_rig, stub_factory, figures, SHORT)
 
 
@@ -283,14 +289,30 @@ GIVEN_UP = ("InternalFailure", 400)
 WORKER_OUTAGE_S = 8
 
 
+def deferral_problems(logs: list[list[dict[str, Any]]], outage_s: int) -> list[str]:
+    """What is wrong with how the workers handed back the files that met an outage: each must
+    come back after a delay no longer than the outage so far (rounded up a second) and the
+    worker's cap, never left hidden for its lease + margin; one fresh delayed copy each."""
+    events = [e for ev in logs for e in ev]
+    delays = [e["retry_after_s"] for e in events if e["event"] == "job.unavailable"]
+    deferred = [e["delay_s"] for e in events if e["event"] == "message.deferred"]
+    bound_s = min(outage_s + 1, WORKER_RETRY_MAX_S)
+    problems = [] if delays else ["no file met the outage"]
+    if sorted(deferred) != sorted(delays):
+        problems.append(f"deferred copies {sorted(deferred)} for unavailable files {delays}")
+    if late := [d for d in delays if d > bound_s]:
+        problems.append(f"files handed back for {late} s, over the {bound_s} s bound")
+    return problems
+
+
 def test_a_worker_side_dynamodb_outage_ends_the_day_soon_after_the_outage(
     make_rig: Callable[..., Rig], stub_factory: StubFactory, figures: Any
 ) -> None:
     """Every claim and completion fails (past the client's retries) for the first 8 s of an
-    8-file day on 2 workers, lease 40 s: the messages come back on a short backoff (the
-    worker's pause has grown to 8 s by the end), not after lease + margin (44 s), so the day
-    ends within 15 s of the outage's end; each worker logs
-    the outage once (one dependency_down and one dependency_up), with no traceback."""
+    8-file day on 2 workers, lease 40 s: each file that met it comes back as a fresh copy
+    delayed by a short backoff, never longer than the outage so far (<= 9 s), not after lease +
+    margin (44 s); the day completes; each worker logs the outage once (one dependency_down
+    and one dependency_up), with no traceback."""
     lease_s = 40
     rig = make_rig(visibility_s=lease_s + 10, max_receive=5)
     stub = stub_factory(tiny(unique_entity(), 8))
@@ -304,11 +326,11 @@ def test_a_worker_side_dynamodb_outage_ends_the_day_soon_after_the_outage(
     with ProxiedDays(rig, stub, workers=2, lease_s=lease_s, name="store-down") as proxied:
         run = proxied.run(FaultPlan(rules, seed=SEED), day, polls=90)
         logs = [w.events() for w in proxied.pool]
-    after_s = round(run.seconds - WORKER_OUTAGE_S, 1)
-    figures(**run.figures(), after_outage_s=after_s)
+    figures(**run.figures())
     assert run.plan.fired_count("error") >= 1, "no claim met the outage"
     assert_clean_day(run, list(stub.expected(day)))
-    assert after_s <= 15, f"the day ended {after_s} s after an {WORKER_OUTAGE_S} s outage"
+    problems = deferral_problems(logs, WORKER_OUTAGE_S)
+    assert not problems, "\n".join(problems)
     for events in logs:
         names = [e["event"] for e in events]
         downs, ups = names.count("worker.dependency_down"), names.count("worker.dependency_up")
@@ -323,7 +345,8 @@ def _worker_side_throttle(
 ) -> None:
     """Every claim and completion UpdateItem throttled (the service's own answer, retried by
     the client eight times) for `outage_s` of a 60-file day, 4 workers on the default 300 s
-    lease: the day ends within 60 s of the throttle's end and nothing is dead-lettered."""
+    lease: each file that met it comes back after the worker's short backoff, never its lease,
+    and nothing is dead-lettered."""
     rig = make_rig(visibility_s=Settings().lease_seconds + 30, max_receive=5)
     stub = stub_factory(tiny(unique_entity(), 60))
     rules = [
@@ -336,10 +359,10 @@ def _worker_side_throttle(
     with ProxiedDays(rig, stub, workers=4, lease_s=lease_s, name="store-throttled") as proxied:
         run = proxied.run(FaultPlan(rules, seed=SEED), day, polls=outage_s + 600)
         logs = [w.events() for w in proxied.pool]
-    after_s = round(run.seconds - outage_s, 1)
-    figures(**run.figures(), after_outage_s=after_s)
+    figures(**run.figures())
     assert_clean_day(run, list(stub.expected(day)))
-    assert after_s <= 60, f"the day ended {after_s} s after a {outage_s} s throttle"
+    problems = deferral_problems(logs, outage_s)
+    assert not problems, "\n".join(problems)
     for events in logs:
         assert not [e for e in events if e.get("level") == "error"], "an error-level line"
 

@@ -51,12 +51,12 @@ def _sigint_default() -> None:
 
 
 def _announced_url(stderr: Path, child: subprocess.Popen[bytes]) -> str:
-    """Wait (at most 20 s) for `dlpipe ui: URL ...` on the child's stderr."""
-    deadline = time.monotonic() + 20
+    """Wait (at most 60 s) for `dlpipe ui: URL ...` on the child's stderr."""
+    deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         for line in stderr.read_text().splitlines():
             if line.startswith("dlpipe ui: http://"):
                 return line.split()[2]
         assert child.poll() is None, f"dlpipe ui exited early: {stderr.read_text()}"
         time.sleep(0.1)
-    raise AssertionError("dlpipe ui printed no URL within 20 s")
+    raise AssertionError("dlpipe ui printed no URL within 60 s")

@@ -27,7 +27,7 @@ def test_each_workers_started_line_names_its_queue() -> None:
     with capture_logs() as logs:
         running = threading.Thread(target=pool.run, daemon=True)
         running.start()
-        wait_until(lambda: sum(e["event"] == "worker.started" for e in logs) == 2, 5, "starts")
+        wait_until(lambda: sum(e["event"] == "worker.started" for e in logs) == 2, 60, "starts")
         pool.request_stop("test")
         running.join(10)
     started = [e.get("queue") for e in logs if e["event"] == "worker.started"]

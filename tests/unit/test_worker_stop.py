@@ -54,7 +54,7 @@ def stop_then_deliver(worker: Worker, sqs: OpenPollSqs, late_s: float) -> thread
     """Run the worker; stop it while its poll is open; the poll answers `late_s` later."""
     running = threading.Thread(target=worker.run, daemon=True)
     running.start()
-    wait_until(lambda: sqs.receives == 1, 5, "the long poll to open")
+    wait_until(lambda: sqs.receives == 1, 60, "the long poll to open")
     worker.request_stop("test")
     time.sleep(late_s)
     sqs.deliver.set()
