@@ -21,6 +21,10 @@ from dlpipe.domain.stall import DEFAULT_STALL_FLOOR_BYTES, DEFAULT_STALL_WINDOW_
 from dlpipe.domain.url_settings import provider_url_problem, url_problem
 from dlpipe.domain.waiting import DEFAULT_IDLE_WARNING_SECONDS
 
+# ConfigError's home is setting_ranges.py; every caller imports it from here.
+from dlpipe.setting_ranges import ConfigError as ConfigError  # noqa: PLC0414 (re-exported)
+from dlpipe.setting_ranges import IntSetting, int_setting
+
 # Environment variable names: the only place they are spelled.
 ENV_ENDPOINT_URL = "AWS_ENDPOINT_URL"
 # AWS's standard per-service override, AWS_ENDPOINT_URL_<SERVICE>: locally DynamoDB is served
@@ -98,10 +102,6 @@ DEFAULT_SWEEP_REQUEUE = True
 DEFAULT_RESEND_AFTER_SECONDS = 1800
 
 
-class ConfigError(ValueError):
-    """A setting is missing or malformed; the message names the variable."""
-
-
 def check_provider_url(url: str, *, allow_http: bool) -> str:
     """`url` if it may carry the bearer token (domain/url_settings.py: https, or http where
     allowed); else ConfigError, never showing the URL (it may hold credentials)."""
@@ -122,20 +122,10 @@ def _url(env: Mapping[str, str], name: str) -> str | None:
     raise ConfigError(f"{name} must be an http(s) URL with a host: it {problem}{shown}")
 
 
-@dataclass(frozen=True)
-class IntSetting:
-    """A whole-number setting: its variable, default and the range a load accepts."""
-
-    env: str
-    default: int
-    minimum: int
-    maximum: int
-
-
 # Every duration, count and size setting, by Settings field: one table, so that none goes
 # without a range (a lease of 10**12 s overflowed the datetime arithmetic of every claim).
 # The floors admit the local stack's short leases and polls; Terraform's validations may be
-# stricter but never wider (tests/infra/test_terraform_static.py holds each variable's range
+# stricter but never wider (tests/unit/test_config_ranges.py holds each variable's range
 # inside the one here).
 _DAY_S = 86_400
 INT_SETTINGS: Mapping[str, IntSetting] = {
@@ -182,23 +172,6 @@ MAX_POLLS_MAX = INT_SETTINGS["max_polls"].maximum
 
 def _default(name: str) -> int:
     return INT_SETTINGS[name].default
-
-
-def _int_setting(env: Mapping[str, str], setting: IntSetting) -> int:
-    """The setting's value from `env`, its default when unset, or a one-line ConfigError
-    naming the variable and its range."""
-    raw = env.get(setting.env)
-    if raw is None or raw == "":
-        return setting.default
-    try:
-        value = int(raw)
-    except ValueError as exc:
-        raise ConfigError(f"{setting.env} must be a whole number, got {raw!a}") from exc
-    if not setting.minimum <= value <= setting.maximum:
-        raise ConfigError(
-            f"{setting.env} must be from {setting.minimum} to {setting.maximum}, got {value}"
-        )
-    return value
 
 
 def _bool_setting(env: Mapping[str, str], name: str, default: bool = False) -> bool:
@@ -313,7 +286,7 @@ class Settings:
         )
         if settings.provider_base_url:  # refused at load, not at the first request
             check_provider_url(settings.provider_base_url, allow_http=settings.allow_http_urls)
-        ints: dict[str, Any] = {n: _int_setting(env, spec) for n, spec in INT_SETTINGS.items()}
+        ints: dict[str, Any] = {n: int_setting(env, spec) for n, spec in INT_SETTINGS.items()}
         return replace(settings, **ints)
 
     def aws_outage_backoff(self) -> OutageBackoff:
