@@ -29,7 +29,7 @@ import re
 import string
 import threading
 from dataclasses import dataclass
-from urllib.parse import quote, quote_plus
+from urllib.parse import quote, quote_plus, urlsplit
 
 REDACTED = "***"
 
@@ -229,3 +229,16 @@ def redact_exception(error: BaseException) -> BaseException:
                     continue
         current = current.__cause__ or current.__context__
     return error
+
+
+def url_origin(url: str) -> str:
+    """What an operator is shown of a stored presigned URL: its scheme and host (and port),
+    redacted; never its userinfo, path or query, which may carry a credential."""
+    try:
+        parts = urlsplit(url)
+        port = f":{parts.port}" if parts.port is not None else ""
+    except ValueError:
+        return "?"
+    if not parts.scheme or not parts.hostname:
+        return "?" if url else ""
+    return redact(f"{parts.scheme}://{parts.hostname}{port}")
