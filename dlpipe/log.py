@@ -85,6 +85,44 @@ def restore_logging(config: dict[str, Any]) -> None:
     structlog.configure(**config)
 
 
+class RedactingFilter(logging.Filter):
+    """A standard-library log record, redacted: its message (arguments applied) and its
+    traceback pass the one redaction. The durable SDK logs a failed step or execution with
+    the exception's traceback, whose message may quote a provider's echo of our token; the
+    traceback joins the message, so whichever formatter prints the record (Lambda's text or
+    JSON, `dlpipe run`'s log file) prints it redacted."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        if record.exc_info and record.exc_info[0] is not None:
+            text += "\n" + logging.Formatter().formatException(record.exc_info).rstrip()
+        elif record.exc_text:
+            text += "\n" + record.exc_text
+        record.msg, record.args = redact(text), ()
+        record.exc_info, record.exc_text = None, None
+        if record.stack_info:
+            record.stack_info = redact(record.stack_info)
+        return True
+
+
+def redact_stdlib_logs(*prefixes: str) -> None:
+    """Put RedactingFilter on the root logger, its handlers and the last-resort handler, and on
+    every logger whose name starts with one of `prefixes` (a logger's filter sees only its own
+    records: a library's module loggers each need one). Once per logger."""
+    root = logging.getLogger()
+    loggers: list[logging.Filterer] = [root, *root.handlers]
+    if logging.lastResort is not None:
+        loggers.append(logging.lastResort)
+    loggers += [
+        logger
+        for name, logger in list(logging.Logger.manager.loggerDict.items())
+        if isinstance(logger, logging.Logger) and name.startswith(prefixes)
+    ]
+    for logger in loggers:
+        if not any(isinstance(f, RedactingFilter) for f in logger.filters):
+            logger.addFilter(RedactingFilter())
+
+
 def get_logger(**bound: Any) -> Any:
     """A structlog logger with `bound` context; lazy, so later configuration still applies."""
     return structlog.get_logger("dlpipe", **bound)

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
 from dlpipe.domain.model import parse_batch_key
+from dlpipe.domain.redaction import redact
 from dlpipe.domain.statuses import FINISHED_BATCH_METRIC, BatchStatus
 
 NAMESPACE = "dlpipe"
@@ -124,9 +125,11 @@ def emit(
     metrics = EphemeralMetrics(namespace=NAMESPACE)
     for name, (value, unit) in values.items():
         metrics.add_metric(name=name, unit=unit, value=value)
-    _add_dimension_sets(metrics, dimension_sets, dimensions or {})
+    # Dimension values and properties name feeds, entities and causes: provider text.
+    shown = {key: redact(value) for key, value in (dimensions or {}).items()}
+    _add_dimension_sets(metrics, dimension_sets, shown)
     for key, prop in properties.items():
-        metrics.add_metadata(key=key, value=prop)
+        metrics.add_metadata(key=key, value=redact(prop) if isinstance(prop, str) else prop)
     _sink(json.dumps(metrics.serialize_metric_set(), separators=(",", ":")))
     metrics.clear_metrics()
 

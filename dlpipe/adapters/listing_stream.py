@@ -19,7 +19,7 @@ from typing import Any
 import ijson
 
 from dlpipe.config import Settings
-from dlpipe.domain.descriptor import kind, parse_file, safe_entity
+from dlpipe.domain.descriptor import kind, parse_file, safe_entity, show_value
 from dlpipe.domain.listing import FileDescriptor, ListingResult, RejectedFile
 from dlpipe.domain.provider_errors import MalformedResponseError
 
@@ -244,7 +244,7 @@ class _Page:
         self._seen_date = True
         expected = self._parser.expected_date
         if event != "string" or value != expected:
-            shown = repr(value)[:40] if event == "string" else _event_kind(event, value)
+            shown = show_value(value) if event == "string" else _event_kind(event, value)
             raise MalformedResponseError(
                 f"listing.date: expected {expected!r}, got {shown} ({self._where})"
             )

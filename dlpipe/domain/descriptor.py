@@ -18,6 +18,7 @@ from dlpipe.domain.cipher_format import IV_BYTES, SUPPORTED_CIPHERS, Cipher
 from dlpipe.domain.errors import InvalidIdentifierError
 from dlpipe.domain.model import make_file_id, validate_entity
 from dlpipe.domain.provider_errors import MalformedResponseError
+from dlpipe.domain.redaction import carries_secret, redact
 
 MAX_DECLARED_SIZE_BYTES = 50 * 1024**3  # larger is refused as a "huge declared size"
 _SHA256_HEX = re.compile(r"[0-9a-fA-F]{64}")
@@ -79,18 +80,22 @@ def _string(item: dict[str, Any], where: str, name: str) -> str:
 
 def _entity(item: dict[str, Any], where: str) -> str:
     value = _required(item, where, "entity")
+    if isinstance(value, str) and carries_secret(value):
+        raise MalformedResponseError(f"{where}.entity: carries a secret of ours, refused")
     if safe_entity(item) is None:
         raise MalformedResponseError(
-            f"{where}.entity: expected 1-64 letters, digits, '_' or '-', got {_show(value)}"
+            f"{where}.entity: expected 1-64 letters, digits, '_' or '-', got {show_value(value)}"
         )
     return str(value)
 
 
 def safe_entity(item: object) -> str | None:
-    """The item's entity if it is an object with a safe entity name, else None."""
+    """The item's entity if it is an object with a safe entity name, else None. A name that
+    carries a registered secret (our token echoed back) is not safe: it would become a
+    FileID, an S3 key, a manifest entry and a metric dimension."""
     value = item.get("entity") if isinstance(item, dict) else None
     # validate_entity's `$` lets one trailing newline through; a key segment must not have it.
-    if isinstance(value, str) and value.endswith("\n"):
+    if isinstance(value, str) and (value.endswith("\n") or carries_secret(value)):
         return None
     try:
         return validate_entity(value)
@@ -135,7 +140,7 @@ def _cipher(item: dict[str, Any], where: str) -> Cipher:
     value = _required(item, where, "cipher")
     if not isinstance(value, str) or value not in SUPPORTED_CIPHERS:
         raise MalformedResponseError(
-            f"{where}.cipher: expected one of {', '.join(SUPPORTED_CIPHERS)}, got {_show(value)}"
+            f"{where}.cipher: expected one of {', '.join(SUPPORTED_CIPHERS)}, got {show_value(value)}"
         )
     return Cipher(value)
 
@@ -145,7 +150,7 @@ def _size(item: dict[str, Any], where: str) -> int:
     # bool is an int subclass: `true` is not a size.
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise MalformedResponseError(
-            f"{where}.size: expected a non-negative integer, got {_show(value)}"
+            f"{where}.size: expected a non-negative integer, got {show_value(value)}"
         )
     if value > MAX_DECLARED_SIZE_BYTES:
         raise MalformedResponseError(
@@ -157,7 +162,9 @@ def _size(item: dict[str, Any], where: str) -> int:
 def _sha256(item: dict[str, Any], where: str) -> str:
     value = _required(item, where, "sha256")
     if not isinstance(value, str) or not _SHA256_HEX.fullmatch(value):
-        raise MalformedResponseError(f"{where}.sha256: expected 64 hex digits, got {_show(value)}")
+        raise MalformedResponseError(
+            f"{where}.sha256: expected 64 hex digits, got {show_value(value)}"
+        )
     return value.lower()
 
 
@@ -166,7 +173,9 @@ def _expires_at(item: dict[str, Any], where: str) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str) or not _is_iso8601(value):
-        raise MalformedResponseError(f"{where}.expires_at: expected ISO 8601, got {_show(value)}")
+        raise MalformedResponseError(
+            f"{where}.expires_at: expected ISO 8601, got {show_value(value)}"
+        )
     return value
 
 
@@ -184,7 +193,9 @@ def check_date(payload: dict[str, Any], expected: str, where: str) -> None:
     if value is None:
         raise MalformedResponseError(f"{where}.date: missing")
     if value != expected:
-        raise MalformedResponseError(f"{where}.date: expected {expected!r}, got {_show(value)}")
+        raise MalformedResponseError(
+            f"{where}.date: expected {expected!r}, got {show_value(value)}"
+        )
 
 
 def kind(value: object) -> str:
@@ -192,6 +203,8 @@ def kind(value: object) -> str:
     return "null" if value is None else type(value).__name__
 
 
-def _show(value: object) -> str:
-    text = repr(value)
+def show_value(value: object) -> str:
+    """`value` as a message may quote it: masked whole (a provider may echo our token), then
+    cut: a cut first could leave a piece of a secret too short to be recognised."""
+    text = redact(repr(value))
     return text if len(text) <= 40 else f"{text[:37]}..."

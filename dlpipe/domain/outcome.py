@@ -6,7 +6,7 @@ a timeout), and over its `failed` and `error` jobs the count per error code (the
 code that prefixes a job's ErrorMessage, dlpipe/domain/download_errors.py) with the first
 FILES_PER_CODE FileIDs of each (the smallest, so any read order gives the same summary).
 Budget: at most MAX_CODES codes (the rest folded into one `other` line with its counts),
-FILES_PER_CODE FileIDs each, a cause of at most MAX_CAUSE_CHARS: under MAX_SUMMARY_BYTES
+FILES_PER_CODE FileIDs each, a cause of at most MAX_CAUSE_CHARS (redacted, then cut): under MAX_SUMMARY_BYTES
 (4 KB, 1% of DynamoDB's 400 KB item limit) by construction.
 """
 
@@ -56,6 +56,12 @@ class OutcomeSummary:
 
     cause: str | None = None
     codes: tuple[CodeCount, ...] = ()
+
+    def __post_init__(self) -> None:
+        # Whoever builds it, the cause is provider and library text: masked whole, then cut
+        # (a cut first could leave a piece of a secret too short to be recognised).
+        if self.cause is not None:
+            object.__setattr__(self, "cause", redact(self.cause)[:MAX_CAUSE_CHARS])
 
     @property
     def is_empty(self) -> bool:
@@ -135,8 +141,8 @@ class OutcomeTally:
             files = sorted(f for c in folded for f in self.first[c])[:FILES_PER_CODE]
             count = sum(self.counts[c] for c in folded)
             codes.append(CodeCount(f"{OTHER} ({len(folded)} codes)", count, tuple(files)))
-        short = None if cause is None else redact(cause)[:MAX_CAUSE_CHARS]
-        summary = OutcomeSummary(short, tuple(codes))
+        summary = OutcomeSummary(cause, tuple(codes))
+        short = summary.cause
         while short and len(summary.to_json().encode()) > MAX_SUMMARY_BYTES:
             short = short[: len(short) // 2]  # escaped non-ASCII text weighs up to 6 bytes a char
             summary = OutcomeSummary(short, tuple(codes))

@@ -19,6 +19,7 @@ from dlpipe.bootstrap.ops import build_ops_context
 from dlpipe.bootstrap.orchestrator import build_flow, check_recovery_fits, feed_runs
 from dlpipe.config import ConfigError, Settings
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME, Feed
+from dlpipe.domain.redaction import redact
 from dlpipe.feed_settings import settings_for_feed
 from dlpipe.local.day import (
     DayOptions,
@@ -220,7 +221,8 @@ def _run_one(
     except LocalRunError as exc:
         # This feed's execution failed as a whole (a bad override, say): its day says so,
         # and the other feeds' days still end and are reported.
-        return {"batch_id": None, "status": RUN_FAILED, "outcome": {"cause": str(exc)[:500]}}
+        cause = redact(str(exc))[:500]  # masked, then cut
+        return {"batch_id": None, "status": RUN_FAILED, "outcome": {"cause": cause}}
 
 
 def _report(

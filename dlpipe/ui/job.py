@@ -8,6 +8,7 @@ from dlpipe.domain.clock import iso_from_ms, ms_from_iso, time_for_people
 from dlpipe.domain.errors import InvalidIdentifierError
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.domain.model import FileJob, JobStatus, batch_polling_date, parse_file_id
+from dlpipe.domain.redaction import url_origin
 from dlpipe.domain.transitions import lease_live, may_requeue
 from dlpipe.log import redact_processor
 from dlpipe.services.ops.context import OpsContext
@@ -49,6 +50,7 @@ def parse_file(text: str) -> str:
 
 def _fields(job: FileJob) -> list[tuple[str, str]]:
     masked = redact_processor(None, "", {**asdict(job), "status": str(job.status)})
+    masked["presigned_url"] = url_origin(job.presigned_url)  # the item keeps it whole
     shown = {k: "-" if v is None else str(v) for k, v in masked.items()}
     for name, epoch_ms in (
         ("status_updated_at_ms", job.status_updated_at_ms),

@@ -4,6 +4,7 @@ the token's check in adapters/provider_token.py)."""
 
 from __future__ import annotations
 
+import base64
 import json
 import uuid
 from dataclasses import replace
@@ -171,3 +172,102 @@ def test_a_canary_in_every_secret_of_a_failing_day_appears_nowhere(
     assert "Day Failed" in places["events"]
     assert places["hand-off objects"]
     assert places["the run's logs and output"].count('"event": "batch.failed"') == 2
+
+
+def _echo_windows(secret: str) -> set[str]:
+    """Every 12-character run of the ways an echo of `secret` is written, lower-cased: whole,
+    in any letter case, base64 (standard and URL-safe, padded or not), hex."""
+    raw = secret.encode()
+    forms = {secret, raw.hex()}
+    for encode in (base64.b64encode, base64.urlsafe_b64encode):
+        forms |= {encode(raw).decode(), encode(raw).decode().rstrip("=")}
+    return {form[i : i + 12].lower() for form in forms for i in range(len(form) - 11)}
+
+
+def test_a_token_echoed_back_in_any_form_appears_nowhere(
+    stack: LocalStack,
+    tmp_path: Path,
+    capfd: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Providers that echo our own 29-character token back, each failing its day:
+    - vendor-c's listing gives the token as its `date` (the whole listing is refused: the
+      durable step fails, its traceback is logged, the outcome's cause quotes the refusal);
+    - vendor-b lists files whose fields echo its token: cut to 26 characters after ten digits
+      (a sha256), upper-cased (a cipher), lower-cased as a URL's host (refused at download),
+      base64-encoded (a cipher), and an entity named as the token.
+    No 12-character run of either token, in any case, base64 or hex, is in the day's logs
+    (dlpipe's and the durable SDK's), its reports, either table, the events, the hand-off
+    objects, the web view or the operator commands' output."""
+    token_b = f"CANARY{uuid.uuid4().hex[:23]}"
+    token_c = f"CANARY{uuid.uuid4().hex[:23]}"
+    assert len(token_b) == len(token_c) == 29
+    day = unique_day()
+    tables = {
+        **read_template(),
+        "vendor-c": {"schedule": "rate(1 day)", "time_zone": "UTC", "destination_prefix": "vc"},
+    }
+    local = local_feeds(stack, tables, tmp_path / "feeds", FILES)
+    echoes: dict[str, dict[str, object]] = {
+        "positions": {"sha256": f"0123456789{token_b}"},
+        "trades": {"cipher": token_b.upper()},
+        "accounts": {"url": f"https://{token_b.lower()}.example/f.bin"},
+    }
+    local = replace(
+        local,
+        keys={
+            **local.keys,
+            "vendor-b": replace(local.keys["vendor-b"], token=token_b),
+            "vendor-c": replace(local.keys["vendor-c"], token=token_c),
+        },
+        faults={
+            "vendor-b": Faults(
+                malformed_fields=echoes,
+                extra_listing_entries=(
+                    {"entity": token_b},
+                    {"entity": "echo-b64", "cipher": base64.b64encode(token_b.encode()).decode()},
+                ),
+            ),
+            "vendor-c": Faults(listing_date=token_c),
+        },
+    )
+    events_queue = stack.provisioned.downstream_queue_url
+    assert events_queue
+    received_events(stack.clients, events_queue, rounds=1)  # earlier tests' events
+    log_file = tmp_path / "day.log"
+    with log_file.open("w", encoding="utf-8") as log_stream:
+        configure_logging("DEBUG", stream=log_stream)
+        reports = {r.feed: r for r in run_feed_days(stack, local, replace(QUICK, date=day))}
+    file_ids = [make_file_id(e, day, "vendor-b") for e in ("positions", "trades", "accounts")]
+    places: dict[str, str] = {}
+    out, err = capfd.readouterr()
+    places["the run's logs and output"] = log_file.read_text() + out + err + caplog.text
+    places["the run's reports"] = repr(reports) + json.dumps([r.result for r in reports.values()])
+    places["jobs table"] = _items_text(stack, stack.settings.jobs_table, day)
+    places["batches table"] = _items_text(stack, stack.settings.batches_table, day)
+    places["events"] = json.dumps(received_events(stack.clients, events_queue))
+    places["hand-off objects"] = _handoff_objects_text(stack, day)
+    places["web view"] = _pages(stack, day, reports, file_ids)
+    places["operator commands"] = _cli(stack, day, reports, file_ids)
+    out, err = capfd.readouterr()
+    places["logs and output after"] = out + err + caplog.text
+
+    windows = {name: _echo_windows(token) for name, token in (("b", token_b), ("c", token_c))}
+    leaked = {
+        where: sorted({f"{name}:{w}" for name, runs in windows.items() for w in runs if w in text})
+        for where, text in ((where, text.lower()) for where, text in places.items())
+    }
+    assert {where: found[:3] for where, found in leaked.items() if found} == {}
+    # The failing days are in these places (so the search above had them to look through):
+    assert (reports["vendor-b"].status, reports["vendor-c"].status) == ("failed", "failed")
+    assert "listing.date: expected" in reports["vendor-c"].result["outcome"]["cause"]
+    assert (
+        "Execution failed" in places["the run's logs and output"]
+        or "Traceback" in (places["the run's logs and output"])
+    )
+    for where in ("jobs table", "web view", "operator commands"):
+        for file_id in file_ids:
+            assert file_id in places[where], (where, file_id)
+    assert "sha256: expected 64 hex digits, got '0123456789***" in places["jobs table"]
+    assert "carries a secret of ours" in places["batches table"]
+    assert "Day Failed" in places["events"]

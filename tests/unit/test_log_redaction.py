@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 
+from dlpipe.domain.redaction import forget_secrets, register_secret
 from dlpipe.domain.redaction import redact as redact_text
-from dlpipe.log import configure_logging, get_logger
+from dlpipe.log import configure_logging, get_logger, redact_stdlib_logs
 
 URL = "https://b.s3.amazonaws.com/k?X-Amz-Credential=AKIA%2F&X-Amz-Signature=deadbeef&X-Amz-Expires=60"
 
@@ -37,3 +39,31 @@ def test_module_level_logger_created_before_configuration_is_still_redacted() ->
     assert line["token"] == "***"
     assert "t0ps3cret" not in stream.getvalue()
     configure_logging()
+
+
+def test_the_durable_sdk_log_records_and_their_tracebacks_are_redacted() -> None:
+    """The SDK logs a failed step with logger.exception: its message and the traceback (which
+    quotes the exception's message) pass the one redaction, whichever handler prints them."""
+    token = "CANARYsdk0traceback0token"
+    register_secret(token)
+    sdk = logging.getLogger("aws_durable_execution_sdk_python.test_only")
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    sdk.addHandler(handler)
+    try:
+        redact_stdlib_logs("aws_durable_execution_sdk_python.test_only")
+        try:
+            _refuse(f"listing.date: got {token.lower()!r}")
+        except ValueError:
+            sdk.exception("step %s failed: %s", "fetch", token.upper())
+    finally:
+        sdk.removeHandler(handler)
+        forget_secrets()
+    printed = stream.getvalue()
+    assert "Traceback" in printed
+    assert "ValueError: listing.date: got '***'" in printed
+    assert "canarysdk0tr" not in printed.lower()
+
+
+def _refuse(message: str) -> None:
+    raise ValueError(message)

@@ -21,6 +21,7 @@ from dlpipe.cli.safe_text import plain, visible
 from dlpipe.domain.clock import iso_from_ms, ms_from_iso, time_for_people
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.domain.model import Batch, FileJob
+from dlpipe.domain.redaction import url_origin
 from dlpipe.log import redact_processor
 from dlpipe.services.ops.feed_filter import feed_order, record_feed
 
@@ -75,8 +76,10 @@ def stamp(value: int | str | None) -> str | None:
 
 
 def job_dict(job: FileJob, now_ms: int) -> dict[str, Any]:
-    """Every field of a job, secrets and URL signatures masked, times also in ISO 8601."""
+    """Every field of a job, secrets masked, the presigned URL by its origin only, times
+    also in ISO 8601."""
     fields = dict(redact_processor(None, "", {**asdict(job), "status": str(job.status)}))
+    fields["presigned_url"] = url_origin(job.presigned_url)  # the item keeps it whole
     fields["status_updated_at"] = iso(job.status_updated_at_ms)
     fields["lease_expires_at"] = iso(job.lease_expires_at_ms)
     fields["lease_expired"] = (

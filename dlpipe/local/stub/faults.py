@@ -66,6 +66,7 @@ class Faults:
     latency_s: float = 0.0  # added to every call
     malformed_json: bool = False
     empty_listing: bool = False
+    listing_date: str | None = None  # every listing page's `date`, in place of the asked one
     malformed_fields: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
     expired_url_entities: AbstractSet[str] = frozenset()  # the listing's URL only
     always_expired_entities: AbstractSet[str] = frozenset()  # the refresh endpoint's too

@@ -72,7 +72,8 @@ def page_chunks(
 ) -> Iterator[bytes]:
     """The page's JSON, about 64 KiB a chunk; broken as `faults.broken_page` asks."""
     broken = faults.broken_page == page
-    buffer = [f'{{"date": {json.dumps(date)}, "files": ['.encode()]
+    shown_date = date if faults.listing_date is None else faults.listing_date
+    buffer = [f'{{"date": {json.dumps(shown_date)}, "files": ['.encode()]
     size = 0
     for index, entry in enumerate(entries):
         if broken and index == faults.broken_at_entry:

@@ -61,12 +61,15 @@ assert_polling_fits checks it, as the precondition in terraform/lambda_orchestra
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
 
 from dlpipe.domain.outage import DEPENDENCY_BACKOFF, OutageBackoff
+from dlpipe.domain.redaction import redact, redact_data, redact_exception
+from dlpipe.log import redact_stdlib_logs
 from dlpipe.services.orchestrator.durable_steps import Backoffs, DurableSteps
 from dlpipe.services.orchestrator.feed_runs import (
     FeedRuns,
@@ -87,6 +90,8 @@ if TYPE_CHECKING:
 # marks the batch timeout, could be cut off by the execution timeout. Same default as
 # terraform's durable_setup_margin_seconds.
 DEFAULT_MARGIN_SECONDS = 1800
+# The SDK's module loggers (and its local runner's): each gets the redacting log filter.
+_SDK_LOGGERS = "aws_durable_execution_sdk_python"
 
 
 class PollingBudgetError(ValueError):
@@ -146,8 +151,8 @@ def build_durable_handler(
     runs = runs or single_feed(flow_factory, plan)
     backoffs = Backoffs(outage or OutageBackoff(), dependency_outage)
     quiet_sdk_retry_logs()
+    redact_stdlib_logs(_SDK_LOGGERS)  # after the retry filter: it reads the live exception
 
-    @durable_execution
     def orchestrate(event: Any, context: DurableContext) -> dict[str, Any]:
         steps = DurableSteps(context, backoffs)
         # The feed is read in step read-feed (SSM unavailable is waited out there). An invalid
@@ -159,4 +164,29 @@ def build_durable_handler(
         flow = functools.cache(run.flow)
         return run_batch(steps, flow, request, run.plan).to_dict()
 
-    return orchestrate
+    return _redacted(durable_execution(_redacted(orchestrate)))
+
+
+def _redacted(handler: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """`handler` whose result and escaping exceptions pass the one redaction: inside the SDK
+    (the result it checkpoints, the error it logs and records) and outside it (the Lambda's
+    output, with the failed execution's message and stack trace)."""
+
+    @functools.wraps(handler)
+    def redacted(event: Any, context: Any) -> Any:
+        try:
+            return _redacted_output(handler(event, context))
+        except Exception as exc:
+            redact_exception(exc)
+            raise
+
+    return redacted
+
+
+def _redacted_output(output: Any) -> Any:
+    # The SDK's output carries the result as a JSON string: masked as data, so it stays JSON.
+    if isinstance(output, dict) and isinstance(output.get("Result"), str):
+        result = output["Result"]
+        if redact(result) != result:
+            output = {**output, "Result": json.dumps(redact_data(json.loads(result)))}
+    return redact_data(output)

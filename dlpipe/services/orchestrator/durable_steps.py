@@ -18,6 +18,7 @@ from aws_durable_execution_sdk_python.retries import (
 from dlpipe.domain.errors import DependencyUnavailableError
 from dlpipe.domain.manifest import ManifestConflictError
 from dlpipe.domain.outage import OutageBackoff, dependency_exhausted_message, exhausted_message
+from dlpipe.domain.redaction import redact_exception
 from dlpipe.log import get_logger
 from dlpipe.services.orchestrator.ports import (
     DependencyBudgetSpent,
@@ -90,7 +91,12 @@ class DurableSteps:
         is_fetch = is_fetch_step(name)
 
         def body(step_context: StepContext) -> _T:
-            return self._attempt(name, func, step_context.attempt)
+            try:
+                return self._attempt(name, func, step_context.attempt)
+            except Exception as exc:
+                # The SDK logs and checkpoints what the step raised, its message and traceback.
+                redact_exception(exc)
+                raise
 
         try:
             return self._context.step(body, name=name, config=self._config)

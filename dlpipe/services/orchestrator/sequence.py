@@ -10,7 +10,7 @@ from typing import Any, TypeVar, cast
 from dlpipe.domain.events import PollingRequest
 from dlpipe.domain.model import BatchStatus
 from dlpipe.domain.outage import exhausted_message
-from dlpipe.domain.outcome import MAX_CAUSE_CHARS, OutcomeSummary
+from dlpipe.domain.outcome import OutcomeSummary
 from dlpipe.log import get_logger
 from dlpipe.services.orchestrator.feed_runs import (
     FeedRuns,
@@ -180,7 +180,7 @@ def _fail(
         polls=polls,
         rerun=request.rerun,
         error=last.error if last else 0,
-        outcome=OutcomeSummary(cause=reason[:MAX_CAUSE_CHARS]).to_dict(),
+        outcome=OutcomeSummary(cause=reason).to_dict(),  # masked, then cut
     )
     return _hand_on(steps, flow, ended)
 
