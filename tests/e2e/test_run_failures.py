@@ -96,7 +96,8 @@ def _case_env(
         (
             "http provider",
             [],
-            "configuration error: DLPIPE_PROVIDER_URL must be an https URL with a host",
+            "configuration error: DLPIPE_PROVIDER_URL must be an https URL: it has another scheme;"
+            " set DLPIPE_ALLOW_HTTP_URLS=true for a local http provider",
         ),
         ("no credentials", [], "no AWS credentials found"),
         ("not a date", ["--date", "2026-02-30"], "'2026-02-30' is not a date (YYYY-MM-DD, today"),
