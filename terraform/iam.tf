@@ -118,8 +118,11 @@ data "aws_iam_policy_document" "orchestrator" {
       aws_dynamodb_table.jobs.arn,
       aws_dynamodb_table.batches.arn,
       "${aws_dynamodb_table.batches.arn}/index/*",
-      # Completion checks read the batch's pending jobs and COUNT the finished ones here.
+      # Completion checks COUNT the batch's jobs by status here, every shard.
       "${aws_dynamodb_table.jobs.arn}/index/BatchIndex",
+      # The sweeper's candidates: the deployment's stale pending jobs, every shard, filtered
+      # to the batch by the BatchID this index carries.
+      "${aws_dynamodb_table.jobs.arn}/index/StatusIndex",
     ]
   }
 

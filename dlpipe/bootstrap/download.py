@@ -1,6 +1,6 @@
 """Wiring of the downloader: the download service on the jobs table, the destination bucket,
-the key and the provider; the queues the Lambda and the long-poll workers consume
-(dlpipe.entrypoints runs the loops on them). Every dependency can be overridden (tests pass
+the key and the provider; the queues the Lambda consumes and the router of delayed copies
+(the long-poll worker's queues: worker_queues.py; dlpipe.entrypoints runs the loops on them). Every dependency can be overridden (tests pass
 fakes, benchmarks wrappers)."""
 
 from __future__ import annotations
@@ -8,22 +8,22 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from dlpipe.adapters.aws import AwsClients
 from dlpipe.adapters.decryption import KeyDecryption
 from dlpipe.adapters.destination import S3Destination
-from dlpipe.adapters.download_queue import CopyRoute, DownloadQueue, EventQueues
+from dlpipe.adapters.download_queue import EventQueues
 from dlpipe.adapters.jobs_table import JobsTable
 from dlpipe.adapters.keys import key_source_from_settings
 from dlpipe.adapters.queue import JobQueue
 from dlpipe.adapters.reread import Rereadable
 from dlpipe.adapters.source import HttpSource
-from dlpipe.bootstrap.feed_source import configured_feeds, feed_source
+from dlpipe.bootstrap.feed_source import feed_source
 from dlpipe.config import Settings
 from dlpipe.domain.clock import Clock, SystemClock
-from dlpipe.domain.feeds import DEFAULT_FEED, DEFAULT_FEED_NAME, FeedError
+from dlpipe.domain.feeds import DEFAULT_FEED_NAME, FeedError
 from dlpipe.domain.messages import MalformedMessageError, decode_message
 from dlpipe.domain.model import file_feed
 from dlpipe.domain.stall import StallFloor
@@ -212,72 +212,6 @@ def build_lambda_wiring(
     )
     queues = EventQueues(clients.sqs, settings.queue_url, copy_to)
     return build_service(settings, clients, feeds=feeds), queues
-
-
-@dataclass(frozen=True)
-class FeedQueue:
-    """One download queue and the feeds whose files it carries, with their share of a
-    worker's threads (the smallest of theirs, when feeds share a queue)."""
-
-    name: str  # the feeds, comma-separated
-    queue: DownloadQueue
-    share_percent: int
-
-
-@dataclass(frozen=True)
-class WorkerQueues:
-    """What a long-poll worker consumes: each feed's queue, and the shared large-file queue;
-    `feed_queues()` reads the feeds again (a feed added later gets its queue consumed)."""
-
-    feeds: list[FeedQueue]
-    large: DownloadQueue | None
-    feed_queues: Callable[[], list[FeedQueue]]
-    shared: bool  # True: the feeds' queues may change (named feeds are deployed by SSM)
-
-
-def build_worker_queues(settings: Settings, clients: AwsClients) -> WorkerQueues:
-    """Each known feed's download queue (the default feed's is DLPIPE_QUEUE_URL; a named feed
-    without its own shares it), and the large-file queue if it is configured (`dlpipe worker`,
-    and the local day's downloaders); delayed copies of messages are routed by size and feed."""
-    router = FeedRouter(clients.sqs, settings, feed_source(settings, clients))
-    main = router.default
-
-    def feed_queues() -> list[FeedQueue]:
-        return _feed_queues(settings, clients, router.copy_queue_url)
-
-    large = main.large_queue_url
-    return WorkerQueues(
-        feeds=feed_queues(),
-        large=DownloadQueue(clients.sqs, large, router.copy_queue_url) if large else None,
-        feed_queues=feed_queues,
-        shared=bool(settings.feeds_parameter_path),
-    )
-
-
-def _feed_queues(settings: Settings, clients: AwsClients, copy_to: CopyRoute) -> list[FeedQueue]:
-    """The configured feeds' queues; a feeds parameter path that cannot be listed now (or
-    whose feeds break the prefix rule) leaves the named feeds deployed there out until the
-    next read (logged)."""
-
-    def unlisted(exc: Exception) -> None:
-        log.warning("worker.feeds_unlisted", path=settings.feeds_parameter_path, error=str(exc))
-
-    feeds = {
-        DEFAULT_FEED_NAME: DEFAULT_FEED,
-        **configured_feeds(settings, clients, unlisted=unlisted),
-    }
-    by_url: dict[str, list[tuple[str, int]]] = {}
-    for name, feed in feeds.items():
-        own = settings_for_feed(settings, feed)
-        by_url.setdefault(own.require("queue_url"), []).append((name, own.max_share_percent))
-    return [
-        FeedQueue(
-            ",".join(name for name, _ in members),
-            DownloadQueue(clients.sqs, url, copy_to),
-            min(share for _, share in members),
-        )
-        for url, members in by_url.items()
-    ]
 
 
 def tuning_from_settings(settings: Settings) -> TransferTuning:

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from dlpipe.adapters.download_queue import DownloadQueue, MessageVisibility, Received
-from dlpipe.bootstrap.download import FeedQueue
+from dlpipe.bootstrap.worker_queues import FeedQueue
 from dlpipe.domain.download_errors import QueueUnavailableError
 from dlpipe.domain.lanes import LaneLoad, lane_cap, may_receive, next_lane
 from dlpipe.entrypoints.receive_window import RECEIVE_WINDOW_S, TICK_S, renew_every_s

@@ -15,7 +15,8 @@ import threading
 
 from dlpipe.adapters.aws import AwsClients
 from dlpipe.adapters.download_queue import DownloadQueue
-from dlpipe.bootstrap.download import build_service, build_worker_queues
+from dlpipe.bootstrap.download import build_service
+from dlpipe.bootstrap.worker_queues import build_worker_queues
 from dlpipe.config import Settings
 from dlpipe.entrypoints.lanes import LaneInbox
 from dlpipe.entrypoints.receive_window import receive_window_s

@@ -45,6 +45,7 @@ MODULE_ROLES: dict[str, str] = {
     "dlpipe.services.download": DOWNLOADERS,
     "dlpipe.bootstrap.orchestrator": ORCHESTRATOR,
     "dlpipe.bootstrap.download": DOWNLOADERS,
+    "dlpipe.bootstrap.worker_queues": ECS_WORKER,  # only the long-poll worker lists the feeds
     "dlpipe.bootstrap.ops": OPERATOR,
     "downloader.handler": DOWNLOADER_LAMBDA,
     "dlpipe.entrypoints.dispatch": DOWNLOADERS,

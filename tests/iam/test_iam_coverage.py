@@ -35,6 +35,8 @@ README_SECTION = "### Permissions an operator needs"
 STAND_INS: tuple[tuple[str, str, str], ...] = (
     # Tests that point a worker or the CLI at a missing table, to see how it fails.
     ("dynamodb", r"(ops-test-)?no-such-table", "aws_dynamodb_table.jobs"),
+    # The upgrade test's jobs table made with the seed's indexes (test_index_upgrade.py).
+    ("dynamodb", r"jobs-seed-[0-9a-f]{12}", "aws_dynamodb_table.jobs"),
     ("sqs", r".+-dlq", "aws_sqs_queue.downloads_dlq"),
     # The large-file tests' own large queues (tests/e2e/test_large_files.py, ..._routing.py).
     ("sqs", r"dl-large-.+|ops-large-.+", "aws_sqs_queue.downloads_large"),

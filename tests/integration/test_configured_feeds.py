@@ -16,9 +16,9 @@ from structlog.testing import capture_logs
 
 from dlpipe.adapters.aws import AwsClients
 from dlpipe.bootstrap import orchestrator
-from dlpipe.bootstrap.download import build_worker_queues
 from dlpipe.bootstrap.feed_source import configured_feeds, feed_source
 from dlpipe.bootstrap.ops import build_ops_context
+from dlpipe.bootstrap.worker_queues import build_worker_queues
 from dlpipe.config import ENV_FEEDS_FILE, Settings
 from dlpipe.domain.feeds import DEFAULT_FEED, FeedError
 

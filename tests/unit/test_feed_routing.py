@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from dlpipe.adapters.download_queue import Received
-from dlpipe.bootstrap.download import build_worker_queues
+from dlpipe.bootstrap.worker_queues import build_worker_queues
 from dlpipe.config import ENV_FEEDS_FILE, Settings
 from dlpipe.domain.messages import JobMessage, encode_message
 from dlpipe.domain.model import make_batch_id, make_file_id

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from dlpipe.adapters.download_queue import Received
-from dlpipe.bootstrap.download import FeedQueue
+from dlpipe.bootstrap.worker_queues import FeedQueue
 from dlpipe.domain.download_errors import QueueUnavailableError
 from dlpipe.domain.lanes import LaneLoad, lane_cap, may_receive, next_lane
 from dlpipe.entrypoints.lanes import LaneInbox
