@@ -9,7 +9,9 @@ second: a local day stays far below them, so nothing is refused), and reads what
 charged: WCU per file on each table and index, the hottest partition key value, and the
 design's ceiling, 1,000 WCU / that key's WCU per file, in files a second for the whole run
 (a key's WCU per file is its WCU over all the run's files, so a key only one feed's files
-reach counts for its share). First one feed's day of --files files, then --feeds feeds'
+reach counts for its share). The batches table's keys are written once a poll, not once a
+file: they are shown apart, with the ceiling they set in batches polling at once at the
+deployed poll interval. First one feed's day of --files files, then --feeds feeds'
 days at once (8, the local stack's most), --feed-files each (--feeds 0 leaves that out).
 Counted at the proxy, from the writes the code made: no model of them.
 """
@@ -25,6 +27,7 @@ from typing import Any
 
 from common import quiet_logs, write_json
 
+from dlpipe.config import BATCHES_TABLE_BASE_NAME, INT_SETTINGS
 from dlpipe.domain.cipher_format import CIPHER_GCM
 from dlpipe.local.day import DayOptions, run_day
 from dlpipe.local.ddb_limits import (
@@ -40,18 +43,46 @@ from dlpipe.local.stack_feeds import MAX_LOCAL_FEEDS, numbered_feeds
 from dlpipe.local.stub.publish import StubFileSpec
 
 FILE_BYTES = 1024
+POLL_INTERVAL_S = INT_SETTINGS["poll_interval_seconds"].default  # the deployed default
 
 
 def specs(count: int, prefix: str = "kh") -> list[StubFileSpec]:
     return [StubFileSpec(f"{prefix}{n:05d}", FILE_BYTES, str(CIPHER_GCM)) for n in range(count)]
 
 
+def _per_poll(row: PartitionHeat) -> bool:
+    """A batches-table key (the table's or PollingDateIndex's): written once a poll of a batch
+    (its progress), not once a file, so its load grows with feeds x polls, not with files."""
+    return BATCHES_TABLE_BASE_NAME in row.resource
+
+
+def poll_key(rows: list[PartitionHeat]) -> dict[str, Any] | None:
+    """The hottest per-poll key and the ceiling it sets: at the deployed poll interval, each
+    batch writes it once an interval, so 1,000 WCU/s holds 1,000 x interval / (WCU a write)
+    batches polling at once."""
+    polled = [r for r in rows if _per_poll(r) and r.writes]
+    if not polled:
+        return None
+    hot = max(polled, key=lambda r: r.wcu)
+    per_write = hot.wcu / hot.writes
+    return {
+        "resource": hot.resource,
+        "key": hot.key,
+        "wcu": hot.wcu,
+        "writes": hot.writes,
+        "wcu_per_write": round(per_write, 2),
+        "poll_interval_s": POLL_INTERVAL_S,
+        "ceiling_batches_polling": round(AWS_PARTITION_WCU * POLL_INTERVAL_S / per_write),
+    }
+
+
 def figures(rows: list[PartitionHeat], files: int, ok: bool) -> dict[str, Any]:
-    """Per-file WCU by table and index, the hottest key, the ceiling it sets."""
+    """Per-file WCU by table and index; the hottest key written per file (the jobs table and
+    its indexes) and the ceiling it sets in files a second; the hottest per-poll key apart."""
     by_resource: dict[str, float] = defaultdict(float)
     for row in rows:
         by_resource[row.resource] += row.wcu
-    hottest = max(rows, key=lambda r: r.wcu)
+    hottest = max((r for r in rows if not _per_poll(r)), key=lambda r: r.wcu)
     hot_per_file = hottest.wcu / files
     return {
         "files": files,
@@ -65,6 +96,7 @@ def figures(rows: list[PartitionHeat], files: int, ok: bool) -> dict[str, Any]:
             "wcu_per_file": round(hot_per_file, 2),
         },
         "ceiling_files_per_s": round(AWS_PARTITION_WCU / hot_per_file, 1),
+        "poll_key": poll_key(rows),
         "throttled": sum(r.throttled for r in rows),
         "top_keys": [
             {"resource": r.resource, "key": r.key, "wcu_per_file": round(r.wcu / files, 2)}
@@ -106,6 +138,13 @@ def show(title: str, run: dict[str, Any]) -> None:
         f"  ceiling: {AWS_PARTITION_WCU:,.0f} / {hot['wcu_per_file']} = "
         f"{run['ceiling_files_per_s']} files/s; refused locally: {run['throttled']}"
     )
+    if (poll := run["poll_key"]) is not None:
+        print(
+            f"  hottest per-poll key: {poll['resource']} = {poll['key']}: {poll['wcu']:g} WCU in "
+            f"{poll['writes']} writes ({poll['wcu_per_write']} a write, one a batch a poll); at "
+            f"a {poll['poll_interval_s']} s poll interval its ceiling is "
+            f"{poll['ceiling_batches_polling']:,} batches polling at once"
+        )
 
 
 def main() -> int:

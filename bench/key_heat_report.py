@@ -61,6 +61,29 @@ def key_heat_section(results: dict[str, Any], summary: list[list[Any]]) -> str:
                 "—",
             ]
         )
-    parts.append(_table(["run", "hottest key", "its WCU per file", "ceiling", "refused"], rows))
+    parts.append(
+        _table(["run", "hottest per-file key", "its WCU per file", "ceiling", "refused"], rows)
+    )
+    polled = [(name, run["poll_key"]) for name, run in runs if run.get("poll_key")]
+    if polled:
+        parts.append(
+            "\nThe batches table's keys (the batch item, the date's PollingDateIndex entry) are\n"
+            "written once a poll of each batch, not once a file: their ceiling is in batches\n"
+            "polling at once at the deployed poll interval.\n"
+        )
+        parts.append(
+            _table(
+                ["run", "hottest per-poll key", "WCU (writes)", "ceiling at the interval"],
+                [
+                    [
+                        name,
+                        f"`{p['resource']}` = `{p['key']}`",
+                        f"{p['wcu']:g} ({p['writes']})",
+                        f"{p['ceiling_batches_polling']:,} batches ({p['poll_interval_s']} s)",
+                    ]
+                    for name, p in polled
+                ],
+            )
+        )
     parts.append(f"\n`{step['command']}`\n")
     return "\n".join(parts)

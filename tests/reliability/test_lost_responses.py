@@ -6,6 +6,7 @@ redelivery and the claim's conditions must still end every file exactly where it
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from typing import Any
 
@@ -73,9 +74,14 @@ class LostResponses:
     """botocore hooks: the planned step of each file succeeds on the server, then its response
     is dropped once (ConnectionClosedError raised after the call)."""
 
-    def __init__(self, plan: dict[str, str]) -> None:
+    def __init__(self, plan: dict[str, str], *, slow_after_claim: float) -> None:
         self._plan, self._lock = dict(plan), threading.Lock()
         self.dropped: Counter[str] = Counter()
+        # A file whose planned step is the lease extension is held up once after its claim
+        # (at its HeadObject, before the transfer), past lease/3: a file done sooner extends
+        # no lease at all (the fence writes nothing while the lease is recent).
+        self._slow = {f for f, step in plan.items() if step == "lease-extension"}
+        self._slow_s = slow_after_claim
 
     def attach(self, client: Any, service: str) -> None:
         """Hook `client` (a DynamoDB or S3 client)."""
@@ -86,7 +92,11 @@ class LostResponses:
         self, params: dict[str, Any], model: Any, context: dict[str, Any], **_: Any
     ) -> None:
         context["lost_step"] = _step_of(model.name, params)
-        context["lost_file"] = _file_id_of(params)
+        context["lost_file"] = file_id = _file_id_of(params)
+        if model.name == "HeadObject" and file_id in self._slow:
+            with self._lock:
+                self._slow.discard(file_id)
+            time.sleep(self._slow_s)
 
     def _maybe_drop(self, http_response: Any, context: dict[str, Any], **_: Any) -> None:
         step, file_id = context.get("lost_step"), context.get("lost_file")
@@ -123,7 +133,9 @@ def test_writes_whose_responses_are_lost_still_end_every_file_correctly(
     )
     stub = stub_factory(specs, faults=faults)
     expected = stub.expected(day)
-    lost = LostResponses({f"{names[step]}-{day}": step for step in STEPS})
+    lost = LostResponses(
+        {f"{names[step]}-{day}": step for step in STEPS}, slow_after_claim=LEASE_S / 2
+    )
     clients = counted_clients(CallCounter())
     lost.attach(clients.dynamodb, "dynamodb")
     lost.attach(clients.s3, "s3")

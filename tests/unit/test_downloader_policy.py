@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from tenacity import RetryCallState, Retrying
 
+from dlpipe.domain.clock import SystemClock
 from dlpipe.domain.destination_key import destination_key
 from dlpipe.domain.download_errors import (
     ChecksumMismatchError,
@@ -65,7 +66,12 @@ def test_only_transient_faults_are_retried(error: Exception, retryable: bool) ->
 
 def wait_after(error: Exception, tuning: TransferTuning) -> float:
     deps: Any = SimpleNamespace(
-        jobs=None, lease_seconds=30, tuning=tuning, stop=threading.Event(), provider=None
+        jobs=None,
+        lease_seconds=30,
+        tuning=tuning,
+        stop=threading.Event(),
+        provider=None,
+        clock=SystemClock(),
     )
     run = FileRun(deps, make_job("accounts"), "me", reclaimed=False, on_heartbeat=None)
     state = RetryCallState(Retrying(), fn=None, args=(), kwargs={})

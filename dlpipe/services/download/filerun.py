@@ -66,6 +66,9 @@ class FileRun:
             on_beat=on_heartbeat,
             visibility_s=deps.lease_seconds + tuning.margin_s(deps.lease_seconds),
             stop=deps.stop,
+            # The clock leases are judged by (another worker takes a claim over once its
+            # LeaseExpiresAt has passed on this kind of clock), and the one tests move.
+            clock=lambda: deps.clock.now_ms() / 1000,
         )
         self._backoff = wait_random_exponential(
             multiplier=tuning.retry_wait_s, max=tuning.retry_wait_max_s
@@ -123,9 +126,10 @@ class FileRun:
                 clock=lambda: deps.clock.now_ms() / 1000,
             )
             log.info("job.downloaded", byte_count=verified.byte_count, seconds=_since(started))
-            # Cheap early exit for a worker that already lost its claim. It is only a check:
-            # a pause after it defeats it, so the publish itself is create-only (sink.py).
-            self.heartbeat.renew()
+            # Cheap early exit for a worker that already lost its claim (lease.py's `fence`:
+            # no write while the lease is recent). It is only a check: a pause after it
+            # defeats it, so the publish itself is create-only (sink.py).
+            self.heartbeat.fence()
             try:
                 sink.publish(verified.sha256)
             except ObjectExists:

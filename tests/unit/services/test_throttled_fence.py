@@ -13,7 +13,7 @@ from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 
 from dlpipe.domain.errors import StoreUnavailableError
 from dlpipe.domain.model import FileJob, JobStatus
-from dlpipe.services.download.lease import Heartbeat
+from dlpipe.services.download.lease import Heartbeat, LeaseLost
 from dlpipe.services.download.service import Outcome
 from tests.unit.services.test_download_service import URL, keypair, make_rig
 
@@ -94,11 +94,43 @@ def test_an_extended_lease_gives_the_next_fence_its_full_margin() -> None:
     assert time.slept == [1, 2, 4]
 
 
+def test_a_fence_within_a_third_of_the_lease_writes_nothing() -> None:
+    """Claimed at 0 s with a 30 s lease: a fence at 9.9 s extends nothing (no takeover can
+    have happened yet); at 10 s, and after a beat's extension only once 10 s have passed
+    again, it extends the lease."""
+    leases, time = ThrottledLeases(times=0), VirtualTime()
+    heartbeat = _heartbeat(leases, time)
+    time.now = 9.9
+    heartbeat.fence()
+    assert leases.calls == 0
+    time.now = 10.0
+    heartbeat.fence()
+    assert leases.calls == 1
+    time.now = 19.9
+    heartbeat.fence()
+    assert leases.calls == 1
+    time.now = 20.0
+    heartbeat.fence()
+    assert leases.calls == 2
+
+
+def test_a_recent_fence_still_stops_a_lost_or_stopping_transfer() -> None:
+    """No write within lease/3, but the heartbeat's own news still stops the publish."""
+    leases, time = ThrottledLeases(times=0), VirtualTime()
+    heartbeat = _heartbeat(leases, time)
+    heartbeat.lost.set()
+    with pytest.raises(LeaseLost):
+        heartbeat.fence()
+    assert leases.calls == 0
+
+
 def test_a_transfer_whose_pre_publish_fence_is_throttled_completes_with_one_download(
     keypair: tuple[RSAPrivateKey, bytes], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The fence before the publish is throttled once: tried again (1 s, the stop event's
-    wait), the downloaded file published and completed; the source is opened once."""
+    """The fence before the publish of a transfer longer than lease/3 (stood in for: the
+    fence always renews here) is throttled once: tried again (1 s, the stop event's wait),
+    the downloaded file published and completed; the source is opened once."""
+    monkeypatch.setattr(Heartbeat, "fence", Heartbeat.renew)
     rig = make_rig(keypair)
     real = rig.jobs.extend_lease
     calls: list[int] = []

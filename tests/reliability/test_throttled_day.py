@@ -1,0 +1,80 @@
+"""Scenario 13: a day on a DynamoDB that throttles as AWS does, at a scaled-down limit.
+
+The throughput proxy (dlpipe/local/ddb_throughput.py) refuses any table or index partition
+key value past LIMIT_WCU a second (BURST_S of unused capacity kept), as AWS refuses one past
+1,000. A real local day (the durable poller, the stub provider, worker threads) runs behind
+it. With the jobs' indexes sharded as designed, no key comes near the limit: the day
+completes and nothing is refused. With one BatchIndex shard (the seed's design: one key a
+batch, 5 WCU of every file of the day on it) the same day is throttled on that key alone;
+that variant is the soak one, and is what this check was seen failing on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from dlpipe.domain import shards
+from dlpipe.domain.cipher_format import CIPHER_GCM
+from dlpipe.domain.schema import BATCH_INDEX, BATCH_SHARDS
+from dlpipe.local.day import DayOptions, run_day
+from dlpipe.local.ddb_limits import ENV_BURST_SECONDS, ENV_PARTITION_WCU
+from dlpipe.local.stack import local_stack
+from dlpipe.local.stub.publish import StubFileSpec
+
+pytestmark = pytest.mark.e2e
+
+FILES = 40
+LIMIT_WCU = 5  # a second, per partition key value: AWS's 1,000 scaled to a laptop's day
+BURST_S = 10  # so a key holds 50 WCU of unused capacity; AWS keeps 300 s
+
+
+def _day(monkeypatch: pytest.MonkeyPatch, batch_shards: int) -> dict[str, Any]:
+    monkeypatch.setenv(ENV_PARTITION_WCU, str(LIMIT_WCU))
+    monkeypatch.setenv(ENV_BURST_SECONDS, str(BURST_S))
+    monkeypatch.setattr(shards, "BATCH_SHARDS", batch_shards)
+    specs = [StubFileSpec(f"thr{n:03d}", 512, str(CIPHER_GCM)) for n in range(FILES)]
+    with local_stack() as stack:
+        proxy = stack.emulator.throughput
+        assert proxy is not None, "the limit is set: the stack must run the proxy"
+        report, _ = run_day(stack, specs, DayOptions(date="2026-03-03", workers=4))
+        heat = proxy.heat()
+    refused = {(r.resource, r.key): r.throttled for r in heat if r.throttled}
+    batch_keys = [r for r in heat if r.resource.endswith(f"/{BATCH_INDEX}")]
+    return {"ok": report.ok, "refused": refused, "batch_keys": batch_keys, "heat": heat}
+
+
+def test_a_day_on_the_sharded_indexes_is_never_throttled(
+    monkeypatch: pytest.MonkeyPatch, figures: Any
+) -> None:
+    """40 files at 5 WCU/s a key: the day completes and verifies, 0 writes refused, and the
+    hottest BatchIndex key took at most 50 WCU (what its burst holds)."""
+    day = _day(monkeypatch, BATCH_SHARDS)
+    hottest = max(day["heat"], key=lambda r: r.wcu)
+    figures(
+        files=FILES,
+        refused=sum(day["refused"].values()),
+        hottest=f"{hottest.resource} {hottest.key}",
+        hottest_wcu=hottest.wcu,
+        batch_keys=len(day["batch_keys"]),
+    )
+    assert day["ok"]
+    assert day["refused"] == {}
+    assert len(day["batch_keys"]) > 1
+    assert max(r.wcu for r in day["batch_keys"]) <= LIMIT_WCU * BURST_S
+
+
+@pytest.mark.soak
+@pytest.mark.timeout(900)
+def test_the_same_day_on_one_batch_key_is_throttled_on_that_key_alone(
+    monkeypatch: pytest.MonkeyPatch, figures: Any
+) -> None:
+    """One BatchIndex shard, as the seed keyed it: the day's one key takes 5 WCU of every
+    file and is refused; no other key is."""
+    day = _day(monkeypatch, 1)
+    figures(files=FILES, refused={f"{res} {key}": n for (res, key), n in day["refused"].items()})
+    assert {resource for resource, _ in day["refused"]} == {
+        r.resource for r in day["batch_keys"]
+    }
+    assert day["refused"]
