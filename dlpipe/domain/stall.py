@@ -55,15 +55,17 @@ class StallWatch:
 
 
 # A slow source's file is tried on this many claims in all, its message hidden a growing while
-# between them; then the job ends `failed` with provider_slow. 3 stays below the 5 receives
-# after which SQS dead-letters a message (the smallest max_receive_count Terraform accepts).
+# between them (two stall windows, doubling: 60 s, then 120 s at the default 30 s window);
+# then the job ends `failed` with provider_slow. 3 stays below the 5 receives after which SQS
+# dead-letters a message (the smallest max_receive_count Terraform accepts).
 SLOW_ATTEMPTS = 3
-SLOW_RETRY_S = 60
+SLOW_RETRY_WINDOWS = 2
 
 
-def slow_retry_s(attempts: int) -> int | None:
-    """Seconds the message of a file abandoned as slow on its `attempts`-th claim stays hidden;
-    None when that was the last attempt and the job ends `failed`."""
+def slow_retry_s(attempts: int, window_s: float = DEFAULT_STALL_WINDOW_SECONDS) -> int | None:
+    """Seconds the message of a file abandoned as slow on its `attempts`-th claim stays hidden,
+    for a stall floor measured over `window_s`; None when that was the last attempt and the
+    job ends `failed`."""
     if attempts >= SLOW_ATTEMPTS:
         return None
-    return int(SLOW_RETRY_S * 2 ** max(0, attempts - 1))
+    return int(SLOW_RETRY_WINDOWS * window_s * 2 ** max(0, attempts - 1))

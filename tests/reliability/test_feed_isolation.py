@@ -2,8 +2,8 @@
 
 Three named feeds at once on one local stack, with the local day's downloaders (4 threads, the
 default share of 50 %): `trickle`, whose provider sends the first attempt of each file at
-2,000 bytes a second (below the default stall floor of 64 KiB per 30 s, so each is abandoned
-as `provider_slow` and retried after the stall back-off, when it arrives at full speed);
+2,000 bytes a second (below the feed's own stall floor of 16 KiB per 5 s, so each is
+abandoned as `provider_slow` and retried two windows later, when it arrives at full speed);
 `large`, a backlog ten times the threads; and `small`. Each feed has its own queue, as
 Terraform deploys it. No feed ever holds more than its cap of the threads (sampled), the
 small feed's day ends while the large feed's backlog is at most half done (the jobs' own
@@ -44,6 +44,7 @@ __all__ = ["stack"]  # the fixture, shared as is
 
 THREADS = DayOptions(date="").workers  # the local day's downloaders
 TRICKLE_BYTES_PER_S = 2_000
+TRICKLE_WINDOW_S = 5
 FEEDS = ("trickle", "large", "small")
 
 
@@ -79,7 +80,7 @@ def _specs(prefix: str, count: int, size: int) -> list[StubFileSpec]:
 
 
 def _feeds(stack: LocalStack, tmp_path: Path, scenario: Scenario) -> tuple[LocalFeeds, Faults]:
-    tables = {
+    tables: dict[str, dict[str, object]] = {
         name: {
             "schedule": "cron(0 7 * * ? *)",
             "time_zone": "UTC",
@@ -87,6 +88,10 @@ def _feeds(stack: LocalStack, tmp_path: Path, scenario: Scenario) -> tuple[Local
         }
         for name in FEEDS
     }
+    # The trickling feed's own stall floor, over the shortest window a feed may set: 2,000
+    # bytes a second is below 16 KiB in 5 s, so a first attempt is abandoned after 5 s and
+    # comes back two windows later (10 s), not after the default 30 s and 60 s.
+    tables["trickle"].update(stall_window_seconds=TRICKLE_WINDOW_S, stall_floor_bytes=16 * 1024)
     trickling = Faults(trickle_bytes_per_s=TRICKLE_BYTES_PER_S)
     files = {
         "trickle": _specs("t", scenario.trickle_files, scenario.trickle_bytes),

@@ -74,7 +74,5 @@ def test_the_same_day_on_one_batch_key_is_throttled_on_that_key_alone(
     file and is refused; no other key is."""
     day = _day(monkeypatch, 1)
     figures(files=FILES, refused={f"{res} {key}": n for (res, key), n in day["refused"].items()})
-    assert {resource for resource, _ in day["refused"]} == {
-        r.resource for r in day["batch_keys"]
-    }
+    assert {resource for resource, _ in day["refused"]} == {r.resource for r in day["batch_keys"]}
     assert day["refused"]

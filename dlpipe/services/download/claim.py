@@ -151,7 +151,7 @@ def slow(
 ) -> ProcessResult:
     """Give a file abandoned below the stall floor back for a later claim, its message
     hidden a growing while; on its last attempt it ends `failed` (provider_slow)."""
-    delay_s = slow_retry_s(job.attempts)
+    delay_s = slow_retry_s(job.attempts, deps.tuning.stall_floor.window_s)
     if delay_s is None:
         return finish(
             deps, job, run.owner, JobStatus.FAILED, exc, started=started, transfers=run.transfers

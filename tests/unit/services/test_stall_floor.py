@@ -42,6 +42,7 @@ def test_a_silent_first_window_is_a_stall() -> None:
 def test_the_slow_retries_grow_then_the_last_attempt_ends_the_job() -> None:
     """60 s after the first slow claim, 120 s after the second, none after the third."""
     assert [slow_retry_s(n) for n in range(1, SLOW_ATTEMPTS + 1)] == [60, 120, None]
+    assert [slow_retry_s(n, 5) for n in range(1, SLOW_ATTEMPTS + 1)] == [10, 20, None]
 
 
 @dataclass
