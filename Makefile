@@ -62,7 +62,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-check: lint typecheck test
+## check: the fast tier: lint, types, and the unit and property tests that run in-process
+## (fakes, pure logic; the conditions' property test on DynamoDB Local is make test's).
+check: lint typecheck
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) -p no:cacheprovider -m "not integration" \
+		tests/unit tests/property
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build dist *.egg-info

@@ -5,6 +5,7 @@ provider's name is answered by a fake resolver."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 from collections.abc import Iterator
@@ -46,8 +47,12 @@ class _Counting:
         try:
             yield self
         finally:
+            # Closing alone does not wake a thread blocked in accept(); a shutdown does.
+            with contextlib.suppress(OSError):
+                self.listener.shutdown(socket.SHUT_RDWR)
             self.listener.close()
             self._thread.join(timeout=5)
+            assert not self._thread.is_alive(), "the counting server did not stop"
 
 
 class _Answer(BaseHTTPRequestHandler):
