@@ -1,16 +1,18 @@
 """structlog JSON logging with a redaction pass: no signature, key or token ever leaves.
 
 A value under a secret's name is masked whole; any other text goes through the one
-redaction, `dlpipe/domain/redaction.py`'s `redact`."""
+redaction, `dlpipe/domain/redaction.py`'s `redact`.
+
+structlog is imported when a logger is first used or logging is configured, not when a module
+that holds a logger is imported: a command's `--help` never pays for it (about 0.15 s)."""
 
 from __future__ import annotations
 
 import logging
 import sys
 from collections.abc import MutableMapping
+from types import ModuleType
 from typing import Any
-
-import structlog
 
 from dlpipe.domain.redaction import REDACTED, redact
 
@@ -54,19 +56,24 @@ def redact_processor(
     return event_dict
 
 
-SHARED_PROCESSORS: list[Any] = [
-    structlog.contextvars.merge_contextvars,
-    structlog.processors.add_log_level,
-    structlog.processors.TimeStamper(fmt="iso", utc=True),
-    structlog.processors.format_exc_info,
-    redact_processor,
-]
+def _structlog() -> ModuleType:
+    import structlog  # noqa: PLC0415 - imported on first use (the module's docstring)
+
+    return structlog
 
 
 def configure_logging(level: str = "INFO", stream: Any = None) -> None:
     """Send JSON log lines to stderr (or `stream`); safe to call more than once."""
+    structlog = _structlog()
     structlog.configure(
-        processors=[*SHARED_PROCESSORS, structlog.processors.JSONRenderer()],
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.format_exc_info,
+            redact_processor,
+            structlog.processors.JSONRenderer(),
+        ],
         wrapper_class=structlog.make_filtering_bound_logger(
             logging.getLevelNamesMapping().get(level.upper(), logging.INFO)
         ),
@@ -77,12 +84,12 @@ def configure_logging(level: str = "INFO", stream: Any = None) -> None:
 
 def logging_config() -> dict[str, Any]:
     """The current configuration, for `restore_logging` (a run that logs to a file it closes)."""
-    return dict(structlog.get_config())
+    return dict(_structlog().get_config())
 
 
 def restore_logging(config: dict[str, Any]) -> None:
     """Put back a configuration `logging_config` returned."""
-    structlog.configure(**config)
+    _structlog().configure(**config)
 
 
 class RedactingFilter(logging.Filter):
@@ -123,12 +130,32 @@ def redact_stdlib_logs(*prefixes: str) -> None:
             logger.addFilter(RedactingFilter())
 
 
+class _Logger:
+    """A logger whose structlog logger is made on first use (then kept: structlog's own is
+    lazy, so later configuration still applies to it)."""
+
+    __slots__ = ("_bound", "_logger")
+
+    def __init__(self, bound: dict[str, Any]) -> None:
+        self._bound = bound
+        self._logger: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._logger is None:
+            self._logger = _first_use().get_logger("dlpipe", **self._bound)
+        return getattr(self._logger, name)
+
+
 def get_logger(**bound: Any) -> Any:
     """A structlog logger with `bound` context; lazy, so later configuration still applies."""
-    return structlog.get_logger("dlpipe", **bound)
+    return _Logger(bound)
 
 
-# Redaction must hold even in a process that never calls configure_logging (a library use,
-# a test): install the JSON + redaction pipeline unless someone configured structlog already.
-if not structlog.is_configured():
-    configure_logging()
+def _first_use() -> ModuleType:
+    # Redaction must hold even in a process that never calls configure_logging (a library use,
+    # a Lambda handler): install the JSON + redaction pipeline unless someone configured
+    # structlog already.
+    structlog = _structlog()
+    if not structlog.is_configured():
+        configure_logging()
+    return structlog

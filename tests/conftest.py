@@ -16,11 +16,18 @@ from dlpipe.adapters.jobs_table import JobsTable
 from dlpipe.config import Settings
 from dlpipe.local.emulator import LocalAws
 from dlpipe.local.provision import Provisioned, provision
-from dlpipe.log import logging_config, restore_logging
+from dlpipe.log import configure_logging, logging_config, restore_logging
 from tests.support import ManualClock
 
 # Records every AWS call of the session for the IAM checker (tests/iam/), which runs last.
 pytest_plugins = ["tests.iam.plugin"]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """dlpipe's logging installed first, as in a process whose first logger use installs it:
+    a test that captures logs before any dlpipe logger ran must not leave structlog configured
+    with its defaults (capture_logs restores what it found)."""
+    configure_logging()
 
 
 @pytest.fixture(scope="session")
