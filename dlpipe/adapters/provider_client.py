@@ -44,6 +44,9 @@ from dlpipe.domain.url_policy import Resolver, UrlRefused, approve_api, resolve_
 from dlpipe.log import get_logger
 
 MAX_RESPONSE_BYTES = 32 * 1024 * 1024  # one file's answer; the listing is streamed, uncapped
+# connect, read: how long a call waits for the provider to connect, then for each read (the
+# first listing page's headers included: a fresh date's listing may take the provider a while).
+PROVIDER_TIMEOUT_S: tuple[float, float] = (5, 30)
 _LISTING_CHUNK_BYTES = 64 * 1024
 # Faults of the connection, not of the request: worth another attempt.
 _T = TypeVar("_T")
@@ -83,7 +86,7 @@ class ProviderClient:
         token: str,
         *,
         session: requests.Session | None = None,
-        timeout: tuple[float, float] = (5, 30),
+        timeout: tuple[float, float] = PROVIDER_TIMEOUT_S,
         max_attempts: int = 5,
         max_wait_s: float = 30,
         initial_wait_s: float = 0.5,

@@ -23,11 +23,10 @@ from botocore.exceptions import (
 )
 
 from dlpipe.adapters.aws_errors import is_transient
-from dlpipe.adapters.provider_client import ProviderClient
+from dlpipe.adapters.provider_client import PROVIDER_TIMEOUT_S, ProviderClient
 from dlpipe.config import ENV_PROVIDER_URL, ConfigError
 from dlpipe.domain.errors import DependencyUnavailableError, NotReadyError
 
-_PROVIDER_TIMEOUT_S = (3.0, 5.0)  # connect, read (to the listing's headers)
 _MISSING_QUEUE_CODES = ("AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist")
 
 
@@ -82,7 +81,9 @@ class AwsProbe:
 
 @dataclass(frozen=True)
 class ProviderProbe:
-    """The provider's listing of a day, opened once with one attempt and closed unread."""
+    """The provider's listing of a day, opened once with one attempt and closed unread, with
+    the listing's own deadlines: a provider slow to start a fresh date's listing passes the
+    check as it would pass the listing (a shorter read timeout reported it down)."""
 
     base_url: str
     token: Callable[[], str]  # read when the check runs: after the token's own probe passed
@@ -95,7 +96,7 @@ class ProviderProbe:
         client = ProviderClient(
             self.base_url,
             self.token(),
-            timeout=_PROVIDER_TIMEOUT_S,
+            timeout=PROVIDER_TIMEOUT_S,
             max_attempts=1,
             allow_http=self.allow_http,
             allow_private=self.allow_private,
