@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     from dlpipe.local.up import LocalUp, StubOptions
 
 console = Console(stderr=True)
-# The hints' command as README's shells type it: the virtualenv's, never activated there.
-DLPIPE = ".venv/bin/dlpipe"
+# The hints' command as README's shells type it once they activated the virtualenv.
+DLPIPE = "dlpipe"
 
 
 def provisioned_table(clients: AwsClients, provisioned: Provisioned) -> Table:

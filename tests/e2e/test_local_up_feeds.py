@@ -200,10 +200,10 @@ def test_local_up_names_each_feeds_run_and_the_queue_the_hand_off_events_reach(
     exports, day, folder = up3
     printed = (folder / "local-up.out").read_text().splitlines()
     hints = [line.removeprefix("# then: ") for line in printed if line.startswith("# then: ")]
-    # README's shells never activate the virtualenv: its dlpipe, by path.
-    assert hints[0].startswith(".venv/bin/dlpipe worker > "), hints  # runs until stopped
-    assert hints[0].endswith(f"&  .venv/bin/dlpipe run --date {day}"), hints
-    assert hints[1:] == [f".venv/bin/dlpipe run --date {day} --feed feed-{n}" for n in (2, 3)]
+    # README's second shell activates the virtualenv once: `dlpipe`, as every repair hint.
+    assert hints[0].startswith("dlpipe worker > "), hints  # runs until stopped
+    assert hints[0].endswith(f"&  dlpipe run --date {day}"), hints
+    assert hints[1:] == [f"dlpipe run --date {day} --feed feed-{n}" for n in (2, 3)]
     (events,) = [line for line in printed if line.startswith("# hand-off events")]
     url = events.rsplit(" ", 1)[-1]
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION"):

@@ -45,7 +45,7 @@ def _dlpipe(shell: dict[str, str], folder: Path, *args: str) -> subprocess.Compl
 
 def test_a_hand_written_feed_runs_on_local_up_and_status_shows_its_day(tmp_path: Path) -> None:
     """The template's feed `mine` gets its stub and SSM parameter; the hints name
-    `.venv/bin/dlpipe run --date D --feed mine`; a worker and that run with the exports alone
+    `dlpipe run --date D --feed mine`; a worker and that run with the exports alone
     complete its day, and `status --feed mine` shows the batch completed."""
     day = unique_day()
     (tmp_path / "feeds.toml").write_text(TEMPLATE)
@@ -61,7 +61,7 @@ def test_a_hand_written_feed_runs_on_local_up_and_status_shows_its_day(tmp_path:
         children = psutil.Process(up.pid).children(recursive=True)
         assert "feed mine: stub provider at" in (tmp_path / "local-up.err").read_text()
         hints = [line.strip() for line in printed if line.startswith("# then: ")]
-        assert hints[-1] == f"# then: .venv/bin/dlpipe run --date {day} --feed mine", hints
+        assert hints[-1] == f"# then: dlpipe run --date {day} --feed mine", hints
         shell = {"PATH": os.environ["PATH"], "HOME": os.environ["HOME"], **exports}
         shell |= {k: os.environ[k] for k in ("PYTHONPATH", FILE_ENV, TEST_ENV) if k in os.environ}
         with (tmp_path / "worker.err").open("w") as worker_err:
