@@ -22,7 +22,13 @@ from typing import TYPE_CHECKING
 from dlpipe.bootstrap.handoff import consumer_manifests
 from dlpipe.config import ConfigError
 from dlpipe.services.ops import handoff as _service
-from dlpipe.services.ops.handoff import DayHandoff, DayState, DayVerification, HandoffError
+from dlpipe.services.ops.handoff import (
+    DayHandoff,
+    DayState,
+    DayVerification,
+    HandoffError,
+    ReadyDays,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -38,17 +44,38 @@ def wait_for_day(
     interval: float = DEFAULT_INTERVAL_S,
     s3_client: S3Client | None = None,
     bucket: str | None = None,
+    verify: bool = False,
 ) -> DayHandoff:
     """Look every `interval` seconds until feed `feed`'s day `date` (YYYY-MM-DD) completed or
     failed, or `timeout` seconds passed (0: look once, as a sensor's poke does); the last
     look. `.ready` is True when the day completed; `.state` says which of completed, failed,
-    timeout (provisional: a repair may still complete it) or not_yet."""
+    timeout (provisional: a repair may still complete it) or not_yet. `verify=True`: a
+    completed day is ready only once it verifies as `show_day` checks it (a HEAD of every
+    object it lists); one that does not raises HandoffError naming its first problem."""
     if timeout < 0 or interval <= 0:
         raise ValueError(f"timeout must be >= 0 and interval > 0, got {timeout} and {interval}")
     store = consumer_manifests(s3_client, bucket)
     return _service.wait_for_day(
-        store, store.bucket, feed, date, timeout_s=timeout, interval_s=interval
+        store, store.bucket, feed, date, timeout_s=timeout, interval_s=interval, verify=verify
     )
+
+
+def ready_days(
+    feed: str,
+    first: str,
+    last: str,
+    *,
+    s3_client: S3Client | None = None,
+    bucket: str | None = None,
+    verify: bool = True,
+) -> ReadyDays:
+    """Feed `feed`'s days from `first` to `last` (YYYY-MM-DD, inclusive), one look each,
+    oldest first, up to the first not completed: `.ready` the completed ones (verified, unless
+    `verify=False`; a day with no files among them, its counts saying 0 completed),
+    `.next_date` the first not handed on (a sensor's next cursor), `.failed` the failed day
+    the walk stopped at, if any. A completed day that does not verify raises HandoffError."""
+    store = consumer_manifests(s3_client, bucket)
+    return _service.ready_days(store, store.bucket, feed, first, last, verify=verify)
 
 
 def show_day(
@@ -71,6 +98,8 @@ __all__ = [
     "DayState",
     "DayVerification",
     "HandoffError",
+    "ReadyDays",
+    "ready_days",
     "show_day",
     "wait_for_day",
 ]

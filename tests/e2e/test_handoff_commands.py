@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
@@ -19,7 +21,7 @@ from dlpipe.adapters.aws import AwsClients
 from dlpipe.adapters.manifest_store import S3ManifestStore
 from dlpipe.domain.manifest import DayPointer, ManifestHeader, PublishedFile
 from dlpipe.domain.model import make_batch_id
-from dlpipe.handoff import DayState, show_day, wait_for_day
+from dlpipe.handoff import DayState, HandoffError, ready_days, show_day, wait_for_day
 from dlpipe.local.provision import Provisioned
 from tests.support import unique_day
 
@@ -160,6 +162,29 @@ def test_show_verifies_every_object_then_names_a_tampered_one(bucket: Bucket) ->
     assert _one_line(run, f"{day} default: object {files[1]} changed: version ")
 
 
+def test_wait_verify_answers_ready_only_for_a_day_that_verifies(
+    bucket: Bucket, clients: AwsClients
+) -> None:
+    """`wait --verify` on a day whose objects verify: exit 0 with the URIs, as `wait`. One
+    object written over: plain `wait` still says ready (it reads the pointer and manifest
+    alone), `wait --verify` exits 1 in one line naming the object; wait_for_day(verify=True)
+    raises HandoffError naming it."""
+    day = unique_day()
+    key, files = bucket.day(day, "completed")
+    run = _dlpipe(bucket, "wait", "--date", day, "--verify")
+    assert (run.returncode, run.stderr) == (0, "")
+    assert run.stdout.startswith(f"s3://{bucket.name}/{key}\n")
+    bucket.put(files[2], b"other bytes")
+    assert _dlpipe(bucket, "wait", "--date", day).returncode == 0
+    run = _dlpipe(bucket, "wait", "--date", day, "--verify")
+    line = _one_line(run)
+    assert run.returncode == 1, run.stderr
+    assert f"the completed day does not verify: object {files[2]} changed" in line
+    assert run.stdout == ""
+    with pytest.raises(HandoffError, match=f"object {re.escape(files[2])} changed"):
+        wait_for_day("default", day, s3_client=clients.s3, bucket=bucket.name, verify=True)
+
+
 def test_show_names_a_manifest_rewritten_behind_the_pointer(bucket: Bucket) -> None:
     day = unique_day()
     key, _ = bucket.day(day, "completed")
@@ -203,3 +228,33 @@ def test_the_python_api_answers_as_the_commands(bucket: Bucket, clients: AwsClie
     later = unique_day()
     nothing = wait_for_day("default", later, s3_client=clients.s3, bucket=bucket.name)
     assert nothing.state is DayState.NOT_YET
+
+
+def test_ready_days_hands_on_every_completed_day_up_to_the_first_not_settled(
+    bucket: Bucket, clients: AwsClients
+) -> None:
+    """Four days from a sensor's cursor: completed, completed with no files, not yet, then
+    completed. The walk hands on the first two (the empty one with 0 completed), stops at the
+    third (the fourth waits for it) and names it as the next cursor; the next walk from there,
+    once the third completed, hands on the third and fourth. A failed day stops a walk and is
+    named; a tampered completed day raises HandoffError."""
+    start = date.fromisoformat(unique_day())
+    d0, d1, d2, d3, d4 = (str(start + timedelta(days=n)) for n in range(5))
+    bucket.day(d0, "completed")
+    bucket.day(d1, "completed", files=0)
+    bucket.day(d3, "completed")
+    walk = ready_days("default", d0, d3, s3_client=clients.s3, bucket=bucket.name)
+    assert [(d.date, (d.counts or {}).get("completed")) for d in walk.ready] == [(d0, 3), (d1, 0)]
+    assert (walk.next_date, walk.failed) == (d2, None)
+    bucket.day(d2, "completed")
+    walk = ready_days("default", walk.next_date, d3, s3_client=clients.s3, bucket=bucket.name)
+    assert ([d.date for d in walk.ready], walk.next_date) == ([d2, d3], d4)
+    bucket.day(d4, "failed")
+    walk = ready_days("default", d3, d4, s3_client=clients.s3, bucket=bucket.name)
+    assert [d.date for d in walk.ready] == [d3]
+    assert walk.failed is not None
+    assert (walk.failed.date, walk.next_date) == (d4, d4)
+    _, files = bucket.day(d3, "completed")  # a second manifest for d3, then tampered with
+    bucket.put(files[0], b"other bytes")
+    with pytest.raises(HandoffError, match="does not verify"):
+        ready_days("default", d3, d3, s3_client=clients.s3, bucket=bucket.name)

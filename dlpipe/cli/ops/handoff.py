@@ -54,14 +54,29 @@ def handoff_group() -> None:
     metavar="SECONDS",
     help="Seconds between two looks.",
 )
+@click.option(
+    "--verify",
+    is_flag=True,
+    help="Answer ready only once the completed day verifies as `handoff show` checks it"
+    " (a HEAD of every object); exit 1 naming the first problem if it does not.",
+)
 @json_option
 @pass_ops
 def wait_command(
-    ops: OpsContext, *, feed: str, day: str, timeout_s: float, interval_s: float, as_json: bool
+    ops: OpsContext,
+    *,
+    feed: str,
+    day: str,
+    timeout_s: float,
+    interval_s: float,
+    verify: bool,
+    as_json: bool,
 ) -> None:
     """Exit 0 and print the day's manifest URI (and its file list's) once the day completed;
     3 if it failed, 4 if it timed out, 5 if it has no manifest yet."""
-    found = wait_for_configured(ops, feed, day, timeout_s=timeout_s, interval_s=interval_s)
+    found = wait_for_configured(
+        ops, feed, day, timeout_s=timeout_s, interval_s=interval_s, verify=verify
+    )
     if as_json:
         click.echo(json.dumps(found.to_dict(), indent=2, sort_keys=True))
     elif found.ready:
@@ -74,12 +89,18 @@ def wait_command(
 
 
 def wait_for_configured(
-    ops: OpsContext, feed: str, day: str, *, timeout_s: float, interval_s: float
+    ops: OpsContext,
+    feed: str,
+    day: str,
+    *,
+    timeout_s: float,
+    interval_s: float,
+    verify: bool = False,
 ) -> DayHandoff:
     """`handoff wait`'s look(s) at a configured feed's day (usage error for another feed)."""
     date = resolve_day(day, ops.now_ms())
     configured(ops, feed)
-    return wait_on(ops, feed, date, timeout_s=timeout_s, interval_s=interval_s)
+    return wait_on(ops, feed, date, timeout_s=timeout_s, interval_s=interval_s, verify=verify)
 
 
 def wait_line(ops: OpsContext, feed: str, date: str) -> tuple[int, str]:
@@ -95,14 +116,28 @@ def wait_line(ops: OpsContext, feed: str, date: str) -> tuple[int, str]:
 
 
 def wait_on(
-    ops: OpsContext, feed: str, date: str, *, timeout_s: float, interval_s: float
+    ops: OpsContext,
+    feed: str,
+    date: str,
+    *,
+    timeout_s: float,
+    interval_s: float,
+    verify: bool = False,
 ) -> DayHandoff:
-    """The service's wait on the context's bucket; an untrustworthy pointer or manifest is a
-    one-line error, exit 1."""
+    """The service's wait on the context's bucket; an untrustworthy pointer or manifest, or
+    (`verify`) a completed day that does not verify, is a one-line error, exit 1."""
     reader = ops.manifests()
     bucket = str(ops.settings.destination_bucket)  # manifests() refused an unset one
     try:
-        return wait_for_day(reader, bucket, feed, date, timeout_s=timeout_s, interval_s=interval_s)
+        return wait_for_day(
+            reader,
+            bucket,
+            feed,
+            date,
+            timeout_s=timeout_s,
+            interval_s=interval_s,
+            verify=verify,
+        )
     except HandoffError as exc:
         raise click.ClickException(f"feed {feed}'s day {date}: {exc}") from exc
 

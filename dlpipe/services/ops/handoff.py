@@ -10,10 +10,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import date as _date
+from datetime import timedelta
 from enum import StrEnum
 from typing import Any
 
 from dlpipe.domain.manifest import Manifest, ManifestError, day_prefix
+from dlpipe.domain.model import validate_date
 from dlpipe.domain.statuses import BATCH_OPEN, SUCCESSFUL_BATCH_STATUSES
 from dlpipe.services.ops.manifest_check import (
     ManifestProblemError,
@@ -39,6 +42,7 @@ class DayState(StrEnum):
 
 # States that `wait` returns on at once; on the others it looks again until its timeout.
 SETTLED = frozenset({DayState.COMPLETED, DayState.FAILED})
+_ONE_DAY = timedelta(days=1)
 
 
 class HandoffError(Exception):
@@ -118,18 +122,71 @@ def wait_for_day(
     *,
     timeout_s: float,
     interval_s: float,
+    verify: bool = False,
     monotonic: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
 ) -> DayHandoff:
     """Look every `interval_s` until the day completed or failed, or `timeout_s` passed (0:
-    look once); the last look. A timed-out day is waited on: a repair may still end it."""
+    look once); the last look. A timed-out day is waited on: a repair may still end it.
+
+    `verify`: a completed day is answered ready only once it verifies as `show_day` checks it
+    (every object's version, size and SHA-256, the file list and COPY manifest); one that
+    does not is HandoffError naming its first problem, never "ready"."""
     deadline = monotonic() + timeout_s
     while True:
         day = look(reader, bucket, feed, date)
         remaining = deadline - monotonic()
         if day.state in SETTLED or remaining <= 0:
-            return day
+            break
         sleep(min(interval_s, remaining))
+    if verify and day.ready:
+        checked = show_day(reader, bucket, feed, date)
+        if not checked.ok:
+            more = len(checked.problems) - 1
+            tail = f" (and {more} more problem(s): dlpipe handoff show)" if more else ""
+            raise HandoffError(f"the completed day does not verify: {checked.problems[0]}{tail}")
+        day = checked.handoff
+    return day
+
+
+@dataclass(frozen=True)
+class ReadyDays:
+    """A walk over a feed's days, oldest first: what a sensor hands to runs, and where its
+    next walk starts."""
+
+    ready: tuple[DayHandoff, ...]  # completed (and verified, if asked), oldest first
+    next_date: str  # the first day not handed on: the next walk's first (a sensor's cursor)
+    failed: DayHandoff | None = None  # the failed day the walk stopped at, if it met one
+
+
+def ready_days(
+    reader: ManifestReader,
+    bucket: str,
+    feed: str,
+    first: str,
+    last: str,
+    *,
+    verify: bool = True,
+) -> ReadyDays:
+    """Each of the feed's days from `first` to `last` (inclusive), one look each, oldest
+    first, up to the first that is not completed: a day not settled yet (no manifest, or
+    timed out: a repair may still complete it) ends the walk there, so no later day is handed
+    on before it; a failed day ends it too, named in `failed`. A completed day with no files
+    is ready like any other (its counts say 0 completed: its JSON Lines file list is empty).
+    `verify`: each completed day is checked as `wait_for_day(verify=True)` checks it."""
+    day, end = _date.fromisoformat(validate_date(first)), _date.fromisoformat(validate_date(last))
+    ready: list[DayHandoff] = []
+    while day <= end:
+        found = wait_for_day(
+            reader, bucket, feed, day.isoformat(), timeout_s=0, interval_s=1, verify=verify
+        )
+        if found.state is DayState.FAILED:
+            return ReadyDays(tuple(ready), day.isoformat(), found)
+        if not found.ready:
+            break
+        ready.append(found)
+        day += _ONE_DAY
+    return ReadyDays(tuple(ready), day.isoformat())
 
 
 def show_day(reader: ManifestReader, bucket: str, feed: str, date: str) -> DayVerification:
