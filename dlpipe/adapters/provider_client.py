@@ -95,6 +95,7 @@ class ProviderClient:
         allow_http: bool = False,
         allow_private: bool = False,
         resolver: Resolver = resolve_addresses,
+        feed: str | None = None,
     ) -> None:
         if not token:
             raise ConfigError("the provider token is empty")
@@ -104,6 +105,7 @@ class ProviderClient:
         self._session = session or requests.Session()
         self._allow_private, self._resolver = allow_private, resolver
         self._timeout = timeout
+        self._feed = feed  # named on every line this client logs
         self._max_attempts = max(1, max_attempts)
         self._max_wait_s = max_wait_s
         self._backoff = wait_random_exponential(multiplier=initial_wait_s, max=max_wait_s)
@@ -112,6 +114,10 @@ class ProviderClient:
 
     def __repr__(self) -> str:
         return f"ProviderClient({self._base_url!r})"  # never the token
+
+    def _log(self) -> Any:
+        log = _log()
+        return log.bind(feed=self._feed) if self._feed else log
 
     def list_files(self, date: str) -> ListingResult:
         """The day's listing, all pages collected: parsed files and the refused ones.
@@ -164,7 +170,7 @@ class ProviderClient:
                         attempts=1,
                         reason=f"GET /v1/files: {type(exc).__name__} mid-body",
                     ) from exc
-            _log().info(
+            self._log().info(
                 "provider.listing_page", date=date, page=parser.pages, entries=parser.entries
             )
             cursor = parser.next_cursor
@@ -227,11 +233,11 @@ class ProviderClient:
                 allow_redirects=False,  # a bearer token is not sent wherever a redirect points
             )
         except _TRANSPORT_ERRORS as exc:
-            _log().info(
+            self._log().info(
                 "provider.request", path=path, date=date, page=page, error=type(exc).__name__
             )
             raise _Retryable(type(exc).__name__) from exc
-        _log().info(
+        self._log().info(
             "provider.request",
             path=path,
             date=date,
@@ -278,10 +284,10 @@ class ProviderClient:
                 f"the provider's answer to {path} does not decode (Content-Encoding)"
             ) from exc
         except _TRANSPORT_ERRORS as exc:
-            _log().info("provider.request", path=path, date=date, error=type(exc).__name__)
+            self._log().info("provider.request", path=path, date=date, error=type(exc).__name__)
             raise _Retryable(type(exc).__name__) from exc
         elapsed_ms = round((time.monotonic() - started) * 1000)
-        _log().info(
+        self._log().info(
             "provider.request",
             path=path,
             date=date,
@@ -300,7 +306,7 @@ class ProviderClient:
     def _log_retry(self, state: RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome else None
         wait_s = state.next_action.sleep if state.next_action else None
-        _log().warning(
+        self._log().warning(
             "provider.retry", attempt=state.attempt_number, reason=str(exc), wait_s=wait_s
         )
 

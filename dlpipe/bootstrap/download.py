@@ -65,6 +65,7 @@ def provider_factory(settings: Settings, clients: AwsClients) -> Callable[[], Ur
                 token,
                 allow_http=settings.allow_http_urls,
                 allow_private=settings.allow_private_url_hosts,
+                feed=settings.feed,
             )
 
         token = Rereadable(

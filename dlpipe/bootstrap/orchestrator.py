@@ -91,6 +91,7 @@ def build_flow(
             listing_limits=ListingLimits.from_settings(settings),
             allow_http=settings.allow_http_urls,
             allow_private=settings.allow_private_url_hosts,
+            feed=settings.feed,
         )
     if not settings.destination_prefix:  # the default feed, publishing at the bucket's root
         provider = RootGuard(provider, reserved_roots(named_prefixes(settings, aws)))
