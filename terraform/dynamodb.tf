@@ -45,10 +45,12 @@ resource "aws_dynamodb_table" "jobs" {
     type = "S"
   }
 
-  # Keys and TTL only (TTL is written once, by the put): no write but a status change touches
-  # an index, and readers fetch the jobs by key. docs/ARCHITECTURE.md, "Tables", has the WCU.
-  # StatusIndex adds BatchID (changed only by an adoption, which moves StatusUpdatedAt too), so
-  # the sweeper filters one batch's stale jobs before fetching them.
+  # Keys, TTL (written once, by the put) and only what a status change writes: no write but a
+  # status change touches an index, and readers fetch the jobs by key. docs/ARCHITECTURE.md,
+  # "Tables", has the WCU. StatusIndex adds BatchID (changed only by an adoption, which moves
+  # StatusUpdatedAt too), so the sweeper filters one batch's stale jobs before fetching them;
+  # BatchIndex adds what the day's manifest names (dlpipe/domain/schema.py), so write-manifest
+  # reads index items alone.
   global_secondary_index {
     name               = "StatusIndex"
     hash_key           = "StatusShard"
@@ -62,7 +64,7 @@ resource "aws_dynamodb_table" "jobs" {
     hash_key           = "BatchShard"
     range_key          = "Status"
     projection_type    = "INCLUDE"
-    non_key_attributes = ["TTL"]
+    non_key_attributes = ["TTL", "Entity", "DestinationKey", "ByteCount", "SHA256", "ErrorMessage"]
   }
 
   # Epoch seconds; jobs live 30 days.

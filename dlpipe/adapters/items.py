@@ -13,6 +13,7 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from dlpipe.domain.cipher_format import read_cipher
 from dlpipe.domain.errors import CorruptRecordError
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME, is_feed_name
+from dlpipe.domain.job_row import JobRow
 from dlpipe.domain.model import (
     Batch,
     BatchStatus,
@@ -266,3 +267,22 @@ def batch_from_item(item: dict[str, Any]) -> Batch:
             f"batch item {key!r} is not a valid batch: {exc}", key=key
         ) from exc
     return batch
+
+
+def job_row_from_index_item(item: dict[str, Any], status: JobStatus) -> JobRow:
+    """A BatchIndex item of a job in `status` as a JobRow (what its projection holds)."""
+
+    def text(field: str) -> str | None:
+        value = item.get(JOB_ATTRIBUTES[field], {})
+        return str(value["S"]) if "S" in value else None
+
+    size = item.get(JOB_ATTRIBUTES["byte_count"], {}).get("N")
+    return JobRow(
+        str(item[FILE_ID_ATTRIBUTE]["S"]),
+        text("entity"),
+        status,
+        destination_key=text("destination_key"),
+        byte_count=int(size) if size is not None else None,
+        sha256=text("sha256"),
+        error_message=text("error_message"),
+    )

@@ -39,15 +39,19 @@ JOBS_INDEXES: Final = {
 BATCHES_INDEXES: Final = {
     POLLING_DATE_INDEX: (POLLING_DATE_ATTRIBUTE, STATUS_ATTRIBUTE),
 }
-# index name -> (projection type, non-key attributes). The jobs' indexes carry their keys and
-# TTL only (set once, at the put), so no write but a status change touches them, and an index
-# read still filters out items past their TTL; readers fetch the jobs by key (BatchGetItem).
-# StatusIndex also carries BatchID, so the sweeper filters a batch's stale jobs before any
-# fetch: BatchID is set by the put and changed only by an adoption, which also moves
-# StatusUpdatedAt (the index's range key), so it adds no index write.
+# index name -> (projection type, non-key attributes). The jobs' indexes carry their keys, TTL
+# (set once, at the put, so an index read still filters out items past it) and only what is
+# written with a status change, so no write but a status change touches them; readers fetch
+# the jobs by key (BatchGetItem). StatusIndex also carries BatchID, so the sweeper filters a
+# batch's stale jobs before any fetch: BatchID is set by the put and changed only by an
+# adoption, which also moves StatusUpdatedAt (the index's range key). BatchIndex also carries
+# what a day's manifest names (dlpipe/domain/job_row.py): Entity (set by the put), the
+# published object's key, size and SHA-256 (set by the completion) and ErrorMessage (set by
+# the writes that end or release a claim), so write-manifest reads index items alone.
+MANIFEST_ATTRIBUTES: Final = ("Entity", "DestinationKey", "ByteCount", "SHA256", "ErrorMessage")
 JOBS_PROJECTIONS: Final = {
     STATUS_INDEX: ("INCLUDE", (TTL_ATTRIBUTE, BATCH_ID_ATTRIBUTE)),
-    BATCH_INDEX: ("INCLUDE", (TTL_ATTRIBUTE,)),
+    BATCH_INDEX: ("INCLUDE", (TTL_ATTRIBUTE, *MANIFEST_ATTRIBUTES)),
 }
 BATCHES_PROJECTIONS: Final = {POLLING_DATE_INDEX: ("ALL", ())}
 

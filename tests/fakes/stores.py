@@ -24,6 +24,7 @@ from dlpipe.domain.errors import (
     QueueSendError,
     RequeueRefusedError,
 )
+from dlpipe.domain.job_row import JobRow
 from dlpipe.domain.model import (
     SETS_MAX_FILES,
     Batch,
@@ -98,6 +99,18 @@ class FakeJobsTable:
 
     def count_by_batch(self, batch_id: str, status: JobStatus) -> int:
         return sum(1 for _ in self.query_by_batch(batch_id, status))
+
+    def rows_by_batch(self, batch_id: str, status: JobStatus) -> Iterator[JobRow]:
+        for job in self.query_by_batch(batch_id, status):
+            yield JobRow(
+                job.file_id,
+                job.entity,
+                job.status,
+                destination_key=job.destination_key,
+                byte_count=job.byte_count,
+                sha256=job.sha256,
+                error_message=job.error_message,
+            )
 
     def counts_by_batch(self, batch_id: str, statuses: Iterable[JobStatus]) -> dict[JobStatus, int]:
         return {s: self.count_by_batch(batch_id, s) for s in statuses}

@@ -127,6 +127,44 @@ def test_a_batch_is_read_whole_across_its_shards_and_paged_one_by_one(
     assert len(jobs.batch_file_ids(batch_id)) == 40
 
 
+class CallNames:
+    """A DynamoDB client that notes the name of every operation called through it."""
+
+    def __init__(self, client: Any) -> None:
+        self._client, self.called = client, list[str]()
+
+    def __getattr__(self, name: str) -> Any:
+        self.called.append(name)
+        return getattr(self._client, name)
+
+
+def test_a_batchs_manifest_rows_come_from_its_index_items_alone(
+    clients: AwsClients, provisioned: Provisioned, clock: ManualClock, entity: str
+) -> None:
+    """rows_by_batch: each completed job's entity, key, size and SHA-256 and each failed
+    job's error, read from BatchIndex (its projection) with Queries only: no job fetched."""
+    writer = JobsTable(clients.dynamodb, provisioned.jobs_table, clock)
+    batch_id = new_batch_id()
+    made = [writer.create(make_job(f"{entity}m{i}", batch_id=batch_id)) for i in range(5)]
+    for n, job in enumerate(made):
+        writer.claim(job.file_id, "w1", LEASE_S)
+        if n < 4:
+            writer.complete(
+                job.file_id, "w1", byte_count=10 + n, sha256=f"{n}" * 64, destination_key=f"k/{n}"
+            )
+        else:
+            writer.finish_unsuccessfully(job.file_id, "w1", JobStatus.FAILED, "http_404: gone")
+    calls = CallNames(clients.dynamodb)
+    reader = JobsTable(calls, provisioned.jobs_table, clock)  # type: ignore[arg-type]
+    done = sorted(reader.rows_by_batch(batch_id, JobStatus.COMPLETED), key=lambda r: r.file_id)
+    failed = list(reader.rows_by_batch(batch_id, JobStatus.FAILED))
+    assert [(r.entity, r.destination_key, r.byte_count, r.sha256) for r in done] == [
+        (f"{entity}m{n}", f"k/{n}", 10 + n, f"{n}" * 64) for n in range(4)
+    ]
+    assert [(r.file_id, r.error_message) for r in failed] == [(made[4].file_id, "http_404: gone")]
+    assert set(calls.called) == {"query"}
+
+
 def test_stuck_jobs_merge_every_shard_oldest_first(
     jobs: JobsTable, entity: str, clock: ManualClock
 ) -> None:

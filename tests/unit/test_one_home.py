@@ -13,6 +13,7 @@ from typing import Any
 import dlpipe
 from dlpipe.adapters.items import BATCH_ATTRIBUTES, JOB_ATTRIBUTES
 from dlpipe.domain import statuses
+from dlpipe.domain.schema import BATCH_INDEX, JOBS_PROJECTIONS, MANIFEST_ATTRIBUTES
 from dlpipe.domain.statuses import BATCH_STATUSES, JOB_STATUSES, BatchStatus, JobStatus, StatusRow
 
 ROOT = Path(dlpipe.__file__).parent
@@ -178,3 +179,11 @@ def test_no_module_but_items_py_and_schema_py_spells_an_attribute_name() -> None
         for line in _attribute_names(name, tree)
     ]
     assert not found, "\n".join(found)
+
+
+def test_batch_index_projects_attributes_the_jobs_items_carry() -> None:
+    """The manifest's projected attributes (domain/schema.py) are job attributes by the names
+    adapters/items.py writes: a misspelt one would be projected empty and every manifest row
+    read from BatchIndex would lack it."""
+    assert set(MANIFEST_ATTRIBUTES) <= set(JOB_ATTRIBUTES.values())
+    assert set(MANIFEST_ATTRIBUTES) <= set(JOBS_PROJECTIONS[BATCH_INDEX][1])

@@ -1,9 +1,10 @@
 """One completion check's reads: what is pending, what finished, at a cost bounded by the day.
 
-Per poll, BatchIndex is counted, never read job by job (index items are keys + TTL, ~150 B:
-~27 to the 0.5 RCU an eventually consistent 4 KB costs): each of its 16 shards is queried for
-`available` (Select=COUNT) and for the `downloading`..`failed` run of the sort key (`error`
-and `failed` sit next to it: one Query counts all three by the Status it returns). `completed`
+Per poll, BatchIndex is counted, never read job by job (a pending job's index item is its
+keys, TTL and Entity, ~150 B: ~27 to the 0.5 RCU an eventually consistent 4 KB costs): each
+of its 16 shards is queried for `available` (Select=COUNT) and for the `downloading`..`failed`
+run of the sort key (`error` and `failed` sit next to it: one Query counts all three by the
+Status it returns). `completed`
 is counted only once nothing is pending (or on the last poll): until then
 completed = expected - pending - failed - error is progress, never a decision. The sweeper's
 candidates come from StatusIndex (sweeper.py's `stale_jobs`: claims older than one lease,

@@ -87,14 +87,15 @@ def _day_batches(flow: ManifestFlow, batch: Batch) -> list[Batch]:
 
 
 def _published(jobs: JobStore, day: list[Batch]) -> Iterator[PublishedFile]:
+    """The day's completed files, from BatchIndex's items alone (it projects what an entry
+    names: no job is fetched)."""
     for batch in day:
-        for job in jobs.query_by_batch(batch.batch_id, JobStatus.COMPLETED):
-            if job.destination_key is None or job.sha256 is None or job.byte_count is None:
-                log.error("manifest.job_incomplete", batch_id=batch.batch_id, file_id=job.file_id)
+        for row in jobs.rows_by_batch(batch.batch_id, JobStatus.COMPLETED):
+            key, size, sha256 = row.destination_key, row.byte_count, row.sha256
+            if row.entity is None or key is None or sha256 is None or size is None:
+                log.error("manifest.job_incomplete", batch_id=batch.batch_id, file_id=row.file_id)
                 continue
-            yield PublishedFile(
-                job.file_id, job.entity, job.destination_key, job.byte_count, job.sha256
-            )
+            yield PublishedFile(row.file_id, row.entity, key, size, sha256)
 
 
 def _unpublished(jobs: JobStore, batch_id: str) -> Iterator[UnpublishedFile]:
@@ -102,10 +103,11 @@ def _unpublished(jobs: JobStore, batch_id: str) -> Iterator[UnpublishedFile]:
     each with its error code (a pending job's last one, if it has one)."""
     for status in (*UNSUCCESSFUL_JOB_STATUSES, *PENDING_JOB_STATUSES):
         unsuccessful = status in UNSUCCESSFUL_JOB_STATUSES
-        for job in jobs.query_by_batch(batch_id, status):
-            code = error_code(job.error_message) if unsuccessful or job.error_message else None
+        for row in jobs.rows_by_batch(batch_id, status):
+            message = row.error_message
+            code = error_code(message) if unsuccessful or message else None
             label = str(status) if unsuccessful else PENDING
-            yield UnpublishedFile(job.file_id, job.entity, label, code)
+            yield UnpublishedFile(row.file_id, row.entity or "", label, code)
 
 
 def _point(store: ManifestStore, batch: Batch, ref: ManifestRef) -> None:

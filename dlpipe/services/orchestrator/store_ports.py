@@ -7,10 +7,11 @@ the sweeper asks is sweep_ports.py's: the ports here add what only the flow uses
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Protocol
 
 from dlpipe.domain.clock import Clock
+from dlpipe.domain.job_row import JobRow
 from dlpipe.domain.model import Batch, BatchStatus, FileJob, JobStatus
 from dlpipe.domain.outcome import OutcomeSummary
 from dlpipe.domain.routing import Route
@@ -56,6 +57,11 @@ class JobStore(BatchJobReads, SweepJobs, Protocol):
 
     def counts_by_batch(self, batch_id: str, statuses: Iterable[JobStatus]) -> dict[JobStatus, int]:
         """How many jobs of `batch_id` are in each of `statuses` (index items only)."""
+        ...
+
+    def rows_by_batch(self, batch_id: str, status: JobStatus) -> Iterator[JobRow]:
+        """What BatchIndex holds of `batch_id`'s jobs in `status` (index items only): what a
+        manifest entry names of each."""
         ...
 
 
