@@ -45,6 +45,8 @@ def _day(monkeypatch: pytest.MonkeyPatch, batch_shards: int) -> dict[str, Any]:
     return {"ok": report.ok, "refused": refused, "batch_keys": batch_keys, "heat": heat}
 
 
+@pytest.mark.soak
+@pytest.mark.timeout(900)
 def test_a_day_on_the_sharded_indexes_is_never_throttled(
     monkeypatch: pytest.MonkeyPatch, figures: Any
 ) -> None:

@@ -126,10 +126,11 @@ class FileRun:
                 clock=lambda: deps.clock.now_ms() / 1000,
             )
             log.info("job.downloaded", byte_count=verified.byte_count, seconds=_since(started))
-            # Cheap early exit for a worker that already lost its claim (lease.py's `fence`:
-            # no write while the lease is recent). It is only a check: a pause after it
-            # defeats it, so the publish itself is create-only (sink.py).
-            self.heartbeat.fence()
+            # Cheap early exit for a worker that already lost its claim. It is only a check:
+            # a pause after it defeats it, so the publish itself is create-only (sink.py).
+            # (lease.py's `fence`, which skips the write on a recent lease, is not used: a
+            # claim usurped while its lease was recent must still publish nothing.)
+            self.heartbeat.renew()
             try:
                 sink.publish(verified.sha256)
             except ObjectExists:
