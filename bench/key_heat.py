@@ -132,6 +132,12 @@ def show(title: str, run: dict[str, Any]) -> None:
     print(f"  {'table / index':40} WCU per file")
     for resource, per_file in run["wcu_per_file"].items():
         print(f"  {resource:40} {per_file:>8.2f}")
+    per_file = run["wcu_per_file"]
+    jobs = sum(w for r, w in per_file.items() if BATCHES_TABLE_BASE_NAME not in r)
+    print(
+        f"  total: {sum(per_file.values()):.2f} WCU per file ({jobs:.2f} on the jobs table and "
+        f"its indexes); {run['rcu_per_file']} RCU per file, all reads"
+    )
     hot = run["hottest"]
     print(f"  hottest key: {hot['resource']} = {hot['key']}: {hot['wcu_per_file']} WCU per file")
     print(

@@ -25,8 +25,9 @@ pytest_plugins = ["tests.provider_fixtures"]
 pytestmark = pytest.mark.e2e
 LEASE_S = 30
 # Upper bounds per file, about twice what a run measures (RELIABILITY.md has the figures):
-# a worker's GetItem, claim, fence renewal and completion; a HeadObject and a PutObject; the
-# poller's PutItem plus its share of BatchGetItem / UpdateItem over the polls.
+# a worker's GetItem, claim, fence (a GetItem on a recent lease) and completion; a HeadObject
+# and a PutObject; the poller's PutItem plus its share of BatchGetItem / UpdateItem over the
+# polls.
 MAX_WORKER_DYNAMODB_PER_FILE = 8
 MAX_WORKER_S3_PER_FILE = 4
 MAX_POLLER_DYNAMODB_PER_FILE = 3

@@ -79,7 +79,7 @@ class LostResponses:
         self.dropped: Counter[str] = Counter()
         # A file whose planned step is the lease extension is held up once after its claim
         # (at its HeadObject, before the transfer), past lease/3: a file done sooner extends
-        # no lease at all (the fence writes nothing while the lease is recent).
+        # no lease at all (while the lease is recent the fence reads the claim, writes nothing).
         self._slow = {f for f, step in plan.items() if step == "lease-extension"}
         self._slow_s = slow_after_claim
 

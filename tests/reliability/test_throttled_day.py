@@ -6,7 +6,7 @@ key value past LIMIT_WCU a second (BURST_S of unused capacity kept), as AWS refu
 it. With the jobs' indexes sharded as designed, no key comes near the limit: the day
 completes and nothing is refused. With one BatchIndex shard (the seed's design: one key a
 batch, 5 WCU of every file of the day on it) the same day is throttled on that key alone;
-that variant is the soak one, and is what this check was seen failing on.
+that variant runs in `make soak`, and is what this check was seen failing on.
 """
 
 from __future__ import annotations
@@ -38,14 +38,17 @@ def _day(monkeypatch: pytest.MonkeyPatch, batch_shards: int) -> dict[str, Any]:
     with local_stack() as stack:
         proxy = stack.emulator.throughput
         assert proxy is not None, "the limit is set: the stack must run the proxy"
-        report, _ = run_day(stack, specs, DayOptions(date="2026-03-03", workers=4))
+        # Polling up to 10 minutes: the check is what is refused, not how fast a busy machine is.
+        options = DayOptions(date="2026-03-03", workers=4, max_polls=300)
+        report, _ = run_day(stack, specs, options)
         heat = proxy.heat()
     refused = {(r.resource, r.key): r.throttled for r in heat if r.throttled}
     batch_keys = [r for r in heat if r.resource.endswith(f"/{BATCH_INDEX}")]
-    return {"ok": report.ok, "refused": refused, "batch_keys": batch_keys, "heat": heat}
+    unverified = [(f.file_id, f.status, f.error_message) for f in report.files if not f.verified]
+    why = f"{report.status}, handoff {report.result.get('handoff_problem')}, {unverified[:3]}"
+    return {"ok": report.ok, "why": why, "refused": refused, "batch_keys": batch_keys, "heat": heat}
 
 
-@pytest.mark.soak
 @pytest.mark.timeout(900)
 def test_a_day_on_the_sharded_indexes_is_never_throttled(
     monkeypatch: pytest.MonkeyPatch, figures: Any
@@ -61,7 +64,7 @@ def test_a_day_on_the_sharded_indexes_is_never_throttled(
         hottest_wcu=hottest.wcu,
         batch_keys=len(day["batch_keys"]),
     )
-    assert day["ok"]
+    assert day["ok"], day["why"]
     assert day["refused"] == {}
     assert len(day["batch_keys"]) > 1
     assert max(r.wcu for r in day["batch_keys"]) <= LIMIT_WCU * BURST_S

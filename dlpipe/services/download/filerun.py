@@ -128,9 +128,8 @@ class FileRun:
             log.info("job.downloaded", byte_count=verified.byte_count, seconds=_since(started))
             # Cheap early exit for a worker that already lost its claim. It is only a check:
             # a pause after it defeats it, so the publish itself is create-only (sink.py).
-            # (lease.py's `fence`, which skips the write on a recent lease, is not used: a
-            # claim usurped while its lease was recent must still publish nothing.)
-            self.heartbeat.renew()
+            # On a recent lease the fence reads the job rather than extending its lease.
+            self.heartbeat.fence()
             try:
                 sink.publish(verified.sha256)
             except ObjectExists:

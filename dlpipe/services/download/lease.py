@@ -16,6 +16,7 @@ from collections.abc import Callable
 from types import TracebackType
 
 from dlpipe.domain.errors import LeaseLostError, StoreUnavailableError
+from dlpipe.domain.model import JobStatus
 from dlpipe.domain.outage import worker_retry_s
 from dlpipe.log import get_logger
 from dlpipe.services.download.ports import JobLeases
@@ -69,19 +70,32 @@ class Heartbeat:
             raise ShutdownRequested("shutdown requested")
 
     def fence(self) -> None:
-        """The check before a publish: extend the lease (`renew`) unless it was taken or
-        extended less than lease/3 ago, when only `checkpoint` runs.
+        """The check before a publish: is the claim still ours? A lease extended less than
+        lease/3 ago is read, not written (a strongly consistent read of the job: 1 RCU, no
+        WCU); an older one is extended (`renew`).
 
-        Another worker takes a claim over only once its lease has run out, so a lease this
-        recent cannot have been taken. The fence is an early exit and no more (a pause after
-        it defeats it: the publish is create-only and the completion conditional on the
-        claim), so a file done within a third of its lease spends no write between its claim
-        and its completion: 3 writes of the job item, not 4.
+        A read shows a takeover that has happened (another owner, another status) as surely
+        as a conditional write does; what neither can show is one that happens after it, so
+        the fence is an early exit and no more (the publish is create-only and the completion
+        conditional on the claim). A lease this recent has at least 2/3 of its time to run
+        for the publish, as a renewed one has all of it. So a file done within a third of its
+        lease writes its job item three times (claim, complete and the put before them), not
+        four. A throttled read falls back on `renew`, which waits throttling out.
         """
-        if self._clock() < self._held_until - 2 * self._lease_seconds / 3:
-            self.checkpoint()
+        self.checkpoint()
+        if self._clock() >= self._held_until - 2 * self._lease_seconds / 3:
+            self.renew()
             return
-        self.renew()
+        try:
+            job = self._jobs.get(self._file_id, consistent=True)
+        except StoreUnavailableError as exc:
+            log.warning("lease.fence_read_failed", error=str(exc))
+            self.renew()
+            return
+        if job is None or job.status is not JobStatus.DOWNLOADING or job.lease_owner != self._owner:
+            self.lost.set()
+            holder = "nobody" if job is None else f"{job.lease_owner or 'nobody'} ({job.status})"
+            raise LeaseLost(f"the claim of {self._file_id} is held by {holder} now")
 
     def renew(self) -> None:
         """Extend the lease now; LeaseLost if someone else owns the claim. DynamoDB

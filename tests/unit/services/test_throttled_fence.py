@@ -1,4 +1,4 @@
-"""A lease fence (extend_lease) DynamoDB throttles, on in-memory fakes: tried again while the
+"""A lease fence DynamoDB throttles, on in-memory fakes: its extension tried again while the
 lease still has more than lease/3 to run, so a transfer that holds its lease is neither thrown
 away nor downloaded twice; past that margin the error is raised as before. A throttled claim
 or completion backs off as tests/unit/services/test_store_outage.py shows."""
@@ -6,6 +6,7 @@ or completion backs off as tests/unit/services/test_store_outage.py shows."""
 from __future__ import annotations
 
 import threading
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -24,16 +25,26 @@ THROTTLED = "DynamoDB kept refusing (ThrottlingException) on 'data-download-jobs
 
 
 class ThrottledLeases:
-    """JobLeases whose extend_lease is throttled its first `times` calls."""
+    """JobLeases whose extend_lease is throttled its first `times` calls; `get` answers the
+    job as `holder` holds it (its read throttled `read_times` times)."""
 
-    def __init__(self, times: int) -> None:
+    def __init__(self, times: int, holder: str = "w1", read_times: int = 0) -> None:
         self.times, self.calls = times, 0
+        self.holder, self.read_times, self.reads = holder, read_times, 0
 
     def extend_lease(self, file_id: str, owner: str, lease_seconds: int) -> FileJob:
         self.calls += 1
         if self.calls <= self.times:
             raise StoreUnavailableError(THROTTLED)
         return None  # type: ignore[return-value]  # the heartbeat reads nothing back
+
+    def get(self, file_id: str, *, consistent: bool = True) -> FileJob | None:
+        assert consistent, "the fence must read the claim strongly consistently"
+        self.reads += 1
+        if self.reads <= self.read_times:
+            raise StoreUnavailableError(THROTTLED)
+        # The fence reads the claim's two fields only.
+        return SimpleNamespace(status=JobStatus.DOWNLOADING, lease_owner=self.holder)  # type: ignore[return-value]
 
     def __getattr__(self, name: str) -> Any:
         raise AssertionError(f"the heartbeat called {name}")
@@ -94,34 +105,56 @@ def test_an_extended_lease_gives_the_next_fence_its_full_margin() -> None:
     assert time.slept == [1, 2, 4]
 
 
-def test_a_fence_within_a_third_of_the_lease_writes_nothing() -> None:
-    """Claimed at 0 s with a 30 s lease: a fence at 9.9 s extends nothing (no takeover can
-    have happened yet); at 10 s, and after a beat's extension only once 10 s have passed
-    again, it extends the lease."""
+def test_a_fence_within_a_third_of_the_lease_reads_and_writes_nothing() -> None:
+    """Claimed at 0 s with a 30 s lease: a fence at 9.9 s reads the claim and extends
+    nothing; at 10 s, and after a beat's extension only once 10 s have passed again, it
+    extends the lease (and reads nothing)."""
     leases, time = ThrottledLeases(times=0), VirtualTime()
     heartbeat = _heartbeat(leases, time)
     time.now = 9.9
     heartbeat.fence()
-    assert leases.calls == 0
+    assert (leases.reads, leases.calls) == (1, 0)
     time.now = 10.0
     heartbeat.fence()
-    assert leases.calls == 1
+    assert (leases.reads, leases.calls) == (1, 1)
     time.now = 19.9
     heartbeat.fence()
-    assert leases.calls == 1
+    assert (leases.reads, leases.calls) == (2, 1)
     time.now = 20.0
     heartbeat.fence()
-    assert leases.calls == 2
+    assert (leases.reads, leases.calls) == (2, 2)
+
+
+def test_a_recent_fence_that_reads_another_owner_loses_the_lease() -> None:
+    """A worker whose clock runs ahead took the claim while ours was recent: the read shows
+    it, the fence raises LeaseLost and the heartbeat knows the lease is lost."""
+    leases, time = ThrottledLeases(times=0, holder="usurper"), VirtualTime()
+    heartbeat = _heartbeat(leases, time)
+    time.now = 1.0
+    with pytest.raises(LeaseLost, match="usurper"):
+        heartbeat.fence()
+    assert heartbeat.lost.is_set()
+    assert leases.calls == 0
+
+
+def test_a_recent_fence_whose_read_is_throttled_extends_the_lease() -> None:
+    """The read refused: the fence falls back on the extension, which is taken."""
+    leases, time = ThrottledLeases(times=0, read_times=1), VirtualTime()
+    heartbeat = _heartbeat(leases, time)
+    time.now = 1.0
+    heartbeat.fence()
+    assert (leases.reads, leases.calls) == (1, 1)
+    assert not heartbeat.lost.is_set()
 
 
 def test_a_recent_fence_still_stops_a_lost_or_stopping_transfer() -> None:
-    """No write within lease/3, but the heartbeat's own news still stops the publish."""
+    """The heartbeat's own news stops the publish before any read or write."""
     leases, time = ThrottledLeases(times=0), VirtualTime()
     heartbeat = _heartbeat(leases, time)
     heartbeat.lost.set()
     with pytest.raises(LeaseLost):
         heartbeat.fence()
-    assert leases.calls == 0
+    assert (leases.reads, leases.calls) == (0, 0)
 
 
 def test_a_transfer_whose_pre_publish_fence_is_throttled_completes_with_one_download(
