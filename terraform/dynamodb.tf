@@ -60,11 +60,14 @@ resource "aws_dynamodb_table" "jobs" {
   }
 
   global_secondary_index {
-    name               = "BatchIndex"
-    hash_key           = "BatchShard"
-    range_key          = "Status"
-    projection_type    = "INCLUDE"
-    non_key_attributes = ["TTL", "Entity", "DestinationKey", "ByteCount", "SHA256", "ErrorMessage"]
+    name            = "BatchIndex"
+    hash_key        = "BatchShard"
+    range_key       = "Status"
+    projection_type = "INCLUDE"
+    non_key_attributes = [
+      "TTL", "Entity", "DestinationKey", "ByteCount", "SHA256", "ErrorMessage",
+      "Revision", "RevisedAs", "PreviousVersionID", "PreviousSHA256", "WithdrawnBy",
+    ]
   }
 
   # Epoch seconds; jobs live 30 days.

@@ -77,6 +77,7 @@ JOB_ATTRIBUTES: dict[str, str] = {
     "previous_sha256": "PreviousSHA256",
     "previous_size": "PreviousSize",
     "withdrawn_by": "WithdrawnBy",
+    "revised_as": "RevisedAs",
 }
 
 BATCH_ATTRIBUTES: dict[str, str] = {
@@ -105,6 +106,8 @@ BATCH_ATTRIBUTES: dict[str, str] = {
     "handoff_type": "HandoffType",
     "handoff_problem": "HandoffProblem",
     "late_event_id": "DayLateEventID",
+    "revision": "Revision",
+    "revises": "Revises",
 }
 
 _INT_FIELDS = frozenset(
@@ -276,13 +279,21 @@ def job_row_from_index_item(item: dict[str, Any], status: JobStatus) -> JobRow:
         value = item.get(JOB_ATTRIBUTES[field], {})
         return str(value["S"]) if "S" in value else None
 
-    size = item.get(JOB_ATTRIBUTES["byte_count"], {}).get("N")
+    def number(field: str) -> int | None:
+        value = item.get(JOB_ATTRIBUTES[field], {}).get("N")
+        return int(value) if value is not None else None
+
     return JobRow(
         str(item[FILE_ID_ATTRIBUTE]["S"]),
         text("entity"),
         status,
         destination_key=text("destination_key"),
-        byte_count=int(size) if size is not None else None,
+        byte_count=number("byte_count"),
         sha256=text("sha256"),
         error_message=text("error_message"),
+        revision=number("revision"),
+        revised_as=text("revised_as"),
+        previous_version_id=text("previous_version_id"),
+        previous_sha256=text("previous_sha256"),
+        withdrawn_by=text("withdrawn_by"),
     )

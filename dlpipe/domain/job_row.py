@@ -20,3 +20,10 @@ class JobRow:
     byte_count: int | None = None
     sha256: str | None = None
     error_message: str | None = None  # failed and error jobs, and a pending one's last error
+    # A restated file's marks (FileJob's fields of the same names): written only by a revision
+    # batch, so a day never restated projects none of them.
+    revision: int | None = None
+    revised_as: str | None = None
+    previous_version_id: str | None = None
+    previous_sha256: str | None = None
+    withdrawn_by: str | None = None

@@ -194,6 +194,9 @@ class FileJob:
     previous_sha256: str | None = None
     previous_size: int | None = None
     withdrawn_by: str | None = None
+    # What the revision batch that placed it found it (restatement.Revised: changed, added);
+    # with `revision`, it tells the revision's manifest each entry's mark.
+    revised_as: str | None = None
 
     @property
     def is_terminal(self) -> bool:
@@ -259,6 +262,10 @@ class Batch:
     handoff_type: str | None = None
     handoff_problem: str | None = None
     late_event_id: str | None = None
+    # A revision batch of a restated day (dlpipe/domain/restatement.py): its revision number
+    # (2, 3, ...; None: the day's first batch, or a rerun of one), and the batch it revises.
+    revision: int | None = None
+    revises: str | None = None
 
     @property
     def is_terminal(self) -> bool:

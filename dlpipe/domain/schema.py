@@ -48,7 +48,19 @@ BATCHES_INDEXES: Final = {
 # what a day's manifest names (dlpipe/domain/job_row.py): Entity (set by the put), the
 # published object's key, size and SHA-256 (set by the completion) and ErrorMessage (set by
 # the writes that end or release a claim), so write-manifest reads index items alone.
-MANIFEST_ATTRIBUTES: Final = ("Entity", "DestinationKey", "ByteCount", "SHA256", "ErrorMessage")
+MANIFEST_ATTRIBUTES: Final = (
+    "Entity",
+    "DestinationKey",
+    "ByteCount",
+    "SHA256",
+    "ErrorMessage",
+    # A restated file's marks: written by a revision batch only (dlpipe/domain/restatement.py).
+    "Revision",
+    "RevisedAs",
+    "PreviousVersionID",
+    "PreviousSHA256",
+    "WithdrawnBy",
+)
 JOBS_PROJECTIONS: Final = {
     STATUS_INDEX: ("INCLUDE", (TTL_ATTRIBUTE, BATCH_ID_ATTRIBUTE)),
     BATCH_INDEX: ("INCLUDE", (TTL_ATTRIBUTE, *MANIFEST_ATTRIBUTES)),
