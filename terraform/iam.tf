@@ -280,7 +280,8 @@ data "aws_iam_policy_document" "downloader_code" {
   }
 
   # CreateMultipartUpload, UploadPart and CompleteMultipartUpload are all s3:PutObject;
-  # HeadObject (is the verified file there already?) is s3:GetObject.
+  # HeadObject (is the verified file there already? what does a revision replace?) is
+  # s3:GetObject, as the read back of an object without our SHA-256 metadata.
   statement {
     sid       = "StoreFiles"
     actions   = ["s3:PutObject", "s3:AbortMultipartUpload", "s3:GetObject"]
@@ -288,10 +289,12 @@ data "aws_iam_policy_document" "downloader_code" {
   }
 
   # ListBucket turns HeadObject's "forbidden" for a missing key into a plain 404;
-  # ListBucketMultipartUploads finds a dead worker's stale uploads of the same key to abort.
+  # ListBucketMultipartUploads finds a dead worker's stale uploads of the same key to abort;
+  # ListBucketVersions finds the version a restated file's revision, published by another
+  # worker first, replaced (the completion records it).
   statement {
     sid       = "FindObjectsAndStaleUploads"
-    actions   = ["s3:ListBucket", "s3:ListBucketMultipartUploads"]
+    actions   = ["s3:ListBucket", "s3:ListBucketMultipartUploads", "s3:ListBucketVersions"]
     resources = [aws_s3_bucket.destination.arn]
   }
 

@@ -1,4 +1,5 @@
-"""The destination bucket: where a file goes, whether it is there already, stale uploads."""
+"""The destination bucket: where a file goes, whether it is there already, what a restated
+file's revision replaces there, stale uploads."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from dlpipe.domain.model import FileJob, Verified
 from dlpipe.log import get_logger
 
 if TYPE_CHECKING:
+    from botocore.response import StreamingBody
     from mypy_boto3_s3 import S3Client
 
 log = get_logger()
@@ -45,24 +47,74 @@ def already_published(s3: S3Client, bucket: str, key: str, job: FileJob) -> Veri
     return Verified(size, sha256)
 
 
-def published_object(s3: S3Client, bucket: str, key: str) -> Verified:
-    """What is at `key` (size, SHA-256): from our metadata, else by reading the bytes back."""
+@dataclass(frozen=True)
+class StoredObject:
+    """The object at a key now: its ETag (what a revision's If-Match replaces), its version
+    (None in a bucket that never had versioning) and what it holds (size, SHA-256)."""
+
+    etag: str
+    version_id: str | None
+    verified: Verified
+
+
+def current_object(s3: S3Client, bucket: str, key: str) -> StoredObject | None:
+    """The object at `key` now, None when there is none (a delete marker included); what it
+    holds from our metadata, else by reading back that very object (If-Match on its ETag)."""
     try:
         head = s3_call("HeadObject", s3.head_object, Bucket=bucket, Key=key)
+        etag = head["ETag"]
         sha256 = head.get("Metadata", {}).get(SHA256_METADATA, "").lower()
         if sha256:
-            return Verified(head["ContentLength"], sha256)
-        # Not written by dlpipe (no metadata): the bytes themselves say what it is.
-        body = s3_call("GetObject", s3.get_object, Bucket=bucket, Key=key)["Body"]
-        digest, size = hashlib.sha256(), 0
-        for chunk in iter(lambda: body.read(_READ_CHUNK), b""):
-            digest.update(chunk)
-            size += len(chunk)
-        return Verified(size, digest.hexdigest())
+            verified = Verified(head["ContentLength"], sha256)
+        else:
+            # Not written with our metadata (a multipart upload of a file the vendor gave no
+            # SHA-256, or not by dlpipe): the bytes themselves say what it is.
+            body = s3_call("GetObject", s3.get_object, Bucket=bucket, Key=key, IfMatch=etag)
+            verified = _digest(body["Body"])
     except ClientError as exc:
-        # 412 said it exists; gone now (deleted meanwhile): another attempt decides again.
         code = exc.response.get("Error", {}).get("Code", "")
-        raise DestinationUnavailableError(f"reading the existing object failed: {code}") from exc
+        if code in _MISSING:
+            return None
+        # Replaced between the HEAD and the read back (412), or refused: another attempt
+        # decides again.
+        raise DestinationUnavailableError(f"reading the object at {key} failed: {code}") from exc
+    return StoredObject(etag, head.get("VersionId"), verified)
+
+
+def _digest(body: StreamingBody) -> Verified:
+    digest, size = hashlib.sha256(), 0
+    for chunk in iter(lambda: body.read(_READ_CHUNK), b""):
+        digest.update(chunk)
+        size += len(chunk)
+    return Verified(size, digest.hexdigest())
+
+
+def published_object(s3: S3Client, bucket: str, key: str) -> Verified:
+    """What is at `key` (size, SHA-256): from our metadata, else by reading the bytes back."""
+    found = current_object(s3, bucket, key)
+    if found is None:
+        # 412 said it exists; gone now (deleted meanwhile): another attempt decides again.
+        raise DestinationUnavailableError("reading the existing object failed: NoSuchKey")
+    return found.verified
+
+
+def version_before(s3: S3Client, bucket: str, key: str, version_id: str) -> str | None:
+    """The version of `key` just older than `version_id` (what a revision published by another
+    worker replaced); None when there is none, or the listing fails (it is only a record)."""
+    paginator = s3.get_paginator("list_object_versions")
+    seen = False
+    try:
+        for page in paginator.paginate(Bucket=bucket, Prefix=key):
+            # Newest first within a key, and `key` sorts before every longer key it prefixes.
+            for version in page.get("Versions", []):
+                if version.get("Key") != key:
+                    return None
+                if seen:
+                    return version.get("VersionId")
+                seen = version.get("VersionId") == version_id
+    except (ClientError, BotoCoreError) as exc:
+        log.warning("destination.versions_failed", error_type=type(exc).__name__)
+    return None
 
 
 def verify_existing(s3: S3Client, bucket: str, key: str, ours: Verified) -> Verified:
@@ -102,9 +154,16 @@ class S3Destination:
     bucket: str
 
     def open_upload(
-        self, key: str, *, part_bytes: int, max_in_flight: int, expected_sha256: str | None
+        self,
+        key: str,
+        *,
+        part_bytes: int,
+        max_in_flight: int,
+        expected_sha256: str | None,
+        replaces_etag: str | None = None,
     ) -> MultipartSink:
-        """A multipart upload to `key`, published create-only."""
+        """A multipart upload to `key`, published create-only, or with `replaces_etag` over
+        that object only (a restated file's new revision)."""
         return MultipartSink(
             self.s3,
             self.bucket,
@@ -112,7 +171,16 @@ class S3Destination:
             part_bytes=part_bytes,
             max_in_flight=max_in_flight,
             expected_sha256=expected_sha256,
+            replaces_etag=replaces_etag,
         )
+
+    def current_object(self, key: str) -> StoredObject | None:
+        """See `current_object`."""
+        return current_object(self.s3, self.bucket, key)
+
+    def version_before(self, key: str, version_id: str) -> str | None:
+        """See `version_before`."""
+        return version_before(self.s3, self.bucket, key, version_id)
 
     def already_published(self, key: str, job: FileJob) -> Verified | None:
         """See `already_published`."""

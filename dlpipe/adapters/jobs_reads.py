@@ -64,6 +64,19 @@ JOB_NAMES = expression_names(
     listidx="listing_index",
     listedby="listed_by",
     finishedby="finished_by",
+    # A restatement's revise and withdraw (jobs_revision_writes.py), and the worker's record
+    # of the version a revision replaced.
+    aeskey="encrypted_aes_key",
+    aesiv="encoded_aes_iv",
+    cipher="cipher",
+    expsize="expected_size",
+    expsha="expected_sha256",
+    revision="revision",
+    revisedas="revised_as",
+    prevver="previous_version_id",
+    prevsha="previous_sha256",
+    prevsize="previous_size",
+    withdrawnby="withdrawn_by",
 ) | {"#sshard": STATUS_SHARD_ATTRIBUTE, "#bshard": BATCH_SHARD_ATTRIBUTE}
 
 

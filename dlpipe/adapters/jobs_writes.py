@@ -200,12 +200,24 @@ class JobWrites:
         return self._owned_update(file_id, owner, update, values, "update url")
 
     def complete(
-        self, file_id: str, owner: str, *, byte_count: int, sha256: str, destination_key: str
+        self,
+        file_id: str,
+        owner: str,
+        *,
+        byte_count: int,
+        sha256: str,
+        destination_key: str,
+        previous_version_id: str | None = None,
     ) -> FileJob:
-        """downloading -> completed with the verified object's facts, if we still own it."""
+        """downloading -> completed with the verified object's facts, if we still own it; a
+        restated file's revision also records the version it replaced (PreviousVersionID)."""
         values = self._completion_values(byte_count, sha256, destination_key)
+        update = self._COMPLETE
+        if previous_version_id is not None:
+            update = update.replace(" REMOVE ", ", #prevver = :prevver REMOVE ", 1)
+            values[":prevver"] = previous_version_id
         return self._owned_update(
-            file_id, owner, self._COMPLETE, values, "complete", ends_in=JobStatus.COMPLETED
+            file_id, owner, update, values, "complete", ends_in=JobStatus.COMPLETED
         )
 
     def _completion_values(

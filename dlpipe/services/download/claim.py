@@ -96,7 +96,8 @@ def while_claimed(
 def complete(
     deps: ServiceDeps, job: FileJob, run: FileRun, key: str, verified: Verified, *, seconds: float
 ) -> ProcessResult:
-    """Record the published file `key` as the job's result: `completed`."""
+    """Record the published file `key` as the job's result: `completed` (a revision's with
+    the version it replaced)."""
     try:
         deps.jobs.complete(
             job.file_id,
@@ -104,6 +105,7 @@ def complete(
             byte_count=verified.byte_count,
             sha256=verified.sha256,
             destination_key=key,
+            previous_version_id=run.previous_version_id,
         )
     except LeaseLostError:
         log.warning("job.lease_lost", during="complete")

@@ -2,6 +2,7 @@
 
 The claim is ours when a FileRun starts. Every way out records an outcome conditional on
 that claim (completed, failed, error, released), or leaves the job alone if it was lost.
+A restated file's revision is published over the previous revision's object (revision.py).
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from dlpipe.domain.url_policy import check_url, url_host
 from dlpipe.log import get_logger
 from dlpipe.services.download.deps import ServiceDeps
 from dlpipe.services.download.lease import Heartbeat, LeaseLost
-from dlpipe.services.download.ports import Upload
+from dlpipe.services.download.ports import RevisionDestination, Upload
+from dlpipe.services.download.revision import RevisionPlan, is_revision, revision_plan
 from dlpipe.services.download.transfer import transfer_once
 
 log = get_logger()
@@ -57,6 +59,9 @@ class FileRun:
         self._deps, self._job, self.owner, self._reclaimed = deps, job, owner, reclaimed
         self._url, self._refreshed = job.presigned_url, False
         self.transfers = 0  # transfers tried, for the file's metrics
+        # A revision's: the version of its key that the published file replaced, for the
+        # completion (PreviousVersionID); None for a first revision or when not found.
+        self.previous_version_id: str | None = None
         tuning = deps.tuning
         self.heartbeat = Heartbeat(
             deps.jobs,
@@ -79,7 +84,10 @@ class FileRun:
         key = destination_key(self._job, self._deps.destination_prefix)
         if self._reclaimed:
             self._deps.destination.abort_stale_uploads(key)
-        existing = self._deps.destination.already_published(key, self._job)
+        # A revision's key holds the previous revision: each attempt reads what is there.
+        existing = None
+        if not is_revision(self._job):
+            existing = self._deps.destination.already_published(key, self._job)
         if existing is not None:
             log.info("job.already_published", destination_key=key)
             return key, existing
@@ -104,14 +112,17 @@ class FileRun:
 
     def _attempt(self, key: str) -> Verified:
         self.heartbeat.checkpoint()
-        self.transfers += 1
         deps, tuning = self._deps, self._deps.tuning
-        sink = deps.destination.open_upload(
-            key,
-            part_bytes=tuning.part_bytes_for(self._job.expected_size),
-            max_in_flight=tuning.max_in_flight_parts,
-            expected_sha256=(self._job.expected_sha256 or "").lower() or None,
-        )
+        plan = None
+        if is_revision(self._job):
+            # Read just before this attempt's upload: its ETag is the one If-Match sends.
+            plan = revision_plan(self._job, key, self._revisions().current_object(key))
+            if plan.published is not None:
+                log.info("job.already_published", destination_key=key)
+                self._replaced_before(key, plan.published.version_id)
+                return plan.published.verified
+        self.transfers += 1
+        sink = self._open_upload(key, plan)
         started = time.monotonic()
         try:
             verified = transfer_once(
@@ -127,23 +138,67 @@ class FileRun:
             )
             log.info("job.downloaded", byte_count=verified.byte_count, seconds=_since(started))
             # Cheap early exit for a worker that already lost its claim. It is only a check:
-            # a pause after it defeats it, so the publish itself is create-only (sink.py).
+            # a pause after it defeats it, so the publish itself is conditional (sink.py):
+            # create-only, or over the previous revision's object only.
             # On a recent lease the fence reads the job rather than extending its lease.
             self.heartbeat.fence()
             try:
                 sink.publish(verified.sha256)
             except ObjectExists:
-                # Someone published first (a successor, or our own earlier attempt): finish
-                # only if theirs is exactly our file; completion stays conditional on the claim.
+                # Someone published first (a successor, or our own earlier attempt; for a
+                # revision, also one that replaced the previous revision since our read):
+                # finish only if theirs is exactly our file; completion stays conditional on
+                # the claim.
                 log.info("job.publish_refused", destination_key=key, reason="object_exists")
                 existing = deps.destination.verify_existing(key, verified)
                 log.info("job.already_published", destination_key=key)
+                if plan is not None:
+                    current = self._revisions().current_object(key)
+                    if current is not None and current.verified == existing:
+                        self._replaced_before(key, current.version_id)
                 return existing
-            log.info("job.published", destination_key=key, parts=sink.part_count)
+            replaced = {}
+            if plan is not None:
+                self.previous_version_id = plan.previous_version_id
+                replaced = {"previous_version_id": plan.previous_version_id}
+            log.info("job.published", destination_key=key, parts=sink.part_count, **replaced)
             return verified
         finally:
             if not sink.published:
                 _abort(sink)
+
+    def _open_upload(self, key: str, plan: RevisionPlan | None) -> Upload:
+        tuning = self._deps.tuning
+        part_bytes = tuning.part_bytes_for(self._job.expected_size)
+        expected_sha256 = (self._job.expected_sha256 or "").lower() or None
+        if plan is None:
+            return self._deps.destination.open_upload(
+                key,
+                part_bytes=part_bytes,
+                max_in_flight=tuning.max_in_flight_parts,
+                expected_sha256=expected_sha256,
+            )
+        return self._revisions().open_upload(
+            key,
+            part_bytes=part_bytes,
+            max_in_flight=tuning.max_in_flight_parts,
+            expected_sha256=expected_sha256,
+            replaces_etag=plan.replaces_etag,
+        )
+
+    def _replaced_before(self, key: str, version_id: str | None) -> None:
+        """This revision was published before us, as version `version_id` of `key`: what it
+        replaced is the version before that one."""
+        if version_id is not None:
+            self.previous_version_id = self._revisions().version_before(key, version_id)
+
+    def _revisions(self) -> RevisionDestination:
+        destination = self._deps.destination
+        if not isinstance(destination, RevisionDestination):
+            # A wiring fault (S3Destination fits): a revision is never published create-only
+            # over nothing, nor as a second object.
+            raise TypeError(f"{type(destination).__name__} cannot publish a revision")
+        return destination
 
     def _refresh_url(self) -> None:
         deps, job = self._deps, self._job

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from dlpipe.domain.cipher_format import Cipher, UnknownCipher
 from dlpipe.domain.model import FileJob, JobStatus, Verified
@@ -37,9 +37,17 @@ class JobLeases(Protocol):
         ...
 
     def complete(
-        self, file_id: str, owner: str, *, byte_count: int, sha256: str, destination_key: str
+        self,
+        file_id: str,
+        owner: str,
+        *,
+        byte_count: int,
+        sha256: str,
+        destination_key: str,
+        previous_version_id: str | None = None,
     ) -> FileJob:
-        """downloading -> completed with the verified object's facts."""
+        """downloading -> completed with the verified object's facts; a restated file's also
+        with the version its revision replaced (PreviousVersionID), when known."""
         ...
 
     def finish_unsuccessfully(
@@ -64,7 +72,8 @@ class UrlSigner(Protocol):
 
 class Upload(Protocol):
     """One object being written (dlpipe.adapters.sink.MultipartSink fits): nothing is visible
-    until `publish`, which is create-only (ObjectExists when someone published first)."""
+    until `publish`, which is create-only (ObjectExists when someone published first), or for
+    a restated file's revision replaces one given object only (ObjectExists otherwise)."""
 
     @property
     def published(self) -> bool:
@@ -108,6 +117,53 @@ class Destination(Protocol):
 
     def abort_stale_uploads(self, key: str) -> int:
         """Abort uploads to `key` a previous claim left behind; how many."""
+        ...
+
+
+class CurrentObject(Protocol):
+    """The object at a key now (dlpipe.adapters.destination.StoredObject fits)."""
+
+    @property
+    def etag(self) -> str:
+        """Its ETag: what a revision's publish replaces (If-Match)."""
+        ...
+
+    @property
+    def version_id(self) -> str | None:
+        """Its version (None: the bucket never had versioning)."""
+        ...
+
+    @property
+    def verified(self) -> Verified:
+        """What it holds: size and SHA-256."""
+        ...
+
+
+@runtime_checkable
+class RevisionDestination(Destination, Protocol):
+    """A destination that publishes a restated file's revision as a new version of the same
+    key (dlpipe.adapters.destination.S3Destination fits). Apart from Destination so that a
+    destination for first revisions only (the tests' fakes) still fits that one."""
+
+    def open_upload(
+        self,
+        key: str,
+        *,
+        part_bytes: int,
+        max_in_flight: int,
+        expected_sha256: str | None,
+        replaces_etag: str | None = None,
+    ) -> Upload:
+        """A new upload to `key`, published create-only, or over the object of
+        `replaces_etag` only."""
+        ...
+
+    def current_object(self, key: str) -> CurrentObject | None:
+        """The object at `key` now; None when there is none."""
+        ...
+
+    def version_before(self, key: str, version_id: str) -> str | None:
+        """The version of `key` just older than `version_id`; None if none is found."""
         ...
 
 
