@@ -1,6 +1,6 @@
 # Hand-off events (README "Hand-off: events"): the orchestrator puts one event per outcome on an
-# EventBridge bus, source "dlpipe", detail-types "Day Completed", "Day Failed", "Day Timed Out"
-# and "Day Late". The bus is the account's default bus unless event_bus_name names another,
+# EventBridge bus, source "dlpipe", detail-types "Day Completed", "Day Failed", "Day Timed Out",
+# "Day Revised" (a restated day's new revision) and "Day Late". The bus is the account's default bus unless event_bus_name names another,
 # which is then created here. Only the orchestrator may put events on it (iam.tf).
 #
 # The variables of this part live here, next to what they configure.
@@ -49,7 +49,7 @@ locals {
   )
 
   # What the example rule matches: every dlpipe event. A consumer that waits only for complete
-  # days adds "detail-type" = ["Day Completed"].
+  # days and their revisions adds "detail-type" = ["Day Completed", "Day Revised"].
   handoff_event_pattern = {
     source = ["dlpipe"]
   }

@@ -11,6 +11,11 @@ Its two file lists (the JSON Lines list, the COPY manifest) are written first, t
 (rendered from the same sorted runs, hashed, create-only, verified on a replay), so the
 manifest can name them with their SHA-256 and size.
 
+A revision batch's manifest also marks each entry (changed and added ones carry the marks
+their jobs recorded, sorted on disk beside the entries and joined to them by FileID; every
+other entry is unchanged) and names the files it withdrew, sorted the same way; its counts
+are counted from those lists as they are rendered (domain/manifest_lists.py, `counted`).
+
 The pointer is written with If-None-Match: * when there is none and If-Match: <ETag> when
 replacing one (S3 conditional writes; moto 5.2.5 honours both on PutObject), so two batches
 ending at once cannot both decide on a stale pointer.
@@ -20,9 +25,13 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import heapq
+import json
 import os
 import tempfile
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
@@ -57,10 +66,14 @@ from dlpipe.domain.manifest_lists import (
     ListedObject,
     ManifestLists,
     UnpublishedFile,
+    WithdrawnFile,
+    canonical_json,
+    counted,
     render_copy_manifest,
     render_file_list,
 )
 from dlpipe.domain.outcome import FILES_PER_CODE
+from dlpipe.domain.restatement import Revised
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -90,12 +103,15 @@ class S3ManifestStore:
         header: ManifestHeader,
         files: Iterable[PublishedFile],
         unpublished: Iterable[UnpublishedFile] = (),
+        withdrawn: Iterable[WithdrawnFile] = (),
     ) -> ManifestRef:
         day = (header.feed, header.date, header.batch_id, header.status)
         key = manifest_key(*day)
         with tempfile.TemporaryDirectory(prefix="dlpipe-manifest-") as tmp:
+            revision = header.revision is not None
+            marks = _SortedRecords(tmp, "marks", self._run_entries) if revision else None
             runs = sorted_runs(
-                files,
+                _marked(files, marks),
                 bucket=self.bucket,
                 head=self.head,
                 directory=tmp,
@@ -103,20 +119,26 @@ class S3ManifestStore:
                 workers=self._head_workers,
             )
             missing = sorted_unpublished(unpublished, directory=tmp, run_entries=self._run_entries)
-            entries = _Entries(runs)
+            gone = _SortedRecords(tmp, "withdrawn", self._run_entries)
+            for file in withdrawn:
+                gone.add(file.file_id, file.record())
+            entries = _Entries(runs, marks)
             listed, _ = self._put(file_list_key(*day), render_file_list(entries()), tmp)
             copy = None
             if entries.count:  # COPY refuses a manifest without entries
                 copied = self._put(copy_manifest_key(*day), render_copy_manifest(entries()), tmp)
                 copy = copied[0]
             lists = ManifestLists(self.bucket, listed, copy)
-            body = render(header, entries, merged_unpublished(missing), lists)
+            statuses = Counter(f.status for f in merged_unpublished(missing))
+            header = counted(header, entries.marks, statuses, gone.count)
+            gone_files = (WithdrawnFile(**fields) for fields in gone)
+            body = render(header, entries, merged_unpublished(missing), lists, gone_files)
             written, version = self._put(key, body, tmp)
             pending = (f.file_id for f in merged_unpublished(missing) if f.status == PENDING)
             first_pending = tuple(islice(pending, FILES_PER_CODE))
         return ManifestRef(
             self.bucket, key, version, written.sha256, written.size, entries.count,
-            listed.key, None if copy is None else copy.key, first_pending,
+            listed.key, None if copy is None else copy.key, first_pending, header.revision,
         )  # fmt: skip
 
     def _put(self, key: str, chunks: Iterable[bytes], tmp: str) -> tuple[ListedObject, str | None]:
@@ -200,16 +222,91 @@ class S3ManifestStore:
 
 
 class _Entries:
-    """The sorted runs' entries, a pass per call; `count` is the last pass's."""
+    """The sorted runs' entries, a pass per call; `count` (and, a revision's, `marks`: entries
+    by mark) is the last pass's. A revision's entries are joined to their sorted marks: an
+    entry without one is unchanged, a mark without an entry (its object unverified) is left."""
 
-    def __init__(self, runs: list[str]) -> None:
-        self._runs, self.count = runs, 0
+    def __init__(self, runs: list[str], marks: _SortedRecords | None = None) -> None:
+        self._runs, self._marks, self.count = runs, marks, 0
+        self.marks: Counter[str] = Counter()
 
     def __call__(self) -> Iterator[ManifestEntry]:
-        self.count = 0  # each pass counts the same entries
-        for entry in merged(self._runs):
+        self.count, self.marks = 0, Counter()  # each pass counts the same entries
+        marks = iter(self._marks or ())
+        mark = next(marks, None)
+        for found in merged(self._runs):
+            entry = found
+            if self._marks is not None:
+                while mark is not None and mark["file_id"] < entry.file_id:
+                    mark = next(marks, None)
+                entry = _with_mark(entry, mark)
+                self.marks[str(entry.revised)] += 1
             self.count += 1
             yield entry
+
+
+def _with_mark(entry: ManifestEntry, mark: dict[str, Any] | None) -> ManifestEntry:
+    """A revision's entry with its mark: the one its FileID has, else unchanged."""
+    if mark is None or mark["file_id"] != entry.file_id:
+        return replace(entry, revised=Revised.UNCHANGED)
+    return replace(
+        entry,
+        revised=mark["revised"],
+        previous_version_id=mark["previous_version_id"],
+        previous_sha256=mark["previous_sha256"],
+    )
+
+
+def _marked(
+    files: Iterable[PublishedFile], marks: _SortedRecords | None
+) -> Iterator[PublishedFile]:
+    """`files` as they are, the marks of a revision's changed and added ones kept aside
+    (the entries built from them by HEAD carry none)."""
+    for file in files:
+        if marks is not None and file.revised not in (None, Revised.UNCHANGED):
+            replaced = {"previous_version_id": file.previous_version_id}
+            marks.add(
+                file.file_id,
+                {"file_id": file.file_id, "revised": file.revised, **replaced,
+                 "previous_sha256": file.previous_sha256},
+            )  # fmt: skip
+        yield file
+
+
+class _SortedRecords:
+    """Records by FileID in sorted runs on disk, merged on each read: a revision's marks and
+    withdrawn files, in bounded memory whatever their number, as the entries are."""
+
+    def __init__(self, directory: str, name: str, run_entries: int) -> None:
+        self._directory, self._name, self._run_entries = directory, name, run_entries
+        self._run: list[str] = []
+        self._paths: list[str] = []
+        self.count = 0
+
+    def add(self, file_id: str, record: dict[str, Any]) -> None:
+        """Keep `record` (the FileID first on its line: plain line order is FileID order)."""
+        self._run.append(f"{file_id}\t{canonical_json(record)}\n")
+        self.count += 1
+        if len(self._run) >= self._run_entries:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._run:
+            path = os.path.join(self._directory, f"{self._name}-{len(self._paths):05d}.jsonl")
+            with open(path, "w", encoding="ascii") as out:
+                out.writelines(sorted(self._run))
+            self._paths.append(path)
+            self._run = []
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        self._flush()
+        files = [open(path, encoding="ascii") for path in self._paths]  # noqa: SIM115 (closed below)
+        try:
+            for line in heapq.merge(*files):
+                yield json.loads(line.partition("\t")[2])
+        finally:
+            for handle in files:
+                handle.close()
 
 
 def _spool(chunks: Iterable[bytes], path: str) -> tuple[str, int]:

@@ -2,7 +2,9 @@
 
 Plain data, no I/O. One event per outcome: source `dlpipe`, detail-type `Day Completed`,
 `Day Failed` or `Day Timed Out` when the batch ends, `Day Late` when the feed's deadline passes
-while the batch still runs. The detail (DETAIL_SCHEMA, a JSON Schema the README shows) carries
+while the batch still runs, and `Day Revised` instead of `Day Completed` when a revision batch
+of a restated day completed (its detail adds the revision, the manifest it supersedes and the
+counts of changed, added and withdrawn files: a consumer reloads the day). The detail (DETAIL_SCHEMA, a JSON Schema the README shows) carries
 the feed, date, batch, status, counts, the errors by code (the batch's outcome summary,
 dlpipe/domain/outcome.py, and for an ended day's files that never finished a `pending` line
 with their first FileIDs, from the manifest) and the day manifest's URI, version and SHA-256
@@ -23,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dlpipe.domain.manifest_lists import PENDING
+from dlpipe.domain.manifest_lists import PENDING, Revision
 from dlpipe.domain.redaction import redact
 from dlpipe.domain.statuses import FINISHED_BATCH_EVENT, BatchStatus
 
@@ -31,7 +33,10 @@ SOURCE = "dlpipe"
 # The event of each status a batch ends in is its row's in the status table.
 DAY_COMPLETED = FINISHED_BATCH_EVENT[BatchStatus.COMPLETED]
 DAY_LATE = "Day Late"
-DETAIL_TYPES = (*FINISHED_BATCH_EVENT.values(), DAY_LATE)
+DAY_REVISED = "Day Revised"  # a revision batch's Day Completed
+DETAIL_TYPES = (*FINISHED_BATCH_EVENT.values(), DAY_REVISED, DAY_LATE)
+# The counts a Day Revised adds to `counts` (restatement.Revised's, but unchanged).
+REVISED_COUNTS = ("changed", "added", "withdrawn")
 # The status a Day Late event reports: the batch still runs.
 STILL_RUNNING = str(BatchStatus.QUEUED)
 DETAIL_VERSION = 1
@@ -71,7 +76,7 @@ DETAIL_SCHEMA: dict[str, Any] = {
             "additionalProperties": False,
             "required": ["expected", "completed", "failed", "error", "pending"],
             "properties": dict.fromkeys(
-                ("expected", "completed", "failed", "error", "pending"), _COUNT
+                ("expected", "completed", "failed", "error", "pending", *REVISED_COUNTS), _COUNT
             ),
         },
         "errors": {
@@ -113,6 +118,15 @@ DETAIL_SCHEMA: dict[str, Any] = {
             ]
         },
         "deadline_at": _NULLABLE_TEXT,
+        # Day Revised only: which revision of the day, and the manifest (key, version) it
+        # supersedes (the one a consumer loaded before).
+        "revision": {"type": "integer", "minimum": 2},
+        "supersedes": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["key", "version_id"],
+            "properties": {"key": {"type": "string"}, "version_id": _NULLABLE_TEXT},
+        },
     },
 }
 
@@ -177,12 +191,20 @@ def event_id(
     ).hexdigest()
 
 
-def detail_type_for(status: str) -> str:
-    """The event of a final batch status; ValueError for a status that is not final."""
+def detail_type_for(status: str, manifest: Mapping[str, Any] | None = None) -> str:
+    """The event of a final batch status (`Day Revised` for a completed revision batch, whose
+    manifest reference says it is one); ValueError for a status that is not final."""
     try:
-        return FINISHED_BATCH_EVENT[BatchStatus(status)]
+        detail_type = FINISHED_BATCH_EVENT[BatchStatus(status)]
     except (KeyError, ValueError):
         raise ValueError(f"no hand-off event for batch status {status!r}") from None
+    revised = detail_type == DAY_COMPLETED and _revision(manifest) is not None
+    return DAY_REVISED if revised else detail_type
+
+
+def _revision(manifest: Mapping[str, Any] | None) -> Revision | None:
+    named = (manifest or {}).get("revision")
+    return None if not named else Revision.from_dict(named)
 
 
 def manifest_fields(manifest: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -229,7 +251,7 @@ def build_event(detail_type: str, day: DayFacts) -> HandoffEvent:
     if detail_type not in DETAIL_TYPES:
         raise ValueError(f"unknown detail-type {detail_type!r}")
     outcome = day.outcome or {}
-    detail = {
+    detail: dict[str, Any] = {
         "version": DETAIL_VERSION,
         "event_id": "",
         "feed": day.feed,
@@ -244,5 +266,12 @@ def build_event(detail_type: str, day: DayFacts) -> HandoffEvent:
         "manifest": manifest_fields(day.manifest),
         "deadline_at": day.deadline_at,
     }
+    revision = _revision(day.manifest) if detail_type == DAY_REVISED else None
+    if detail_type == DAY_REVISED and revision is None:
+        raise ValueError("a Day Revised event needs its revision's manifest")
+    if revision is not None:  # the other events carry none of these keys
+        counts = revision.counts()
+        detail["counts"] |= {name: counts[name] for name in REVISED_COUNTS}
+        detail |= {"revision": revision.number, "supersedes": revision.supersedes()}
     detail["event_id"] = event_id(day.feed, day.date, day.batch_id, detail_type, detail)
     return HandoffEvent(detail_type, detail)

@@ -13,7 +13,8 @@ error, pending), and `counts` add up (completed + failed + error + pending = exp
 says why a batch failed or timed out as a whole. Beside each manifest, a JSON Lines file list
 and a COPY-only manifest (dlpipe/domain/manifest_lists.py), which the manifest names with their
 SHA-256. These keys were added within format 1: every earlier key keeps its meaning, and a
-reader ignores keys it does not know (a manifest written before them parses too).
+reader ignores keys it does not know (a manifest written before them parses too); so were a
+revision batch's (`revision`, `supersedes`, the files' marks, `withdrawn`: manifest_lists.py).
 """
 
 from __future__ import annotations
@@ -26,11 +27,16 @@ from typing import Any
 from dlpipe.domain.feeds import is_feed_name
 from dlpipe.domain.manifest_lists import (
     ManifestLists,
+    Revision,
     UnpublishedFile,
+    WithdrawnFile,
     canonical_json,
+    mark_record,
     named_file_list,
     render_items,
+    revision_of,
 )
+from dlpipe.domain.manifest_lists import ManifestRef as ManifestRef  # noqa: PLC0414 (re-exported)
 from dlpipe.domain.model import validate_batch_id, validate_date
 from dlpipe.domain.statuses import BATCH_OPEN, SUCCESSFUL_BATCH_STATUSES, TERMINAL_BATCH_STATUSES
 
@@ -103,6 +109,7 @@ class ManifestHeader:
     created_at: str
     finished_at: str
     cause: str | None = None  # the outcome summary's: why the batch failed or timed out
+    revision: Revision | None = None  # a revision batch's (None: an ordinary batch)
 
     @property
     def pending(self) -> int:
@@ -112,17 +119,24 @@ class ManifestHeader:
     def fields(self) -> dict[str, Any]:
         """The top-level keys besides the lists."""
         names = ("expected", "completed", "failed", "error", "pending")
+        counts = {k: getattr(self, k) for k in names}
+        revision = self.revision
+        if revision is not None:  # an ordinary header renders no key of a revision's
+            counts |= revision.counts()
+        extra = (
+            {"revision": revision.number, "supersedes": revision.supersedes()} if revision else {}
+        )
         return {
             "format": FORMAT,
             "feed": self.feed,
             "date": self.date,
             "batch_id": self.batch_id,
             "status": self.status,
-            "counts": {k: getattr(self, k) for k in names},
+            "counts": counts,
             "cause": self.cause,
             "created_at": self.created_at,
             "finished_at": self.finished_at,
-        }
+        } | extra
 
 
 @dataclass(frozen=True)
@@ -136,6 +150,9 @@ class ManifestEntry:
     size: int
     sha256: str
     version_id: str | None
+    revised: str | None = None  # a revision's mark (manifest_lists.mark_record), and what
+    previous_version_id: str | None = None  # a changed or added file replaced
+    previous_sha256: str | None = None
 
     @property
     def url(self) -> str:
@@ -155,7 +172,7 @@ class ManifestEntry:
             "version_id": self.version_id,
             "size": self.size,
             "sha256": self.sha256,
-        }
+        } | mark_record(self)
 
 
 _dumps = canonical_json
@@ -166,9 +183,11 @@ def render(
     entries: Callable[[], Iterable[ManifestEntry]],
     unpublished: Iterable[UnpublishedFile] = (),
     lists: ManifestLists | None = None,
+    withdrawn: Iterable[WithdrawnFile] = (),
 ) -> Iterator[bytes]:
     """The manifest's bytes, a line per entry; `entries` is called twice (once per list) and
-    must yield the same entries in FileID order both times, `unpublished` in FileID order."""
+    must yield the same entries in FileID order both times, `unpublished` and (a revision's)
+    `withdrawn` in FileID order."""
     fields = header.fields() | (lists.fields() if lists else {})
     head = _dumps(fields)[:-1]  # the header object, left open for the lists
     yield f'{head},\n"entries":['.encode()
@@ -177,6 +196,9 @@ def render(
     yield from render_items(entry.file_record() for entry in entries())
     yield b'],\n"unpublished":['
     yield from render_items(file.record() for file in unpublished)
+    if header.revision is not None:
+        yield b'],\n"withdrawn":['
+        yield from render_items(file.record() for file in withdrawn)
     yield b"]}\n"
 
 
@@ -188,6 +210,7 @@ class Manifest:
     entries: tuple[ManifestEntry, ...]
     unpublished: tuple[UnpublishedFile, ...] = ()
     file_list: str | None = None  # its JSON Lines file list, as it names it (key or s3:// URI)
+    withdrawn: tuple[WithdrawnFile, ...] = ()  # a revision's
 
 
 def parse_manifest(data: bytes) -> Manifest:
@@ -199,7 +222,8 @@ def parse_manifest(data: bytes) -> Manifest:
         entries_read = tuple(_entry(e, f) for e, f in pairs)
         unpublished = tuple(UnpublishedFile(**u) for u in doc.get("unpublished", []))
         listed = named_file_list(doc.get("file_list"))
-        return Manifest(_header(doc), entries_read, unpublished, listed)
+        withdrawn = tuple(WithdrawnFile(**w) for w in doc.get("withdrawn", []))
+        return Manifest(_header(doc), entries_read, unpublished, listed, withdrawn)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         if isinstance(exc, ManifestError):
             raise
@@ -219,7 +243,7 @@ def _header(doc: Mapping[str, Any]) -> ManifestHeader:
         str(doc["feed"]), str(doc["date"]), str(doc["batch_id"]), str(doc["status"]),
         int(counts["expected"]), int(counts["completed"]), int(counts["failed"]),
         int(counts["error"]), str(doc["created_at"]), str(doc["finished_at"]),
-        None if doc.get("cause") is None else str(doc["cause"]),
+        None if doc.get("cause") is None else str(doc["cause"]), revision_of(doc),
     )  # fmt: skip
 
 
@@ -231,7 +255,8 @@ def _entry(copy_entry: Mapping[str, Any], record: Mapping[str, Any]) -> Manifest
     size = int(copy_entry["meta"]["content_length"])
     return ManifestEntry(
         str(record["file_id"]), str(record["entity"]), bucket, key, size,
-        str(record["sha256"]), record["version_id"],
+        str(record["sha256"]), record["version_id"], record.get("revised"),
+        record.get("previous_version_id"), record.get("previous_sha256"),
     )  # fmt: skip
 
 
@@ -288,49 +313,6 @@ def supersedes(new: DayPointer, current: DayPointer | None) -> bool:
 
 
 @dataclass(frozen=True)
-class ManifestRef:
-    """Where a written manifest is and how to check it: the write-manifest step's result."""
-
-    bucket: str
-    key: str
-    version_id: str | None
-    sha256: str
-    size: int
-    entries: int
-    file_list_key: str | None = None
-    copy_key: str | None = None
-    pending_files: tuple[str, ...] = ()  # the first pending FileIDs (the event names them)
-
-    @property
-    def uri(self) -> str:
-        """s3://bucket/key."""
-        return f"s3://{self.bucket}/{self.key}"
-
-    def _uri(self, key: str | None) -> str | None:
-        return None if key is None else f"s3://{self.bucket}/{key}"
-
-    def to_dict(self) -> dict[str, Any]:
-        """The step's JSON result (URIs included, for consumers that want one string)."""
-        uris = {
-            "file_list_uri": self._uri(self.file_list_key),
-            "copy_uri": self._uri(self.copy_key),
-        }
-        return {**asdict(self), "pending_files": list(self.pending_files), "uri": self.uri, **uris}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ManifestRef:
-        """Rebuild from `to_dict` output (a checkpoint; one written before the file lists
-        has none)."""
-        version = data.get("version_id")
-        return cls(
-            str(data["bucket"]), str(data["key"]), None if version is None else str(version),
-            str(data["sha256"]), int(data["size"]), int(data["entries"]),
-            data.get("file_list_key"), data.get("copy_key"),
-            tuple(str(f) for f in data.get("pending_files", ())),
-        )  # fmt: skip
-
-
-@dataclass(frozen=True)
 class PublishedFile:
     """What a completed job says about its object (before the store looks at the object)."""
 
@@ -339,6 +321,9 @@ class PublishedFile:
     key: str
     size: int
     sha256: str
+    revised: str | None = None  # a revision's marks (ManifestEntry's)
+    previous_version_id: str | None = None
+    previous_sha256: str | None = None
 
 
 @dataclass(frozen=True)

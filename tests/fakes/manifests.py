@@ -18,7 +18,7 @@ from dlpipe.domain.manifest import (
     manifest_key,
     render,
 )
-from dlpipe.domain.manifest_lists import PENDING, UnpublishedFile
+from dlpipe.domain.manifest_lists import PENDING, UnpublishedFile, WithdrawnFile
 from dlpipe.domain.outcome import FILES_PER_CODE
 
 BUCKET = "fake-bucket"
@@ -39,6 +39,7 @@ class FakeManifestStore:
         header: ManifestHeader,
         files: Iterable[PublishedFile],
         unpublished: Iterable[UnpublishedFile] = (),
+        withdrawn: Iterable[WithdrawnFile] = (),
     ) -> ManifestRef:
         missing = sorted(unpublished, key=lambda f: f.file_id)
         entries = sorted(
@@ -48,7 +49,8 @@ class FakeManifestStore:
             ),
             key=lambda e: e.file_id,
         )
-        data = b"".join(render(header, lambda: iter(entries), missing))
+        gone = sorted(withdrawn, key=lambda f: f.file_id)
+        data = b"".join(render(header, lambda: iter(entries), missing, withdrawn=gone))
         key = manifest_key(header.feed, header.date, header.batch_id, header.status)
         if key in self.objects and self.objects[key] != data:
             raise ManifestConflictError(f"the manifest {key} conflicts")

@@ -186,10 +186,19 @@ class FakeJobsTable:
             return self.items[file_id]
 
     def complete(
-        self, file_id: str, owner: str, *, byte_count: int, sha256: str, destination_key: str
+        self,
+        file_id: str,
+        owner: str,
+        *,
+        byte_count: int,
+        sha256: str,
+        destination_key: str,
+        previous_version_id: str | None = None,
     ) -> FileJob:
         with self._lock:
             job = self._owned(file_id, owner, "complete")
+            if previous_version_id is not None:
+                job = replace(job, previous_version_id=previous_version_id)
             return self._completed(job, byte_count, sha256, destination_key)
 
     def finish_unsuccessfully(
@@ -238,6 +247,53 @@ class FakeJobsTable:
                 raise ListedTwiceError("mark listed refused", condition="mark listed", current=job)
             assert job is not None  # may_mark_listed refuses a missing job
             marked = replace(job, listed_by=listed_by(batch_id, listing_index))
+            self.items[file_id] = marked
+            return marked
+
+    def revise(
+        self, current: FileJob, listed: FileJob, *, revision: int, revised_as: str
+    ) -> FileJob:
+        with self._lock:
+            job = self.items.get(listed.file_id)
+            own = job is not None and job.batch_id == listed.batch_id and job.revision == revision
+            if own:
+                return job  # type: ignore[return-value]  # (own: not None)
+            still = (
+                job is not None
+                and job.status is JobStatus.COMPLETED
+                and job.batch_id == current.batch_id
+                and job.sha256 == current.sha256
+            )
+            if not still or job is None:
+                raise RequeueRefusedError("revise refused", condition="revise", current=job)
+            revised = replace(
+                listed,
+                status=JobStatus.AVAILABLE,
+                status_updated_at_ms=self.clock.now_ms(),
+                destination_key=job.destination_key,
+                created_at=job.created_at,
+                revision=revision,
+                revised_as=revised_as,
+                previous_sha256=job.sha256,
+                previous_size=job.byte_count,
+                attempts=0,
+            )
+            self.items[listed.file_id] = revised
+            return revised
+
+    def withdraw(self, file_id: str, batch_id: str, by_batch: str) -> FileJob:
+        with self._lock:
+            job = self.items.get(file_id)
+            if job is not None and job.withdrawn_by == by_batch:
+                return job
+            if (
+                job is None
+                or job.status is not JobStatus.COMPLETED
+                or job.batch_id != batch_id
+                or job.withdrawn_by is not None
+            ):
+                raise RequeueRefusedError("withdraw refused", condition="withdraw", current=job)
+            marked = replace(job, withdrawn_by=by_batch)
             self.items[file_id] = marked
             return marked
 

@@ -3,7 +3,12 @@
 `show_day`)? Both follow the day's pointer, `latest.json`, to the manifest it names, checked
 against the pointer's SHA-256 and size; `show` also HEADs every object the manifest lists
 and reads the file lists beside it (the JSON Lines and the COPY manifest) entry by entry.
-The checks are manifest_check.py's, the audit's own."""
+The checks are manifest_check.py's, the audit's own.
+
+A restated day's pointer names its latest revision's manifest: each look says which revision
+(1 for an ordinary manifest) and, for a revision, how many files changed, were added or were
+withdrawn, so a sensor keyed on (date, revision) runs once more for each revision; `show` also
+checks that the manifest it supersedes is there at the version it names."""
 
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ from datetime import timedelta
 from enum import StrEnum
 from typing import Any
 
+from dlpipe.domain.handoff_events import REVISED_COUNTS
 from dlpipe.domain.manifest import Manifest, ManifestError, day_prefix
 from dlpipe.domain.model import validate_date
 from dlpipe.domain.statuses import BATCH_OPEN, SUCCESSFUL_BATCH_STATUSES
@@ -61,7 +67,17 @@ class DayHandoff:
     manifest_version_id: str | None = None
     manifest_sha256: str | None = None
     file_list_uri: str | None = None
-    counts: Mapping[str, int] | None = None  # expected, completed, failed, error
+    # The manifest's: expected, completed, failed, error, pending, and a revision's unchanged,
+    # changed, added and withdrawn.
+    counts: Mapping[str, int] | None = None
+    revision: int = 1  # the day's revision (1: its first manifest, not a restatement's)
+
+    @property
+    def revised(self) -> dict[str, int] | None:
+        """A revision's changed, added and withdrawn counts (None: an ordinary manifest)."""
+        if self.revision == 1 or self.counts is None:
+            return None
+        return {name: self.counts.get(name, 0) for name in REVISED_COUNTS}
 
     @property
     def ready(self) -> bool:
@@ -80,6 +96,7 @@ class DayHandoff:
             "manifest_sha256": self.manifest_sha256,
             "file_list_uri": self.file_list_uri,
             "counts": None if self.counts is None else dict(self.counts),
+            "revision": self.revision,
         }
 
 
@@ -203,8 +220,21 @@ def show_day(reader: ManifestReader, bucket: str, feed: str, date: str) -> DayVe
         return DayVerification(day, 0, 0, ("no manifest yet (no latest.json)",))
     problems = tuple(object_problems(reader, manifest.entries))
     entries = len(manifest.entries)
-    listed = tuple(list_problems(reader, manifest))
+    listed = (*list_problems(reader, manifest), *_superseded_problems(reader, manifest))
     return DayVerification(day, entries, entries - len(problems), problems + listed)
+
+
+def _superseded_problems(reader: ManifestReader, manifest: Manifest) -> list[str]:
+    """A revision names the manifest it supersedes by key and version: it must be there, so
+    a consumer can tell what it loaded before from what changed (a version may be None in an
+    unversioned bucket: the key's current object then)."""
+    revision = manifest.header.revision
+    if revision is None:
+        return []
+    key, version = revision.supersedes_key, revision.supersedes_version_id
+    if reader.head(key, version) is None:
+        return [f"revision {revision.number} supersedes {key} version {version}, which is missing"]
+    return []
 
 
 def _read_day(
@@ -240,6 +270,7 @@ def _read_day(
         manifest_sha256=pointer.sha256,
         file_list_uri=_file_list_uri(manifest.file_list, bucket),
         counts=head.fields()["counts"],
+        revision=1 if head.revision is None else head.revision.number,
     )
     return day, manifest
 

@@ -8,18 +8,18 @@ from typing import Protocol
 from dlpipe.domain.clock import iso_from_ms
 from dlpipe.domain.model import Batch, BatchStatus, make_batch_id
 from dlpipe.domain.rules import batch_ttl_epoch_s
+from dlpipe.domain.statuses import SUCCESSFUL_BATCH_STATUSES
 from dlpipe.domain.transitions import batch_to_attach, rerun_starts_anew
 from dlpipe.log import get_logger
-from dlpipe.services.orchestrator.store_ports import FlowStores
+from dlpipe.services.orchestrator import restate
+from dlpipe.services.orchestrator.restate import RestatingFlow
 
 log = get_logger(component="orchestrator")
 
 
-class CreatingFlow(FlowStores, Protocol):
-    """What create-batch reads of the flow: the stores, and the feed and ids it names batches by."""
-
-    @property
-    def feed(self) -> str: ...
+class CreatingFlow(RestatingFlow, Protocol):
+    """What create-batch reads of the flow: the stores, the provider, and the feed and ids it
+    names batches by."""
 
     def new_uuid(self) -> str: ...
 
@@ -32,6 +32,9 @@ def create_batch(flow: CreatingFlow, polling_date: str, rerun: bool = False) -> 
     same_feed = [b for b in flow.batches.query_by_date(polling_date) if b.feed == flow.feed]
     batch = batch_to_attach(same_feed, rerun=rerun and rerun_starts_anew(same_feed))
     if batch is not None:
+        revision = _restated(flow, polling_date, batch, same_feed)
+        if revision is not None:
+            return revision
         log.info(
             "batch.attached",
             batch_id=batch.batch_id,
@@ -54,3 +57,21 @@ def create_batch(flow: CreatingFlow, polling_date: str, rerun: bool = False) -> 
     flow.batches.create(batch)
     log.info("batch.created", batch_id=batch.batch_id, date=polling_date, rerun=rerun)
     return batch.batch_id
+
+
+def _restated(flow: CreatingFlow, date: str, batch: Batch, day: list[Batch]) -> str | None:
+    """The revision batch this run goes on with, if the day it would attach to is restated
+    (restate.py): a completed day the listing now contradicts, or a revision batch still
+    initiated (a replay of this step, or a racing run's: its withdrawn marks are made again,
+    each once). None: attach to `batch` as it is."""
+    if batch.status is BatchStatus.INITIATED and batch.revision is not None:
+        found = restate.check(flow, date, day)
+        if found is not None:
+            restate.mark_withdrawn(flow, batch.batch_id, found.withdrawn(), day_of=date)
+        return batch.batch_id
+    if batch.status not in SUCCESSFUL_BATCH_STATUSES:
+        return None
+    found = restate.check(flow, date, day)
+    if found is None or not found.restatement.is_revision:
+        return None
+    return restate.start_revision(flow, batch, found)

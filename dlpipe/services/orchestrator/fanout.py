@@ -167,6 +167,7 @@ class ListingPosition:
     expected: ExpectedFiles = field(default_factory=ExpectedFiles)
     refusals: Refusals = field(default_factory=Refusals)
     feed: str = DEFAULT_FEED_NAME  # its batch's, and so its jobs' (keys never cross feeds)
+    revision: int | None = None  # its batch's, when it revises a restated day (restate.py)
 
     def at(self, batch_id: str, date: str, offset: int) -> bool:
         """True if this stream can go on from `offset` for that batch and day."""

@@ -3,7 +3,9 @@ feed's deadline (the events: dlpipe/domain/handoff_events.py; the bus: an EventS
 
 Both are durable steps, so a replay finds their checkpoint and sends nothing again:
 - `publish-outcome-event`, on every path that ends the batch, after the batch's final status
-  (and its manifest) are written. A send that fails for good fails the execution (logged
+  (and its manifest) are written: `Day Revised` for a revision batch that completed (its
+  manifest's reference says it is one; without a destination bucket there is no manifest and
+  it goes out as `Day Completed`). A send that fails for good fails the execution (logged
   `batch.event_unsent`): the batch item is final either way, but a consumer waiting for the
   day must not be left without a word, so the failure is as loud as the execution's.
 - `day-late-{n}`, after each poll that leaves the batch running, only while the feed has a
@@ -252,7 +254,7 @@ def publish_outcome(
         manifest,
         _deadline_iso(deadline, result.date),
     )
-    event = build_event(detail_type_for(result.status), facts)
+    event = build_event(detail_type_for(result.status, manifest), facts)
     try:
         done = steps.step(STEP_PUBLISH_OUTCOME, lambda: flow().publish_event(event.to_dict()))
     except StepFailed as exc:

@@ -1,23 +1,33 @@
 """write-manifest: the end of a batch handed on, as one immutable manifest object of the day's
 published files and a pointer naming the day's current manifest (docs/ARCHITECTURE.md,
 "Hand-off: the day manifest"). The manifest names every file the batch expected: the day's
-published files, and the batch's others (failed, error, pending) with their error codes."""
+published files, and the batch's others (failed, error, pending) with their error codes.
+
+A revision batch's (Batch.revision) lists the day's current files only: a file some revision
+withdrew (WithdrawnBy) is left out, and those this one withdrew are named apart. Each entry is
+marked: changed or added when its job sits in this batch's partition with RevisedAs (it was
+moved here), else unchanged. It supersedes the manifest of the batch it revises, named by key
+and that object's current version (read, never recorded, so a replay renders the same)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Protocol
 
+from dlpipe.domain.job_row import JobRow
 from dlpipe.domain.manifest import (
     DayPointer,
     ManifestHeader,
     ManifestRef,
     PublishedFile,
+    manifest_key,
     supersedes,
 )
-from dlpipe.domain.manifest_lists import PENDING, UnpublishedFile
+from dlpipe.domain.manifest_lists import PENDING, Revision, UnpublishedFile, WithdrawnFile
 from dlpipe.domain.model import Batch, BatchStatus, JobStatus
 from dlpipe.domain.outcome import error_code
+from dlpipe.domain.restatement import Revised
 from dlpipe.domain.statuses import PENDING_JOB_STATUSES, UNSUCCESSFUL_JOB_STATUSES
 from dlpipe.log import get_logger
 from dlpipe.services.orchestrator.manifest_ports import ManifestStore
@@ -49,20 +59,39 @@ def write_manifest(flow: ManifestFlow, batch_id: str) -> ManifestRef | None:
     batch = flow.batches.require(batch_id)
     day = _day_batches(flow, batch)
     unpublished = _unpublished(flow.jobs, batch_id)
-    ref = flow.manifests.write(header_of(batch), _published(flow.jobs, day), unpublished)
+    if batch.revision is None:
+        ref = flow.manifests.write(header_of(batch), _published(flow.jobs, day), unpublished)
+    else:
+        header = header_of(batch, _revision(flow, flow.manifests, batch))
+        files, withdrawn = _current(flow.jobs, day, batch), _withdrawn(flow.jobs, day, batch)
+        ref = flow.manifests.write(header, files, unpublished, withdrawn)
     _point(flow.manifests, batch, ref)
     log.info("batch.manifest_written", batch_id=batch_id, key=ref.key, entries=ref.entries)
     return ref
 
 
-def header_of(batch: Batch) -> ManifestHeader:
-    """The manifest's header from the ended batch's item (stable once it has ended)."""
+def header_of(batch: Batch, revision: Revision | None = None) -> ManifestHeader:
+    """The manifest's header from the ended batch's item (stable once it has ended); a
+    revision's counts are then counted from what its manifest lists (manifest_lists.counted)."""
     return ManifestHeader(
         batch.feed, batch.polling_date, batch.batch_id, str(batch.status),
         batch.expected, batch.completed, batch.failed_count or 0, batch.error_count or 0,
         batch.created_at, _finished_at(batch),
-        batch.outcome.cause if batch.outcome else batch.error_message,
+        batch.outcome.cause if batch.outcome else batch.error_message, revision,
     )  # fmt: skip
+
+
+def _revision(flow: ManifestFlow, store: ManifestStore, batch: Batch) -> Revision:
+    """The revision's number and the manifest it supersedes: the revised batch's, at the key
+    its status gives and at that object's current version (None: there is none)."""
+    if batch.revision is None or batch.revises is None:
+        raise ValueError(f"batch {batch.batch_id} is no revision of another batch")
+    revised = flow.batches.require(batch.revises)
+    key = manifest_key(revised.feed, revised.polling_date, revised.batch_id, str(revised.status))
+    found = store.head(key)
+    if found is None:
+        log.error("manifest.superseded_missing", batch_id=batch.batch_id, key=key)
+    return Revision(batch.revision, key, None if found is None else found.version_id)
 
 
 def _finished_at(batch: Batch) -> str:
@@ -91,11 +120,57 @@ def _published(jobs: JobStore, day: list[Batch]) -> Iterator[PublishedFile]:
     names: no job is fetched)."""
     for batch in day:
         for row in jobs.rows_by_batch(batch.batch_id, JobStatus.COMPLETED):
-            key, size, sha256 = row.destination_key, row.byte_count, row.sha256
-            if row.entity is None or key is None or sha256 is None or size is None:
-                log.error("manifest.job_incomplete", batch_id=batch.batch_id, file_id=row.file_id)
+            published = _file(batch, row)
+            if published is not None:
+                yield published
+
+
+def _file(batch: Batch, row: JobRow) -> PublishedFile | None:
+    key, size, sha256 = row.destination_key, row.byte_count, row.sha256
+    if row.entity is None or key is None or sha256 is None or size is None:
+        log.error("manifest.job_incomplete", batch_id=batch.batch_id, file_id=row.file_id)
+        return None
+    return PublishedFile(row.file_id, row.entity, key, size, sha256)
+
+
+def _current(jobs: JobStore, day: list[Batch], revision: Batch) -> Iterator[PublishedFile]:
+    """A revision's entries: the day's completed files no revision withdrew, each marked."""
+    for batch in day:
+        for row in jobs.rows_by_batch(batch.batch_id, JobStatus.COMPLETED):
+            published = None if row.withdrawn_by else _file(batch, row)
+            if published is None:
                 continue
-            yield PublishedFile(row.file_id, row.entity, key, size, sha256)
+            mark = _mark(row) if batch.batch_id == revision.batch_id else Revised.UNCHANGED
+            moved = mark is not Revised.UNCHANGED  # what a changed or added file replaced
+            yield replace(
+                published,
+                revised=mark,
+                previous_version_id=row.previous_version_id if moved else None,
+                previous_sha256=row.previous_sha256 if moved else None,
+            )
+
+
+def _mark(row: JobRow) -> Revised:
+    """What the revision that moved the job here found it (RevisedAs): changed or added; a
+    job of its partition without one (adopted, say) is unchanged."""
+    if row.revised_as in (Revised.CHANGED, Revised.ADDED):
+        return Revised(row.revised_as)
+    if row.revised_as is not None:
+        log.error("manifest.unknown_mark", file_id=row.file_id, revised_as=row.revised_as)
+    return Revised.UNCHANGED
+
+
+def _withdrawn(jobs: JobStore, day: list[Batch], revision: Batch) -> Iterator[WithdrawnFile]:
+    """The files this revision withdrew: still completed in their earlier batch's partition
+    (their objects are kept), WithdrawnBy naming it. A second read of those partitions, only
+    for a revision (a file a revision withdraws never moves)."""
+    for batch in day:
+        if batch.batch_id == revision.batch_id:
+            continue
+        for row in jobs.rows_by_batch(batch.batch_id, JobStatus.COMPLETED):
+            if row.withdrawn_by == revision.batch_id:
+                key, sha256 = row.destination_key or "", row.sha256 or ""
+                yield WithdrawnFile(row.file_id, row.entity or "", key, sha256)
 
 
 def _unpublished(jobs: JobStore, batch_id: str) -> Iterator[UnpublishedFile]:

@@ -6,6 +6,7 @@ error job or a line on the batch."""
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from typing import NamedTuple, Protocol
 
 from dlpipe.domain.errors import (
@@ -17,6 +18,7 @@ from dlpipe.domain.errors import (
 )
 from dlpipe.domain.listing import FileDescriptor, RejectedFile
 from dlpipe.domain.model import FileJob, JobStatus, listed_index
+from dlpipe.domain.restatement import DayFile, ListedFile, Revised, changed_content
 from dlpipe.domain.transitions import may_adopt
 from dlpipe.log import get_logger
 from dlpipe.services.orchestrator.fanout import Entry, ListingPosition, in_parallel, refusal
@@ -56,7 +58,11 @@ def write_jobs(
         for index, entry in enumerate(chunk, start)
         if isinstance(entry, FileDescriptor) and entry.entity not in duplicated
     ]
-    placed = in_parallel(lambda job: _place_job(flow, job), jobs)
+    if position.revision is not None:
+        # A revision batch's new jobs are the day's added files (restatement.py).
+        added = str(Revised.ADDED)
+        jobs = [replace(j, revision=position.revision, revised_as=added) for j in jobs]
+    placed = in_parallel(lambda job: _place_job(flow, job, position.revision), jobs)
     to_send: list[FileJob] = []
     present = 0
     for job, outcome in zip(jobs, placed, strict=True):
@@ -121,9 +127,10 @@ def _record_refusal(
     position.expected.add(job.file_id)  # written now, or by a replay of this entry
 
 
-def _place_job(flow: PlacingFlow, job: FileJob) -> _Placed:
+def _place_job(flow: PlacingFlow, job: FileJob, revision: int | None = None) -> _Placed:
     """Write the job, or find why its FileID is taken: a replay of this entry (send it
-    again while available), another batch's job (adopt it), or a duplicate entry."""
+    again while available), another batch's job (adopt it; or, in a revision batch, revise
+    it when the listing restates it), or a duplicate entry."""
     try:
         flow.jobs.create(job)
     except JobExistsError as exists:
@@ -133,6 +140,10 @@ def _place_job(flow: PlacingFlow, job: FileJob) -> _Placed:
                 return _Placed(send=False, duplicate_of=current.listing_index)
             # Replay after a crash between the put and the send: send again (at-least-once).
             return _Placed(send=current.status is JobStatus.AVAILABLE)
+        if revision is not None and current is not None:
+            revised = _revise(flow, job, current, revision)
+            if revised is not None:
+                return revised
         if _adopt(flow, job, current):
             return _Placed(send=True)
         return _listed_again(flow, job)
@@ -152,6 +163,46 @@ def _listed_again(flow: PlacingFlow, job: FileJob) -> _Placed:
         if earlier is not None:
             return _Placed(send=False, duplicate_of=earlier)
     return _Placed(send=False)  # (a job gone meanwhile is nothing to send either)
+
+
+def _revise(flow: PlacingFlow, job: FileJob, current: FileJob, revision: int) -> _Placed | None:
+    """A completed job the listing restates (other contents, or a file withdrawn before and
+    listed again) given back to the queue in this revision batch; None when it is not
+    restated (it stays where it is, as a rerun leaves a completed job)."""
+    if current.status is not JobStatus.COMPLETED:
+        return None
+    if current.withdrawn_by is not None:
+        kind = Revised.ADDED
+    elif changed_content(_listed(job), _published(current)):
+        kind = Revised.CHANGED
+    else:
+        return None
+    try:
+        flow.jobs.revise(current, job, revision=revision, revised_as=str(kind))
+    except RequeueRefusedError as refused:
+        # Another run of this revision moved it first (or it changed meanwhile): send it only
+        # if it is this batch's and still waiting.
+        stored = refused.current if isinstance(refused.current, FileJob) else None
+        if stored is None or stored.batch_id != job.batch_id:
+            return _Placed(send=False)
+        return _Placed(send=stored.status is JobStatus.AVAILABLE)
+    log.info(
+        "job.revised",
+        file_id=job.file_id,
+        batch_id=job.batch_id,
+        revision=revision,
+        revised_as=str(kind),
+        from_batch=current.batch_id,
+    )
+    return _Placed(send=True)
+
+
+def _listed(job: FileJob) -> ListedFile:
+    return ListedFile(job.file_id, job.expected_size, job.expected_sha256)
+
+
+def _published(job: FileJob) -> DayFile:
+    return DayFile(job.file_id, completed=True, size=job.byte_count, sha256=job.sha256)
 
 
 def _adopt(flow: PlacingFlow, job: FileJob, current: FileJob | None) -> bool:

@@ -100,6 +100,7 @@ def _next_chunk(
                 expected=ExpectedFiles.resumed(before.expected),
                 refusals=Refusals(before.refused, list(before.refusals_shown)),
                 feed=batch.feed,
+                revision=batch.revision,
             )
             if not position.skip_to(offset):
                 raise FetchFailed(

@@ -51,6 +51,18 @@ class JobStore(BatchJobReads, SweepJobs, Protocol):
         ListedTwiceError if another entry of it did."""
         ...
 
+    def revise(
+        self, current: FileJob, listed: FileJob, *, revision: int, revised_as: str
+    ) -> FileJob:
+        """Give `current`, a completed job of an earlier batch, back as available in
+        `listed.batch_id` at `revision`, from what the listing says now; RequeueRefusedError
+        unless it is still that completed job."""
+        ...
+
+    def withdraw(self, file_id: str, batch_id: str, by_batch: str) -> FileJob:
+        """Mark a completed job the vendor withdrew (WithdrawnBy); RequeueRefusedError."""
+        ...
+
     def batch_file_ids(self, batch_id: str) -> dict[str, JobStatus | None]:
         """FileID -> status of every job of `batch_id` (None: unreadable)."""
         ...
