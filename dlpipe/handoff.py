@@ -6,13 +6,17 @@ Dagster sensor or a plain script (README, "Hand-off: a consumer's command and ca
     from dlpipe.handoff import wait_for_day
     day = wait_for_day("vendor-b", "2026-02-28", timeout=3600, bucket="dlpipe-data-...")
     if day.ready:
-        load(day.manifest_uri)
+        load(day.manifest_uri, day.revision)  # a restated day: revision 2, 3, ...
 
 Each call reads the day's pointer (`_dlpipe/manifests/{feed}/{date}/latest.json`) and the
 manifest it names through `s3_client` (default: a boto3 client on the environment's region and
 endpoints) in `bucket` (default: DLPIPE_DEST_BUCKET). Errors: ValueError for a feed name or
 date that is none, HandoffError when the pointer or its manifest cannot be trusted,
 dlpipe.config.ConfigError without a bucket, and the AWS errors of dlpipe.domain.errors.
+
+A restated day's pointer moves to its latest revision's manifest: `.revision` says which (1
+for a day never restated) and `.revised` its changed, added and withdrawn counts, so a sensor
+that keys its runs on (date, revision) loads each revision once.
 """
 
 from __future__ import annotations
@@ -49,7 +53,8 @@ def wait_for_day(
     """Look every `interval` seconds until feed `feed`'s day `date` (YYYY-MM-DD) completed or
     failed, or `timeout` seconds passed (0: look once, as a sensor's poke does); the last
     look. `.ready` is True when the day completed; `.state` says which of completed, failed,
-    timeout (provisional: a repair may still complete it) or not_yet. `verify=True`: a
+    timeout (provisional: a repair may still complete it) or not_yet; `.revision` which
+    revision of the day the manifest is (1: not restated). `verify=True`: a
     completed day is ready only once it verifies as `show_day` checks it (a HEAD of every
     object it lists); one that does not raises HandoffError naming its first problem."""
     if timeout < 0 or interval <= 0:

@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from dlpipe.cli.safe_text import plain
+from dlpipe.domain.handoff_events import REVISED_COUNTS
 from dlpipe.local.events import received_events
 
 if TYPE_CHECKING:
@@ -39,9 +40,23 @@ def with_received_events(stack: LocalStack, reports: list[DayReport]) -> list[Da
     ]
 
 
+def revision_line(manifest: dict[str, Any]) -> str | None:
+    """A revision's line (None for an ordinary manifest): which revision of the day, its
+    changed, added and withdrawn files, and the manifest it supersedes."""
+    revision = manifest.get("revision")
+    if not revision:
+        return None
+    counts, named = revision.get("counts", {}), revision.get("supersedes", {})
+    tally = ", ".join(f"{counts.get(k, 0)} {k}" for k in REVISED_COUNTS)
+    return (
+        f"revision {revision.get('revision')} of the day ({tally}), superseding"
+        f" {named.get('key')} version {named.get('version_id')}"
+    )
+
+
 def render_handoff(out: Console, report: DayReport) -> None:
-    """The manifest's path, its JSON Lines file list's and each received event, one compact
-    line each."""
+    """The manifest's path, its JSON Lines file list's, a revision's line and each received
+    event, one compact line each."""
     manifest: dict[str, Any] | None = report.result.get("manifest")
     if manifest:  # README, "Hand-off: manifests"
         line = f"day manifest: {manifest.get('uri')}"
@@ -49,6 +64,8 @@ def render_handoff(out: Console, report: DayReport) -> None:
         if manifest.get("file_list_uri"):  # README, "Reading a day's files"
             line = f"file list (JSON Lines): {manifest['file_list_uri']}"
             out.print(plain(line), highlight=False, soft_wrap=True)
+        if revised := revision_line(manifest):
+            out.print(plain(revised), highlight=False, soft_wrap=True)
     if RECEIVED not in report.result:
         return  # nobody read the downstream queue (a run without the local stack's consumer)
     events = report.result[RECEIVED]

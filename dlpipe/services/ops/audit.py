@@ -10,14 +10,19 @@ manifest's entries; and the manifest's counts agree with the batch item and with
 (BatchIndex COUNTs). The pointer names the object that is there: its version too, so a
 manifest deleted and written again is named, as is a pointer that still names the deleted
 version; and the `Day Completed` event the batch sent named that same version and SHA-256, and
-no later run withheld the hand-off (HandoffProblem). Each problem is one line."""
+no later run withheld the hand-off (HandoffProblem). Each problem is one line.
+
+A restated day's completed batch is its latest revision, whose event is `Day Revised`; its
+manifest lists only the day's current files, so the jobs it is counted against are its own
+partition's (exactly its changed and added files: unchanged ones stay, withdrawn ones stay
+completed where they were)."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
 
-from dlpipe.domain.handoff_events import DAY_COMPLETED, HandoffEvent
+from dlpipe.domain.handoff_events import DAY_COMPLETED, DAY_REVISED, HandoffEvent
 from dlpipe.domain.manifest import DayPointer, Manifest, ManifestError
 from dlpipe.domain.model import Batch, BatchStatus, JobStatus
 from dlpipe.services.ops.feed_filter import record_feed
@@ -125,7 +130,7 @@ def _handoff_problems(pointer: DayPointer, completed: Batch) -> list[str]:
     problems = []
     if completed.handoff_problem:
         problems.append(f"hand-off withheld: {completed.handoff_problem}")
-    if completed.handoff_event and completed.handoff_type == DAY_COMPLETED:
+    if completed.handoff_event and completed.handoff_type in (DAY_COMPLETED, DAY_REVISED):
         named = HandoffEvent.from_dict(json.loads(completed.handoff_event)).detail.get("manifest")
         if (
             named
@@ -136,7 +141,7 @@ def _handoff_problems(pointer: DayPointer, completed: Batch) -> list[str]:
             )
         ):
             problems.append(
-                f"the {DAY_COMPLETED} event sent named {pointer.key} version"
+                f"the {completed.handoff_type} event sent named {pointer.key} version"
                 f" {named.get('version_id')}, latest.json names version {pointer.version_id}"
             )
     return problems
@@ -160,6 +165,15 @@ def _count_problems(deps: AuditDeps, found: list[Batch], manifest: Manifest) -> 
             f"manifest counts {listed} (expected, completed, unsuccessful) differ from"
             f" the batch's {recorded}"
         )
+    revision = head.revision
+    if revision is not None:
+        moved = deps.jobs.count_by_batch(batch.batch_id, JobStatus.COMPLETED)
+        if moved != revision.changed + revision.added:
+            problems.append(
+                f"{revision.changed + revision.added} changed and added manifest entries,"
+                f" {moved} completed jobs in revision batch {batch.batch_id}"
+            )
+        return problems
     # The day's completed jobs sit in this batch's partition and its predecessors' (a rerun
     # never adopts a completed job): count them where the manifest was built from.
     day = [b for b in found if b.created_at <= batch.created_at]
