@@ -145,10 +145,14 @@ class JobWrites:
     _OWNED = f"{HELD.expression} AND #owner = :owner"
     # What completing a job sets; shared by the owner's completion and the sweeper's repair.
     # An ended job drops StatusShard, so it leaves StatusIndex.
-    _COMPLETE = (
+    _COMPLETED_SET = (
         "SET #status = :completed, #updated = :now, #completed = :at, #bytes = :bytes,"
-        " #sha = :sha, #dest = :dest REMOVE #owner, #lease, #error, #sshard"
+        " #sha = :sha, #dest = :dest"
     )
+    _COMPLETED_REMOVE = " REMOVE #owner, #lease, #error, #sshard"
+    _COMPLETE = _COMPLETED_SET + _COMPLETED_REMOVE
+    # A restated file's revision also records the version it replaced.
+    _COMPLETE_REPLACING = _COMPLETED_SET + ", #prevver = :prevver" + _COMPLETED_REMOVE
 
     # What a write that ends the claim adds: whose it was (a retry of it finds it there).
     _FINISHED_BY = "#finishedby = :owner"
@@ -214,7 +218,7 @@ class JobWrites:
         values = self._completion_values(byte_count, sha256, destination_key)
         update = self._COMPLETE
         if previous_version_id is not None:
-            update = update.replace(" REMOVE ", ", #prevver = :prevver REMOVE ", 1)
+            update = self._COMPLETE_REPLACING
             values[":prevver"] = previous_version_id
         return self._owned_update(
             file_id, owner, update, values, "complete", ends_in=JobStatus.COMPLETED

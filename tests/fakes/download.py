@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from dlpipe.adapters.destination import StoredObject
 from dlpipe.domain.download_errors import DestinationConflictError, ObjectExists
 from dlpipe.domain.listing import FileDescriptor
 from dlpipe.domain.model import FileJob, Verified
@@ -48,11 +49,26 @@ class FakeDestination:
     uploads: list[FakeUpload] = field(default_factory=list)
 
     def open_upload(
-        self, key: str, *, part_bytes: int, max_in_flight: int, expected_sha256: str | None
+        self,
+        key: str,
+        *,
+        part_bytes: int,
+        max_in_flight: int,
+        expected_sha256: str | None,
+        replaces_etag: str | None = None,
     ) -> FakeUpload:
+        assert replaces_etag is None, "FakeDestination keeps one version a key: no revisions"
         upload = FakeUpload(self, key)
         self.uploads.append(upload)
         return upload
+
+    def current_object(self, key: str) -> StoredObject | None:
+        """An unversioned bucket's object (its SHA-256 stands in for the ETag)."""
+        found = self.stored(key)
+        return None if found is None else StoredObject(found.sha256, None, found)
+
+    def version_before(self, key: str, version_id: str) -> str | None:
+        return None  # one version a key
 
     def stored(self, key: str) -> Verified | None:
         data = self.objects.get(key)

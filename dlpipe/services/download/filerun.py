@@ -29,7 +29,7 @@ from dlpipe.domain.url_policy import check_url, url_host
 from dlpipe.log import get_logger
 from dlpipe.services.download.deps import ServiceDeps
 from dlpipe.services.download.lease import Heartbeat, LeaseLost
-from dlpipe.services.download.ports import RevisionDestination, Upload
+from dlpipe.services.download.ports import Upload
 from dlpipe.services.download.revision import RevisionPlan, is_revision, revision_plan
 from dlpipe.services.download.transfer import transfer_once
 
@@ -116,7 +116,7 @@ class FileRun:
         plan = None
         if is_revision(self._job):
             # Read just before this attempt's upload: its ETag is the one If-Match sends.
-            plan = revision_plan(self._job, key, self._revisions().current_object(key))
+            plan = revision_plan(self._job, key, self._deps.destination.current_object(key))
             if plan.published is not None:
                 log.info("job.already_published", destination_key=key)
                 self._replaced_before(key, plan.published.version_id)
@@ -153,7 +153,7 @@ class FileRun:
                 existing = deps.destination.verify_existing(key, verified)
                 log.info("job.already_published", destination_key=key)
                 if plan is not None:
-                    current = self._revisions().current_object(key)
+                    current = self._deps.destination.current_object(key)
                     if current is not None and current.verified == existing:
                         self._replaced_before(key, current.version_id)
                 return existing
@@ -169,36 +169,19 @@ class FileRun:
 
     def _open_upload(self, key: str, plan: RevisionPlan | None) -> Upload:
         tuning = self._deps.tuning
-        part_bytes = tuning.part_bytes_for(self._job.expected_size)
-        expected_sha256 = (self._job.expected_sha256 or "").lower() or None
-        if plan is None:
-            return self._deps.destination.open_upload(
-                key,
-                part_bytes=part_bytes,
-                max_in_flight=tuning.max_in_flight_parts,
-                expected_sha256=expected_sha256,
-            )
-        return self._revisions().open_upload(
+        return self._deps.destination.open_upload(
             key,
-            part_bytes=part_bytes,
+            part_bytes=tuning.part_bytes_for(self._job.expected_size),
             max_in_flight=tuning.max_in_flight_parts,
-            expected_sha256=expected_sha256,
-            replaces_etag=plan.replaces_etag,
+            expected_sha256=(self._job.expected_sha256 or "").lower() or None,
+            replaces_etag=None if plan is None else plan.replaces_etag,
         )
 
     def _replaced_before(self, key: str, version_id: str | None) -> None:
         """This revision was published before us, as version `version_id` of `key`: what it
         replaced is the version before that one."""
         if version_id is not None:
-            self.previous_version_id = self._revisions().version_before(key, version_id)
-
-    def _revisions(self) -> RevisionDestination:
-        destination = self._deps.destination
-        if not isinstance(destination, RevisionDestination):
-            # A wiring fault (S3Destination fits): a revision is never published create-only
-            # over nothing, nor as a second object.
-            raise TypeError(f"{type(destination).__name__} cannot publish a revision")
-        return destination
+            self.previous_version_id = self._deps.destination.version_before(key, version_id)
 
     def _refresh_url(self) -> None:
         deps, job = self._deps, self._job

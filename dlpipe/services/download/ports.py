@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol
 
 from dlpipe.domain.cipher_format import Cipher, UnknownCipher
 from dlpipe.domain.model import FileJob, JobStatus, Verified
@@ -102,9 +102,24 @@ class Destination(Protocol):
     """The destination bucket (dlpipe.adapters.destination.S3Destination fits)."""
 
     def open_upload(
-        self, key: str, *, part_bytes: int, max_in_flight: int, expected_sha256: str | None
+        self,
+        key: str,
+        *,
+        part_bytes: int,
+        max_in_flight: int,
+        expected_sha256: str | None,
+        replaces_etag: str | None = None,
     ) -> Upload:
-        """A new upload to `key`."""
+        """A new upload to `key`, published create-only, or (a restated file's revision) over
+        the object of `replaces_etag` only."""
+        ...
+
+    def current_object(self, key: str) -> CurrentObject | None:
+        """The object at `key` now; None when there is none."""
+        ...
+
+    def version_before(self, key: str, version_id: str) -> str | None:
+        """The version of `key` just older than `version_id`; None if none is found."""
         ...
 
     def already_published(self, key: str, job: FileJob) -> Verified | None:
@@ -136,34 +151,6 @@ class CurrentObject(Protocol):
     @property
     def verified(self) -> Verified:
         """What it holds: size and SHA-256."""
-        ...
-
-
-@runtime_checkable
-class RevisionDestination(Destination, Protocol):
-    """A destination that publishes a restated file's revision as a new version of the same
-    key (dlpipe.adapters.destination.S3Destination fits). Apart from Destination so that a
-    destination for first revisions only (the tests' fakes) still fits that one."""
-
-    def open_upload(
-        self,
-        key: str,
-        *,
-        part_bytes: int,
-        max_in_flight: int,
-        expected_sha256: str | None,
-        replaces_etag: str | None = None,
-    ) -> Upload:
-        """A new upload to `key`, published create-only, or over the object of
-        `replaces_etag` only."""
-        ...
-
-    def current_object(self, key: str) -> CurrentObject | None:
-        """The object at `key` now; None when there is none."""
-        ...
-
-    def version_before(self, key: str, version_id: str) -> str | None:
-        """The version of `key` just older than `version_id`; None if none is found."""
         ...
 
 
