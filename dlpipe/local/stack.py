@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from dlpipe.adapters.aws import AwsClients
+from dlpipe.adapters.keys import clear_cache as clear_key_cache
 from dlpipe.config import Settings
 from dlpipe.local.emulator import LocalAws
 from dlpipe.local.provision import Provisioned, provision
@@ -61,6 +62,9 @@ def local_stack(port: int = 0, log_dir: str | None = None) -> Iterator[LocalStac
         ):
             if secret_id:
                 clients.secretsmanager.put_secret_value(SecretId=secret_id, SecretString=value)
+        # A new key under the secret ID an earlier stack of this process used: forget what the
+        # key cache read then, or this stack's workers would decrypt with that key.
+        clear_key_cache()
         settings = settings_for(provisioned, Settings.from_env())
         yield LocalStack(emulator, clients, provisioned, settings, public_pem, token)
     finally:
