@@ -58,6 +58,8 @@ ENV_LEASE_SECONDS = "DLPIPE_LEASE_SECONDS"
 ENV_POLL_INTERVAL_SECONDS = "DLPIPE_POLL_INTERVAL_SECONDS"
 ENV_MAX_POLLS = "DLPIPE_MAX_POLLS"
 ENV_DATE_OFFSET_DAYS = "DLPIPE_DATE_OFFSET_DAYS"
+# How many earlier days a scheduled run re-lists for the vendor's restatements (0: none).
+ENV_RESTATEMENT_WINDOW_DAYS = "DLPIPE_RESTATEMENT_WINDOW_DAYS"
 ENV_LOG_LEVEL = "DLPIPE_LOG_LEVEL"
 ENV_ORCHESTRATOR_ARN = "DLPIPE_ORCHESTRATOR_ARN"  # qualified (alias) ARN, for backfill
 ENV_SWEEP_REQUEUE = "DLPIPE_SWEEP_REQUEUE"
@@ -135,6 +137,9 @@ INT_SETTINGS: Mapping[str, IntSetting] = {
     # A durable execution holds at most 25,000 operations, two a poll.
     "max_polls": IntSetting(ENV_MAX_POLLS, 12, 1, 12_000),
     "date_offset_days": IntSetting(ENV_DATE_OFFSET_DAYS, 1, 0, 366),
+    # Vendors restate a business day within the next 1-3 days; each day re-checked costs a run
+    # one provider listing and one BatchIndex query, so 3 is cheap. A month at most.
+    "restatement_window_days": IntSetting(ENV_RESTATEMENT_WINDOW_DAYS, 3, 0, 31),
     "resend_after_seconds": IntSetting(
         ENV_RESEND_AFTER_SECONDS, DEFAULT_RESEND_AFTER_SECONDS, 1, _DAY_S
     ),
@@ -207,6 +212,9 @@ class Settings:
     poll_interval_seconds: int = _default("poll_interval_seconds")
     max_polls: int = _default("max_polls")
     date_offset_days: int = _default("date_offset_days")
+    # A scheduled run also re-lists this many earlier days, each restated one getting a run of
+    # its own (0: no re-check; a feed's restatement_window_days overrides it).
+    restatement_window_days: int = _default("restatement_window_days")
     log_level: str = "INFO"
     orchestrator_arn: str | None = None
     # The poller's sweeper: finish or requeue expired claims, re-send available jobs nobody took.

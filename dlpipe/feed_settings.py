@@ -32,6 +32,7 @@ _OVERRIDES = (
     "stall_floor_bytes",
     "stall_window_seconds",
     "max_share_percent",
+    "restatement_window_days",
     "queue_url",
 )
 # Shorter than the first wait of a job whose feed is unknown (dlpipe.domain.unknown_feed), so

@@ -105,6 +105,16 @@ data "aws_iam_policy_document" "orchestrator" {
     resources = ["${local.orchestrator_function_arn}:*"]
   }
 
+  # A scheduled run re-lists the feed's last restatement_window_days days; a day the vendor
+  # restated gets a run of its own, which the run starts as the scheduler starts one: an
+  # asynchronous Invoke of the live alias (a durable function starts from a qualified ARN
+  # only), never of another version or function.
+  statement {
+    sid       = "StartRestatedDays"
+    actions   = ["lambda:InvokeFunction"]
+    resources = [local.orchestrator_live_alias_arn]
+  }
+
   statement {
     sid = "TrackBatchesAndJobs"
     actions = [

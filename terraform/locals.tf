@@ -13,6 +13,10 @@ locals {
   # Built from the name rather than taken from the resource, so that the role's policy can
   # exist before the function does (the first invocation already needs it).
   orchestrator_function_arn = "arn:${local.partition}:lambda:${var.aws_region}:${local.account_id}:function:${local.orchestrator_function_name}"
+  # The "live" alias's ARN (aws_lambda_alias.orchestrator_live), built from the names too: the
+  # function depends on its role's policy, so the policy cannot name the alias resource,
+  # which depends on the function (tests/iam/test_policies.py holds the two ARNs equal).
+  orchestrator_live_alias_arn = "arn:${local.partition}:lambda:${data.aws_region.current.region}:${local.account_id}:function:${local.orchestrator_function_name}:live"
 
   # Lambda's guidance for SQS event sources: visibility timeout at least six times the
   # function timeout, so that a message the poller has fetched but could not yet hand to a
@@ -31,18 +35,19 @@ locals {
   lambda_runtime = "python3.13"
 
   orchestrator_environment = merge({
-    DLPIPE_JOBS_TABLE            = aws_dynamodb_table.jobs.name
-    DLPIPE_BATCHES_TABLE         = aws_dynamodb_table.batches.name
-    DLPIPE_QUEUE_URL             = aws_sqs_queue.downloads.url
-    DLPIPE_DLQ_URL               = aws_sqs_queue.downloads_dlq.url
-    DLPIPE_PROVIDER_URL          = var.provider_base_url
-    DLPIPE_PROVIDER_TOKEN_SECRET = aws_secretsmanager_secret.provider_token.arn
-    DLPIPE_POLL_INTERVAL_SECONDS = tostring(var.poll_interval_seconds)
-    DLPIPE_MAX_POLLS             = tostring(var.max_polls)
-    DLPIPE_DATE_OFFSET_DAYS      = tostring(var.date_offset_days)
-    DLPIPE_SWEEP_REQUEUE         = tostring(var.sweep_requeue)
-    DLPIPE_RESEND_AFTER_SECONDS  = tostring(var.resend_after_seconds)
-    DLPIPE_LOG_LEVEL             = var.log_level
+    DLPIPE_JOBS_TABLE              = aws_dynamodb_table.jobs.name
+    DLPIPE_BATCHES_TABLE           = aws_dynamodb_table.batches.name
+    DLPIPE_QUEUE_URL               = aws_sqs_queue.downloads.url
+    DLPIPE_DLQ_URL                 = aws_sqs_queue.downloads_dlq.url
+    DLPIPE_PROVIDER_URL            = var.provider_base_url
+    DLPIPE_PROVIDER_TOKEN_SECRET   = aws_secretsmanager_secret.provider_token.arn
+    DLPIPE_POLL_INTERVAL_SECONDS   = tostring(var.poll_interval_seconds)
+    DLPIPE_MAX_POLLS               = tostring(var.max_polls)
+    DLPIPE_DATE_OFFSET_DAYS        = tostring(var.date_offset_days)
+    DLPIPE_RESTATEMENT_WINDOW_DAYS = tostring(var.restatement_window_days)
+    DLPIPE_SWEEP_REQUEUE           = tostring(var.sweep_requeue)
+    DLPIPE_RESEND_AFTER_SECONDS    = tostring(var.resend_after_seconds)
+    DLPIPE_LOG_LEVEL               = var.log_level
     # The sweeper: HEAD of a dead worker's destination key, and the lease in its recovery bound.
     DLPIPE_DEST_BUCKET   = aws_s3_bucket.destination.bucket
     DLPIPE_LEASE_SECONDS = tostring(var.lease_seconds)

@@ -123,6 +123,17 @@ variable "date_offset_days" {
   }
 }
 
+variable "restatement_window_days" {
+  description = "How many earlier days a scheduled orchestrator run re-lists to catch the vendor's restatements of days already delivered (DLPIPE_RESTATEMENT_WINDOW_DAYS): a restated day gets a run of its own, which makes its revision batch. 0 turns the re-check off. Vendors' late corrections of a business day normally come in the next 1-3 days; each day re-checked costs a run one provider listing and one BatchIndex query. A feed's restatement_window_days overrides it."
+  type        = number
+  default     = 3
+
+  validation {
+    condition     = var.restatement_window_days >= 0 && var.restatement_window_days <= 31 && floor(var.restatement_window_days) == var.restatement_window_days
+    error_message = "restatement_window_days must be a whole number between 0 and 31."
+  }
+}
+
 variable "sweep_requeue" {
   description = "Whether each completion check also finishes (object already published) or requeues jobs whose worker died (expired lease) and re-sends available jobs nobody took (DLPIPE_SWEEP_REQUEUE). On by default: with it no crash needs an operator (RELIABILITY.md, recovery bounds). Off: they are only counted (StuckJobs metric)."
   type        = bool
@@ -525,6 +536,7 @@ variable "feeds" {
     stall_floor_bytes          = optional(number)
     stall_window_seconds       = optional(number)
     max_share_percent          = optional(number)
+    restatement_window_days    = optional(number)
     token_secret               = optional(string)
     private_key_secret         = optional(string)
   }))
@@ -603,6 +615,11 @@ variable "feeds" {
   validation {
     condition     = alltrue([for name, feed in var.feeds : feed.max_share_percent == null || try(feed.max_share_percent >= 1 && feed.max_share_percent <= 100 && floor(feed.max_share_percent) == feed.max_share_percent, false)])
     error_message = "feeds: a feed's max_share_percent must be a whole number from 1 to 100 (or null for feed_max_share_percent)."
+  }
+
+  validation {
+    condition     = alltrue([for name, feed in var.feeds : feed.restatement_window_days == null || try(feed.restatement_window_days >= 0 && feed.restatement_window_days <= 31 && floor(feed.restatement_window_days) == feed.restatement_window_days, false)])
+    error_message = "feeds: a feed's restatement_window_days must be a whole number from 0 to 31 (or null for the deployment's restatement_window_days)."
   }
 
   validation {

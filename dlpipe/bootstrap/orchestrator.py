@@ -23,6 +23,7 @@ from dlpipe.log import get_logger
 from dlpipe.services.orchestrator.durable import build_durable_handler
 from dlpipe.services.orchestrator.feed_runs import FeedRun, FeedRuns, PollingPlan
 from dlpipe.services.orchestrator.handoff import DayDeadline, feed_deadline
+from dlpipe.services.orchestrator.recheck import DayStarter
 
 if TYPE_CHECKING:
     # Only for annotations: the Lambda's init must not import the flow (or boto3's clients).
@@ -223,7 +224,26 @@ def build_orchestrator_handler(
         dependency_outage=settings.aws_outage_backoff(),
         runs=runs,
         deadline=day_deadline(settings),
+        starters=functools.partial(self_starter, settings),
     )
+
+
+def self_starter(settings: Settings, context: Any, feed: str) -> DayStarter | None:
+    """What starts a run of one of `feed`'s earlier days: an asynchronous invoke of this
+    orchestrator, through the qualified (alias) ARN the invocation came in by (the Lambda
+    context's); None when there is none (the SDK's local runner has no ARN)."""
+    arn = getattr(context, "invoked_function_arn", None)
+    if not isinstance(arn, str) or arn.count(":") != 7:
+        return None
+
+    def start(date: str) -> str:
+        # Imported and built on first use: most scheduled runs find nothing restated.
+        from dlpipe.adapters.lambda_starter import LambdaStarter  # noqa: PLC0415
+
+        starter = LambdaStarter(AwsClients(settings).lambda_, arn)
+        return starter.start(date, rerun=False, feed=feed)
+
+    return start
 
 
 def feed_runs(
@@ -251,7 +271,12 @@ def feed_runs(
         deadline = feed_deadline(feed, settings.date_offset_days)
         if deadline is None and feed.is_default:
             deadline = default_deadline
-        plan = PollingPlan(own.poll_interval_seconds, own.max_polls, deadline)
+        plan = PollingPlan(
+            own.poll_interval_seconds,
+            own.max_polls,
+            deadline,
+            restatement_window_days=own.restatement_window_days,
+        )
         return FeedRun(lambda: build(own), plan, feed.time_zone)
 
     return FeedRuns(feeds.feed, run_of)

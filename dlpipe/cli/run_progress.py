@@ -150,6 +150,12 @@ class ReportingFlow:
         _shown(lambda: self._reporter.checked(poll_number, check))
         return check
 
+    def recheck_day(
+        self, polling_date: str, start: Callable[[str], str] | None = None
+    ) -> dict[str, Any]:
+        """The inner flow's recheck_day."""
+        return self._inner.recheck_day(polling_date, start)
+
     def fail_batch(self, batch_id: str, reason: str) -> None:
         """The inner flow's fail_batch."""
         self._inner.fail_batch(batch_id, reason)

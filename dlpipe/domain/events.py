@@ -27,6 +27,9 @@ class PollingRequest:
     polling_date: str
     rerun: bool = False
     feed: str = DEFAULT_FEED_NAME
+    # The date came from a schedule's time (not an explicit `date`): only such a run also
+    # re-lists the feed's restatement window of earlier days (services/orchestrator/recheck.py).
+    scheduled: bool = False
 
 
 def parse_event(event: object, date_offset_days: int = 1, time_zone: str = "UTC") -> PollingRequest:
@@ -47,7 +50,7 @@ def parse_event(event: object, date_offset_days: int = 1, time_zone: str = "UTC"
     for key in _SCHEDULE_TIME_KEYS:
         if key in event:
             day = _date_from_schedule(key, event[key], date_offset_days, time_zone)
-            return PollingRequest(day, rerun, feed)
+            return PollingRequest(day, rerun, feed, scheduled=True)
     raise InvalidEventError(
         "event needs 'date' (YYYY-MM-DD) or a scheduled 'scheduled_time' / 'time' (ISO 8601)"
     )

@@ -51,6 +51,7 @@ POLL_INTERVAL_RANGE = (10, 86400)
 MAX_POLLS_RANGE = (1, 1000)
 STALL_WINDOW_RANGE = (5, 3600)
 MAX_SHARE_PERCENT_RANGE = (1, 100)
+RESTATEMENT_WINDOW_RANGE = (0, 31)
 FILE_SECRET_PREFIX = "file:"  # noqa: S105 (a scheme, not a secret)
 # One header value's worth of visible ASCII: a bearer token (RFC 6750's b64token and the opaque
 # tokens providers issue) has no space, line break or control character.
@@ -108,6 +109,8 @@ class Feed:
     stall_window_seconds: int | None = None
     # The share of the downloaders this feed may hold at once (dlpipe/domain/lanes.py).
     max_share_percent: int | None = None
+    # How many earlier days its scheduled run re-lists for restatements (0: none).
+    restatement_window_days: int | None = None
     # The feed's own download queue, set by the deployment (Terraform, the local stack), never
     # by hand; None: the deployment's queue (DLPIPE_QUEUE_URL), shared with the default feed.
     queue_url: str | None = None
@@ -338,5 +341,6 @@ _CHECKS = (
     ("stall_floor_bytes", _whole(0)),
     ("stall_window_seconds", _whole(*STALL_WINDOW_RANGE)),
     ("max_share_percent", _whole(*MAX_SHARE_PERCENT_RANGE)),
+    ("restatement_window_days", _whole(*RESTATEMENT_WINDOW_RANGE)),
     ("queue_url", _queue_url),
 )

@@ -36,3 +36,21 @@ def test_terraform_secret_names_leave_out_per_feed_secrets() -> None:
     """The secrets the local stack has are the default feed's two, per-feed ones have no name."""
     names = _terraform_names("secretsmanager")
     assert names == {"dlpipe/rsa-private-key", "dlpipe/provider-token"}
+
+
+def test_the_orchestrator_may_invoke_only_its_own_live_alias() -> None:
+    """A scheduled run starts a run of an earlier, restated day as the scheduler starts one:
+    lambda:InvokeFunction is granted the orchestrator on one ARN, the live alias's (built from
+    the names, as the function depends on the policy), and on nothing else."""
+    policies = Policies()
+    invoking = [
+        (s.sid, s.resources)
+        for s in policies.statements["orchestrator"]
+        if s.names_action("lambda:InvokeFunction")
+    ]
+    alias = policies.resolve("${aws_lambda_alias.orchestrator_live.arn}")
+    assert alias.endswith(":function:dlpipe-orchestrator:live")
+    assert invoking == [("StartRestatedDays", (alias,))]
+    assert policies.allowing("orchestrator", "lambda:InvokeFunction", alias) is not None
+    for other in (alias.removesuffix(":live"), alias.replace(":live", ":7")):
+        assert policies.allowing("orchestrator", "lambda:InvokeFunction", other) is None

@@ -169,6 +169,9 @@ def test_the_orchestrator_runs_every_feed_from_what_terraform_renders(
     assert settings.provider_token_secret_id == outputs["token"]["arn"]
     buses = [bus["name"] for bus in outputs["bus"]] or ["default"]
     assert settings.event_bus in buses
+    assert settings.restatement_window_days == variables.get(
+        "restatement_window_days", DEFAULTS["restatement_window_days"]
+    )
     feeds = _feeds(outputs, settings)
     # The wiring's own source (bootstrap/feed_source.py) on the rendered parameters; no feeds file.
     clients = SimpleNamespace(ssm=RenderedParameters(outputs))
@@ -183,6 +186,10 @@ def test_the_orchestrator_runs_every_feed_from_what_terraform_renders(
         assert own.feed == request.feed == name
         zone = feeds[name].time_zone if name in feeds else "UTC"
         assert request == parse_event(event, settings.date_offset_days, zone)
+        window = feeds[name].restatement_window_days if name in feeds else None
+        assert own.restatement_window_days == (
+            settings.restatement_window_days if window is None else window
+        )
         if name in feeds:
             assert own.destination_prefix == feeds[name].destination_prefix.rstrip("/")
             assert own.provider_token_secret_id is not None
@@ -353,6 +360,38 @@ def test_past_ten_dead_letter_sources_any_queue_of_the_account_may_use_the_dlq(
     assert json.loads(module.outputs(variables)["redrive_allow"]) == {
         "redrivePermission": "allowAll"
     }
+
+
+def test_the_restatement_windows_reach_the_orchestrator_and_each_feeds_run(
+    module: Rendered,
+) -> None:
+    """The deployment's restatement_window_days is the orchestrator's
+    DLPIPE_RESTATEMENT_WINDOW_DAYS (0: off); a feed's own, from its parameter, is that feed's
+    run's (0 and 31 too), and a feed that sets none runs with the deployment's."""
+    feed = dict(_tfvars("two-feeds.tfvars")["feeds"]["vendor-a"])
+    variables = {
+        **REQUIRED,
+        "restatement_window_days": 0,
+        "feeds": {
+            "vendor-a": {**feed, "destination_prefix": "va", "restatement_window_days": 31},
+            "vendor-b": {**feed, "destination_prefix": "vb", "restatement_window_days": 0},
+            "vendor-c": {**feed, "destination_prefix": "vc"},
+        },
+    }
+    outputs = module.outputs(variables)
+    assert outputs["orchestrator"]["DLPIPE_RESTATEMENT_WINDOW_DAYS"] == "0"
+    settings = _lambda_settings(outputs["orchestrator"], _region(variables))
+    assert settings.restatement_window_days == 0
+    windows = {
+        name: settings_for_feed(settings, feed).restatement_window_days
+        for name, feed in _feeds(outputs, settings).items()
+    }
+    assert windows == {"vendor-a": 31, "vendor-b": 0, "vendor-c": 0}
+    variables["restatement_window_days"] = 5
+    settings = _lambda_settings(module.outputs(variables)["orchestrator"], _region(variables))
+    assert settings.restatement_window_days == 5
+    own = settings_for_feed(settings, _feeds(module.outputs(variables), settings)["vendor-c"])
+    assert own.restatement_window_days == 5
 
 
 def test_a_share_below_two_invocations_still_runs_the_mappings_minimum(module: Rendered) -> None:

@@ -120,6 +120,7 @@ FIELD_CASES: dict[str, list[Any]] = {
     "stall_floor_bytes": [0, 65536, -1, 1.5, None],
     "stall_window_seconds": [5, 3600, 30, 4, 3601, 7.5, None],
     "max_share_percent": [1, 100, 50, 0, 101, 2.5, -1, None],
+    "restatement_window_days": [0, 31, 3, 32, -1, 1.5, None],
     "token_secret": [
         TOKEN,
         "arn:aws-us-gov:secretsmanager:us-gov-west-1:123456789012:secret:t-AbCdEf",

@@ -162,6 +162,7 @@ def test_every_feed_field_the_issue_names_is_validated() -> None:
         "poll_interval_seconds",
         "max_polls",
         "large_file_threshold_bytes",
+        "restatement_window_days",
         "token_secret",
         "private_key_secret",
     ):

@@ -217,6 +217,16 @@ BAD = [
         _with("vendor-a", "poll_interval_seconds", 5), "poll_interval_seconds", id="interval"
     ),
     pytest.param(_with("vendor-a", "max_share_percent", 0), "max_share_percent", id="share-zero"),
+    pytest.param(
+        _with("vendor-a", "restatement_window_days", 32),
+        "restatement_window_days",
+        id="restatement-window",
+    ),
+    pytest.param(
+        _with("vendor-a", "restatement_window_days", 1.5),
+        "restatement_window_days",
+        id="restatement-window-fraction",
+    ),
     pytest.param(_with("vendor-a", "token_secret", "vendor-b"), "token_secret", id="token-by-name"),
     pytest.param(
         _with("vendor-b", "private_key_secret", "vendor-z"),
@@ -344,3 +354,20 @@ def test_a_feed_polling_longer_but_less_often_fits(module: Path) -> None:
     feeds["vendor-a"]["max_polls"] = 60
     applied = _apply(module, feeds)
     assert applied.returncode == 0, applied.stdout + applied.stderr
+
+
+def test_a_feeds_restatement_window_reaches_its_parameter_as_given(module: Path) -> None:
+    """0 (off for that feed) and 31 pass the plan and are written as given; unset, null."""
+    feeds = _with("vendor-a", "restatement_window_days", 0)
+    feeds["vendor-b"]["restatement_window_days"] = 31
+    applied = _apply(module, feeds)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    parameters = {n: json.loads(v) for n, v in _outputs(module)["parameters"].items()}
+    assert {n: v["restatement_window_days"] for n, v in parameters.items()} == {
+        "vendor-a": 0,
+        "vendor-b": 31,
+    }
+    applied = _apply(module, _fixture())
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    parameters = {n: json.loads(v) for n, v in _outputs(module)["parameters"].items()}
+    assert {v["restatement_window_days"] for v in parameters.values()} == {None}

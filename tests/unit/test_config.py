@@ -34,6 +34,31 @@ def test_malformed_numbers_name_the_variable(value: str, match: str) -> None:
         Settings.from_env({"DLPIPE_LEASE_SECONDS": value})
 
 
+def test_the_restatement_window_is_read_and_defaults_to_three_days() -> None:
+    """DLPIPE_RESTATEMENT_WINDOW_DAYS: 3 unset, 0 (off) to 31 loaded as set."""
+    assert Settings().restatement_window_days == 3
+    assert Settings.from_env({}).restatement_window_days == 3
+    for days in ("0", "7", "31"):
+        env = {"DLPIPE_RESTATEMENT_WINDOW_DAYS": days}
+        assert Settings.from_env(env).restatement_window_days == int(days)
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("32", "DLPIPE_RESTATEMENT_WINDOW_DAYS must be from 0 to 31, got 32"),
+        ("-1", "DLPIPE_RESTATEMENT_WINDOW_DAYS must be from 0 to 31, got -1"),
+        ("1.5", "DLPIPE_RESTATEMENT_WINDOW_DAYS must be a whole number, got '1.5'"),
+        ("three", "DLPIPE_RESTATEMENT_WINDOW_DAYS must be a whole number, got 'three'"),
+    ],
+)
+def test_a_bad_restatement_window_is_one_line_naming_the_variable(value: str, message: str) -> None:
+    """Out of range or no whole number: the loader's one ConfigError line."""
+    with pytest.raises(ConfigError) as refused:
+        Settings.from_env({"DLPIPE_RESTATEMENT_WINDOW_DAYS": value})
+    assert str(refused.value) == message
+
+
 def test_require_names_a_missing_setting() -> None:
     """require() refuses an unset setting with the environment variable that sets it."""
     with pytest.raises(ConfigError, match=r"^DLPIPE_QUEUE_URL is not set"):

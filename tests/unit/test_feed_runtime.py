@@ -66,6 +66,17 @@ def test_a_named_feeds_settings_are_its_own_and_nothing_of_the_defaults_secrets(
     assert own.jobs_table == PROCESS.jobs_table  # the deployment's tables, queues, bucket
 
 
+@pytest.mark.parametrize("days", [0, 7])
+def test_a_feeds_restatement_window_is_its_own_over_the_deployments(days: int) -> None:
+    """A feed's restatement_window_days (0 too: off for that feed) replaces the process's;
+    a feed that sets none keeps the deployment's (DLPIPE_RESTATEMENT_WINDOW_DAYS)."""
+    process = replace(PROCESS, restatement_window_days=5)
+    own = settings_for_feed(process, replace(VENDOR, restatement_window_days=days))
+    assert own.restatement_window_days == days
+    assert settings_for_feed(process, VENDOR).restatement_window_days == 5
+    assert settings_for_feed(process, DEFAULT_FEED).restatement_window_days == 5
+
+
 def test_a_feeds_downloads_use_its_own_stall_floor_and_the_default_keeps_the_process() -> None:
     """FeedParts gives the feed's service its floor; the default feed's is DLPIPE_STALL_*."""
     from dlpipe.bootstrap.download import stall_floor, tuning_from_settings

@@ -131,6 +131,22 @@ def test_each_bad_field_is_one_line_naming_feed_and_field(field: str, value: Any
     assert why in message
 
 
+@pytest.mark.parametrize("days", [0, 3, 31, None])
+def test_a_feeds_restatement_window_takes_0_to_31_days(days: int | None) -> None:
+    """0 turns the feed's re-check off, 31 is the longest window; None: the deployment's."""
+    values = NAMED if days is None else {**NAMED, "restatement_window_days": days}
+    assert feed_from_mapping("vendor-b", values, local=True).restatement_window_days == days
+
+
+@pytest.mark.parametrize("value", [32, -1, 1.5, True, "3"])
+def test_a_bad_restatement_window_is_one_line_naming_the_field(value: Any) -> None:
+    """Not a whole number from 0 to 31 (a bool or a string neither): one line, the range."""
+    message = _refused("vendor-b", {**NAMED, "restatement_window_days": value})
+    assert message == (
+        f"feeds.vendor-b.restatement_window_days: {value!a} is not a whole number >= 0 and <= 31"
+    )
+
+
 @pytest.mark.parametrize(
     ("field", "value", "why"),
     [

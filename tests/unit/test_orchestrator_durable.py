@@ -39,6 +39,7 @@ from dlpipe.services.orchestrator.ports import (
     ProviderOutage,
     QueueResult,
 )
+from dlpipe.services.orchestrator.feed_runs import single_feed
 from dlpipe.services.orchestrator.sequence import InlineSteps, PollingPlan, run_inline
 from orchestrator import handler as handler_module
 
@@ -60,6 +61,7 @@ class FakeFlow:
     fetch_error: Exception | None = None
     fetch_outages: int = 0  # the first n fetches find the provider unavailable
     check_error: Exception | None = None  # raised by every check
+    recheck_error: Exception | None = None  # raised by every restatement check
     never_final: bool = False
     faults: dict[tuple[str, str], BaseException] = field(default_factory=dict)
     calls: list[tuple[Any, ...]] = field(default_factory=list)
@@ -100,6 +102,19 @@ class FakeFlow:
         if is_last_poll and not self.never_final:
             return CompletionCheck("timeout", completed=1, failed=0, pending=2)
         return CompletionCheck(None, completed=1, failed=0, pending=2)
+
+    def recheck_day(
+        self, polling_date: str, start: Callable[[str], str] | None = None
+    ) -> dict[str, Any]:
+        self._enter("recheck_day", polling_date)
+        if self.recheck_error is not None:
+            raise self.recheck_error
+        self._leave("recheck_day")
+        return {
+            "date": polling_date,
+            "outcome": "restated",
+            "started": start and start(polling_date),
+        }
 
     def fail_batch(self, batch_id: str, reason: str) -> None:
         self._enter("fail_batch", batch_id, reason)
@@ -590,3 +605,54 @@ def test_polling_plan_must_leave_room_for_the_outage_budget() -> None:
     assert_polling_fits(300, 12, 14_400, margin_seconds=1800, outage_budget_seconds=7200)
     with pytest.raises(PollingBudgetError, match="7200s outage budget"):
         assert_polling_fits(300, 12, 12_599, margin_seconds=1800, outage_budget_seconds=7200)
+
+
+def windowed_handler(
+    flow: FakeFlow, started: list[tuple[Any, ...]], window_days: int = 2
+) -> Callable[[Any, Any], Any]:
+    """A handler whose feed re-lists `window_days` earlier days; each start is recorded."""
+
+    def starters(context: Any, feed: str) -> Callable[[str], str]:
+        return lambda date: started.append((context is not None, feed, date)) or f"run of {date}"
+
+    plan = PollingPlan(300, 4, restatement_window_days=window_days)
+    return build_durable_handler(
+        lambda: flow, 300, 4, runs=single_feed(lambda: flow, plan), starters=starters
+    )
+
+
+def test_a_scheduled_run_rechecks_its_window_in_steps_after_its_own_fan_out() -> None:
+    """A schedule's event (no `date`): one restatement-check step a day back, after the
+    day's own fetch and before its first wait; the starter is the invocation's, for its feed."""
+    flow, started = FakeFlow(final_after=1), []
+    outcome = run(windowed_handler(flow, started), {"scheduled_time": "2026-03-02T06:30:00Z"})
+    assert result_of(outcome)["status"] == "completed"
+    assert names(outcome)[:6] == [
+        "read-feed",
+        "create-batch",
+        "fetch-and-queue-files",
+        "restatement-check-1",
+        "restatement-check-2",
+        "poll-wait-1",
+    ]
+    assert [call[1] for call in flow.named("recheck_day")] == ["2026-02-28", "2026-02-27"]
+    assert started == [(True, "default", "2026-02-28"), (True, "default", "2026-02-27")]
+
+
+def test_a_run_for_an_explicit_date_rechecks_no_window() -> None:
+    flow, started = FakeFlow(final_after=1), []
+    outcome = run(windowed_handler(flow, started), EVENT)
+    assert result_of(outcome)["status"] == "completed"
+    assert flow.named("recheck_day") == []
+    assert not [name for name in names(outcome) if name.startswith("restatement-check")]
+
+
+def test_a_restatement_check_that_fails_for_good_never_fails_the_runs_own_day() -> None:
+    """An earlier day's check that raises (past its retries) is logged; the day completes."""
+    flow, started = FakeFlow(final_after=1, recheck_error=ValueError("listing broke")), []
+    with capture_logs() as logs:
+        outcome = run(windowed_handler(flow, started, 1), {"scheduled_time": "2026-03-02T06:30Z"})
+    assert result_of(outcome)["status"] == "completed"
+    failed = [e for e in logs if e["event"] == "batch.restatement_check_failed"]
+    assert {e["date"] for e in failed} == {"2026-02-28"}  # once a replay of the body
+    assert "listing broke" in failed[0]["cause"]

@@ -108,3 +108,12 @@ def test_an_invalid_feed_is_one_line_naming_it(feed: object) -> None:
     with pytest.raises(InvalidEventError, match="'feed' must be a feed name") as refused:
         parse_event({"feed": feed, "date": "2026-02-28"})
     assert "\n" not in str(refused.value)
+
+
+def test_only_a_schedules_time_makes_a_scheduled_request() -> None:
+    """The restatement window is a scheduled run's: an explicit date (a manual run, a
+    backfill, a restated day's own run) is never one, even beside a schedule's time."""
+    assert parse_event({"scheduled_time": "2026-03-01T06:00:00Z"}).scheduled
+    assert parse_event({"time": "2026-03-01T06:00:00Z"}).scheduled
+    assert not parse_event({"date": "2026-02-28"}).scheduled
+    assert not parse_event({"date": "2026-02-28", "time": "2026-03-01T06:00:00Z"}).scheduled

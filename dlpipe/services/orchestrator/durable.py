@@ -79,6 +79,7 @@ from dlpipe.services.orchestrator.feed_runs import (
 )
 from dlpipe.services.orchestrator.handoff import DayDeadline
 from dlpipe.services.orchestrator.ports import BatchFlow
+from dlpipe.services.orchestrator.recheck import DayStarter
 from dlpipe.services.orchestrator.sdk_logs import quiet_sdk_retry_logs
 from dlpipe.services.orchestrator.sequence import run_batch
 
@@ -137,6 +138,7 @@ def build_durable_handler(
     dependency_outage: OutageBackoff = DEPENDENCY_BACKOFF,
     runs: FeedRuns | None = None,
     deadline: DayDeadline | None = None,
+    starters: Callable[[Any, str], DayStarter | None] | None = None,
 ) -> Callable[[Any, LambdaContext], Any]:
     """Return the Lambda handler that runs one feed's day as a durable execution.
 
@@ -145,7 +147,9 @@ def build_durable_handler(
     `dependency_outage`: any step while SQS or DynamoDB is; `deadline`: when the default
     feed's day is due (`Day Late` once it passes while the batch runs; None: never late).
     `runs`: each feed's flow, plan (its own deadline) and time zone by the event's feed
-    (default: the default feed alone, on `flow_factory` and this plan).
+    (default: the default feed alone, on `flow_factory` and this plan). `starters` gives,
+    from the invocation's Lambda context and the feed, what starts a run of an earlier day
+    the restatement window finds restated (None, or a None answer: it is only logged).
     """
     plan = PollingPlan(poll_interval_seconds, max_polls, deadline)
     runs = runs or single_feed(flow_factory, plan)
@@ -162,7 +166,8 @@ def build_durable_handler(
         # Built lazily inside a step, so a failure to build it (a secret read, say) is a step
         # failure that gets retried, and pure replays build nothing.
         flow = functools.cache(run.flow)
-        return run_batch(steps, flow, request, run.plan).to_dict()
+        start = starters(context.lambda_context, request.feed) if starters else None
+        return run_batch(steps, flow, request, run.plan, start).to_dict()
 
     return _redacted(durable_execution(_redacted(orchestrate)))
 

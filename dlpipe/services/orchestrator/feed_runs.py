@@ -49,9 +49,11 @@ class PollingPlan:
     max_polls: int
     # When the feed's day is due: `Day Late` goes out once it passes while the batch runs.
     deadline: DayDeadline | None = None
+    # Earlier days a scheduled run re-lists for restatements (recheck.py; 0: none).
+    restatement_window_days: int = 0
 
     def __post_init__(self) -> None:
-        if self.poll_interval_seconds < 1 or self.max_polls < 1:
+        if self.poll_interval_seconds < 1 or self.max_polls < 1 or self.restatement_window_days < 0:
             raise ValueError(f"poll interval and max polls must be at least 1, got {self}")
 
 

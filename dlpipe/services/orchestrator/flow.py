@@ -11,8 +11,9 @@ backfill) never downloads a file twice, because jobs are keyed by FileID:
   move to the new batch and are queued again; files the provider added since are created.
 
 Each step's body lives in its own module: create.py (create-batch), queueing.py with
-placement.py (fetch-and-queue-files), poll.py (check-completion), finish.py (the end of a
-batch, fail-batch). This class holds what they share (the stores, the provider, the queue,
+placement.py (fetch-and-queue-files), recheck.py (restatement-check-{n}, a scheduled run's
+look at earlier days), poll.py (check-completion), finish.py (the end of a batch,
+fail-batch). This class holds what they share (the stores, the provider, the queue,
 the clock, and this invocation's open listing) and is the BatchFlow the sequence calls.
 """
 
@@ -29,7 +30,7 @@ from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.domain.handoff_events import HandoffEvent
 from dlpipe.domain.manifest import ManifestConflictError
 from dlpipe.domain.model import FileJob
-from dlpipe.services.orchestrator import create, finish, handoff, manifest, poll, queueing
+from dlpipe.services.orchestrator import create, finish, handoff, manifest, poll, queueing, recheck
 from dlpipe.services.orchestrator.fanout import CHUNK_ENTRIES, FileLister, ListingPosition
 from dlpipe.services.orchestrator.handoff import EventSender
 from dlpipe.services.orchestrator.manifest_ports import ManifestStore
@@ -69,6 +70,13 @@ class BatchFlowService:
     def create_batch(self, polling_date: str, rerun: bool = False) -> str:
         """create-batch: the day's batch (initiated), or the one already running / done."""
         return create.create_batch(self, polling_date, rerun)
+
+    def recheck_day(
+        self, polling_date: str, start: recheck.DayStarter | None = None
+    ) -> dict[str, Any]:
+        """restatement-check-{n}: is an earlier, delivered day restated? `start` starts its
+        run if so (recheck.py)."""
+        return recheck.recheck_day(self, polling_date, start)
 
     def fetch_and_queue(
         self, batch_id: str, polling_date: str, resume: QueueResult | None = None

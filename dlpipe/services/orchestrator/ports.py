@@ -183,6 +183,13 @@ class BatchFlow(Protocol):
         """
         ...
 
+    def recheck_day(
+        self, polling_date: str, start: Callable[[str], str] | None = None
+    ) -> dict[str, Any]:
+        """Compare an earlier, delivered day's listing with what it published; if the vendor
+        restated it, `start` its run (recheck.py). Writes nothing to the tables."""
+        ...
+
     def check_completion(
         self, batch_id: str, poll_number: int, is_last_poll: bool
     ) -> CompletionCheck:

@@ -35,6 +35,7 @@ from dlpipe.services.orchestrator.ports import (
     StepFailed,
     StepRunner,
 )
+from dlpipe.services.orchestrator.recheck import DayStarter, earlier_date, recheck_step_name
 
 _T = TypeVar("_T")
 log = get_logger(component="orchestrator")
@@ -68,11 +69,16 @@ def wait_name(poll_number: int) -> str:
 
 
 def run_batch(
-    steps: StepRunner, flow: Callable[[], BatchFlow], request: PollingRequest, plan: PollingPlan
+    steps: StepRunner,
+    flow: Callable[[], BatchFlow],
+    request: PollingRequest,
+    plan: PollingPlan,
+    start: DayStarter | None = None,
 ) -> BatchRunResult:
     """Run the batch to its end (its manifest written), then hand it off: the outcome event
-    (handoff.py), which names the manifest."""
-    result = _run_to_end(steps, flow, request, plan)
+    (handoff.py), which names the manifest. `start` starts a run of an earlier day of the
+    feed that the restatement window finds restated (recheck.py; None: it is only logged)."""
+    result = _run_to_end(steps, flow, request, plan, start)
     if result.handoff_problem is not None:
         return result  # withheld: the batch item and the result say why (handoff.py)
     problem = publish_outcome(
@@ -82,7 +88,11 @@ def run_batch(
 
 
 def _run_to_end(
-    steps: StepRunner, flow: Callable[[], BatchFlow], request: PollingRequest, plan: PollingPlan
+    steps: StepRunner,
+    flow: Callable[[], BatchFlow],
+    request: PollingRequest,
+    plan: PollingPlan,
+    start: DayStarter | None = None,
 ) -> BatchRunResult:
     """Create the batch, fetch and queue its files, then poll until it is final.
 
@@ -95,6 +105,8 @@ def _run_to_end(
         _fetch_and_queue(steps, flow, batch_id, date)
     except FetchFailed as exc:
         return _fail(steps, flow, request, batch_id, str(exc) or "provider fetch failed")
+    if request.scheduled:
+        _recheck_window(steps, flow, date, plan.restatement_window_days, start)
     check = CompletionCheck(None, 0, 0, 0)
     late_sent = plan.deadline is None  # nothing to send without a deadline
     for poll_number in range(1, plan.max_polls + 1):
@@ -129,6 +141,31 @@ def _run_to_end(
                 steps, flow, check, day=day, poll_number=poll_number, deadline=plan.deadline
             )
     raise FlowContractError(f"batch {batch_id}: no final status after the last poll")
+
+
+def _recheck_window(
+    steps: StepRunner,
+    flow: Callable[[], BatchFlow],
+    date: str,
+    window_days: int,
+    start: DayStarter | None,
+) -> None:
+    """One restatement-check step per earlier day of the window, once the run's own files are
+    queued (recheck.py). A step that fails for good is logged: an earlier day's check never
+    fails the day this run is for; the next scheduled run checks it again."""
+    for days_back in range(1, window_days + 1):
+        day = earlier_date(date, days_back)
+        try:
+            steps.step(recheck_step_name(days_back), _rechecker(flow, day, start))
+        except StepFailed as exc:
+            log.warning("batch.restatement_check_failed", date=day, cause=str(exc))
+
+
+def _rechecker(
+    flow: Callable[[], BatchFlow], day: str, start: DayStarter | None
+) -> Callable[[], dict[str, Any]]:
+    # A closure per day, as _checker's per poll.
+    return lambda: flow().recheck_day(day, start)
 
 
 def _fetch_and_queue(
@@ -250,11 +287,13 @@ def run_inline(
     date_offset_days: int = 1,
     steps: InlineSteps | None = None,
     runs: FeedRuns | None = None,
+    start: DayStarter | None = None,
 ) -> dict[str, Any]:
     """Run the same sequence as the durable handler, without the SDK; return the same dict.
-    `runs` answers the event's feed (default: the default feed alone, on `flow` and `plan`)."""
+    `runs` answers the event's feed (default: the default feed alone, on `flow` and `plan`);
+    `start` starts a restated earlier day's run (run_batch)."""
     steps = steps or InlineSteps()
     request, run = served_request(
         steps, event, date_offset_days, runs or single_feed(lambda: flow, plan)
     )
-    return run_batch(steps, run.flow, request, run.plan).to_dict()
+    return run_batch(steps, run.flow, request, run.plan, start).to_dict()
