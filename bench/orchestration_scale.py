@@ -286,8 +286,10 @@ def _phase_of(step: str) -> str:
     """The phase a step's requests and time count in: the checks, the hand-off after the end
     (write-manifest, the outcome event: after the last check, never the fan-out's), or the
     fan-out (create-batch and the fetch-and-queue chunks)."""
-    from dlpipe.services.orchestrator.handoff import STEP_PUBLISH_OUTCOME  # noqa: PLC0415
-    from dlpipe.services.orchestrator.sequence import STEP_WRITE_MANIFEST  # noqa: PLC0415
+    from dlpipe.services.orchestrator.step_names import (  # noqa: PLC0415
+        STEP_PUBLISH_OUTCOME,
+        STEP_WRITE_MANIFEST,
+    )
 
     if step.startswith("check-"):
         return "checks"

@@ -18,7 +18,7 @@ from dlpipe.config import Settings
 from dlpipe.domain.cipher_format import CIPHER_CBC
 from dlpipe.domain.model import BatchStatus
 from dlpipe.local.stub.publish import StubFileSpec
-from dlpipe.services.orchestrator.sequence import STEP_FAIL_BATCH, check_step_name
+from dlpipe.services.orchestrator.step_names import STEP_FAIL_BATCH, check_step_name
 from tests.provider_support import StubFactory
 from tests.reliability.rig import LogTap, Rig, unique_day, unique_entity
 

@@ -28,7 +28,7 @@ from dlpipe.local.stub.faults import Faults
 from dlpipe.local.stub.publish import StubFileSpec
 from dlpipe.local.stub.server import StubProvider
 from dlpipe.services.orchestrator.flow import BatchFlowService
-from dlpipe.services.orchestrator.sequence import STEP_CREATE_BATCH, STEP_FETCH_AND_QUEUE
+from dlpipe.services.orchestrator.step_names import STEP_CREATE_BATCH, STEP_FETCH_AND_QUEUE
 from tests.e2e.test_worker_kit import wait_until
 from tests.provider_support import StubFactory, fast_client
 from tests.reliability.rig import (

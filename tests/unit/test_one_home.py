@@ -15,6 +15,7 @@ from dlpipe.adapters.items import BATCH_ATTRIBUTES, JOB_ATTRIBUTES
 from dlpipe.domain import statuses
 from dlpipe.domain.schema import BATCH_INDEX, JOBS_PROJECTIONS, MANIFEST_ATTRIBUTES
 from dlpipe.domain.statuses import BATCH_STATUSES, JOB_STATUSES, BatchStatus, JobStatus, StatusRow
+from dlpipe.services.orchestrator import step_names
 
 ROOT = Path(dlpipe.__file__).parent
 _Rule = Callable[[StatusRow[Any]], bool]
@@ -187,3 +188,54 @@ def test_batch_index_projects_attributes_the_jobs_items_carry() -> None:
     read from BatchIndex would lack it."""
     assert set(MANIFEST_ATTRIBUTES) <= set(JOB_ATTRIBUTES.values())
     assert set(MANIFEST_ATTRIBUTES) <= set(JOBS_PROJECTIONS[BATCH_INDEX][1])
+
+
+def _step_names() -> tuple[set[str], tuple[str, ...]]:
+    """Every fixed step name, and the numbered names' prefixes (`check-completion-`, ...)."""
+    fixed = {v for k, v in vars(step_names).items() if k.startswith("STEP_")}
+    numbered = tuple(
+        func(7).removesuffix("7")
+        for func in (
+            step_names.fetch_step_name,
+            step_names.recheck_step_name,
+            step_names.check_step_name,
+            step_names.wait_name,
+            step_names.late_step_name,
+        )
+    )
+    return fixed, numbered
+
+
+def step_name_spellings(tree: ast.Module) -> list[int]:
+    """Lines of `tree` that spell a durable step's name: the constant itself, or the start of
+    a numbered one (an f-string's first part is a constant too); docstrings may name them."""
+    fixed, numbered = _step_names()
+    prose = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Expr)}
+    return sorted(
+        {
+            node.lineno
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant)
+            and id(node) not in prose
+            and isinstance(node.value, str)
+            and (node.value in fixed or node.value.startswith(numbered))
+        }
+    )
+
+
+def test_no_module_but_step_names_py_spells_a_step_name() -> None:
+    """The names in-flight executions replay by live in services/orchestrator/step_names.py
+    alone: a second spelling could drift from it and break every running day's replay."""
+    found = [
+        f"{name}:{line}"
+        for name, tree in _sources()
+        if name != "services/orchestrator/step_names.py"
+        for line in step_name_spellings(tree)
+    ]
+    assert not found, "\n".join(found)
+
+
+def test_the_step_name_scan_finds_a_second_spelling() -> None:
+    """The scan itself: a constant and a numbered f-string are found, a mere mention is not."""
+    tree = ast.parse('A = "write-manifest"\nB = f"poll-wait-{n}"\n"poll-wait-{n}: a docstring"\n')
+    assert step_name_spellings(tree) == [1, 2]

@@ -32,6 +32,7 @@ from dlpipe.services.orchestrator.durable import (
     build_durable_handler,
 )
 from dlpipe.services.orchestrator.durable_steps import step_retry_strategy
+from dlpipe.services.orchestrator.feed_runs import single_feed
 from dlpipe.services.orchestrator.ports import (
     CompletionCheck,
     FetchFailed,
@@ -39,7 +40,6 @@ from dlpipe.services.orchestrator.ports import (
     ProviderOutage,
     QueueResult,
 )
-from dlpipe.services.orchestrator.feed_runs import single_feed
 from dlpipe.services.orchestrator.sequence import InlineSteps, PollingPlan, run_inline
 from orchestrator import handler as handler_module
 

@@ -28,7 +28,7 @@ from dlpipe.services.orchestrator.ports import (
     ProviderOutage,
     StepFailed,
 )
-from dlpipe.services.orchestrator.sequence import is_fetch_step
+from dlpipe.services.orchestrator.step_names import is_fetch_step
 
 if TYPE_CHECKING:
     from aws_durable_execution_sdk_python.types import StepContext

@@ -36,9 +36,7 @@ from dlpipe.domain.feeds import (
 from dlpipe.feed_settings import UnknownFeedError
 from dlpipe.services.orchestrator.handoff import DayDeadline
 from dlpipe.services.orchestrator.ports import BatchFlow, StepFailed, StepRunner
-
-# Step names are part of every in-flight execution's history: renaming one breaks replay.
-STEP_READ_FEED = "read-feed"
+from dlpipe.services.orchestrator.step_names import STEP_READ_FEED
 
 
 @dataclass(frozen=True)

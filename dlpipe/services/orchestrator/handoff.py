@@ -50,6 +50,7 @@ from dlpipe.domain.handoff_events import (
 )
 from dlpipe.log import get_logger
 from dlpipe.services.orchestrator.ports import StepFailed
+from dlpipe.services.orchestrator.step_names import STEP_PUBLISH_OUTCOME, late_step_name
 
 if TYPE_CHECKING:
     from dlpipe.domain.manifest import ManifestConflictError
@@ -65,19 +66,11 @@ if TYPE_CHECKING:
 
 log = get_logger(component="orchestrator")
 
-# Step names are part of every in-flight execution's history: renaming one breaks replay.
-STEP_PUBLISH_OUTCOME = "publish-outcome-event"
-STEP_RECORD_PROBLEM = "record-handoff-problem"
 # The reasons a hand-off is withheld that the write-manifest step finds (the others are
 # manifest_problem's).
 MANIFEST_TAMPERED = "manifest_tampered"
 MANIFEST_SUPERSEDED = "manifest_superseded"
 MANIFEST_FAILED = "manifest_failed"
-
-
-def late_step_name(poll_number: int) -> str:
-    """Name of the `Day Late` step after the n-th completion check."""
-    return f"day-late-{poll_number}"
 
 
 class EventSender(Protocol):

@@ -35,16 +35,8 @@ if TYPE_CHECKING:
 
 log = get_logger(component="orchestrator")
 
-# Step names are part of every in-flight execution's history: renaming one breaks replay.
-STEP_RESTATEMENT_CHECK = "restatement-check"
-
 # Starts a run of one date of the flow's feed; says what it started (one line).
 DayStarter = Callable[[str], str]
-
-
-def recheck_step_name(days_back: int) -> str:
-    """Name of the window step for the day `days_back` days before the run's own (1-based)."""
-    return f"{STEP_RESTATEMENT_CHECK}-{days_back}"
 
 
 def earlier_date(date: str, days_back: int) -> str:

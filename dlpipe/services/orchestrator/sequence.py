@@ -20,7 +20,6 @@ from dlpipe.services.orchestrator.feed_runs import (
 )
 from dlpipe.services.orchestrator.handoff import (
     MANIFEST_FAILED,
-    STEP_RECORD_PROBLEM,
     late_if_due,
     publish_outcome,
 )
@@ -35,37 +34,20 @@ from dlpipe.services.orchestrator.ports import (
     StepFailed,
     StepRunner,
 )
-from dlpipe.services.orchestrator.recheck import DayStarter, earlier_date, recheck_step_name
+from dlpipe.services.orchestrator.recheck import DayStarter, earlier_date
+from dlpipe.services.orchestrator.step_names import (
+    STEP_CREATE_BATCH,
+    STEP_FAIL_BATCH,
+    STEP_RECORD_PROBLEM,
+    STEP_WRITE_MANIFEST,
+    check_step_name,
+    fetch_step_name,
+    recheck_step_name,
+    wait_name,
+)
 
 _T = TypeVar("_T")
 log = get_logger(component="orchestrator")
-
-# Step names are part of every in-flight execution's history: renaming one breaks replay.
-STEP_CREATE_BATCH = "create-batch"
-STEP_FETCH_AND_QUEUE = "fetch-and-queue-files"
-STEP_FAIL_BATCH = "fail-batch"
-STEP_WRITE_MANIFEST = "write-manifest"
-
-
-def fetch_step_name(chunk: int) -> str:
-    """Name of the n-th fetch-and-queue chunk (1-based); the first has no suffix, the name
-    in-flight executions' histories already hold for it."""
-    return STEP_FETCH_AND_QUEUE if chunk == 1 else f"{STEP_FETCH_AND_QUEUE}-{chunk}"
-
-
-def is_fetch_step(name: str) -> bool:
-    """True for every fetch-and-queue chunk step (they share the outage retry strategy)."""
-    return name == STEP_FETCH_AND_QUEUE or name.startswith(f"{STEP_FETCH_AND_QUEUE}-")
-
-
-def check_step_name(poll_number: int) -> str:
-    """Name of the n-th completion check (1-based): deterministic, so replays line up."""
-    return f"check-completion-{poll_number}"
-
-
-def wait_name(poll_number: int) -> str:
-    """Name of the wait before the n-th completion check."""
-    return f"poll-wait-{poll_number}"
 
 
 def run_batch(
