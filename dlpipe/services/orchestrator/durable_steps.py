@@ -117,49 +117,35 @@ class DurableSteps:
         self._context.wait(Duration.from_seconds(seconds), name=name)
 
     def _attempt(self, name: str, func: Callable[[], _T], attempt: int) -> _T:
-        """Run one attempt; past its budget, an SQS / DynamoDB outage becomes permanent."""
+        """Run one attempt. An outage (the provider's, in a fetch step; SQS's or DynamoDB's,
+        in any step) escapes for the retry strategy's suspended delay while the next delay
+        fits in its budget; past it, the attempt raises the budget's permanent error."""
         started_s = time.monotonic()
         try:
-            return self._fetch_attempt(func, attempt) if is_fetch_step(name) else func()
-        except DependencyUnavailableError as outage:
-            # The outage so far: the suspended delays before this attempt, and this attempt.
-            waited_s = self._dependency.backoff_before(attempt, self._seed)
-            spent_s = waited_s + time.monotonic() - started_s
-            delay_s = self._dependency.next_delay(attempt, self._seed, spent_s)
-            if delay_s is None:
-                message = dependency_exhausted_message(
-                    outage.dependency, str(outage), attempt, spent_s
-                )
-                raise DependencyBudgetSpent(message) from outage
-            log.warning(
-                "batch.dependency_unavailable",
-                step=name,
-                dependency=outage.dependency,
-                attempt=attempt,
-                outage_s=round(spent_s),
-                retry_in_s=delay_s,
-                budget_s=self._dependency.budget_seconds,
-                cause=str(outage),
-            )
-            raise
-
-    def _fetch_attempt(self, func: Callable[[], _T], attempt: int) -> _T:
-        """Run one fetch attempt; past the outage budget, a ProviderOutage becomes permanent."""
-        try:
             return func()
-        except ProviderOutage as outage:
-            spent_s = self._outage.spent_seconds(attempt, self._seed, outage.elapsed_seconds)
-            delay_s = self._outage.next_delay(attempt, self._seed, outage.elapsed_seconds)
+        except (ProviderOutage, DependencyUnavailableError) as outage:
+            # The outage so far: the provider's as the flow measured it; SQS / DynamoDB's, the
+            # suspended delays before this attempt and this attempt.
+            if isinstance(outage, ProviderOutage):
+                if not is_fetch_step(name):
+                    raise  # a provider outage outside the fetch: the ordinary retries
+                backoff, elapsed_s = self._outage, outage.elapsed_seconds
+            else:
+                backoff = self._dependency
+                waited_s = backoff.backoff_before(attempt, self._seed)
+                elapsed_s = waited_s + time.monotonic() - started_s
+            spent_s = backoff.spent_seconds(attempt, self._seed, elapsed_s)
+            delay_s = backoff.next_delay(attempt, self._seed, elapsed_s)
             if delay_s is None:
-                message = exhausted_message(str(outage), attempt, spent_s)
-                raise OutageBudgetSpent(message) from outage
+                raise _budget_spent(outage, attempt, spent_s) from outage
+            event, names = _outage_event(outage, name)
             log.warning(
-                "batch.provider_unavailable",
-                batch_id=outage.batch_id,
+                event,
+                **names,
                 attempt=attempt,
                 outage_s=round(spent_s),
                 retry_in_s=delay_s,
-                budget_s=self._outage.budget_seconds,
+                budget_s=backoff.budget_seconds,
                 cause=str(outage),
             )
             raise
@@ -175,6 +161,25 @@ class DurableSteps:
         return RetryDecision.retry(
             Duration.from_seconds(backoff.delay_seconds(attempts_made, self._seed))
         )
+
+
+def _budget_spent(
+    outage: ProviderOutage | DependencyUnavailableError, attempts: int, spent_s: float
+) -> Exception:
+    """The permanent error of an outage that outlasted its budget, saying so in one line."""
+    if isinstance(outage, ProviderOutage):
+        return OutageBudgetSpent(exhausted_message(str(outage), attempts, spent_s))
+    message = dependency_exhausted_message(outage.dependency, str(outage), attempts, spent_s)
+    return DependencyBudgetSpent(message)
+
+
+def _outage_event(
+    outage: ProviderOutage | DependencyUnavailableError, step: str
+) -> tuple[str, dict[str, object]]:
+    """The warning of one retried attempt: its event and what names the outage."""
+    if isinstance(outage, ProviderOutage):
+        return "batch.provider_unavailable", {"batch_id": outage.batch_id}
+    return "batch.dependency_unavailable", {"step": step, "dependency": outage.dependency}
 
 
 def _wire_names(error_class: type[Exception]) -> set[str]:
