@@ -225,6 +225,14 @@ data "aws_iam_policy_document" "orchestrator" {
     resources = [aws_s3_bucket.destination.arn]
   }
 
+  # A restated file's revision the sweeper finishes records the version it replaced, as the
+  # worker would: the key's versions, listed (ListObjectVersions is s3:ListBucketVersions).
+  statement {
+    sid       = "FindReplacedVersions"
+    actions   = ["s3:ListBucketVersions"]
+    resources = [aws_s3_bucket.destination.arn]
+  }
+
   # Only SQS (the download queue, the function's DLQ), Secrets Manager, DynamoDB and S3 (a
   # HEAD of an SSE-KMS object) use the key for this role; the code never calls KMS itself.
   statement {

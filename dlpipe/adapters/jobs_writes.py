@@ -301,11 +301,19 @@ class JobWrites:
         }
 
     def complete_abandoned(
-        self, file_id: str, owner: str, *, byte_count: int, sha256: str, destination_key: str
+        self,
+        file_id: str,
+        owner: str,
+        *,
+        byte_count: int,
+        sha256: str,
+        destination_key: str,
+        previous_version_id: str | None = None,
     ) -> FileJob:
         """downloading -> completed for a claim `owner` abandoned after publishing its file.
 
-        The sweeper's repair: the verified object is in place, only the completion is missing.
+        The sweeper's repair: the verified object is in place, only the completion is missing;
+        a restated file's revision also records the version it replaced, as `complete` does.
         """
         # Race: the owner may come back (frozen, not dead) and renew or complete, or another
         # worker may take the claim over meanwhile; only the same owner's claim, still
@@ -318,6 +326,9 @@ class JobWrites:
             ":owner": owner,
             **self._completion_values(byte_count, sha256, destination_key),
         }
+        if previous_version_id is not None:
+            update = self._COMPLETE_REPLACING
+            values[":prevver"] = previous_version_id
         return self._update(
             file_id,
             update=update,

@@ -313,3 +313,14 @@ class Verified:
 
     byte_count: int
     sha256: str
+
+
+@dataclass(frozen=True)
+class Published:
+    """A job's file found published at its key (the sweeper's look): the verified object, and
+    for a restated file's revision the version it replaced (None: a first revision, or not
+    known)."""
+
+    key: str
+    verified: Verified
+    previous_version_id: str | None = None

@@ -298,7 +298,14 @@ class FakeJobsTable:
             return marked
 
     def complete_abandoned(
-        self, file_id: str, owner: str, *, byte_count: int, sha256: str, destination_key: str
+        self,
+        file_id: str,
+        owner: str,
+        *,
+        byte_count: int,
+        sha256: str,
+        destination_key: str,
+        previous_version_id: str | None = None,
     ) -> FileJob:
         with self._lock:
             job = self.items.get(file_id)
@@ -306,6 +313,8 @@ class FakeJobsTable:
                 raise LeaseLostError(
                     "complete abandoned refused", condition="complete abandoned", current=job
                 )
+            if previous_version_id is not None:
+                job = replace(job, previous_version_id=previous_version_id)
             return self._completed(job, byte_count, sha256, destination_key)
 
     # ---- helpers (callers hold the lock) --------------------------------------------

@@ -202,3 +202,62 @@ def test_a_sweep_larger_than_its_chunk_takes_back_and_resends_every_job_once(
     assert flow.check_completion(batch_id, 1, False).status is None
     assert sorted(drain(clients, queue)) == sorted(file_ids)
     assert {jobs.require(f).status for f in file_ids} == {JobStatus.AVAILABLE}
+
+
+def _put(clients: AwsClients, provisioned: Provisioned, key: str, size: int, sha256: str) -> str:
+    """One object version at `key` as the sink writes it; its VersionId."""
+    put = clients.s3.put_object(
+        Bucket=str(provisioned.destination_bucket),
+        Key=key,
+        Body=b"x" * size,
+        Metadata={"sha256": sha256},
+    )
+    return str(put["VersionId"])
+
+
+def test_an_abandoned_revision_is_completed_with_the_version_it_replaced(
+    make_flow: Any,
+    stub_factory: StubFactory,
+    entity: str,
+    clients: AwsClients,
+    queue: JobQueue,
+    jobs: JobsTable,
+    provisioned: Provisioned,
+    clock: ManualClock,
+) -> None:
+    """A restated file's worker published the revision's version and died before recording
+    it: the sweeper completes the job with PreviousVersionID = the first revision's version,
+    as the worker would have (the revision manifest names it as what `changed` replaced)."""
+    day = unique_day()
+    first = make_flow(stub_factory([StubFileSpec(entity, 100, CIPHER_CBC)]))
+    batch_id = first.create_batch(day)
+    first.fetch_and_queue(batch_id, day)
+    (file_id,) = drain(clients, queue)
+    job = jobs.claim(file_id, "w1", LEASE_S)
+    key = f"{job.entity}/{job.download_date}/{file_id}"
+    size, sha = int(job.expected_size or 0), str(job.expected_sha256)
+    v1 = _put(clients, provisioned, key, size, sha)
+    jobs.complete(file_id, "w1", byte_count=size, sha256=sha, destination_key=key)
+    assert first.check_completion(batch_id, 1, False).status == "completed"
+
+    restated = make_flow(
+        stub_factory([StubFileSpec(entity, 120, CIPHER_CBC)]),
+        resend_after_seconds=RESEND_S,
+        published=published_check(clients.s3, str(provisioned.destination_bucket)),
+    )
+    revision = restated.create_batch(day)
+    assert revision != batch_id
+    restated.fetch_and_queue(revision, day)
+    assert drain(clients, queue) == [file_id]
+    job = jobs.claim(file_id, "dead-worker", LEASE_S)
+    assert job.previous_sha256 == sha
+    _put(clients, provisioned, key, int(job.expected_size or 0), str(job.expected_sha256))
+    clock.advance(LEASE_S + 1)
+    assert restated.check_completion(revision, 1, False).status == "completed"
+    done = jobs.require(file_id)
+    assert (done.status, done.batch_id, done.sha256) == (
+        JobStatus.COMPLETED,
+        revision,
+        job.expected_sha256,
+    )
+    assert done.previous_version_id == v1

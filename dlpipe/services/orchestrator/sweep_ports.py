@@ -9,21 +9,29 @@ from collections.abc import Callable, Iterator
 from typing import Protocol
 
 from dlpipe.domain.errors import UnreadableHandler
-from dlpipe.domain.model import FileJob, JobStatus, Verified
+from dlpipe.domain.model import FileJob, JobStatus, Published
 from dlpipe.services.shared_ports import JobRequeue, JobSender
 
-# (destination key, verified object) when a job's file is already published, else None. A HEAD
-# that fails answers None: not knowing costs only a download.
-PublishedCheck = Callable[[FileJob], "tuple[str, Verified] | None"]
+# The file published at the job's key, else None. A HEAD that fails answers None: not knowing
+# costs only a download.
+PublishedCheck = Callable[[FileJob], "Published | None"]
 
 
 class SweepJobs(JobRequeue, Protocol):
     """The jobs table's conditional writes and the StatusIndex read the sweeper uses."""
 
     def complete_abandoned(
-        self, file_id: str, owner: str, *, byte_count: int, sha256: str, destination_key: str
+        self,
+        file_id: str,
+        owner: str,
+        *,
+        byte_count: int,
+        sha256: str,
+        destination_key: str,
+        previous_version_id: str | None = None,
     ) -> FileJob:
-        """Complete `owner`'s expired claim whose file is published; LeaseLostError."""
+        """Complete `owner`'s expired claim whose file is published (a revision's with the
+        version it replaced); LeaseLostError."""
         ...
 
     def stale_of_batch(

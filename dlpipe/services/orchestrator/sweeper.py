@@ -187,18 +187,18 @@ class Sweeper:
         found = self.published(job) if self.published and job.lease_owner else None
         if found is None or job.lease_owner is None:
             return False
-        key, verified = found
         try:
             self.jobs.complete_abandoned(
                 job.file_id,
                 job.lease_owner,
-                byte_count=verified.byte_count,
-                sha256=verified.sha256,
-                destination_key=key,
+                byte_count=found.verified.byte_count,
+                sha256=found.verified.sha256,
+                destination_key=found.key,
+                previous_version_id=found.previous_version_id,
             )
         except LeaseLostError:
             return False  # renewed, completed or taken over meanwhile: not ours to finish
-        log.info("job.completed_by_sweeper", file_id=job.file_id, destination_key=key)
+        log.info("job.completed_by_sweeper", file_id=job.file_id, destination_key=found.key)
         return True
 
     def _backlog(self) -> int:
