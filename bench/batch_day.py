@@ -27,6 +27,7 @@ import threading
 import time
 import uuid
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -117,6 +118,12 @@ class FlowProbe:
             result = self._flow.check_completion(batch_id, poll_number, is_last_poll)
         self.check_seconds.append(time.perf_counter() - started)
         return result
+
+    def recheck_day(
+        self, polling_date: str, start: Callable[[str], str] | None = None
+    ) -> dict[str, Any]:
+        with phase("restatement-check"):
+            return self._flow.recheck_day(polling_date, start)
 
     def fail_batch(self, batch_id: str, reason: str) -> None:
         with phase("fail-batch"):

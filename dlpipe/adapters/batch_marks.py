@@ -1,4 +1,4 @@
-"""The hand-off's marks on a batch item, beside its status (dlpipe/services/orchestrator/handoff.py):
+"""The hand-off's marks on a batch item, beside its status (dlpipe/services/orchestrator/announce.py):
 the outcome event as first sent, why a run withheld it, and the claim on the batch's one
 `Day Late`. Each is a conditional UpdateItem that never moves UpdatedAt, which the day
 manifest's header reads; BatchesTable (batches_table.py) inherits them."""

@@ -20,16 +20,16 @@ from dlpipe.domain.outage import OutageBackoff
 from dlpipe.domain.rules import RecoveryBudgetError, assert_recovery_fits, visibility_margin_seconds
 from dlpipe.feed_settings import FeedSource, settings_for_feed
 from dlpipe.log import get_logger
+from dlpipe.services.orchestrator.announce import DayDeadline, feed_deadline
 from dlpipe.services.orchestrator.durable import build_durable_handler
 from dlpipe.services.orchestrator.feed_runs import FeedRun, FeedRuns, PollingPlan
-from dlpipe.services.orchestrator.handoff import DayDeadline, feed_deadline
 from dlpipe.services.orchestrator.recheck import DayStarter
 
 if TYPE_CHECKING:
     # Only for annotations: the Lambda's init must not import the flow (or boto3's clients).
+    from dlpipe.services.orchestrator.announce import EventSender
     from dlpipe.services.orchestrator.fanout import FileLister
     from dlpipe.services.orchestrator.flow import BatchFlowService
-    from dlpipe.services.orchestrator.handoff import EventSender
     from dlpipe.services.orchestrator.manifest_ports import ManifestStore
     from dlpipe.services.orchestrator.ports import BatchFlow
     from dlpipe.services.orchestrator.store_ports import BatchStore, DownloadQueues, JobStore

@@ -255,7 +255,7 @@ class Batch:
     # The rerun batch that adopted this batch's unfinished files (they left its partition).
     adopted_by: str | None = None
     feed: str = DEFAULT_FEED_NAME  # the feed whose day it runs
-    # The hand-off (dlpipe/services/orchestrator/handoff.py): the outcome event as first sent
+    # The hand-off (dlpipe/services/orchestrator/announce.py): the outcome event as first sent
     # (its JSON) and its detail-type, so a later run re-sends it byte for byte; why a run
     # withheld it (a manifest that no longer verifies, say); and the Day Late event's ID.
     handoff_event: str | None = None

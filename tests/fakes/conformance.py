@@ -8,8 +8,8 @@ from dlpipe.domain.clock import Clock
 from dlpipe.domain.listing import FileDescriptor
 from dlpipe.services.download.ports import Destination, JobLeases, Source, Upload, UrlSigner
 from dlpipe.services.ops.manifest_ports import ManifestReader
+from dlpipe.services.orchestrator.announce import EventSender
 from dlpipe.services.orchestrator.fanout import FileLister
-from dlpipe.services.orchestrator.handoff import EventSender
 from dlpipe.services.orchestrator.manifest_ports import ManifestStore
 from dlpipe.services.orchestrator.store_ports import BatchStore, DownloadQueues, JobStore, ReadCost
 from tests.fakes.download import FakeDestination, FakeSigner, FakeSource, FakeUpload

@@ -17,8 +17,8 @@ from dlpipe.adapters.jobs_table import JobsTable
 from dlpipe.adapters.manifest_store import S3ManifestStore
 from dlpipe.domain.manifest import DayPointer, pointer_key
 from dlpipe.local.provision import Provisioned
+from dlpipe.services.orchestrator.announce import DayDeadline
 from dlpipe.services.orchestrator.flow import BatchFlowService
-from dlpipe.services.orchestrator.handoff import DayDeadline
 from dlpipe.services.orchestrator.sequence import InlineSteps, PollingPlan, run_inline
 from tests.fakes.provider import FakeLister, descriptor
 from tests.integration.test_handoff_events import complete_all, events_of, flow_on_emulator

@@ -1,4 +1,4 @@
-"""`Day Revised` (dlpipe/domain/handoff_events.py, services/orchestrator/handoff.py): what a
+"""`Day Revised` (dlpipe/domain/handoff_events.py, services/orchestrator/announce.py): what a
 completed revision batch sends instead of `Day Completed`, with its own ID, re-sent byte for
 byte; an ordinary day's `Day Completed` is the event it was before revisions."""
 
@@ -20,7 +20,7 @@ from dlpipe.domain.handoff_events import (
 from dlpipe.domain.manifest import ManifestRef
 from dlpipe.domain.manifest_lists import Revision
 from dlpipe.domain.model import BatchStatus
-from dlpipe.services.orchestrator.handoff import publish_once
+from dlpipe.services.orchestrator.announce import publish_once
 from tests.fakes.events import FakeEventBus
 from tests.fakes.stores import FakeBatchesTable
 from tests.support import ManualClock, make_batch

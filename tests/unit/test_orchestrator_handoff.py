@@ -25,9 +25,9 @@ from dlpipe.config import ConfigError, Settings
 from dlpipe.domain.clock import ms_from_iso
 from dlpipe.domain.feeds import Feed
 from dlpipe.domain.handoff_events import DETAIL_SCHEMA, HandoffEvent
+from dlpipe.services.orchestrator.announce import DayDeadline, EventSender, feed_deadline
 from dlpipe.services.orchestrator.durable import build_durable_handler
 from dlpipe.services.orchestrator.flow import BatchFlowService
-from dlpipe.services.orchestrator.handoff import DayDeadline, EventSender, feed_deadline
 from tests.fakes.events import FakeEventBus
 from tests.fakes.provider import FakeLister, descriptor
 from tests.fakes.stores import FakeBatchesTable, FakeJobsTable, FakeQueue

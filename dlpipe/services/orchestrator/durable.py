@@ -70,6 +70,7 @@ from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from dlpipe.domain.outage import DEPENDENCY_BACKOFF, OutageBackoff
 from dlpipe.domain.redaction import redact, redact_data, redact_exception
 from dlpipe.log import redact_stdlib_logs
+from dlpipe.services.orchestrator.announce import DayDeadline
 from dlpipe.services.orchestrator.durable_steps import Backoffs, DurableSteps
 from dlpipe.services.orchestrator.feed_runs import (
     FeedRuns,
@@ -77,7 +78,6 @@ from dlpipe.services.orchestrator.feed_runs import (
     served_request,
     single_feed,
 )
-from dlpipe.services.orchestrator.handoff import DayDeadline
 from dlpipe.services.orchestrator.ports import BatchFlow
 from dlpipe.services.orchestrator.recheck import DayStarter
 from dlpipe.services.orchestrator.sdk_logs import quiet_sdk_retry_logs

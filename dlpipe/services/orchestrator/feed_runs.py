@@ -34,7 +34,7 @@ from dlpipe.domain.feeds import (
     feed_from_fields,
 )
 from dlpipe.feed_settings import UnknownFeedError
-from dlpipe.services.orchestrator.handoff import DayDeadline
+from dlpipe.services.orchestrator.announce import DayDeadline
 from dlpipe.services.orchestrator.ports import BatchFlow, StepFailed, StepRunner
 from dlpipe.services.orchestrator.step_names import STEP_READ_FEED
 

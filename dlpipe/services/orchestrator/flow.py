@@ -30,9 +30,9 @@ from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.domain.handoff_events import HandoffEvent
 from dlpipe.domain.manifest import ManifestConflictError
 from dlpipe.domain.model import FileJob
-from dlpipe.services.orchestrator import create, finish, handoff, manifest, poll, queueing, recheck
+from dlpipe.services.orchestrator import announce, create, finish, manifest, poll, queueing, recheck
+from dlpipe.services.orchestrator.announce import EventSender
 from dlpipe.services.orchestrator.fanout import CHUNK_ENTRIES, FileLister, ListingPosition
-from dlpipe.services.orchestrator.handoff import EventSender
 from dlpipe.services.orchestrator.manifest_ports import ManifestStore
 from dlpipe.services.orchestrator.ports import CompletionCheck, QueueResult
 from dlpipe.services.orchestrator.store_ports import BatchStore, DownloadQueues, JobStore
@@ -60,7 +60,7 @@ class BatchFlowService:
     manifests: ManifestStore | None = None  # the day manifests; None: none are written
     # The feed whose days it runs: its BatchIDs carry it, and its jobs' keys from them.
     feed: str = DEFAULT_FEED_NAME
-    events: EventSender | None = None  # the hand-off events' bus (handoff.py)
+    events: EventSender | None = None  # the hand-off events' bus (announce.py)
     # This invocation's open listing stream, continued by the next chunk (fanout.py).
     listing: ListingPosition | None = field(default=None, init=False, repr=False)
     # Earlier batches this invocation already marked AdoptedBy (placement.py).
@@ -102,12 +102,12 @@ class BatchFlowService:
     def write_manifest(self, batch_id: str) -> dict[str, Any] | None:
         """write-manifest: the ended batch's manifest and the day's pointer (manifest.py); a
         manifest there with other bytes is `{"problem": "manifest_tampered: ..."}`, or
-        `manifest_superseded: ...` when a later batch's manifest is the day's (handoff.py)."""
+        `manifest_superseded: ...` when a later batch's manifest is the day's (announce.py)."""
         try:
             ref = manifest.write_manifest(self, batch_id)
         except ManifestConflictError as exc:
             batch = self.batches.require(batch_id)
-            return {"problem": handoff.conflict_problem(self.manifests, batch, exc)}
+            return {"problem": announce.conflict_problem(self.manifests, batch, exc)}
         return None if ref is None else ref.to_dict()
 
     def record_handoff_problem(self, batch_id: str, problem: str) -> None:
@@ -115,11 +115,11 @@ class BatchFlowService:
         self.batches.record_handoff_problem(batch_id, problem)
 
     def publish_event(self, event: dict[str, Any]) -> dict[str, Any]:
-        """publish-outcome-event: put the batch's hand-off event on the bus (handoff.py)."""
-        return handoff.publish_once(self.batches, self.events, HandoffEvent.from_dict(event))
+        """publish-outcome-event: put the batch's hand-off event on the bus (announce.py)."""
+        return announce.publish_once(self.batches, self.events, HandoffEvent.from_dict(event))
 
     def publish_if_late(self, event: dict[str, Any], deadline_at_ms: int) -> bool:
         """day-late-{n}: put the batch's one `Day Late` on the bus once the deadline passed."""
-        return handoff.publish_if_late(
+        return announce.publish_if_late(
             self.batches, self.events, self.clock, HandoffEvent.from_dict(event), deadline_at_ms
         )

@@ -153,7 +153,7 @@ class BatchRunResult:
     outcome: dict[str, Any] | None = None
     # The write-manifest step's ManifestRef.to_dict() (dlpipe/domain/manifest.py), or None.
     manifest: dict[str, Any] | None = None
-    # Why the hand-off was withheld ("manifest_tampered: ..."; handoff.py), or None.
+    # Why the hand-off was withheld ("manifest_tampered: ..."; announce.py), or None.
     handoff_problem: str | None = None
 
     def to_dict(self) -> dict[str, Any]:

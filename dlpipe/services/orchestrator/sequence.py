@@ -12,16 +12,16 @@ from dlpipe.domain.model import BatchStatus
 from dlpipe.domain.outage import exhausted_message
 from dlpipe.domain.outcome import OutcomeSummary
 from dlpipe.log import get_logger
+from dlpipe.services.orchestrator.announce import (
+    MANIFEST_FAILED,
+    late_if_due,
+    publish_outcome,
+)
 from dlpipe.services.orchestrator.feed_runs import (
     FeedRuns,
     PollingPlan,
     served_request,
     single_feed,
-)
-from dlpipe.services.orchestrator.handoff import (
-    MANIFEST_FAILED,
-    late_if_due,
-    publish_outcome,
 )
 from dlpipe.services.orchestrator.ports import (
     BatchFlow,
@@ -58,11 +58,11 @@ def run_batch(
     start: DayStarter | None = None,
 ) -> BatchRunResult:
     """Run the batch to its end (its manifest written), then hand it off: the outcome event
-    (handoff.py), which names the manifest. `start` starts a run of an earlier day of the
+    (announce.py), which names the manifest. `start` starts a run of an earlier day of the
     feed that the restatement window finds restated (recheck.py; None: it is only logged)."""
     result = _run_to_end(steps, flow, request, plan, start)
     if result.handoff_problem is not None:
-        return result  # withheld: the batch item and the result say why (handoff.py)
+        return result  # withheld: the batch item and the result say why (announce.py)
     problem = publish_outcome(
         steps, flow, result, feed=request.feed, deadline=plan.deadline, manifest=result.manifest
     )

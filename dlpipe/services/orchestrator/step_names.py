@@ -13,8 +13,8 @@ STEP_FETCH_AND_QUEUE = "fetch-and-queue-files"
 STEP_RESTATEMENT_CHECK = "restatement-check"  # recheck.py: a scheduled run's earlier days
 STEP_FAIL_BATCH = "fail-batch"
 STEP_WRITE_MANIFEST = "write-manifest"
-STEP_PUBLISH_OUTCOME = "publish-outcome-event"  # handoff.py
-STEP_RECORD_PROBLEM = "record-handoff-problem"  # handoff.py
+STEP_PUBLISH_OUTCOME = "publish-outcome-event"  # announce.py
+STEP_RECORD_PROBLEM = "record-handoff-problem"  # announce.py
 
 
 def fetch_step_name(chunk: int) -> str:

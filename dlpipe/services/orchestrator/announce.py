@@ -1,5 +1,7 @@
-"""The hand-off: the outcome event once a batch has ended, and `Day Late` while it runs past its
-feed's deadline (the events: dlpipe/domain/handoff_events.py; the bus: an EventSender port).
+"""The producer's side of the hand-off, announcing the day: the outcome event once a batch has
+ended, and `Day Late` while it runs past its feed's deadline (the events:
+dlpipe/domain/handoff_events.py; the bus: an EventSender port). The consumer's side, reading a
+day, is the modules named handoff.py (dlpipe/handoff.py, services/ops/handoff.py).
 
 Both are durable steps, so a replay finds their checkpoint and sends nothing again:
 - `publish-outcome-event`, on every path that ends the batch, after the batch's final status
