@@ -15,7 +15,7 @@ import hashlib
 import json
 from collections.abc import Iterator
 
-from dlpipe.local.stub.faults import BROKEN_MALFORMED, Faults
+from dlpipe.local.stub.faults import BROKEN_MALFORMED, Descriptor, Faults
 
 SYNTHETIC_PREFIX = "synthetic_"
 _EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
@@ -42,24 +42,46 @@ def synthetic_entity(index: int) -> str:
     return f"{SYNTHETIC_PREFIX}{index:07d}"
 
 
-def synthetic_descriptor(
-    entity: str, url: str, encrypted_key: str, expires_at: str
-) -> dict[str, object]:
-    """A well-formed descriptor of an object that does not exist (a synthetic file).
-
-    Why they exist: docs/ARCHITECTURE.md, "Why the listing is a stream".
-    """
-    iv = hashlib.sha256(entity.encode()).digest()[:16]
+def listing_entry(
+    entity: str,
+    url: str,
+    encrypted_key: str,
+    iv: bytes,
+    *,
+    cipher: str,
+    size: int,
+    sha256: str,
+    expires_at: str,
+) -> Descriptor:
+    """One listing entry as the provider API documents it: the stub's one builder of them."""
     return {
         "entity": entity,
         "url": url,
         "encrypted_key": encrypted_key,
         "iv": base64.b64encode(iv).decode("ascii"),
-        "cipher": "AES-256-CBC",
-        "size": 0,
-        "sha256": _EMPTY_SHA256,
+        "cipher": cipher,
+        "size": size,
+        "sha256": sha256,
         "expires_at": expires_at,
     }
+
+
+def synthetic_descriptor(entity: str, url: str, encrypted_key: str, expires_at: str) -> Descriptor:
+    """A well-formed descriptor of an object that does not exist (a synthetic file).
+
+    Why they exist: docs/ARCHITECTURE.md, "Why the listing is a stream".
+    """
+    iv = hashlib.sha256(entity.encode()).digest()[:16]
+    return listing_entry(
+        entity,
+        url,
+        encrypted_key,
+        iv,
+        cipher="AES-256-CBC",
+        size=0,
+        sha256=_EMPTY_SHA256,
+        expires_at=expires_at,
+    )
 
 
 def page_chunks(

@@ -11,7 +11,6 @@ adds listing-only entries of objects that do not exist (dlpipe/local/stub/listin
 
 from __future__ import annotations
 
-import base64
 import random
 import threading
 from collections.abc import Iterator, Sequence
@@ -41,6 +40,7 @@ from dlpipe.local.stub.http import Reply, Route, StubHttpServer, bearer_matches,
 from dlpipe.local.stub.listing import (
     decode_cursor,
     encode_cursor,
+    listing_entry,
     page_chunks,
     synthetic_descriptor,
     synthetic_entity,
@@ -309,17 +309,17 @@ class StubProvider:
         if faults.trickle_bytes_per_s:
             signed = replace(signed, url=f"{self.base_url}{_BLOB_PATH}{date}/{entity}")
         rsa_key = self._wrong_key if entity in faults.wrong_key_entities else self._public_key
-        descriptor: Descriptor = {
-            "entity": entity,
-            "url": signed.url,
-            "encrypted_key": wrap_aes_key(rsa_key, published.aes_key),
-            "iv": base64.b64encode(published.iv).decode("ascii"),
-            "cipher": published.spec.cipher,
-            "size": published.expected.size,
-            "sha256": published.expected.sha256,
-            "expires_at": signed.expires_at_iso,
-        }
-        return falsify_descriptor(descriptor, entity, faults)
+        entry = listing_entry(
+            entity,
+            signed.url,
+            wrap_aes_key(rsa_key, published.aes_key),
+            published.iv,
+            cipher=published.spec.cipher,
+            size=published.expected.size,
+            sha256=published.expected.sha256,
+            expires_at=signed.expires_at_iso,
+        )
+        return falsify_descriptor(entry, entity, faults)
 
     @cached_property
     def _wrong_key(self) -> RSAPublicKey:
