@@ -63,8 +63,9 @@ def write_manifest(flow: ManifestFlow, batch_id: str) -> ManifestRef | None:
         ref = flow.manifests.write(header_of(batch), _published(flow.jobs, day), unpublished)
     else:
         header = header_of(batch, _revision(flow, flow.manifests, batch))
-        files, withdrawn = _current(flow.jobs, day, batch), _withdrawn(flow.jobs, day, batch)
-        ref = flow.manifests.write(header, files, unpublished, withdrawn)
+        withdrawn: list[WithdrawnFile] = []  # filled as the entries are read, read after them
+        files = _current(flow.jobs, day, batch, withdrawn)
+        ref = flow.manifests.write(header, files, unpublished, _after(files, withdrawn))
     _point(flow.manifests, batch, ref)
     log.info("batch.manifest_written", batch_id=batch_id, key=ref.key, entries=ref.entries)
     return ref
@@ -133,10 +134,18 @@ def _file(batch: Batch, row: JobRow) -> PublishedFile | None:
     return PublishedFile(row.file_id, row.entity, key, size, sha256)
 
 
-def _current(jobs: JobStore, day: list[Batch], revision: Batch) -> Iterator[PublishedFile]:
-    """A revision's entries: the day's completed files no revision withdrew, each marked."""
+def _current(
+    jobs: JobStore, day: list[Batch], revision: Batch, withdrawn: list[WithdrawnFile]
+) -> Iterator[PublishedFile]:
+    """A revision's entries: the day's completed files no revision withdrew, each marked; the
+    files this revision withdrew (still completed in their earlier batch's partition, their
+    objects kept, WithdrawnBy naming it) go to `withdrawn` as they are read, so each partition
+    is read once."""
     for batch in day:
         for row in jobs.rows_by_batch(batch.batch_id, JobStatus.COMPLETED):
+            if row.withdrawn_by == revision.batch_id and batch.batch_id != revision.batch_id:
+                key, sha256 = row.destination_key or "", row.sha256 or ""
+                withdrawn.append(WithdrawnFile(row.file_id, row.entity or "", key, sha256))
             published = None if row.withdrawn_by else _file(batch, row)
             if published is None:
                 continue
@@ -150,6 +159,16 @@ def _current(jobs: JobStore, day: list[Batch], revision: Batch) -> Iterator[Publ
             )
 
 
+def _after(
+    files: Iterator[PublishedFile], withdrawn: list[WithdrawnFile]
+) -> Iterator[WithdrawnFile]:
+    """`withdrawn`, once `files` has been read to its end (the store reads the entries first:
+    reading them here first, if it has not, keeps the list whole whatever its order)."""
+    for _ in files:
+        raise RuntimeError("the manifest store read the withdrawn files before the entries")
+    yield from withdrawn
+
+
 def _mark(row: JobRow) -> Revised:
     """What the revision that moved the job here found it (RevisedAs): changed or added; a
     job of its partition without one (adopted, say) is unchanged."""
@@ -158,19 +177,6 @@ def _mark(row: JobRow) -> Revised:
     if row.revised_as is not None:
         log.error("manifest.unknown_mark", file_id=row.file_id, revised_as=row.revised_as)
     return Revised.UNCHANGED
-
-
-def _withdrawn(jobs: JobStore, day: list[Batch], revision: Batch) -> Iterator[WithdrawnFile]:
-    """The files this revision withdrew: still completed in their earlier batch's partition
-    (their objects are kept), WithdrawnBy naming it. A second read of those partitions, only
-    for a revision (a file a revision withdraws never moves)."""
-    for batch in day:
-        if batch.batch_id == revision.batch_id:
-            continue
-        for row in jobs.rows_by_batch(batch.batch_id, JobStatus.COMPLETED):
-            if row.withdrawn_by == revision.batch_id:
-                key, sha256 = row.destination_key or "", row.sha256 or ""
-                yield WithdrawnFile(row.file_id, row.entity or "", key, sha256)
 
 
 def _unpublished(jobs: JobStore, batch_id: str) -> Iterator[UnpublishedFile]:
