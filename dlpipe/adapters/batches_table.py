@@ -69,6 +69,29 @@ def _names(expression: str) -> dict[str, str]:
     return {k: v for k, v in _NAMES.items() if k in expression}
 
 
+def _final_counts(batch: Batch, values: dict[str, Any]) -> str:
+    """The SET clauses (values added to `values`) of `batch`'s recorded counts and, for a day
+    small enough to keep them, its non-empty outcome sets (they only grow, so a set already
+    stored is never larger than these)."""
+    values.update(
+        {
+            ":done": batch.completed_count or 0,
+            ":failed": batch.failed_count or 0,
+            ":errors": batch.error_count or 0,
+        }
+    )
+    clauses = ["#cnt_done = :done", "#cnt_failed = :failed", "#cnt_error = :errors"]
+    if not batch.sets_truncated:
+        for name, placeholder, files in (
+            ("#done", ":dset", batch.completed_files),
+            ("#failed", ":fset", batch.failed_files),
+        ):
+            if files:
+                clauses.append(f"{name} = {placeholder}")
+                values[placeholder] = set(files)
+    return ", ".join(clauses)
+
+
 class BatchesTable(BatchMarks):
     """Repository of Batch records in data-download-batches (the hand-off's marks beside the
     status: batch_marks.py)."""
@@ -287,10 +310,14 @@ class BatchesTable(BatchMarks):
         timeout_at: str | None = None,
         error_message: str | None = None,
         outcome: OutcomeSummary | None = None,
+        counts_of: Batch | None = None,
     ) -> Batch:
         """Move the batch to a final status, if the status machine allows it from where it is;
         `outcome` (bounded, dlpipe/domain/outcome.py) lands in the same write, so a replay
-        that finds the batch finished finds its summary too."""
+        that finds the batch finished finds its summary too. `counts_of`: the counts (and a
+        small day's sets) the deciding poll recorded, written again with the status, so a
+        slower poller's progress counts that landed between that poll's record and this
+        write do not outlive the batch's end."""
         # Race: two pollers (or a replay) deciding the end; only a legal transition lands.
         # Rule: may_finish.
         sources = batch_sources(status)
@@ -309,6 +336,8 @@ class BatchesTable(BatchMarks):
         if outcome is not None:
             update += ", #outcome = :outcome"
             values[":outcome"] = outcome.to_json()
+        if counts_of is not None:
+            update += ", " + _final_counts(counts_of, values)
         # A retry after a lost response is refused by its own first send (a final status is
         # left by no transition). Rule: is_own_batch_write.
         return self._update(

@@ -457,6 +457,7 @@ class FakeBatchesTable:
         timeout_at: str | None = None,
         error_message: str | None = None,
         outcome: OutcomeSummary | None = None,
+        counts_of: Batch | None = None,
     ) -> Batch:
         batch = self.require(batch_id)
         if not may_finish(batch, status):
@@ -464,6 +465,16 @@ class FakeBatchesTable:
                 f"finish {status} refused", condition=f"finish {status}", current=batch
             )
         changes: dict[str, Any] = {"status": status}
+        if counts_of is not None:
+            changes.update(
+                completed_count=counts_of.completed_count or 0,
+                failed_count=counts_of.failed_count or 0,
+                error_count=counts_of.error_count or 0,
+            )
+            if not counts_of.sets_truncated:
+                for name in ("completed_files", "failed_files"):
+                    if getattr(counts_of, name):
+                        changes[name] = getattr(counts_of, name)
         if timeout_at:
             changes["timeout_at"] = timeout_at
         if error_message:

@@ -182,6 +182,35 @@ def test_counts_are_recorded_until_the_batch_is_final_then_refused_with_what_it_
         assert batches.require(batch.batch_id).completed == 1
 
 
+def test_finish_writes_the_deciding_polls_counts_and_sets_over_a_slower_pollers(
+    batches: BatchesTable,
+) -> None:
+    """The deciding poll records the final counts; a slower poller's progress counts land
+    next; the end of the batch carries the deciding poll's again, sets included."""
+    files = {"a-2026-02-28", "b-2026-02-28"}
+    batch = batches.create(make_batch())
+    batches.mark_queued(batch.batch_id, files)
+    decided = batches.record_counts(
+        batch.batch_id, completed=2, failed=0, error=0, completed_files=files, failed_files=()
+    )
+    batches.record_counts(
+        batch.batch_id,
+        completed=1,
+        failed=0,
+        error=0,
+        completed_files={"a-2026-02-28"},
+        failed_files=(),
+    )
+    ended = batches.finish(batch.batch_id, BatchStatus.COMPLETED, counts_of=decided)
+    stored = batches.require(batch.batch_id)
+    for seen in (ended, stored):
+        assert (seen.status, seen.completed_count, seen.completed_files) == (
+            BatchStatus.COMPLETED,
+            2,
+            frozenset(files),
+        )
+
+
 def test_a_batch_item_written_before_feeds_reads_back_as_the_default_feeds_unchanged(
     clients: AwsClients, provisioned: Provisioned, batches: BatchesTable
 ) -> None:

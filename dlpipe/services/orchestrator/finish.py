@@ -19,12 +19,14 @@ log = get_logger(component="orchestrator")
 
 
 def finish(flow: FlowStores, batch: Batch, status: BatchStatus, pending: int) -> Batch:
+    """End `batch` (as the deciding poll recorded it: its counts are written again with the
+    status, so another poller's progress counts cannot outlive the end) in `status`."""
     timeout_at = iso_from_ms(flow.clock.now_ms()) if status is BatchStatus.TIMEOUT else None
     cause = final_cause(batch, status, pending)
     outcome = summarize_outcome(flow.jobs, batch.batch_id, cause)
     try:
         finished = flow.batches.finish(
-            batch.batch_id, status, timeout_at=timeout_at, outcome=outcome
+            batch.batch_id, status, timeout_at=timeout_at, outcome=outcome, counts_of=batch
         )
     except BatchTransitionRefusedError as refused:
         # Another poller (or a replay) ended it first: report what it decided.

@@ -118,9 +118,10 @@ class BatchStore(BatchReads, Protocol):
         timeout_at: str | None = None,
         error_message: str | None = None,
         outcome: OutcomeSummary | None = None,
+        counts_of: Batch | None = None,
     ) -> Batch:
-        """Move the batch to a final status (with its outcome summary), if the status machine
-        allows it."""
+        """Move the batch to a final status (with its outcome summary, and the counts
+        `counts_of` recorded), if the status machine allows it."""
         ...
 
     def mark_adopted(self, batch_id: str, adopted_by: str) -> Batch:

@@ -281,3 +281,30 @@ def test_an_outage_mid_listing_is_timed_from_the_last_chunk_not_from_the_batch_s
     with pytest.raises(ProviderOutage) as outage:
         rig.flow.fetch_and_queue(batch_id, DAY, QueueResult.from_dict(first.to_dict()))
     assert outage.value.elapsed_seconds == 60
+
+
+def test_a_slower_pollers_progress_counts_never_outlive_the_batchs_end(
+    rig: Rig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two runs poll one batch (a second run attached to it). The slower one counted while
+    files were pending, and its record lands between the deciding poll's record of the final
+    counts and its end of the batch: the ended batch keeps the final counts, not the
+    progress ones (they were seen on completed days: 4 of 5 completed, 1 pending)."""
+    batch_id = rig.flow.create_batch(DAY)
+    rig.run_fetch(batch_id)
+    for file_id in rig.file_ids():
+        rig.finish(file_id)
+    record = rig.batches.record_counts
+
+    def interleaved(batch: str, **counts: object) -> object:
+        recorded = record(batch, **counts)  # type: ignore[arg-type]
+        # The slower poller's counts, read while 2 files were still pending.
+        record(batch, completed=3, failed=0, error=0, completed_files=None, failed_files=None)
+        return recorded
+
+    monkeypatch.setattr(rig.batches, "record_counts", interleaved)
+    assert rig.flow.check_completion(batch_id, 1, False).status == "completed"
+    ended = rig.batches.require(batch_id)
+    assert ended.status is BatchStatus.COMPLETED
+    assert (ended.completed_count, ended.failed_count, ended.error_count) == (5, 0, 0)
+    assert ended.completed_files == frozenset(rig.file_ids())
