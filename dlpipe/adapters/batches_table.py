@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from dlpipe.adapters import dynamo
+from dlpipe.adapters.batch_counts import counts_update
 from dlpipe.adapters.batch_marks import BatchMarks
 from dlpipe.adapters.items import (
     BATCH_ATTRIBUTES,
@@ -70,26 +71,18 @@ def _names(expression: str) -> dict[str, str]:
 
 
 def _final_counts(batch: Batch, values: dict[str, Any]) -> str:
-    """The SET clauses (values added to `values`) of `batch`'s recorded counts and, for a day
-    small enough to keep them, its non-empty outcome sets (they only grow, so a set already
-    stored is never larger than these)."""
-    values.update(
-        {
-            ":done": batch.completed_count or 0,
-            ":failed": batch.failed_count or 0,
-            ":errors": batch.error_count or 0,
-        }
+    """The update part writing `batch`'s recorded counts and, for a day small enough to keep
+    them, its outcome sets, as record_counts wrote them."""
+    keep = not batch.sets_truncated
+    counts, removed = counts_update(
+        values,
+        completed=batch.completed_count or 0,
+        failed=batch.failed_count or 0,
+        error=batch.error_count or 0,
+        completed_files=batch.completed_files if keep else None,
+        failed_files=batch.failed_files if keep else None,
     )
-    clauses = ["#cnt_done = :done", "#cnt_failed = :failed", "#cnt_error = :errors"]
-    if not batch.sets_truncated:
-        for name, placeholder, files in (
-            ("#done", ":dset", batch.completed_files),
-            ("#failed", ":fset", batch.failed_files),
-        ):
-            if files:
-                clauses.append(f"{name} = {placeholder}")
-                values[placeholder] = set(files)
-    return ", ".join(clauses)
+    return counts + (" REMOVE " + ", ".join(removed) if removed else "")
 
 
 class BatchesTable(BatchMarks):
@@ -269,28 +262,16 @@ class BatchesTable(BatchMarks):
         Written by the poller once per poll, never per file by the workers: the batch item
         is no hot key however many files finish at once.
         """
-        update = (
-            "SET #updated = :now, #cnt_done = :done, #cnt_failed = :failed, #cnt_error = :errors"
+        values: dict[str, Any] = {":now": self._now_iso()}
+        counts, removed = counts_update(
+            values,
+            completed=completed,
+            failed=failed,
+            error=error,
+            completed_files=completed_files,
+            failed_files=failed_files,
         )
-        values: dict[str, Any] = {
-            ":now": self._now_iso(),
-            ":done": completed,
-            ":failed": failed,
-            ":errors": error,
-        }
-        removed: list[str] = []
-        for name, placeholder, files in (
-            ("#done", ":dset", completed_files),
-            ("#failed", ":fset", failed_files),
-        ):
-            if files is None:
-                continue
-            chosen = set(files)
-            if chosen and len(chosen) <= SETS_MAX_FILES:
-                update += f", {name} = {placeholder}"
-                values[placeholder] = chosen
-            else:
-                removed.append(name)
+        update = f"SET #updated = :now, {counts}"
         if removed:
             update += " REMOVE " + ", ".join(removed)
         # Race: two pollers of one batch (a repeated run attaches to a running batch and
