@@ -177,3 +177,27 @@ def test_a_restated_day_becomes_revision_2(stack: Stack, entity: str, tmp_path: 
     assert header.revision.supersedes_key == manifest_key(
         "default", day, done["batch_id"], "completed"
     )
+
+    # The operator's views name the revision (tests/integration/test_ops_revisions.py has
+    # each view's details): `status` from the Day Revised the run recorded on the batch item,
+    # and `batch audit` checks revision 1's manifest at the versions it names too.
+    with queues(stack.clients) as q:
+        key = write_key(tmp_path, "ours.pem", stack.rsa_keypair[0])
+        settings = run_settings(stack.provisioned, "2000")
+        env = worker_env(stack.aws_env, stack.provisioned, q.url, key, stub=stub, **settings)
+        shown = run_dlpipe(env, tmp_path, "status", "--date", day, "--json")
+        audit = run_dlpipe(env, tmp_path, "batch", "audit", "--from", day, "--to", day, "--json")
+    assert shown.returncode == 0, shown.stderr
+    (feed,) = json.loads(shown.stdout)["feeds"]
+    assert feed["revision"] == {
+        "batch_id": again["batch_id"],
+        "revision": 2,
+        "revises": done["batch_id"],
+        "created_at": revision.created_at,
+        "counts": {"changed": 1, "added": 1, "withdrawn": 1},
+        "counts_from": "event",
+    }
+    assert audit.returncode == 0, audit.stderr
+    (checked,) = json.loads(audit.stdout)["dates"]
+    assert (checked["revision"], [r["revision"] for r in checked["revisions"]]) == (2, [1])
+    assert checked["revisions"][0]["entries"] == FILES

@@ -368,10 +368,10 @@ BAD = [
         id="short-option",
     ),
     pytest.param(
-        "`dlpipe batch show 2026-02-28`",
+        "`dlpipe status 2026-02-28`",
         [
-            "doc.md:1: dlpipe batch show 2026-02-28:"
-            " unexpected argument '2026-02-28' for 'dlpipe batch show'"
+            "doc.md:1: dlpipe status 2026-02-28:"
+            " unexpected argument '2026-02-28' for 'dlpipe status'"
         ],
         id="argument-for-an-option",
     ),

@@ -30,7 +30,8 @@ def batch_audit_command(
 ) -> None:
     """Per date: a completed batch received every listed file, and its manifest verifies
     (latest.json's version and SHA-256, the Day Completed event's too; each object at its
-    version, size and SHA-256; counts as the jobs'). Exit 1 if not."""
+    version, size and SHA-256; counts as the jobs'); a restated day's every earlier revision's
+    manifest too, at the versions it names. Exit 1 if not."""
     now_ms = ops.now_ms()
     try:
         dates = date_range(resolve_day(first, now_ms), resolve_day(last, now_ms), MAX_AUDIT_DAYS)
@@ -116,4 +117,7 @@ def _audit_dict(check: DayCheck) -> dict[str, object]:
         "problems": len(check.problems),
         "problem_lines": check.lines(),
         "complete": check.ok,
+        # A restated day: the pointer's revision, and each manifest it supersedes checked.
+        "revision": check.revision,
+        "revisions": [r.to_dict() for r in check.revisions],
     }

@@ -21,17 +21,16 @@ from dlpipe.cli.ops.options import (
     polling_date,
 )
 from dlpipe.cli.ops.outcome_view import outcome_views
-from dlpipe.cli.ops.param_types import DAY
+from dlpipe.cli.ops.param_types import BATCH_ID, DAY
 from dlpipe.cli.ops.render import batch_dict, batches_by_feed, emit, table
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME
-from dlpipe.domain.model import BatchStatus
+from dlpipe.domain.model import BatchStatus, batch_feed, batch_polling_date
 from dlpipe.services.ops.backfill import MAX_BACKFILL_DAYS, DayPlan, backfill
 from dlpipe.services.ops.context import OpsContext
+from dlpipe.services.ops.errors import NoBatchForDateError
 from dlpipe.services.ops.feed_filter import FeedChoice
-from dlpipe.services.ops.queries import (
-    day_batches,
-    day_summaries,
-)
+from dlpipe.services.ops.queries import day_batches, day_summaries, revisions_of
+from dlpipe.services.ops.revisions import day_revisions
 
 
 @click.group("batch")
@@ -43,18 +42,45 @@ batch_group.add_command(batch_audit_command)  # its own module: the manifests' a
 
 
 @batch_group.command("show")
+@click.argument("batch_id", type=BATCH_ID, required=False, metavar="[BATCH_ID]")
 @date_option()
 @feed_option(every_by_default=True)
 @json_option
 @pass_ops
-def batch_show_command(ops: OpsContext, day: str | None, feed: FeedChoice, as_json: bool) -> None:
-    """The date's batches (each feed's, or --feed's) with live job counts by status (exit 1
-    if it has none)."""
+def batch_show_command(
+    ops: OpsContext, batch_id: str | None, day: str | None, feed: FeedChoice, as_json: bool
+) -> None:
+    """The date's batches (each feed's, or --feed's) with live job counts by status, or
+    BATCH_ID's alone (its date's); a revision batch says which revision of the day it is,
+    what it revises and how many files it changed, added and withdrew, a batch a revision
+    replaced says by which (exit 1 if there is none)."""
+    if batch_id is not None:
+        day, feed = _batch_day(batch_id, day, feed)
     polling = polling_date(ops, day, feed)
     found = day_summaries(ops, polling, required=True, feed=feed)
-    rows = [batch_dict(s.batch, s.counts) for s in found]
+    batches = [s.batch for s in found]
+    # A revision's counts from its manifest when its item lacks them: the one asked for, or
+    # each of the day's (a look at a day's batches, not a screen that refreshes).
+    read = {batch_id} if batch_id else {b.batch_id for b in batches}
+    revisions = revisions_of(ops, batches, read=read)
+    if batch_id is not None:
+        found = [s for s in found if s.batch.batch_id == batch_id]
+        if not found:
+            raise NoBatchForDateError(f"no batch {batch_id} on {polling}")
+    rows = [batch_dict(s.batch, s.counts, revisions) for s in found]
     views: list[RenderableType] = [*batches_by_feed(polling, rows, feed), *outcome_views(rows)]
     emit({"date": polling, "feed": feed, "batches": rows}, views, as_json)
+
+
+def _batch_day(batch_id: str, day: str | None, feed: FeedChoice) -> tuple[str, str]:
+    """The date and feed BATCH_ID names; a usage error when --date or --feed says otherwise."""
+    named_feed = str(batch_feed(batch_id, default=DEFAULT_FEED_NAME))
+    named_day = str(batch_polling_date(batch_id, default=""))
+    if day is not None and day != named_day:
+        raise click.UsageError(f"{batch_id} is a batch of {named_day}, not of --date {day}")
+    if feed is not None and feed != named_feed:
+        raise click.UsageError(f"{batch_id} is a batch of feed {named_feed}, not of --feed {feed}")
+    return named_day, named_feed
 
 
 @batch_group.command("list")
@@ -69,7 +95,8 @@ def batch_list_command(
     """The date's batches (each feed's, or --feed's), optionally only those in one status."""
     polling = polling_date(ops, day, feed)
     found = day_batches(ops.batches(), polling, BatchStatus(status) if status else None, feed)
-    rows = [batch_dict(b) for b in found]
+    revisions = day_revisions(found)  # the items' facts alone: no manifest is read
+    rows = [batch_dict(b, revisions=revisions) for b in found]
     views: list[RenderableType] = [*batches_by_feed(polling, rows, feed), *outcome_views(rows)]
     emit({"date": polling, "status": status, "feed": feed, "batches": rows}, views, as_json)
 

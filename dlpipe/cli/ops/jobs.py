@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import click
+from rich.console import RenderableType
 
 from dlpipe.cli.ops.context import pass_ops
 from dlpipe.cli.ops.errors import IncompleteRecoveryError, OpsError
@@ -29,6 +30,7 @@ from dlpipe.services.ops.recovery import (
     requeue_files,
     stuck_file_ids,
 )
+from dlpipe.services.ops.revisions import WithdrawnFile, withdrawn_files
 
 _STUCK_CHOICE = click.Choice([str(s) for s in STUCK_STATUSES])
 
@@ -85,20 +87,40 @@ def list_command(
     ops: OpsContext, batch_id: str, status: str | None, limit: int, as_json: bool
 ) -> None:
     """The jobs of a batch (BatchIndex), optionally in one status, at most --limit of them;
-    a batch that does not exist is one line and exit 1, as `jobs show` of an unknown FileID."""
+    a revision batch's marked changed or added, and the files it withdrew (completed in the
+    day's earlier batches, WithdrawnBy it) listed after them; a batch that does not exist is
+    one line and exit 1, as `jobs show` of an unknown FileID."""
     found = batch_jobs(ops, batch_id, JobStatus(status) if status else None, limit)
-    if not found.jobs and not _batch_exists(ops, batch_id):
+    day = ops.batches().query_by_date(_day(batch_id))  # is it a batch, and is it a revision?
+    batch = next((b for b in day if b.batch_id == batch_id), None)
+    if not found.jobs and batch is None:
         raise OpsError(f"no batch {batch_id!r}: `dlpipe batch show --date {_day(batch_id)}`")
+    withdrawn = None
+    completed = status is None or JobStatus(status) is JobStatus.COMPLETED  # they stay so
+    if batch is not None and batch.revision is not None and completed:
+        withdrawn = withdrawn_files(ops.jobs().rows_by_batch, batch, day)[:limit]
     now_ms = ops.now_ms()
     payload = {
         "batch_id": batch_id,
         "status": status,
         "truncated": found.truncated,
         "jobs": [job_dict(j, now_ms) for j in found.jobs],
+        "withdrawn": None if withdrawn is None else [w.to_dict() for w in withdrawn],
     }
     more = f" (first {limit}; more with --limit or --status)" if found.truncated else ""
     view = jobs_view(f"jobs of {batch_id}{more}", found.jobs, now_ms, with_batch=False)
-    emit(payload, [view], as_json)
+    views: list[RenderableType] = [view]
+    if withdrawn is not None:
+        views.append(_withdrawn_view(batch_id, withdrawn))
+    emit(payload, views, as_json)
+
+
+def _withdrawn_view(batch_id: str, withdrawn: list[WithdrawnFile]) -> FitTable:
+    """The files a revision withdrew: each still completed in its batch, its object kept."""
+    columns = (Column("file id", "id"), Column("batch", "id", drop=2), Column("object", drop=1))
+    rows = [(w.file_id, w.batch_id, w.destination_key) for w in withdrawn]
+    kept = f" ({len(rows)}; each still completed in its batch, its object kept)" if rows else ""
+    return table(f"withdrawn by {batch_id}{kept}", columns, rows)
 
 
 @jobs_group.command("requeue")
@@ -140,12 +162,6 @@ def requeue_command(
         raise IncompleteRecoveryError(str(exc)) from exc
     emit(_requeue_payload(results, dry_run), [_requeue_view(results)], as_json)
     _fail_unless_done(results, named=not stuck)
-
-
-def _batch_exists(ops: OpsContext, batch_id: str) -> bool:
-    """Whether the batches table holds `batch_id`: its date's batches (PollingDateIndex, the
-    query `status` and `batch show` make; an operator needs no GetItem on the table)."""
-    return any(b.batch_id == batch_id for b in ops.batches().query_by_date(_day(batch_id)))
 
 
 def _day(batch_id: str) -> str:

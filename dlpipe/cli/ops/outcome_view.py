@@ -1,4 +1,5 @@
-"""The lines under a day's batch table that say why each batch ended as it did."""
+"""The lines under a day's batch table that say why each batch ended as it did, and which
+batches are revisions of a restated day."""
 
 from __future__ import annotations
 
@@ -7,13 +8,17 @@ from typing import Any
 
 from rich.text import Text
 
+from dlpipe.cli.ops.render import stamp
 from dlpipe.cli.outcome_text import outcome_text
 from dlpipe.cli.safe_text import plain
+from dlpipe.domain.statuses import TERMINAL_BATCH_STATUSES
+from dlpipe.services.ops.revisions import counts_text
 
 
 def outcome_views(rows: Sequence[dict[str, Any]]) -> list[Text]:
-    """Per batch (rows from batch_dict): its cause and errors by code, and the rerun that
-    adopted its unfinished files. Plain text, control characters made visible: a cause is provider input."""
+    """Per batch (rows from batch_dict): its cause and errors by code, the rerun that adopted
+    its unfinished files, and a revision's line or the revision that replaced it. Plain text,
+    control characters made visible: a cause is provider input."""
     lines: list[Text] = []
     for row in rows:
         why = outcome_text(row.get("outcome"))
@@ -28,4 +33,28 @@ def outcome_views(rows: Sequence[dict[str, Any]]) -> list[Text]:
                     f" {row['adopted_by']} (see that batch for them)"
                 )
             )
+        lines += [plain(line) for line in revision_lines(row)]
     return lines
+
+
+def revision_lines(row: dict[str, Any]) -> list[str]:
+    """A revision batch's line (`B: revision 2 (revises A, created T; 1 changed, 1 added, 1
+    withdrawn)`) and a revised batch's (`A: revised by B (revision 2)`)."""
+    lines = []
+    if row.get("revision") is not None:
+        lines.append(f"{row['batch_id']}: {revision_text(row)}")
+    if row.get("revised_by"):
+        lines.append(
+            f"{row['batch_id']}: revised by {row['revised_by']}"
+            f" (revision {row.get('revised_by_revision')})"
+        )
+    return lines
+
+
+def revision_text(row: dict[str, Any]) -> str:
+    """`revision 2 (revises A, created T; 1 changed, 1 added, 1 withdrawn)`; a running
+    revision's counts come once it ends (its manifest counts them)."""
+    ended = row.get("status") in TERMINAL_BATCH_STATUSES
+    tally = counts_text(row.get("revision_counts"), ended=ended)
+    when = stamp(row.get("created_at"))
+    return f"revision {row['revision']} (revises {row.get('revises')}, created {when}; {tally})"

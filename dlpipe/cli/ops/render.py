@@ -27,6 +27,7 @@ from dlpipe.services.ops.feed_filter import feed_order, record_feed
 
 if TYPE_CHECKING:
     from dlpipe.services.ops.queries import StuckJobs
+    from dlpipe.services.ops.revisions import DayRevisions
 
 
 class CommandLine(str):
@@ -110,12 +111,19 @@ _JOB_COLUMNS = (
 )
 
 
+# A revision batch's files: what the revision found each (changed, added), after the status.
+_REVISED_COLUMN = Column("revised", drop=2)
+
+
 def jobs_view(
     title: str, jobs: Sequence[FileJob], now_ms: int, *, with_batch: bool = True
 ) -> FitTable:
     """One row per job: status, since, error, attempts, lease, batch, owner (the batch
-    column only `with_batch`: a batch's own listing names it in its title)."""
+    column only `with_batch`: a batch's own listing names it in its title), and a revision
+    batch's mark of each (`revised`) when one of them has one."""
     columns = [c for c in _JOB_COLUMNS if with_batch or c.name != "batch"]
+    if any(job.revised_as for job in jobs):
+        columns.insert(2, _REVISED_COLUMN)
     rows = [[cells[c.name] for c in columns] for cells in (_job_cells(j, now_ms) for j in jobs)]
     return table(f"{title} ({len(jobs)})" if jobs else title, columns, rows)
 
@@ -124,6 +132,7 @@ def _job_cells(job: FileJob, now_ms: int) -> dict[str, object]:
     return {
         "file id": job.file_id,
         "status": job.status,
+        "revised": job.revised_as,
         "since": stamp(job.status_updated_at_ms),
         "error": job.error_message,
         "attempts": job.attempts,
@@ -161,9 +170,15 @@ def job_view(job: FileJob, now_ms: int) -> FitTable:
     return table(job.file_id, (Column("field", "id"), Column("value")), rows)
 
 
-def batch_dict(batch: Batch, counts: dict[str, int] | None = None) -> dict[str, Any]:
+def batch_dict(
+    batch: Batch, counts: dict[str, int] | None = None, revisions: DayRevisions | None = None
+) -> dict[str, Any]:
     """A batch's facts and its counts (at any size: not the sets, which a large day lacks);
-    `job_counts` from BatchIndex if given."""
+    `job_counts` from BatchIndex if given; a revision's number, the batch it revises and its
+    changed, added and withdrawn counts (null until known), and the revision that replaced
+    it, from the day's `revisions`."""
+    facts = None if revisions is None else revisions.of(batch.batch_id)
+    later = None if revisions is None else revisions.by(batch.batch_id)
     data: dict[str, Any] = {
         "batch_id": batch.batch_id,
         "feed": record_feed(batch),
@@ -185,6 +200,13 @@ def batch_dict(batch: Batch, counts: dict[str, int] | None = None) -> dict[str, 
         "adopted_by": batch.adopted_by,
         # Why a run withheld the batch's hand-off event (a manifest that no longer verifies).
         "handoff_problem": batch.handoff_problem,
+        # A restated day's revision batch (Revision 2, 3, ...), and what replaced this one.
+        "created_at": batch.created_at,
+        "revision": batch.revision,
+        "revises": batch.revises,
+        "revision_counts": None if facts is None or facts.counts is None else dict(facts.counts),
+        "revised_by": None if later is None else later.batch_id,
+        "revised_by_revision": None if later is None else later.revision,
     }
     if counts is not None:
         data["job_counts"] = counts

@@ -118,7 +118,9 @@ def _feed_dict(ops: OpsContext, found: DayStatus, day: FeedDay, running: Running
     fresh = day.freshness
     return {
         "feed": day.feed,
-        "batches": [batch_dict(s.batch, s.counts) for s in day.batches],
+        "batches": [batch_dict(s.batch, s.counts, found.revisions) for s in day.batches],
+        # The day's revision, when its latest batch is one (null: not a restated day).
+        "revision": None if day.revision is None else day.revision.to_dict(),
         "errors_so_far": running[day.feed],
         "freshness": None if fresh is None else fresh.label(),
         "deadline": None if fresh is None else iso(fresh.deadline_ms),
@@ -130,7 +132,7 @@ def _payload(ops: OpsContext, found: DayStatus, now_ms: int, running: Running) -
     return {
         "date": found.polling_date,
         "feed": found.feed,
-        "batches": [batch_dict(s.batch, s.counts) for s in found.batches],
+        "batches": [batch_dict(s.batch, s.counts, found.revisions) for s in found.batches],
         "feeds": [_feed_dict(ops, found, d, running) for d in found.feeds],
         "stuck": {str(s.status): [job_dict(j, now_ms) for j in s.jobs] for s in found.stuck},
         "stuck_truncated": {str(s.status): s.truncated for s in found.stuck},
@@ -143,7 +145,7 @@ def _payload(ops: OpsContext, found: DayStatus, now_ms: int, running: Running) -
 def _feed_views(
     ops: OpsContext, found: DayStatus, day: FeedDay, running: Running
 ) -> list[RenderableType]:
-    rows = [batch_dict(s.batch, s.counts) for s in day.batches]
+    rows = [batch_dict(s.batch, s.counts, found.revisions) for s in day.batches]
     views: list[RenderableType] = [batches_view(feed_title(found.polling_date, day.feed), rows)]
     views += outcome_views(rows)
     views += _running_error_views(running[day.feed])

@@ -15,7 +15,9 @@ no later run withheld the hand-off (HandoffProblem). Each problem is one line.
 A restated day's completed batch is its latest revision, whose event is `Day Revised`; its
 manifest lists only the day's current files, so the jobs it is counted against are its own
 partition's (exactly its changed and added files: unchanged ones stay, withdrawn ones stay
-completed where they were)."""
+completed where they were). Every manifest it supersedes, back to the day's first, is checked
+too, each against the object versions it names (audit_revisions.py), a problem of one naming
+its revision and batch."""
 
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from dataclasses import dataclass, field
 from dlpipe.domain.handoff_events import DAY_COMPLETED, DAY_REVISED, HandoffEvent
 from dlpipe.domain.manifest import DayPointer, Manifest, ManifestError
 from dlpipe.domain.model import Batch, BatchStatus, JobStatus
+from dlpipe.services.ops.audit_revisions import RevisionCheck, revision_checks
 from dlpipe.services.ops.feed_filter import record_feed
 from dlpipe.services.ops.manifest_check import (
     ManifestProblemError,
@@ -56,6 +59,8 @@ class DayCheck:
     manifest_key: str | None = None
     entries: int | None = None
     problems: list[str] = field(default_factory=list)
+    revision: int | None = None  # the pointer's manifest's (1: a day never restated)
+    revisions: list[RevisionCheck] = field(default_factory=list)  # the manifests it supersedes
 
     @property
     def ok(self) -> bool:
@@ -106,6 +111,10 @@ def _audit_day(deps: AuditDeps, day: str, feed: str) -> DayCheck:
     check.problems += object_problems(deps.manifests, manifest.entries)
     check.problems += list_problems(deps.manifests, manifest)
     check.problems += _count_problems(deps, found, manifest)
+    revision = manifest.header.revision
+    check.revision = 1 if revision is None else revision.number
+    check.revisions = revision_checks(deps.manifests, found, manifest)
+    check.problems += [line for superseded in check.revisions for line in superseded.lines()]
     return check
 
 

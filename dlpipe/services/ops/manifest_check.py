@@ -84,6 +84,24 @@ def object_problems(reader: ManifestReader, entries: tuple[ManifestEntry, ...]) 
                 yield f"object {entry.key} differs from its manifest entry (size or SHA-256)"
 
 
+def versioned_object_problems(
+    reader: ManifestReader, entries: tuple[ManifestEntry, ...]
+) -> Iterator[str]:
+    """At most one line per entry whose object is not there at the version the entry names,
+    or is there of another size or SHA-256 (versioned HEADs on HEAD_WORKERS threads): what a
+    superseded manifest must still hold, its keys' current versions being a later revision's."""
+    with ThreadPoolExecutor(HEAD_WORKERS) as pool:
+        found = pool.map(lambda e: reader.head(e.key, e.version_id), entries)
+        for entry, stored in zip(entries, found, strict=True):
+            if stored is None:
+                yield f"object {entry.key} version {entry.version_id} missing"
+            elif stored.size != entry.size or stored.sha256 != entry.sha256:
+                yield (
+                    f"object {entry.key} version {entry.version_id} differs from its manifest"
+                    " entry (size or SHA-256)"
+                )
+
+
 # At most this many lines name a list's mismatches; one more line counts the rest.
 LIST_PROBLEMS_SHOWN = 10
 

@@ -13,6 +13,7 @@ from typing import Protocol
 
 from dlpipe.domain.errors import UnreadableHandler
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME
+from dlpipe.domain.job_row import JobRow
 from dlpipe.domain.model import FileJob, JobStatus
 from dlpipe.domain.queued import QueuedMessage
 from dlpipe.services.shared_ports import BatchJobReads, BatchReads, JobRequeue
@@ -42,6 +43,11 @@ class OpsJobs(BatchJobReads, JobRequeue, Protocol):
 
     def edge_by_status(self, status: JobStatus, *, newest: bool = False) -> FileJob | None:
         """The oldest (or newest) readable job in `status`."""
+        ...
+
+    def rows_by_batch(self, batch_id: str, status: JobStatus) -> Iterator[JobRow]:
+        """What BatchIndex holds of `batch_id`'s jobs in `status` (index items only): a
+        revision's withdrawn files are found by their mark on them."""
         ...
 
     def page_by_batch(

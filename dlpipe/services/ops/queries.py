@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from dlpipe.config import ConfigError
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.domain.freshness import Freshness
 from dlpipe.domain.model import Batch, BatchStatus, FileJob, JobStatus
@@ -25,7 +26,14 @@ from dlpipe.services.ops.feed_filter import (
 )
 from dlpipe.services.ops.feed_queues import feed_queue_urls, feed_queues, queue_depths
 from dlpipe.services.ops.freshness import day_freshness
+from dlpipe.services.ops.manifest_ports import ManifestReader
 from dlpipe.services.ops.ports import OpsBatches, OpsJobs
+from dlpipe.services.ops.revisions import (
+    DayRevisions,
+    RevisionFacts,
+    day_revisions,
+    latest_revisions,
+)
 from dlpipe.services.ops.waiting import idle_seconds, starving, waiting_work
 
 STUCK_LIMIT = 100
@@ -71,6 +79,7 @@ class FeedDay:
     feed: str
     batches: list[BatchSummary]
     freshness: Freshness | None = None
+    revision: RevisionFacts | None = None  # its latest batch's, when that is a revision
 
 
 @dataclass(frozen=True)
@@ -88,6 +97,7 @@ class DayStatus:
     feed: FeedChoice = None  # the feed chosen; None: every feed
     queues: FeedQueues | None = None  # each feed's queue and available jobs (all dates)
     starving: Starving | None = None  # set when one feed's queue holds the threads (domain.waiting)
+    revisions: DayRevisions = field(default_factory=DayRevisions)  # the day's revision batches
 
 
 def stuck_jobs(
@@ -190,6 +200,8 @@ def day_status(
     `feed` only if given, else every feed's; the download queues of every feed (all dates)."""
     summaries = day_summaries(ops, polling_date, required=False, feed=feed)
     refuse_unknown_feed(ops, polling_date, feed, summaries)
+    batches = [s.batch for s in summaries]
+    revisions = revisions_of(ops, batches, read=latest_revisions(batches))
     now_ms = ops.now_ms()
     cutoff_ms = now_ms - older_than_s * 1000
     stuck = []
@@ -203,9 +215,24 @@ def day_status(
         stuck=stuck,
         dlq_depth=dlq_depth(ops),
         **_waiting_fields(ops),
-        feeds=feed_days(ops, polling_date, summaries, feed),
+        feeds=feed_days(ops, polling_date, summaries, feed, revisions),
         feed=feed,
+        revisions=revisions,
     )
+
+
+def revisions_of(ops: OpsContext, batches: list[Batch], *, read: set[str]) -> DayRevisions:
+    """The revisions among a day's batches (services/ops/revisions.py), the counts of those
+    in `read` that lack their event from their manifest (when a bucket is configured)."""
+    return day_revisions(batches, lambda: manifest_reader(ops), read=read)
+
+
+def manifest_reader(ops: OpsContext) -> ManifestReader | None:
+    """The day manifests' reader, or None when no destination bucket is configured."""
+    try:
+        return ops.manifests()
+    except ConfigError:
+        return None
 
 
 def refuse_unknown_feed(
@@ -223,10 +250,14 @@ def refuse_unknown_feed(
 
 
 def feed_days(
-    ops: OpsContext, polling_date: str, summaries: list[BatchSummary], feed: FeedChoice
+    ops: OpsContext,
+    polling_date: str,
+    summaries: list[BatchSummary],
+    feed: FeedChoice,
+    revisions: DayRevisions | None = None,
 ) -> list[FeedDay]:
     """The date's batches grouped by feed: every feed shown (feeds_shown), with or without a
-    batch, each with its freshness when it has a deadline."""
+    batch, each with its freshness when it has a deadline and its latest batch's revision."""
     days = []
     for name in feeds_shown(feed, ops.feeds, [s.batch for s in summaries]):
         mine = [s for s in summaries if record_feed(s.batch) == name]
@@ -238,7 +269,9 @@ def feed_days(
             now_ms=ops.now_ms(),
             date_offset_days=ops.settings.date_offset_days,
         )
-        days.append(FeedDay(name, mine, fresh))
+        latest = mine[-1].batch.batch_id if mine else None
+        revision = None if revisions is None or latest is None else revisions.of(latest)
+        days.append(FeedDay(name, mine, fresh, revision))
     return days
 
 
