@@ -32,6 +32,9 @@ ACTIONS: dict[tuple[str, str], tuple[str, ...]] = {
     # S3: multipart parts and HEAD are authorized as the whole-object actions.
     ("s3", "GetObject"): ("s3:GetObject",),
     ("s3", "HeadObject"): ("s3:GetObject",),
+    # One version of an object (VersionId given): s3:GetObjectVersion (recorder.versioned).
+    ("s3", "GetObject(VersionId)"): ("s3:GetObjectVersion",),
+    ("s3", "HeadObject(VersionId)"): ("s3:GetObjectVersion",),
     ("s3", "PutObject"): ("s3:PutObject",),
     ("s3", "CreateMultipartUpload"): ("s3:PutObject",),
     ("s3", "UploadPart"): ("s3:PutObject",),

@@ -208,6 +208,15 @@ def _bus_arn(region: str, bus: str) -> str:
     return f"arn:aws:events:{region}:{LOCAL_ACCOUNT}:event-bus/{bus}"
 
 
+def versioned(service: str, operation: str, params: dict[str, Any]) -> str:
+    """`operation`, or for a read of one version of an object (GetObject, HeadObject with
+    VersionId) `operation(VersionId)`: AWS authorizes it as s3:GetObjectVersion, not
+    s3:GetObject (tests/iam/actions.py)."""
+    if service == "s3" and operation in ("GetObject", "HeadObject") and params.get("VersionId"):
+        return f"{operation}(VersionId)"
+    return operation
+
+
 def resources(service: str, operation: str, region: str, params: dict[str, Any]) -> list[str]:
     """The ARNs an IAM policy is evaluated against for one call ("*" when none applies)."""
     if service == "dynamodb":
@@ -258,6 +267,7 @@ class Recorder:
         stack = _stack(2)
         component = decide(role_of_module(module) for module, _, _ in stack)
         arns = resources(service, operation, region, params)
+        operation = versioned(service, operation, params)
         test = os.environ.get(TEST_ENV, "")
         key = (component, service, operation, tuple(arns), test)
         with self._lock:
