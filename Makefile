@@ -10,7 +10,7 @@ PYTEST_ARGS ?=
 # pytest-xdist workers of `make test`: the suite mostly waits on emulators and child processes
 # (2 workers kept 2 cores ~60 % busy). Measured side by side on 2 cores with other work beside
 # them (load average 4-9): 2 workers 944 s of pytest, 4 workers 824 s, both green.
-TEST_WORKERS ?= 6
+TEST_WORKERS ?= 4
 UI_ARGS ?=
 # `make coverage`: the same suite measuring branch coverage of dlpipe and the handlers, with
 # their Python subprocesses (pyproject [tool.coverage]). `make test` leaves it out: measuring
