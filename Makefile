@@ -16,6 +16,10 @@ UI_ARGS ?=
 # their Python subprocesses (pyproject [tool.coverage]). `make test` leaves it out: measuring
 # the Python subprocesses too makes the suite a third slower (16.5 min against 12.5 on 2 cores).
 COVERAGE_ARGS ?=
+# Python may cache compiled modules (ignored __pycache__ folders): with PYTHONDONTWRITEBYTECODE
+# set, every test process and every CLI or worker subprocess a test starts compiled its ~1,000
+# modules again, and pytest rewrote every test module's asserts again in each xdist worker.
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: run test coverage lint typecheck check soak bench bench-scale cost-table clean ui screenshots
 

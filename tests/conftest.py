@@ -30,6 +30,23 @@ def pytest_configure(config: pytest.Config) -> None:
     configure_logging()
 
 
+# The tiers in the order a run starts them: the ones whose tests take seconds to minutes each
+# first, so that pytest-xdist hands out the second-long unit tests last and no worker is left
+# with a minute-long scenario while the others idle at the end of the run.
+_TIER_ORDER = ("e2e", "reliability", "faults", "property", "integration", "ui", "infra", "iam")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Order the collected tests by tier (a stable sort: a module's tests stay together and
+    in their own order; tiers not named, the unit tests, come last)."""
+
+    def tier(item: pytest.Item) -> int:
+        parts = item.path.relative_to(Path(__file__).parent).parts
+        return _TIER_ORDER.index(parts[0]) if parts[0] in _TIER_ORDER else len(_TIER_ORDER)
+
+    items.sort(key=tier)
+
+
 @pytest.fixture(scope="session")
 def emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalAws]:
     """The local AWS: a moto server (S3, SQS, Secrets Manager) and AWS's DynamoDB Local, child

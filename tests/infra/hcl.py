@@ -6,16 +6,27 @@ expression as text ('${local.is_prod}'), and adds '__is_block__' / '__comments__
 
 from __future__ import annotations
 
+import copy
+import functools
+import hashlib
+import json
+import os
 import re
 import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 import hcl2
 
+_HCL2_VERSION = version("python-hcl2")
+
 TERRAFORM_DIR = Path(__file__).resolve().parents[2] / "terraform"
+# Parsed files, by the SHA-256 of their text: parsing the module takes seconds, and every
+# pytest-xdist worker collects every test module, so the workers share one parse.
+_PARSE_CACHE = TERRAFORM_DIR.parent / ".dlpipe" / "cache" / "hcl"
 
 # A reference such as var.x, local.x, data.aws_t.n or aws_t.n, inside an expression's text.
 # The look-behind keeps `data.aws_t.n` and `var.aws_region` from reading as resources.
@@ -75,8 +86,7 @@ class Module:
         """Parse every .tf file in `directory`."""
         module = cls()
         for path in sorted(directory.glob("*.tf")):
-            with path.open() as handle:
-                parsed = hcl2.load(handle)
+            parsed = copy.deepcopy(_parsed(path.read_text(encoding="utf-8")))
             module.files[path.name] = parsed
             for block in parsed.get("variable", []):
                 module.variables.update({unquote(k): v for k, v in block.items()})
@@ -103,6 +113,23 @@ class Module:
                 break
             value = self.locals[match.group(1)]
         return value
+
+
+@functools.cache
+def _parsed(text: str) -> dict[str, Any]:
+    """python-hcl2's reading of one file's `text`, kept on disk by the text's SHA-256."""
+    digest = hashlib.sha256(f"{hcl2.__name__}\0{_HCL2_VERSION}\0{text}".encode()).hexdigest()
+    cached = _PARSE_CACHE / f"{digest}.json"
+    try:
+        return dict(json.loads(cached.read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        pass
+    parsed: dict[str, Any] = hcl2.loads(text)
+    _PARSE_CACHE.mkdir(parents=True, exist_ok=True)
+    partial = cached.with_suffix(f".{os.getpid()}.tmp")
+    partial.write_text(json.dumps(parsed), encoding="utf-8")
+    partial.replace(cached)  # atomic: a worker reading it sees all of it or nothing
+    return parsed
 
 
 def strings(value: Any) -> Iterator[str]:
