@@ -183,12 +183,18 @@ class _Module:
                 for alias in node.names:
                     self.visible[alias.asname or alias.name] = (node.module, alias.name)
 
+        # Each scope's assignments, found once (scopes() is called once a round).
+        self.bodies = [
+            (body, function, method, list(_assignments(body)))
+            for body, function, method in _scopes(tree)
+        ]
+
     def scopes(self) -> Iterator[tuple[_Scope, list[ast.stmt]]]:
         """Each scope with its names learnt; records the span-returning functions."""
-        for body, function, method in _scopes(self.tree):
+        for body, function, method, assignments in self.bodies:
             scope = _Scope(self.returns, self.visible)
             for _ in range(2):  # a name assigned before the one it is read from
-                for target, value in _assignments(body):
+                for target, value in assignments:
                     scope.bind(target, value)
             if function is not None:
                 self._record(scope, body, function, method)
