@@ -23,12 +23,13 @@ import datetime as dt
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from dlpipe.domain.day_commands import start_day_command
 from dlpipe.domain.errors import AwsRequestError
-from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.domain.model import Batch
 from dlpipe.domain.statuses import SUCCESSFUL_BATCH_STATUSES
 from dlpipe.domain.transitions import batch_to_attach
 from dlpipe.log import get_logger
+from dlpipe.services.orchestrator.feed_day import feed_batches
 
 if TYPE_CHECKING:
     from dlpipe.services.orchestrator.restate import RestatingFlow
@@ -53,7 +54,7 @@ def recheck_day(flow: RestatingFlow, date: str, start: DayStarter | None) -> dic
     # init must not load the flow's modules.
     from dlpipe.services.orchestrator import restate  # noqa: PLC0415
 
-    day = [b for b in flow.batches.query_by_date(date) if b.feed == flow.feed]
+    day = feed_batches(flow.batches, date, flow.feed)
     delivered = _delivered(day)
     if delivered is None:
         return {"date": date, "outcome": "no_completed_batch"}
@@ -81,7 +82,7 @@ def recheck_day(flow: RestatingFlow, date: str, start: DayStarter | None) -> dic
             date=date,
             feed=flow.feed,
             cause=result["start_problem"],
-            command=_start_command(flow.feed, date, deployed=start is not None),
+            command=start_day_command(date, flow.feed, deployed=start is not None, rerun=True),
         )
     else:
         log.info("batch.restatement_started", date=date, feed=flow.feed, started=result["started"])
@@ -95,13 +96,3 @@ def _delivered(day: list[Batch]) -> Batch | None:
     if batch is None or batch.status not in SUCCESSFUL_BATCH_STATUSES:
         return None
     return batch
-
-
-def _start_command(feed: str, date: str, *, deployed: bool) -> str:
-    """The command that starts the day's run by hand (its create-batch makes the revision):
-    a backfill where an orchestrator is deployed (`--rerun`: the day is completed), else a
-    run in the operator's shell, as services/ops/advice.py's start_day_command names them."""
-    of_feed = "" if feed == DEFAULT_FEED_NAME else f" --feed {feed}"
-    if deployed:
-        return f"dlpipe backfill --from {date} --to {date}{of_feed} --rerun"
-    return f"dlpipe run --date {date}{of_feed}"
