@@ -40,6 +40,7 @@ from dlpipe.domain.model import Batch, JobStatus
 from dlpipe.domain.rules import BatchCounts
 from dlpipe.domain.statuses import PENDING_JOB_STATUSES, UNSUCCESSFUL_JOB_STATUSES
 from dlpipe.log import get_logger
+from dlpipe.services.orchestrator.feed_day import feed_batches
 from dlpipe.services.orchestrator.store_ports import BatchStore, JobStore
 
 log = get_logger(component="orchestrator")
@@ -175,7 +176,7 @@ def _resolve_by_counts(
 
 def _earlier(batches: BatchStore, batch: Batch) -> list[Batch]:
     """The date's other batches (a rerun's predecessors), whose partitions may hold its files."""
-    same_feed = (b for b in batches.query_by_date(batch.polling_date) if b.feed == batch.feed)
+    same_feed = feed_batches(batches, batch.polling_date, batch.feed)
     return [b for b in same_feed if b.batch_id != batch.batch_id]
 
 

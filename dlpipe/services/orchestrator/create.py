@@ -12,6 +12,7 @@ from dlpipe.domain.statuses import SUCCESSFUL_BATCH_STATUSES
 from dlpipe.domain.transitions import batch_to_attach, rerun_starts_anew
 from dlpipe.log import get_logger
 from dlpipe.services.orchestrator import restate
+from dlpipe.services.orchestrator.feed_day import feed_batches
 from dlpipe.services.orchestrator.restate import RestatingFlow
 
 log = get_logger(component="orchestrator")
@@ -28,8 +29,7 @@ def create_batch(flow: CreatingFlow, polling_date: str, rerun: bool = False) -> 
     """Create the day's batch (initiated), or attach to the one already running / done.
     A rerun (`rerun`) of a completed day attaches too unless its hand-off was withheld
     (rerun_starts_anew): a new batch over it would hand off the same files again."""
-    # Another feed's batch of the same date is not this day: never attach to it.
-    same_feed = [b for b in flow.batches.query_by_date(polling_date) if b.feed == flow.feed]
+    same_feed = feed_batches(flow.batches, polling_date, flow.feed)
     batch = batch_to_attach(same_feed, rerun=rerun and rerun_starts_anew(same_feed))
     if batch is not None:
         revision = _restated(flow, polling_date, batch, same_feed)

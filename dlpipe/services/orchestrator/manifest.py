@@ -30,6 +30,7 @@ from dlpipe.domain.outcome import error_code
 from dlpipe.domain.restatement import Revised
 from dlpipe.domain.statuses import PENDING_JOB_STATUSES, UNSUCCESSFUL_JOB_STATUSES
 from dlpipe.log import get_logger
+from dlpipe.services.orchestrator.feed_day import feed_batches
 from dlpipe.services.orchestrator.manifest_ports import ManifestStore
 from dlpipe.services.orchestrator.store_ports import FlowStores, JobStore
 
@@ -108,11 +109,8 @@ def _day_batches(flow: ManifestFlow, batch: Batch) -> list[Batch]:
     """This batch and the feed's earlier batches of the date: a rerun never adopts completed
     jobs, so the day's completed files sit in these partitions, each FileID in one of them.
     Later batches are left out, so a replay renders what the first attempt did."""
-    earlier = [
-        b
-        for b in flow.batches.query_by_date(batch.polling_date)
-        if b.feed == batch.feed and b.created_at < batch.created_at
-    ]
+    same_feed = feed_batches(flow.batches, batch.polling_date, batch.feed)
+    earlier = [b for b in same_feed if b.created_at < batch.created_at]
     return [*earlier, batch]
 
 
