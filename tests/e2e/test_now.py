@@ -1,7 +1,8 @@
 """What is wrong now, on the local stack with no worker running: `dlpipe run`, `dlpipe status`
 and the web view's day page warn that no worker takes the queued files, and the command the day
 page suggests for a date without a batch runs as printed and completes the day once a worker is
-started (`dlpipe local up`'s exports only, every command a real subprocess)."""
+started (`dlpipe local up`'s exports, with a shorter idle threshold and check interval; every
+command a real subprocess)."""
 
 from __future__ import annotations
 
@@ -16,13 +17,17 @@ from pathlib import Path
 import pytest
 import requests
 
+from dlpipe.config import ENV_IDLE_WARNING_SECONDS, ENV_POLL_INTERVAL_SECONDS
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from tests.e2e.test_two_shells import DLPIPE, FILES, _exports, _lines, _until, local_up
 from tests.ui.test_command import _announced_url
 
 pytestmark = pytest.mark.e2e
 __all__ = ["local_up"]  # the fixture, shared as is
-IDLE_WARNING_S = 3
+# Checks every 2 s (local up's exports say 5 s: test_two_shells runs a day on those alone),
+# past a 1-second idle threshold: the first check, however late, finds the day idle.
+POLL_INTERVAL_S = 2
+IDLE_WARNING_S = 1
 WARNING = "no worker has received a message for "
 
 
@@ -35,11 +40,16 @@ def _dlpipe(command: str) -> list[str]:
 
 @pytest.fixture
 def shell(local_up: tuple[subprocess.Popen[str], str]) -> dict[str, str]:
-    """The second shell: local up's exports, PATH and HOME, a 3-second idle threshold."""
+    """The second shell: local up's exports, PATH and HOME, a 1-second idle threshold and a
+    check every 2 s."""
     up, _ = local_up
     exports = _exports(_lines(up.stdout), timeout_s=90)
     base = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME")}
-    return {**base, **exports, "DLPIPE_IDLE_WARNING_SECONDS": str(IDLE_WARNING_S)}
+    timing = {
+        ENV_IDLE_WARNING_SECONDS: str(IDLE_WARNING_S),
+        ENV_POLL_INTERVAL_SECONDS: str(POLL_INTERVAL_S),
+    }
+    return {**base, **exports, **timing}
 
 
 @pytest.fixture
@@ -98,7 +108,7 @@ def test_no_worker_is_warned_about_and_the_suggested_start_command_completes_the
         progress = _until(stderr, f"{FILES} file(s) listed, {FILES} queued", 60)
         warned = _until(stderr, f"WARNING: {WARNING}", 120)
         progress += warned
-        # The first check after the threshold warns: checks come every 5 s, past the 3 s
+        # The first check after the threshold warns: checks come every 2 s, past the 1 s
         # threshold, so the warning is printed under check 1.
         checks = [found[1] for line in warned if (found := re.match(r"check (\d+)/", line))]
         assert checks == ["1"], "".join(progress)

@@ -2,7 +2,8 @@
 frozen) with its lanes on three feeds' queues each take the one message sent to that queue;
 another worker receives every one of them again and completes their jobs, well before lease +
 margin (here 300 + 30 s), because an unclaimed message is hidden for the receive window only
-(dlpipe.entrypoints.receive_window)."""
+(dlpipe.entrypoints.receive_window). The killed worker and the frozen one run side by side, each
+on feeds and queues of its own with a successor of its own: both wait out the one 30 s window."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ import os
 import signal
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -38,10 +39,58 @@ LEASE_S = 300  # lease + margin, 330 s, is when an unclaimed message came back b
 DEADLINE_S = 150
 
 
-@contextmanager
-def feed_queues(stack: Stack, count: int) -> Iterator[list[Queues]]:
-    with ExitStack() as each:
-        yield [each.enter_context(queues(stack.clients, visibility_s=600)) for _ in range(count)]
+@dataclass
+class _Dead:
+    """One dead worker's scenario: its feeds (the default first), their queues, its env."""
+
+    how: signal.Signals
+    feeds: list[str]
+    stub: StubProvider
+    lanes: list[Queues]
+    env: dict[str, str]
+    logs: Path
+    doomed: WorkerProcess | None = None
+    successor: WorkerProcess | None = None
+    sent: dict[str, str] = field(default_factory=dict)  # FileID -> MessageId
+
+    def stop(self) -> None:
+        for worker in (self.doomed, self.successor):
+            if worker is not None:
+                worker.stop()  # SIGKILL ends a stopped process too
+
+
+def _dead_worker(stack: Stack, each: ExitStack, how: signal.Signals, logs: Path) -> _Dead:
+    """The scenario's three feeds on a stub of their own, a queue each (kept by `each`), the
+    feeds file naming the two named ones, and the env of its workers."""
+    logs.mkdir()
+    run = uuid.uuid4().hex[:6]
+    feeds = [DEFAULT_FEED_NAME, f"wa-{run}", f"wb-{run}"]
+    specs = [StubFileSpec(f"w{n}{uuid.uuid4().hex[:8]}", 512, CIPHER_GCM) for n in feeds]
+    stub = stack.stub_factory(specs)
+    key, token = logs / "key.pem", logs / "token"
+    key.write_bytes(stack.rsa_keypair[0])
+    token.write_text(TEST_PROVIDER_TOKEN)
+    lanes = [each.enter_context(queues(stack.clients, visibility_s=600)) for _ in feeds]
+    feeds_file = logs / "feeds.toml"
+    feeds_file.write_text(
+        "".join(
+            f'[feeds.{name}]\nschedule = "rate(1 day)"\ntime_zone = "UTC"\n'
+            f'destination_prefix = "{name}"\nprovider_base_url = "{stub.base_url}"\n'
+            f'token_secret = "file:{token}"\nprivate_key_secret = "file:{key}"\n'
+            f'url_allowed_hosts = ["127.0.0.1:*"]\nqueue_url = "{q.url}"\n'
+            for name, q in zip(feeds[1:], lanes[1:], strict=True)
+        )
+    )
+    env = worker_env(
+        stack.aws_env,
+        stack.provisioned,
+        lanes[0].url,
+        key,
+        stub=stub,
+        lease_seconds=LEASE_S,
+        **{ENV_FEEDS_FILE: str(feeds_file)},
+    )
+    return _Dead(how, feeds, stub, lanes, env, logs)
 
 
 def _not_visible(stack: Stack, queue_url: str) -> int:
@@ -50,71 +99,57 @@ def _not_visible(stack: Stack, queue_url: str) -> int:
     return int(answer["Attributes"]["ApproximateNumberOfMessagesNotVisible"])
 
 
-@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGSTOP], ids=["killed", "frozen"])
 def test_the_messages_a_dead_worker_s_lanes_received_are_claimed_by_another_worker(
-    how: signal.Signals, stack: Stack, tmp_path: Path
+    stack: Stack, tmp_path: Path
 ) -> None:
-    clients, provisioned = stack.clients, stack.provisioned
-    run = uuid.uuid4().hex[:6]
-    feeds = [DEFAULT_FEED_NAME, f"wa-{run}", f"wb-{run}"]
-    specs = [StubFileSpec(f"w{n}{uuid.uuid4().hex[:8]}", 512, CIPHER_GCM) for n in feeds]
-    stub = stack.stub_factory(specs)
-    key, token = tmp_path / "key.pem", tmp_path / "token"
-    key.write_bytes(stack.rsa_keypair[0])
-    token.write_text(TEST_PROVIDER_TOKEN)
-    table = wall_clock_jobs(clients, provisioned)
-    with feed_queues(stack, len(feeds)) as lanes:
-        feeds_file = tmp_path / "feeds.toml"
-        feeds_file.write_text(
-            "".join(
-                f'[feeds.{name}]\nschedule = "rate(1 day)"\ntime_zone = "UTC"\n'
-                f'destination_prefix = "{name}"\nprovider_base_url = "{stub.base_url}"\n'
-                f'token_secret = "file:{token}"\nprivate_key_secret = "file:{key}"\n'
-                f'url_allowed_hosts = ["127.0.0.1:*"]\nqueue_url = "{q.url}"\n'
-                for name, q in zip(feeds[1:], lanes[1:], strict=True)
-            )
-        )
-        env = worker_env(
-            stack.aws_env,
-            provisioned,
-            lanes[0].url,
-            key,
-            stub=stub,
-            lease_seconds=LEASE_S,
-            **{ENV_FEEDS_FILE: str(feeds_file)},
-        )
-        # Long polls of 20 s, one per lane: open when the worker stops answering.
-        doomed = WorkerProcess(
-            env, tmp_path / "doomed.log", "--concurrency", "3", "--wait-seconds", "20"
-        )
-        successor: WorkerProcess | None = None
+    """Killed (SIGKILL) and frozen (SIGSTOP), each with its own feeds, queues and successor."""
+    table = wall_clock_jobs(stack.clients, stack.provisioned)
+    with ExitStack() as each:
+        dead = [
+            _dead_worker(stack, each, how, tmp_path / how.name)
+            for how in (signal.SIGKILL, signal.SIGSTOP)
+        ]
         try:
-            wait_until(lambda: "worker.started" in doomed.event_names(), 30, "the start")
-            (started,) = [e for e in doomed.events() if e["event"] == "worker.lanes"]
-            assert len(started["caps"]) == len(feeds), started
+            for d in dead:
+                # Long polls of 20 s, one per lane: open when the worker stops answering.
+                d.doomed = WorkerProcess(
+                    d.env, d.logs / "doomed.log", "--concurrency", "3", "--wait-seconds", "20"
+                )
+            for d in dead:
+                doomed = d.doomed
+                assert doomed is not None
+                wait_until(lambda w=doomed: "worker.started" in w.event_names(), 30, "the start")
+                (started,) = [e for e in doomed.events() if e["event"] == "worker.lanes"]
+                assert len(started["caps"]) == len(d.feeds), started
             time.sleep(1.0)  # settle: each lane's first long poll is open
-            os.kill(doomed.pid, how)
-            sent = _queue_one_job_per_feed(stack, stub, feeds, lanes)
-            # Each queue's one message is in flight: the dead worker's open poll took it.
-            taken = [q.url for q in lanes]
+            for d in dead:
+                assert d.doomed is not None
+                os.kill(d.doomed.pid, d.how)
+            for d in dead:
+                d.sent = _queue_one_job_per_feed(stack, d.stub, d.feeds, d.lanes)
+            # Each queue's one message is in flight: its dead worker's open poll took it.
+            taken = [q.url for d in dead for q in d.lanes]
             wait_until(
                 lambda: all(_not_visible(stack, url) == 1 for url in taken), 25, "each one taken"
             )
-            successor = WorkerProcess(env, tmp_path / "successor.log", "--concurrency", "3")
+            for d in dead:
+                d.successor = WorkerProcess(d.env, d.logs / "successor.log", "--concurrency", "3")
+            sent = [file_id for d in dead for file_id in d.sent]
             wait_until(
                 lambda: all(table.require(f).status is JobStatus.COMPLETED for f in sent),
                 DEADLINE_S,
-                "every job completed by the second worker",
+                "every job completed by the second workers",
             )
         finally:
-            doomed.stop()  # SIGKILL ends a stopped process too
-            if successor is not None:
-                successor.stop()
-    claimed = {e["message_id"]: e for e in successor.events() if e["event"] == "job.claimed"}
-    assert set(claimed) == set(sent.values()), (claimed, sent)
-    # The second receive of each: the dead worker's was the first.
-    assert {e["receive_count"] for e in claimed.values()} == {2}, claimed
-    assert {e["file_id"] for e in claimed.values()} == set(sent)
+            for d in dead:
+                d.stop()
+    for d in dead:
+        assert d.successor is not None
+        claimed = {e["message_id"]: e for e in d.successor.events() if e["event"] == "job.claimed"}
+        assert set(claimed) == set(d.sent.values()), (d.how, claimed, d.sent)
+        # The second receive of each: the dead worker's was the first.
+        assert {e["receive_count"] for e in claimed.values()} == {2}, (d.how, claimed)
+        assert {e["file_id"] for e in claimed.values()} == set(d.sent), d.how
 
 
 def _queue_one_job_per_feed(
