@@ -165,7 +165,18 @@ def test_a_second_shell_runs_a_named_feeds_day_with_only_the_printed_exports(
     handler = build_orchestrator_handler(settings)
     with (folder / "worker.err").open("w") as worker_err:
         worker = subprocess.Popen(  # exits by itself once idle; killed by PID if not
-            [str(DLPIPE), "worker", "--concurrency", "2", "--exit-when-idle", "5"],
+            # A 1 s long poll: the idle worker's last receive of each queue ends within a
+            # second of its idle exit (the default 20 s poll held the exit up to 20 s).
+            [
+                str(DLPIPE),
+                "worker",
+                "--concurrency",
+                "2",
+                "--exit-when-idle",
+                "5",
+                "--wait-seconds",
+                "1",
+            ],
             env=shell,
             cwd=folder,
             stdout=subprocess.DEVNULL,

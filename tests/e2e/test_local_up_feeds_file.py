@@ -73,7 +73,11 @@ def test_a_hand_written_feed_runs_on_local_up_and_status_shows_its_day(tmp_path:
                 stderr=worker_err,
             )
         try:
-            run = _dlpipe(shell, tmp_path, "run", "--date", day, "--feed", "mine")
+            # The hint's command, checked each second rather than the exports' 5 s (the flag
+            # only sets the interval: the feed, its provider, key and token come from the
+            # exports and the SSM parameter alone).
+            hinted = hints[-1].removeprefix("# then: dlpipe ").split()
+            run = _dlpipe(shell, tmp_path, *hinted, "--poll-interval", "1")
             assert run.returncode == 0, run.stderr[-2000:]
             status = _dlpipe(shell, tmp_path, "status", "--date", day, "--feed", "mine", "--json")
             assert status.returncode == 0, status.stderr[-2000:]

@@ -28,6 +28,7 @@ from dlpipe.config import (
     ENV_RESEND_AFTER_SECONDS,
 )
 from dlpipe.local.provision import Provisioned
+from dlpipe.local.stub.server import StubProvider
 from tests.integration.failing_endpoint import FailingEndpoint
 from tests.provider_support import TEST_PROVIDER_TOKEN, StubFactory
 from tests.support import unique_day
@@ -161,9 +162,29 @@ def test_a_named_feeds_day_is_checked_and_polled_on_that_feeds_own_provider_and_
     assert f"first check in {1 if flags else feed_interval_s}s" in done.stderr, done.stderr
 
 
-@pytest.mark.parametrize(("down_s", "budget_s"), [(15.0, 60), (None, 3)], ids=["back", "spent"])
+def _back_after(stub: StubProvider, calls: int, stop: threading.Event) -> threading.Event:
+    """A thread that ends the stub's outage once it has answered `calls` calls, every one of
+    them a 5xx (the stub counts a call and draws its fault under one lock): the provider comes
+    back only after the run has seen it down that often, however slowly the run started.
+    Returns the event set when it is back."""
+    back = threading.Event()
+
+    def watch() -> None:
+        while not stop.wait(0.05):
+            if stub.request_count >= calls:
+                stub.faults.set(error_rate=0.0)
+                back.set()
+                return
+
+    threading.Thread(target=watch, daemon=True).start()
+    return back
+
+
+@pytest.mark.parametrize(
+    ("down_for_calls", "budget_s"), [(2, 20), (None, 3)], ids=["back", "spent"]
+)
 def test_run_waits_out_a_provider_outage_at_the_start_within_its_budget(
-    down_s: float | None,
+    down_for_calls: int | None,
     budget_s: int,
     tmp_path: Path,
     aws_env: dict[str, str],
@@ -171,31 +192,33 @@ def test_run_waits_out_a_provider_outage_at_the_start_within_its_budget(
     queue_url: str,
     stub_factory: StubFactory,
 ) -> None:
-    """The provider answers 5xx to every call: back after 15 s, `run` waits (one line saying
-    so, naming the budget) and the day completes; never back, with a 3 s budget, `run` stops
-    in one line saying the budget is spent, exit 1 (before: it refused at once)."""
+    """The provider answers 5xx to every call: back after it refused the run's first two
+    checks, `run` waits (one line saying so, naming the budget) and the day completes; never
+    back, with a 3 s budget, `run` stops in one line saying the budget is spent, exit 1
+    (before: it refused at once)."""
     stub = stub_factory([])
     stub.faults.set(error_rate=1.0)
     env = run_env(tmp_path, aws_env, provisioned, queue_url, stub.base_url)
     env["DLPIPE_PROVIDER_OUTAGE_BUDGET_SECONDS"] = str(budget_s)
     env |= {k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}  # the code under test
-    timer = threading.Timer(down_s or 0, lambda: stub.faults.set(error_rate=0.0))
-    if down_s is not None:
-        timer.start()
+    stop = threading.Event()
+    back = _back_after(stub, down_for_calls, stop) if down_for_calls else threading.Event()
     try:
         done = dlpipe_run(env, tmp_path)
-        came_back = timer.finished.is_set()  # before cancel(), which sets it too
+        came_back = back.is_set()
     finally:
-        timer.cancel()
+        stop.set()
     assert "Traceback" not in done.stderr, done.stderr
     waiting = [line for line in done.stderr.splitlines() if "waiting it out" in line]
     assert len(waiting) == 1, done.stderr
     assert f"of the {budget_s} s provider outage budget" in waiting[0], waiting
-    if down_s is not None:
+    if down_for_calls is not None:
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout)["status"] == "completed"
         assert done.stdout.count("\n") == 1, done.stdout  # one JSON line, not a 25-line blob
         assert came_back, "the day completed before the provider was back"
+        # Each pre-run check asks the provider once: both down checks, then the one that passed.
+        assert stub.request_count > down_for_calls, stub.request_count
     else:
         assert done.returncode == 1, done.stderr
         last = done.stderr.strip().splitlines()[-1]

@@ -7,12 +7,15 @@ from __future__ import annotations
 import base64
 import json
 import uuid
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 import click
 import pytest
 import requests
+from aws_durable_execution_sdk_python.config import Duration
+from aws_durable_execution_sdk_python.retries import RetryDecision
 from click.testing import CliRunner
 
 from dlpipe.bootstrap.ops import build_ops_context
@@ -25,6 +28,7 @@ from dlpipe.local.stack import LocalStack
 from dlpipe.local.stack_feeds import read_template
 from dlpipe.local.stub.faults import Faults
 from dlpipe.log import configure_logging
+from dlpipe.services.orchestrator import durable_steps
 from dlpipe.ui.app import create_app
 from dlpipe.ui.server import BackgroundServer
 from tests.e2e.test_local_day import stack
@@ -34,6 +38,25 @@ from tests.support import unique_day
 pytest_plugins = ["tests.provider_fixtures"]
 pytestmark = pytest.mark.e2e
 __all__ = ["stack"]  # the fixture, shared as is
+
+
+@pytest.fixture
+def quick_step_retries(monkeypatch: pytest.MonkeyPatch) -> list[RetryDecision]:
+    """The step retries' own decisions (which errors, how many attempts), each retry 1 s after
+    the failed attempt instead of the 30 s to 2 min of jittered backoff (real seconds: the
+    local days run on the wall clock). Returns the decisions taken, in order."""
+    production: Callable[[Exception, int], RetryDecision] = durable_steps._TRANSIENT_RETRY
+    decisions: list[RetryDecision] = []
+
+    def sooner(error: Exception, attempts_made: int) -> RetryDecision:
+        decision = production(error, attempts_made)
+        if decision.should_retry:
+            decision = RetryDecision.retry(Duration.from_seconds(1))
+        decisions.append(decision)
+        return decision
+
+    monkeypatch.setattr(durable_steps, "_TRANSIENT_RETRY", sooner)
+    return decisions
 
 
 def _items_text(stack: LocalStack, table: str, day: str) -> str:
@@ -99,6 +122,7 @@ def test_a_canary_in_every_secret_of_a_failing_day_appears_nowhere(
     tmp_path: Path,
     capfd: pytest.CaptureFixture[str],
     caplog: pytest.LogCaptureFixture,
+    quick_step_retries: list[RetryDecision],
 ) -> None:
     """Three feeds' failing day, each secret carrying the canary:
     - vendor-b's token is a pasted two-line token (the HTTP library would quote the whole
@@ -148,7 +172,9 @@ def test_a_canary_in_every_secret_of_a_failing_day_appears_nowhere(
     places["the run's reports"] = repr(reports)
     places["jobs table"] = _items_text(stack, stack.settings.jobs_table, day)
     places["batches table"] = _items_text(stack, stack.settings.batches_table, day)
-    places["events"] = json.dumps(received_events(stack.clients, events_queue))
+    # The emulator's EventBridge delivered each event to the queue within its put (before the
+    # day's run returned): one receive that finds the queue empty has taken them all.
+    places["events"] = json.dumps(received_events(stack.clients, events_queue, rounds=1))
     places["hand-off objects"] = _handoff_objects_text(stack, day)
     places["web view"] = _pages(stack, day, reports, [positions, trades])
     places["operator commands"] = _cli(stack, day, reports, [positions, trades])
@@ -164,6 +190,9 @@ def test_a_canary_in_every_secret_of_a_failing_day_appears_nowhere(
     assert (reports["default"].status, reports["vendor-c"].status) == ("failed", "failed")
     assert (reports["vendor-b"].status, reports["vendor-b"].batch_id) == ("run failed", "")
     assert "not one line of visible ASCII" in reports["vendor-b"].result["outcome"]["cause"]
+    # vendor-b's refused token failed its step on every attempt the retries allow (each one
+    # logged and checkpointed what it raised): the search above had them all.
+    assert [d.should_retry for d in quick_step_retries].count(True) >= 2, quick_step_retries
     for where in ("jobs table", "web view", "operator commands"):
         assert positions in places[where], where
         assert trades in places[where], where
@@ -245,7 +274,9 @@ def test_a_token_echoed_back_in_any_form_appears_nowhere(
     places["the run's reports"] = repr(reports) + json.dumps([r.result for r in reports.values()])
     places["jobs table"] = _items_text(stack, stack.settings.jobs_table, day)
     places["batches table"] = _items_text(stack, stack.settings.batches_table, day)
-    places["events"] = json.dumps(received_events(stack.clients, events_queue))
+    # The emulator's EventBridge delivered each event to the queue within its put (before the
+    # day's run returned): one receive that finds the queue empty has taken them all.
+    places["events"] = json.dumps(received_events(stack.clients, events_queue, rounds=1))
     places["hand-off objects"] = _handoff_objects_text(stack, day)
     places["web view"] = _pages(stack, day, reports, file_ids)
     places["operator commands"] = _cli(stack, day, reports, file_ids)
