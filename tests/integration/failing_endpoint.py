@@ -69,6 +69,7 @@ class FailingEndpoint:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body written apart: no delayed-ACK wait
 
             def log_message(self, format: str, *args: object) -> None:
                 return
