@@ -8,10 +8,13 @@ version per changed file, the added file once, the withdrawn one marked with its
 each changed job naming the version it replaced, a manifest whose counts are its entries,
 and one `Day Revised`.
 
-The two runs race inside create-batch: the stub answers every API call LISTING_LATENCY_S late
-until the revision batch exists, so each run has read the day's batches (the completed one
-only) before either one's restatement listing returns, and both try to create the revision
-(restate.py: its BatchID is derived, so the second put is refused and that run joins).
+The two runs race inside create-batch: until the revision batch exists the stub answers its API
+calls in pairs (PairedCalls: each one held until another arrives, at most PAIR_TIMEOUT_S), and
+a run sends its calls one at a time, so its preflight listing pairs with the other run's, and
+its restatement listing, sent after it read the day's batches, with the other's. Each run has
+read the day's batches (the completed one only) before either one's restatement listing
+returns, and both try to create the revision (restate.py: its BatchID is derived, so the
+second put is refused and that run joins).
 
 The stale publish: before any other worker, a worker whose S3 goes through a fault proxy
 (tests/faults/proxy.py) holding its PutObject is SIGKILLed while the request is held; its
@@ -72,7 +75,9 @@ pytest_plugins = ["tests.provider_fixtures", "tests.e2e.test_repair_kit"]  # sta
 LEASE_S = 5  # a killed worker's claim expires 5 s after its last beat, its message 1 s later
 RESEND_S = "10"
 POLLS = "120"  # a poll a second: the window outlasts the recovery bound and a lease
-LISTING_LATENCY_S = 4.0  # holds both runs in their restatement listing at once
+# A call waits this long at most for its pair (under the provider client's 30 s read timeout);
+# the other run's call arrives as soon as that run, started at the same moment, gets there.
+PAIR_TIMEOUT_S = 20.0
 VICTIMS = 3  # one per file the revision gives back to the queue (2 changed, 1 added)
 MAX_KILLS = 6
 MAX_STALE = 3  # stale workers started until one held a changed file's publish (1 file is added)
@@ -84,6 +89,46 @@ STALE_COUNTS = (
     "the slower poller's progress counts (batches_table.record_counts) landed between the"
     " other run's final count and its finish, and outlived the batch's end: {}"
 )
+
+
+class PairedCalls(Faults):
+    """The stub's fault switches (none set), and while armed its API calls answered in pairs:
+    each call waits until another one arrives (at most PAIR_TIMEOUT_S), then both are answered.
+    Arm it after the day is published: a first listing publishes, and takes a snapshot then."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._pairing = threading.Condition()
+        self._armed = False
+        self._waiting = False  # a call waits for its pair
+        self._pairs = 0
+        self.unpaired = 0  # calls answered alone: their pair did not come in time
+
+    def arm(self) -> None:
+        with self._pairing:
+            self._armed = True
+
+    def disarm(self) -> None:
+        """Answer every call at once from now on, a waiting one too."""
+        with self._pairing:
+            self._armed = False
+            self._pairing.notify_all()
+
+    def snapshot(self) -> Faults:
+        """Taken once per API call, before the stub answers it: the pairing happens here."""
+        with self._pairing:
+            if self._armed and self._waiting:
+                self._waiting, self._pairs = False, self._pairs + 1
+                self._pairing.notify_all()
+            elif self._armed:
+                self._waiting, pairs = True, self._pairs
+                paired = self._pairing.wait_for(
+                    lambda: self._pairs != pairs or not self._armed, PAIR_TIMEOUT_S
+                )
+                if self._pairs == pairs:  # disarmed, or the pair never came
+                    self._waiting = False
+                    self.unpaired += 0 if paired else 1
+        return super().snapshot()
 
 
 @dataclass(frozen=True)
@@ -342,15 +387,23 @@ def _deliver_first(
 
 
 def _stale_publishes(
-    driver: KillDriver, held: HeldPublishes, jobs: JobsTable, files: list[str], changed: set[str]
+    driver: KillDriver,
+    held: HeldPublishes,
+    jobs: JobsTable,
+    files: list[str],
+    changed: set[str],
+    first: WorkerProcess,
 ) -> list[str]:
-    """Stale workers, one at a time before any other: each one's publish is held by the proxy,
-    and it is SIGKILLed there, its claim left to expire; until one held a changed file's
-    (If-Match on the original version's ETag). The FileIDs whose publish is held, in order."""
+    """Stale workers, one at a time before any other (`first`, started already): each one's
+    publish is held by the proxy, and it is SIGKILLed there, its claim left to expire; until
+    one held a changed file's (If-Match on the original version's ETag). The FileIDs whose
+    publish is held, in order."""
     stale: list[str] = []
+    worker = first
     while not changed & set(stale):
         assert len(stale) < MAX_STALE, f"no stale worker held a changed file: {stale}"
-        worker = driver.start_stale(held.proxy.url)
+        if stale:
+            worker = driver.start_stale(held.proxy.url)
         wait_until(
             lambda: held.held > len(stale), WAIT_S, "a stale worker's publish to reach the proxy"
         )
@@ -363,10 +416,16 @@ def _stale_publishes(
 
 
 def _race(
-    stack: Stack, env: dict[str, str], tmp_path: Path, driver: KillDriver, faults: Faults, day: Day
+    stack: Stack,
+    env: dict[str, str],
+    tmp_path: Path,
+    driver: KillDriver,
+    faults: PairedCalls,
+    day: Day,
 ) -> tuple[list[RunProcess], list[str]]:
-    """Two runs of the day at once, the stub's latency lifted once the revision batch exists;
-    stale workers, then victims; both runs waited for, then the held publishes let through.
+    """Two runs of the day at once, the stub's pairing of calls lifted once the revision batch
+    exists; stale workers (the first one started with the runs: it waits for the revision's
+    messages), then victims; both runs waited for, then the held publishes let through.
     Every process is stopped by PID on the way out."""
     batches = BatchesTable(stack.clients.dynamodb, stack.provisioned.batches_table, SystemClock())
     jobs = driver.jobs
@@ -376,13 +435,15 @@ def _race(
     with stopping_all(driver.pool), held.running():
         try:
             runs = [RunProcess(env, tmp_path / f"run-{n}", day.date) for n in "ab"]
+            first_stale = driver.start_stale(held.proxy.url)
             wait_until(
                 lambda: any(b.revision for b in batches.query_by_date(day.date)),
                 WAIT_S,
                 "the revision batch to be created",
             )
-            faults.set(latency_s=0.0)  # both runs are in create-batch, or past it, by now
-            stale = _stale_publishes(driver, held, jobs, revised, set(driver.must_kill))
+            faults.disarm()  # both runs are in create-batch, or past it, by now
+            changed = set(driver.must_kill)
+            stale = _stale_publishes(driver, held, jobs, revised, changed, first_stale)
             driver.start(VICTIMS)
             codes = [run.finished(WAIT_S) for run in runs]
             assert held.release(WAIT_S), "a held publish never got its answer from moto"
@@ -528,8 +589,10 @@ def test_racing_runs_of_a_restated_day_make_one_revision_through_killed_workers(
     with queues(stack.clients, visibility_s=30, max_receive=10) as q:
         day = _deliver_first(stack, q, key, jobs, date, entities)
         received_events(stack.clients, downstream, rounds=1)  # this day's first, earlier tests'
-        faults = Faults(latency_s=LISTING_LATENCY_S)
+        faults = PairedCalls()
         stub = stack.stub_factory(_specs(entities, RESTATED), faults)
+        stub.expected(date)  # the restated day published before the runs' first listing
+        faults.arm()
         env = _env(stack, q, key, stub)
         must_kill = frozenset(day.ids[role] for role in CHANGED)
         driver = KillDriver(env, tmp_path, jobs, day.keys, must_kill, lambda k: _versions(stack, k))
@@ -545,6 +608,7 @@ def test_racing_runs_of_a_restated_day_make_one_revision_through_killed_workers(
     ]
     figures(
         stale_publishes=[day.role(f) for f in stale],
+        unpaired_calls=faults.unpaired,
         kills=[(day.role(k.file_id), str(k.status), k.versions) for k in driver.kills],
         workers=len(driver.pool),
         completed_by_sweeper=sorted(day.role(f) for f in swept),

@@ -36,12 +36,16 @@ from tests.reliability.rig import (
 
 pytest_plugins = ["tests.provider_fixtures"]
 pytestmark = pytest.mark.e2e
-WORKERS, ROUNDS, PER_ROUND = 8, 20, 4
+# 80 messages, each one received by a stopping worker: one per worker a round, in 10 rounds
+# (each round lasts about a long poll, so the rounds are the scenario's time).
+WORKERS, ROUNDS, PER_ROUND = 8, 10, 8
 WAIT_S = 1  # each worker's long poll: short, so a round lasts about a second
-ARRIVAL_GAP_S = 0.1  # messages arrive one by one while the stopping workers' polls are open
+# Messages arrive one by one while the stopping workers' polls are open: the round's 8 within
+# 0.4 s of the stop, well inside the 1 s polls.
+ARRIVAL_GAP_S = 0.05
 MAX_RECEIVE = 5
 # The soak version: `dlpipe worker` processes with the default 20 s long poll, SIGTERM to all.
-SOAK_WORKERS, SOAK_ROUNDS, SOAK_WAIT_S, SOAK_GAP_S = 8, 3, 20, 0.5
+SOAK_WORKERS, SOAK_ROUNDS, SOAK_PER_ROUND, SOAK_WAIT_S, SOAK_GAP_S = 8, 3, 4, 20, 0.5
 
 
 class Receives:
@@ -129,7 +133,7 @@ def dead_letters(rig: Rig) -> list[str]:
 def test_idle_workers_stopped_together_process_what_their_last_polls_receive(
     make_rig: Any, stub_factory: StubFactory, figures: Any
 ) -> None:
-    """8 idle workers stopped at once while 4 messages arrive, 20 rounds: every message is
+    """8 idle workers stopped at once while 8 messages arrive, 10 rounds: every message is
     received once and completed, nothing reaches the DLQ (maxReceiveCount 5)."""
     rig = make_rig(visibility_s=30, max_receive=MAX_RECEIVE)
     entity, day = unique_entity(), unique_day()
@@ -172,7 +176,8 @@ def test_soak_worker_processes_with_20_s_polls_stopped_together_dead_letter_noth
     3 rounds: each exits 0, every job completes, nothing reaches the DLQ (maxReceiveCount 5)."""
     rig = make_rig(visibility_s=30, max_receive=MAX_RECEIVE)
     entity, day = unique_entity(), unique_day()
-    specs = [StubFileSpec(f"{entity}{n}", 100, CIPHER_CBC) for n in range(SOAK_ROUNDS * PER_ROUND)]
+    count = SOAK_ROUNDS * SOAK_PER_ROUND
+    specs = [StubFileSpec(f"{entity}{n}", 100, CIPHER_CBC) for n in range(count)]
     stub = stub_factory(specs)
     file_ids = sorted(queue_files(stub, rig.jobs(), day))
     clock, processes = Stopwatch(), []
@@ -193,7 +198,7 @@ def test_soak_worker_processes_with_20_s_polls_stopped_together_dead_letter_noth
             time.sleep(1)  # their first long polls are open: 19 s of them are left
             for process in started:
                 os.kill(process.pid, signal.SIGTERM)
-            for file_id in file_ids[n * PER_ROUND : (n + 1) * PER_ROUND]:
+            for file_id in file_ids[n * SOAK_PER_ROUND : (n + 1) * SOAK_PER_ROUND]:
                 send(rig.clients, rig.queues.url, file_id)
                 time.sleep(SOAK_GAP_S)
             codes = [p.wait(SOAK_WAIT_S + 30) for p in started]
