@@ -5,13 +5,19 @@ from __future__ import annotations
 import random
 import threading
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from dlpipe.domain.clock import iso_from_ms
 from dlpipe.domain.feeds import Feed
 from dlpipe.domain.listing import FileDescriptor
 from dlpipe.domain.model import Batch, BatchStatus, FileJob, JobStatus, make_batch_id, make_file_id
 from dlpipe.domain.rules import batch_ttl_epoch_s, job_ttl_epoch_s
+
+if TYPE_CHECKING:
+    from dlpipe.adapters.aws import AwsClients
 
 # 2126-02-28T00:00:00Z: a fixed "now" keeps tests independent of the wall clock. It lies in the
 # future because DynamoDB Local, like DynamoDB, deletes items whose TTL has passed in real time:
@@ -129,3 +135,21 @@ VENDOR_B = Feed(
     destination_prefix="vendor-b",
     deadline="09:00",
 )
+
+
+@contextmanager
+def own_jobs_table(clients: AwsClients) -> Iterator[str]:
+    """A jobs table of the caller's own, as terraform/ defines it, deleted afterwards: for a
+    test that weighs what a poll reads, which the sweeper's StatusIndex Queries would inflate
+    with any job other tests left pending in the session's shared table."""
+    from dlpipe.local.provision import table_definitions
+    from dlpipe.local.terraform import TerraformModule
+
+    definition = table_definitions(TerraformModule.load())[0]
+    name = f"{definition.name}-own-{uuid.uuid4().hex[:8]}"
+    clients.dynamodb.create_table(**dict(definition.create_request, TableName=name))
+    clients.dynamodb.get_waiter("table_exists").wait(TableName=name)
+    try:
+        yield name
+    finally:
+        clients.dynamodb.delete_table(TableName=name)

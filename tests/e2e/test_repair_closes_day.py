@@ -21,8 +21,8 @@ import pytest
 from dlpipe.adapters.crypto import load_private_key
 from dlpipe.adapters.keys import key_fingerprint
 from dlpipe.bootstrap.ops import build_ops_context
-from dlpipe.config import ENV_MAX_POLLS, Settings
 from dlpipe.config import ENV_SECRET_REREAD_SECONDS as ENV_SECRET_REREAD
+from dlpipe.config import Settings
 from dlpipe.local.stub.crypto import generate_rsa_keypair
 from dlpipe.local.stub.faults import Faults
 from tests.e2e import test_repair_kit as kit
@@ -103,10 +103,8 @@ def test_every_suggested_repair_of_a_named_feeds_day_ends_it_completed_and_told(
         # Every refused key is read again (the bound, once a minute, is a unit test's).
         env = {**kit.feed_env(stack, q.url, tmp_path, stub, key_file), ENV_SECRET_REREAD: "0"}
         worker = None if kind == "timeout" else WorkerProcess(env, tmp_path / "w1.log")
-        # With no worker the day can only time out: three polls say so as well as 25 would.
-        first_env = {**env, ENV_MAX_POLLS: "3"} if kind == "timeout" else env
         try:
-            first = kit.run_dlpipe(first_env, tmp_path, "run", "--date", day, "--feed", kit.FEED)
+            first = kit.run_dlpipe(env, tmp_path, "run", "--date", day, "--feed", kit.FEED)
         finally:
             if worker is not None and kind != "error":
                 worker.stop()

@@ -21,10 +21,8 @@ from dlpipe.adapters.queue import JobQueue
 from dlpipe.domain.model import SETS_MAX_FILES, BatchStatus, FileJob, JobStatus
 from dlpipe.domain.schema import BATCH_SHARDS, STATUS_SHARDS
 from dlpipe.domain.shards import shard_number
-from dlpipe.local.provision import table_definitions
-from dlpipe.local.terraform import TerraformModule
 from dlpipe.services.orchestrator.flow import BatchFlowService
-from tests.support import ManualClock, make_batch, make_job, unique_day
+from tests.support import ManualClock, make_batch, make_job, own_jobs_table, unique_day
 
 pytestmark = pytest.mark.integration
 LARGE_DAY = 1_500
@@ -39,15 +37,11 @@ class _NoListing:
 
 @pytest.fixture(scope="module")
 def jobs_table_name(clients: AwsClients) -> Iterator[str]:
-    """A jobs table of this module's own: the sweeper's StatusIndex Queries each poll makes
-    (at the far-future ManualClock) would read any job other tests left pending in the shared
-    table, and these tests weigh what a poll reads."""
-    definition = table_definitions(TerraformModule.load())[0]
-    name = f"{definition.name}-counts-{uuid.uuid4().hex[:8]}"
-    clients.dynamodb.create_table(**dict(definition.create_request, TableName=name))
-    clients.dynamodb.get_waiter("table_exists").wait(TableName=name)
-    yield name
-    clients.dynamodb.delete_table(TableName=name)
+    """A jobs table of this module's own: these tests weigh what a poll reads (the sweeper's
+    StatusIndex Queries, at the far-future ManualClock, read any job other tests left pending
+    in the shared table)."""
+    with own_jobs_table(clients) as name:
+        yield name
 
 
 @pytest.fixture
