@@ -220,9 +220,17 @@ def test_a_poll_costs_what_its_pending_jobs_weigh_not_the_day(
         jobs.complete(job.file_id, "w", byte_count=1, sha256="0" * 64, destination_key="k")
     assert flow.check_completion(batch_id, 2, False).status == "completed"
     completed = list(jobs_sizes(clients, jobs, written).values())
-    # Counting the completed ones reads their index items (keys and TTL), not the jobs: a
-    # fraction of what the jobs weigh, at least half a unit for each shard's Query.
-    assert 0.5 * BATCH_SHARDS <= jobs.meter.read_capacity_units < query_rcu(completed) / 3
+    # Counting the completed ones reads their index items (keys, TTL and the manifest's
+    # projected attributes), not the jobs: at least half a unit for each shard's Query, and a
+    # third of what the jobs weigh plus each shard's rounding up to its next half unit (the
+    # jobs' FileIDs fall on the shards unevenly; seen at 34.0 against 100.5 / 3 in a full run).
+    rounding = 0.5 * BATCH_SHARDS
+    assert (
+        0.5 * BATCH_SHARDS
+        <= jobs.meter.read_capacity_units
+        < query_rcu(completed) / 3 + rounding
+        < query_rcu(completed) / 2
+    )
     assert sizes  # every job was written
 
 
