@@ -9,7 +9,7 @@ DDB_LOCAL := .dlpipe/dynamodb-local/2.9.30/.installed
 PYTEST_ARGS ?=
 # pytest-xdist workers of `make test`: the suite mostly waits on emulators and child processes
 # (2 workers kept 2 cores ~60 % busy). Measured side by side on 2 cores with other work beside
-# them (load average 4-9): 2 workers 944 s of pytest, 4 workers 824 s, both green.
+# them (load average 4-9): 2 workers 944 s of pytest, 4 workers 824 s, both green; 6 slower.
 TEST_WORKERS ?= 4
 UI_ARGS ?=
 # `make coverage`: the same suite measuring branch coverage of dlpipe and the handlers, with
