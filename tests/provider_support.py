@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -53,3 +54,21 @@ def fetch_and_decrypt(descriptor: FileDescriptor, key: RSAPrivateKey) -> Decrypt
     verifier.update(decryptor.finalize())
     verifier.verify()
     return Decrypted(verifier.sha256_hex, verifier.byte_count)
+
+
+def back_after(stub: StubProvider, calls: int, stop: threading.Event) -> threading.Event:
+    """A thread that ends the stub's outage once it has answered `calls` calls, every one of
+    them a 5xx (the stub counts a call and draws its fault under one lock): the provider comes
+    back only after the run has seen it down that often, however slowly the run started.
+    Returns the event set when it is back."""
+    back = threading.Event()
+
+    def watch() -> None:
+        while not stop.wait(0.05):
+            if stub.request_count >= calls:
+                stub.faults.set(error_rate=0.0)
+                back.set()
+                return
+
+    threading.Thread(target=watch, daemon=True).start()
+    return back

@@ -28,9 +28,8 @@ from dlpipe.config import (
     ENV_RESEND_AFTER_SECONDS,
 )
 from dlpipe.local.provision import Provisioned
-from dlpipe.local.stub.server import StubProvider
 from tests.integration.failing_endpoint import FailingEndpoint
-from tests.provider_support import TEST_PROVIDER_TOKEN, StubFactory
+from tests.provider_support import TEST_PROVIDER_TOKEN, StubFactory, back_after
 from tests.support import unique_day
 
 pytest_plugins = ["tests.provider_fixtures"]
@@ -162,24 +161,6 @@ def test_a_named_feeds_day_is_checked_and_polled_on_that_feeds_own_provider_and_
     assert f"first check in {1 if flags else feed_interval_s}s" in done.stderr, done.stderr
 
 
-def _back_after(stub: StubProvider, calls: int, stop: threading.Event) -> threading.Event:
-    """A thread that ends the stub's outage once it has answered `calls` calls, every one of
-    them a 5xx (the stub counts a call and draws its fault under one lock): the provider comes
-    back only after the run has seen it down that often, however slowly the run started.
-    Returns the event set when it is back."""
-    back = threading.Event()
-
-    def watch() -> None:
-        while not stop.wait(0.05):
-            if stub.request_count >= calls:
-                stub.faults.set(error_rate=0.0)
-                back.set()
-                return
-
-    threading.Thread(target=watch, daemon=True).start()
-    return back
-
-
 @pytest.mark.parametrize(
     ("down_for_calls", "budget_s"), [(2, 20), (None, 3)], ids=["back", "spent"]
 )
@@ -202,7 +183,7 @@ def test_run_waits_out_a_provider_outage_at_the_start_within_its_budget(
     env["DLPIPE_PROVIDER_OUTAGE_BUDGET_SECONDS"] = str(budget_s)
     env |= {k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}  # the code under test
     stop = threading.Event()
-    back = _back_after(stub, down_for_calls, stop) if down_for_calls else threading.Event()
+    back = back_after(stub, down_for_calls, stop) if down_for_calls else threading.Event()
     try:
         done = dlpipe_run(env, tmp_path)
         came_back = back.is_set()
