@@ -37,6 +37,8 @@ STAND_INS: tuple[tuple[str, str, str], ...] = (
     ("dynamodb", r"(ops-test-)?no-such-table", "aws_dynamodb_table.jobs"),
     # The upgrade test's jobs table made with the seed's indexes (test_index_upgrade.py).
     ("dynamodb", r"jobs-seed-[0-9a-f]{12}", "aws_dynamodb_table.jobs"),
+    # A test's own copy of the jobs table (tests/support.py own_jobs_table).
+    ("dynamodb", r"data-download-jobs-own-[0-9a-f]{8}", "aws_dynamodb_table.jobs"),
     ("sqs", r".+-dlq", "aws_sqs_queue.downloads_dlq"),
     # The large-file tests' own large queues (tests/e2e/test_large_files.py, ..._routing.py).
     ("sqs", r"dl-large-.+|ops-large-.+", "aws_sqs_queue.downloads_large"),
@@ -248,6 +250,10 @@ def canonical(service: str, arn: str) -> str:
     if queue:  # the queue Terraform makes for that feed
         feed = _as_deployed(queue.group(2))
         return policies().resolve(f'${{aws_sqs_queue.feed_downloads["{feed}"].arn}}')
+    index = re.fullmatch(r"(arn:[^:]+:dynamodb:[^:]+:[^:]+:table/[^/]+)(/index/.+)", arn)
+    if service == "dynamodb" and index:  # a stand-in table's index: that table's index
+        table = canonical(service, index.group(1))
+        return arn if table == index.group(1) else table + index.group(2)
     if name is None or name in _terraform_names(service):
         return arn
     for stand_in_service, pattern, resource in STAND_INS:
