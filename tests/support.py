@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dlpipe.domain.clock import iso_from_ms
 from dlpipe.domain.feeds import Feed
@@ -17,6 +17,8 @@ from dlpipe.domain.model import Batch, BatchStatus, FileJob, JobStatus, make_bat
 from dlpipe.domain.rules import batch_ttl_epoch_s, job_ttl_epoch_s
 
 if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
     from dlpipe.adapters.aws import AwsClients
 
 # 2126-02-28T00:00:00Z: a fixed "now" keeps tests independent of the wall clock. It lies in the
@@ -138,18 +140,29 @@ VENDOR_B = Feed(
 
 
 @contextmanager
-def own_jobs_table(clients: AwsClients) -> Iterator[str]:
-    """A jobs table of the caller's own, as terraform/ defines it, deleted afterwards: for a
-    test that weighs what a poll reads, which the sweeper's StatusIndex Queries would inflate
-    with any job other tests left pending in the session's shared table."""
+def own_table(clients: AwsClients, which: int = 0, tag: str = "own") -> Iterator[str]:
+    """A tracking table of the caller's own (0: jobs, 1: batches), as terraform/ defines it,
+    named `{name}-{tag}-{8 hex}` and deleted afterwards: for a test that weighs what a poll
+    reads (the sweeper's StatusIndex Queries would read any job other tests left pending in
+    the session's shared table) or that needs a table to itself."""
     from dlpipe.local.provision import table_definitions
     from dlpipe.local.terraform import TerraformModule
 
-    definition = table_definitions(TerraformModule.load())[0]
-    name = f"{definition.name}-own-{uuid.uuid4().hex[:8]}"
+    definition = table_definitions(TerraformModule.load())[which]
+    name = f"{definition.name}-{tag}-{uuid.uuid4().hex[:8]}"
     clients.dynamodb.create_table(**dict(definition.create_request, TableName=name))
     clients.dynamodb.get_waiter("table_exists").wait(TableName=name)
     try:
         yield name
     finally:
         clients.dynamodb.delete_table(TableName=name)
+
+
+def put_all(client: DynamoDBClient, table: str, items: list[dict[str, Any]]) -> None:
+    """`items` into `table`, one BatchWriteItem per 25, unprocessed items sent again."""
+    for start in range(0, len(items), 25):
+        pending: dict[str, Any] = {
+            table: [{"PutRequest": {"Item": i}} for i in items[start : start + 25]]
+        }
+        while pending:
+            pending = dict(client.batch_write_item(RequestItems=pending)["UnprocessedItems"])

@@ -37,7 +37,7 @@ STAND_INS: tuple[tuple[str, str, str], ...] = (
     ("dynamodb", r"(ops-test-)?no-such-table", "aws_dynamodb_table.jobs"),
     # The upgrade test's jobs table made with the seed's indexes (test_index_upgrade.py).
     ("dynamodb", r"jobs-seed-[0-9a-f]{12}", "aws_dynamodb_table.jobs"),
-    # A test's own copy of the jobs table (tests/support.py own_jobs_table).
+    # A test's own copy of the jobs table (tests/support.py own_table).
     ("dynamodb", r"data-download-jobs-own-[0-9a-f]{8}", "aws_dynamodb_table.jobs"),
     ("sqs", r".+-dlq", "aws_sqs_queue.downloads_dlq"),
     # The large-file tests' own large queues (tests/e2e/test_large_files.py, ..._routing.py).

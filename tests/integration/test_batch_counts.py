@@ -22,7 +22,7 @@ from dlpipe.domain.model import SETS_MAX_FILES, BatchStatus, FileJob, JobStatus
 from dlpipe.domain.schema import BATCH_SHARDS, STATUS_SHARDS
 from dlpipe.domain.shards import shard_number
 from dlpipe.services.orchestrator.flow import BatchFlowService
-from tests.support import ManualClock, make_batch, make_job, own_jobs_table, unique_day
+from tests.support import ManualClock, make_batch, make_job, own_table, put_all, unique_day
 
 pytestmark = pytest.mark.integration
 LARGE_DAY = 1_500
@@ -40,7 +40,7 @@ def jobs_table_name(clients: AwsClients) -> Iterator[str]:
     """A jobs table of this module's own: these tests weigh what a poll reads (the sweeper's
     StatusIndex Queries, at the far-future ManualClock, read any job other tests left pending
     in the shared table)."""
-    with own_jobs_table(clients) as name:
+    with own_table(clients) as name:
         yield name
 
 
@@ -121,14 +121,7 @@ def write_day(
 def put_items(jobs: JobsTable, batch: list[FileJob]) -> None:
     """The items jobs.create (or, for a completed job, jobs.complete) leaves, 25 to a request:
     these tests weigh reads; the writes' conditions are the property tests'."""
-    for start in range(0, len(batch), 25):
-        pending: dict[str, Any] = {
-            jobs.table_name: [
-                {"PutRequest": {"Item": job_to_item(job)}} for job in batch[start : start + 25]
-            ]
-        }
-        while pending:
-            pending = dict(jobs._client.batch_write_item(RequestItems=pending)["UnprocessedItems"])
+    put_all(jobs._client, jobs.table_name, [job_to_item(job) for job in batch])
 
 
 def completed(job: FileJob) -> FileJob:

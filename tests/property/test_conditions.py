@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import itertools
 import time
-import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -58,10 +58,9 @@ from dlpipe.domain.transitions import (
     may_release_late,
     may_requeue,
 )
-from dlpipe.local.provision import table_definitions
-from dlpipe.local.terraform import TerraformModule
 from tests.conditional_writes import conditional_writes_of, methods_called
-from tests.support import BASE_MS, ManualClock, make_batch, make_job
+from tests.support import BASE_MS, ManualClock, make_batch, make_job, put_all
+from tests.support import own_table as own_table_of
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -388,16 +387,6 @@ def _batch_item(draw: BatchDraw, batch_id: str) -> dict[str, Any]:
     return item
 
 
-def _put_all(client: DynamoDBClient, table: str, items: list[dict[str, Any]]) -> None:
-    """One BatchWriteItem per 25 items, unprocessed items sent again."""
-    for start in range(0, len(items), 25):
-        pending: dict[str, Any] = {
-            table: [{"PutRequest": {"Item": i}} for i in items[start : start + 25]]
-        }
-        while pending:
-            pending = dict(client.batch_write_item(RequestItems=pending)["UnprocessedItems"])
-
-
 def _refused_by_condition(exc: BaseException) -> bool:
     """True when DynamoDB answered ConditionalCheckFailed somewhere down the chain."""
     seen: BaseException | None = exc
@@ -432,19 +421,8 @@ def _mismatch(op: str, state: object, rule: bool, applied: bool) -> str:
 @pytest.fixture
 def own_table(clients: AwsClients) -> Iterator[Callable[[int], str]]:
     """A fresh copy of a tracking table (0: jobs, 1: batches) for one test, deleted after."""
-    made: list[str] = []
-
-    def create(which: int) -> str:
-        definition = table_definitions(TerraformModule.load())[which]
-        name = f"{definition.name}-prop-{uuid.uuid4().hex[:8]}"
-        clients.dynamodb.create_table(**dict(definition.create_request, TableName=name))
-        clients.dynamodb.get_waiter("table_exists").wait(TableName=name)
-        made.append(name)
-        return name
-
-    yield create
-    for name in made:
-        clients.dynamodb.delete_table(TableName=name)
+    with ExitStack() as tables:
+        yield lambda which: tables.enter_context(own_table_of(clients, which, "prop"))
 
 
 def _check_conditions(
@@ -475,7 +453,7 @@ def _check_conditions(
             n = next(serial)
             keys = {name: key_of(n, i) for i, name in enumerate(conditions)}
             if draw.present:
-                _put_all(client, repo.table_name, [item_of(draw, k) for k in keys.values()])
+                put_all(client, repo.table_name, [item_of(draw, k) for k in keys.values()])
             state = draw if draw.present else None
             runs = {name: pool.submit(run, name, keys[name], n) for name in conditions}
             for name, future in runs.items():

@@ -24,7 +24,7 @@ from tests.reliability.rig import (
     unique_day,
     unique_entity,
 )
-from tests.support import own_jobs_table
+from tests.support import own_table
 
 pytest_plugins = ["tests.provider_fixtures"]
 pytestmark = pytest.mark.e2e
@@ -51,7 +51,7 @@ def provisioned(provisioned: Provisioned, clients: AwsClients) -> Iterator[Provi
     """The session's tables and queues, but a jobs table of the test's own: the poller's
     Queries a poll are counted, and the sweeper's pages grow with any stale job that other
     tests left in the shared table (seen: 97 Queries a poll against a bound of 96)."""
-    with own_jobs_table(clients) as name:
+    with own_table(clients) as name:
         yield replace(provisioned, jobs_table=name)
 
 
