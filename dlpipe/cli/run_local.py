@@ -22,7 +22,7 @@ from dlpipe.config import (
 )
 from dlpipe.domain.clock import ENV_TEST_CLOCK_OFFSET_SECONDS
 from dlpipe.domain.feeds import FeedError
-from dlpipe.domain.statuses import JobStatus
+from dlpipe.domain.statuses import ERROR_JOB_STATUSES
 from dlpipe.local.day import DayOptions, DayProgress, DayReport
 from dlpipe.local.dynamodb_local import ENV_HOME as ENV_DYNAMODB_LOCAL_HOME
 from dlpipe.local.feed_days import local_feeds, run_feed_days
@@ -117,7 +117,7 @@ def run_local(
         reports = with_handoff_waits(stack, reports, day)
         for report in reports:
             verified = sum(1 for f in report.files if f.verified)
-            error = sum(1 for f in report.files if f.status == JobStatus.ERROR)
+            error = sum(1 for f in report.files if f.status in ERROR_JOB_STATUSES)
             total = len(report.files)
             show(report.feed, DayProgress(verified, total - verified, total, error))
     return reports

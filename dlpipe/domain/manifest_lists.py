@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from dlpipe.domain.restatement import Revised
-from dlpipe.domain.statuses import JobStatus
+from dlpipe.domain.statuses import ERROR_JOB_STATUSES, FAILED_JOB_STATUSES, count_of
 
 if TYPE_CHECKING:
     from dlpipe.domain.manifest import ManifestEntry, ManifestHeader
@@ -222,8 +222,8 @@ def counted(
     the lists a reader finds; an ordinary header as it is (the batch item's counts)."""
     if header.revision is None:
         return header
-    failed = unpublished.get(str(JobStatus.FAILED), 0)
-    error = unpublished.get(str(JobStatus.ERROR), 0)
+    failed = count_of(unpublished, FAILED_JOB_STATUSES)
+    error = count_of(unpublished, ERROR_JOB_STATUSES)
     unchanged, changed, added = (marks.get(str(kind), 0) for kind in LISTED_MARKS)
     completed = unchanged + changed + added
     expected = completed + failed + error + unpublished.get(PENDING, 0)

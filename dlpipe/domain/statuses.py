@@ -49,6 +49,9 @@ class StatusRow(Generic[_S]):
     ended: bool = False  # the run ended (terminal), even if an operator may reopen it
     successful: bool = False  # ended as it should
     leased: bool = False  # held by a worker under a lease that may run out (jobs)
+    # An unsuccessful end by a fault that may pass (retries used up): a batch counts it
+    # `failed` (FailedCount); any other unsuccessful end counts `error` (ErrorCount).
+    transient: bool = False
     metric: str | None = None  # the metric counted once when a batch ends in it
     event: str | None = None  # the hand-off event's detail-type when a batch ends in it
 
@@ -64,7 +67,7 @@ JOB_STATUSES: Mapping[JobStatus, StatusRow[JobStatus]] = {
     ),
     _J.COMPLETED: StatusRow(frozenset(), ended=True, successful=True),
     # An operator may requeue a failed or errored file once the cause is fixed.
-    _J.FAILED: StatusRow(frozenset({_J.AVAILABLE}), ended=True),
+    _J.FAILED: StatusRow(frozenset({_J.AVAILABLE}), ended=True, transient=True),
     _J.ERROR: StatusRow(frozenset({_J.AVAILABLE}), ended=True),
 }
 
@@ -105,6 +108,18 @@ TERMINAL_JOB_STATUSES = _jobs(lambda row: row.ended)
 PENDING_JOB_STATUSES = _jobs(lambda row: not row.ended)
 UNSUCCESSFUL_JOB_STATUSES = _jobs(lambda row: row.ended and not row.successful)
 LEASED_JOB_STATUSES = _jobs(lambda row: row.leased)
+# The two counts a batch keeps of its unsuccessful files: `failed` (transient, an operator
+# requeues them as they are) and `error` (permanent: the cause needs fixing first).
+FAILED_JOB_STATUSES = _jobs(lambda row: row.ended and not row.successful and row.transient)
+ERROR_JOB_STATUSES = _jobs(lambda row: row.ended and not row.successful and not row.transient)
+
+
+def count_of(
+    counts: Mapping[JobStatus, int] | Mapping[str, int], group: tuple[JobStatus, ...]
+) -> int:
+    """How many of `counts` (files by status, keyed by JobStatus or its stored string) sit
+    in `group`."""
+    return sum(count for status, count in counts.items() if status in group)
 
 
 def _progress(status: JobStatus) -> tuple[bool, bool, bool]:

@@ -16,7 +16,11 @@ from dlpipe.config import Settings
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.domain.model import FileJob, JobStatus
 from dlpipe.domain.outage import OutageBackoff
-from dlpipe.domain.statuses import SUCCESSFUL_BATCH_STATUSES, UNSUCCESSFUL_JOB_STATUSES
+from dlpipe.domain.statuses import (
+    ERROR_JOB_STATUSES,
+    SUCCESSFUL_BATCH_STATUSES,
+    UNSUCCESSFUL_JOB_STATUSES,
+)
 from dlpipe.entrypoints.pool import WorkerPool, build_worker_pool
 from dlpipe.entrypoints.worker import WorkerOptions
 from dlpipe.local.durable_runner import run_durable_locally
@@ -152,7 +156,7 @@ def day_progress(jobs: Iterable[FileJob]) -> DayProgress:
     statuses = [job.status for job in jobs]
     completed = statuses.count(JobStatus.COMPLETED)
     unsuccessful = sum(1 for status in statuses if status in UNSUCCESSFUL_JOB_STATUSES)
-    error = statuses.count(JobStatus.ERROR)
+    error = sum(1 for status in statuses if status in ERROR_JOB_STATUSES)
     return DayProgress(completed, unsuccessful, len(statuses), error)
 
 

@@ -37,11 +37,12 @@ from dlpipe.adapters.jobs_table import JobsTable
 from dlpipe.domain.clock import SystemClock
 from dlpipe.domain.messages import MalformedMessageError, decode_message
 from dlpipe.domain.model import Batch, BatchStatus, FileJob, JobStatus
+from dlpipe.domain.statuses import UNSUCCESSFUL_JOB_STATUSES
 from dlpipe.local.stub.publish import ExpectedFile
 
 _CHUNK = 1 << 20
 _READ_THREADS = 4  # read-back of a large day's objects
-_UNSUCCESSFUL = frozenset({JobStatus.FAILED, JobStatus.ERROR})
+_UNSUCCESSFUL = frozenset(UNSUCCESSFUL_JOB_STATUSES)
 REJECTED_PREFIX = "rejected_listing:"
 
 

@@ -25,6 +25,11 @@ GROUPS: dict[str, tuple[Mapping[Any, StatusRow[Any]], _Rule]] = {
     "PENDING_JOB_STATUSES": (JOB_STATUSES, lambda row: not row.ended),
     "UNSUCCESSFUL_JOB_STATUSES": (JOB_STATUSES, lambda row: row.ended and not row.successful),
     "LEASED_JOB_STATUSES": (JOB_STATUSES, lambda row: row.leased),
+    "FAILED_JOB_STATUSES": (JOB_STATUSES, lambda r: r.ended and not r.successful and r.transient),
+    "ERROR_JOB_STATUSES": (
+        JOB_STATUSES,
+        lambda r: r.ended and not r.successful and not r.transient,
+    ),
     "TERMINAL_BATCH_STATUSES": (BATCH_STATUSES, lambda row: row.ended),
     "SUCCESSFUL_BATCH_STATUSES": (BATCH_STATUSES, lambda row: row.successful),
     "BATCH_OPEN": (BATCH_STATUSES, lambda row: bool(row.to)),
@@ -103,6 +108,46 @@ def test_no_module_but_statuses_py_lists_statuses() -> None:
         for name, tree in _sources()
         if name != "domain/statuses.py"
         for line in _status_lists(tree)
+    ]
+    assert not found, "\n".join(found)
+
+
+# The modules that move a job into an unsuccessful status, the only ones that name one: every
+# count of the unsuccessful goes through FAILED_JOB_STATUSES / ERROR_JOB_STATUSES, so a new
+# terminal status is counted by its row, not by a list of names kept in each counter.
+_MOVES_INTO_UNSUCCESSFUL = frozenset(
+    {
+        "domain/statuses.py",
+        "services/download/service.py",  # a permanent fault at claim
+        "services/download/claim.py",  # retries used up
+        "services/download/outcome.py",  # the status an exception ends a job in
+        "services/orchestrator/jobs_from_listing.py",  # a listing entry refused
+        "services/orchestrator/placement.py",  # which refused entry a rerun may replace
+    }
+)
+_UNSUCCESSFUL_NAMES = frozenset(s.name for s in statuses.UNSUCCESSFUL_JOB_STATUSES)
+
+
+def _unsuccessful_named(tree: ast.Module) -> Iterator[int]:
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "JobStatus"
+            and node.attr in _UNSUCCESSFUL_NAMES
+        ):
+            yield node.lineno
+
+
+def test_unsuccessful_statuses_are_counted_by_group_not_by_name() -> None:
+    """`failed` and `error` are counted through their groups everywhere (the completion
+    check, the batch's stored counts, the errors by code, the local day, the manifest's
+    revision counts); only the code that moves a job into one names it."""
+    found = [
+        f"{name}:{line}"
+        for name, tree in _sources()
+        if name not in _MOVES_INTO_UNSUCCESSFUL
+        for line in _unsuccessful_named(tree)
     ]
     assert not found, "\n".join(found)
 

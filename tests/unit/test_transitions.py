@@ -116,6 +116,8 @@ def test_the_status_table_derives_the_sets_the_machines_name() -> None:
     assert statuses.PENDING_JOB_STATUSES == (J.AVAILABLE, J.DOWNLOADING)
     assert statuses.UNSUCCESSFUL_JOB_STATUSES == (J.FAILED, J.ERROR)
     assert statuses.LEASED_JOB_STATUSES == (J.DOWNLOADING,)
+    assert statuses.FAILED_JOB_STATUSES == (J.FAILED,)
+    assert statuses.ERROR_JOB_STATUSES == (J.ERROR,)
     assert statuses.JOB_STATUSES_BY_PROGRESS == (
         J.COMPLETED,
         J.FAILED,

@@ -6,9 +6,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dlpipe.domain.model import JobStatus
 from dlpipe.domain.outcome import OutcomeSummary, OutcomeTally
-from dlpipe.domain.statuses import UNSUCCESSFUL_JOB_STATUSES
+from dlpipe.domain.statuses import (
+    ERROR_JOB_STATUSES,
+    FAILED_JOB_STATUSES,
+    UNSUCCESSFUL_JOB_STATUSES,
+    count_of,
+)
 from dlpipe.services.ops.ports import OpsJobs
 from dlpipe.services.ops.queries import BatchSummary
 
@@ -29,8 +33,8 @@ class ErrorsByCode:
 def errors_by_code(jobs: OpsJobs, selected: BatchSummary) -> ErrorsByCode:
     """The selected batch's cause and errors by code."""
     batch = selected.batch
-    failed = selected.counts.get(str(JobStatus.FAILED), 0)
-    error = selected.counts.get(str(JobStatus.ERROR), 0)
+    failed = count_of(selected.counts, FAILED_JOB_STATUSES)
+    error = count_of(selected.counts, ERROR_JOB_STATUSES)
     if batch.is_terminal and batch.outcome is not None:
         return ErrorsByCode(batch.outcome, "summary", failed, error)
     if failed + error > LIVE_ERRORS_LIMIT:

@@ -12,7 +12,12 @@ from dlpipe.config import ConfigError
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.domain.freshness import Freshness
 from dlpipe.domain.model import Batch, BatchStatus, FileJob, JobStatus
-from dlpipe.domain.statuses import JOB_STATUSES_BY_PROGRESS, PENDING_JOB_STATUSES
+from dlpipe.domain.statuses import (
+    ERROR_JOB_STATUSES,
+    FAILED_JOB_STATUSES,
+    JOB_STATUSES_BY_PROGRESS,
+    PENDING_JOB_STATUSES,
+)
 from dlpipe.domain.transitions import is_stuck
 from dlpipe.domain.waiting import FeedQueues, Starving, WaitingWork
 from dlpipe.services.ops.context import OpsContext
@@ -152,8 +157,9 @@ def stored_counts(batch: Batch) -> dict[str, int]:
     counts = dict.fromkeys(map(str, JobStatus), 0)  # nothing holds a claim any more
     counts[JobStatus.AVAILABLE] = batch.pending
     counts[JobStatus.COMPLETED] = batch.completed
-    counts[JobStatus.FAILED] = failed
-    counts[JobStatus.ERROR] = error
+    # The item keeps two counts of the unsuccessful: each is shown under its group's first status.
+    counts[FAILED_JOB_STATUSES[0]] = failed
+    counts[ERROR_JOB_STATUSES[0]] = error
     return counts
 
 

@@ -38,7 +38,13 @@ from dataclasses import dataclass, field
 from dlpipe.domain.errors import UnreadableHandler
 from dlpipe.domain.model import Batch, JobStatus
 from dlpipe.domain.rules import BatchCounts
-from dlpipe.domain.statuses import PENDING_JOB_STATUSES, UNSUCCESSFUL_JOB_STATUSES
+from dlpipe.domain.statuses import (
+    ERROR_JOB_STATUSES,
+    FAILED_JOB_STATUSES,
+    PENDING_JOB_STATUSES,
+    UNSUCCESSFUL_JOB_STATUSES,
+    count_of,
+)
 from dlpipe.log import get_logger
 from dlpipe.services.orchestrator.feed_day import feed_batches
 from dlpipe.services.orchestrator.store_ports import BatchStore, JobStore
@@ -77,9 +83,9 @@ def tally(
     # Counted first: a job the sweep completes is taken off pending, not counted twice.
     swept = sweep(lambda exc: unreadable.add(exc.key))
     pending = max(0, sum(counted[s] for s in PENDING_JOB_STATUSES) - swept - len(unreadable))
-    failed = counted[JobStatus.FAILED]
-    # A pending job that cannot be read can never complete: it counts failed, by name.
-    error = counted[JobStatus.ERROR] + len(unreadable)
+    failed = count_of(counted, FAILED_JOB_STATUSES)
+    # A pending job that cannot be read can never complete: it counts error, by name.
+    error = count_of(counted, ERROR_JOB_STATUSES) + len(unreadable)
     for file_id in sorted(unreadable):
         log.error("job.unreadable", batch_id=batch.batch_id, file_id=file_id)
     if pending and not is_last_poll:
@@ -110,8 +116,8 @@ def _resolve_by_name(jobs: JobStore, batch: Batch, unreadable: set[str]) -> Tall
     """
     statuses = jobs.batch_file_ids(batch.batch_id)
     done = {f for f, s in statuses.items() if s is JobStatus.COMPLETED}
-    failed = {f for f, s in statuses.items() if s is JobStatus.FAILED}
-    errors = {f for f, s in statuses.items() if s is JobStatus.ERROR or s is None} | unreadable
+    failed = {f for f, s in statuses.items() if s in FAILED_JOB_STATUSES}
+    errors = {f for f, s in statuses.items() if s in ERROR_JOB_STATUSES or s is None} | unreadable
     named_pending = {f for f, s in statuses.items() if s in PENDING_JOB_STATUSES}
     to_read = (batch.expected_files - set(statuses)) | (named_pending - unreadable)
     gone_bad: set[str] = set()
@@ -158,8 +164,8 @@ def _resolve_by_counts(
     earlier = _earlier(batches, batch)
     gap = batch.expected - pending - failed - error  # files not pending/unsuccessful here
     held = _count(jobs, earlier, *PENDING_JOB_STATUSES, cap=gap)
-    other_failed = _count(jobs, earlier, JobStatus.FAILED, cap=gap - held)
-    other_error = _count(jobs, earlier, JobStatus.ERROR, cap=gap - held - other_failed)
+    other_failed = _count(jobs, earlier, *FAILED_JOB_STATUSES, cap=gap - held)
+    other_error = _count(jobs, earlier, *ERROR_JOB_STATUSES, cap=gap - held - other_failed)
     failed, error, pending = failed + other_failed, error + other_error, pending + held
     if pending and not is_last_poll:
         # Another batch of the date still holds a file: progress only, no completed count.
