@@ -28,18 +28,23 @@ from dlpipe.setting_ranges import IntSetting, int_setting
 # Environment variable names: the only place they are spelled.
 ENV_ENDPOINT_URL = "AWS_ENDPOINT_URL"
 # AWS's standard per-service override, AWS_ENDPOINT_URL_<SERVICE>: locally DynamoDB is served
-# by DynamoDB Local and every other service by moto.
+# by DynamoDB Local and every other service by moto. One for each client dlpipe builds, by the
+# name botocore reads (its service ID: EventBridge for `events`), so each is checked at load.
 ENV_ENDPOINT_URL_DYNAMODB = "AWS_ENDPOINT_URL_DYNAMODB"
 ENV_ENDPOINT_URL_S3 = "AWS_ENDPOINT_URL_S3"
 ENV_ENDPOINT_URL_SQS = "AWS_ENDPOINT_URL_SQS"
 ENV_ENDPOINT_URL_SECRETS_MANAGER = "AWS_ENDPOINT_URL_SECRETS_MANAGER"
 ENV_ENDPOINT_URL_LAMBDA = "AWS_ENDPOINT_URL_LAMBDA"
+ENV_ENDPOINT_URL_SSM = "AWS_ENDPOINT_URL_SSM"
+ENV_ENDPOINT_URL_EVENTBRIDGE = "AWS_ENDPOINT_URL_EVENTBRIDGE"
 SERVICE_ENDPOINT_ENV = {
     "dynamodb": ENV_ENDPOINT_URL_DYNAMODB,
     "s3": ENV_ENDPOINT_URL_S3,
     "sqs": ENV_ENDPOINT_URL_SQS,
     "secretsmanager": ENV_ENDPOINT_URL_SECRETS_MANAGER,
     "lambda": ENV_ENDPOINT_URL_LAMBDA,
+    "ssm": ENV_ENDPOINT_URL_SSM,
+    "events": ENV_ENDPOINT_URL_EVENTBRIDGE,
 }
 ENV_REGION = "AWS_REGION"
 ENV_DEFAULT_REGION = "AWS_DEFAULT_REGION"

@@ -32,9 +32,12 @@ variable "provider_base_url" {
   description = "Base URL of the data provider's HTTPS API (GET {base}/v1/files?date=...). The bearer token lives in the provider-token secret, never here."
   type        = string
 
+  # A feed's URL rule (the `feeds` validation below; dlpipe/domain/url_settings.py): the
+  # value becomes the functions' DLPIPE_PROVIDER_URL and sits in tfvars and the state, so a
+  # credential, a query or a port the code would refuse at start is refused here first.
   validation {
-    condition     = can(regex("^https://[^\\s]+$", var.provider_base_url))
-    error_message = "provider_base_url must be an https:// URL."
+    condition     = can(regex("^https://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*)?$", var.provider_base_url)) && alltrue([for port in regexall("^https://[A-Za-z0-9.-]+:([0-9]+)", var.provider_base_url) : tonumber(port[0]) >= 1 && tonumber(port[0]) <= 65535])
+    error_message = "provider_base_url must be an https:// URL with a host, an optional port from 1 to 65535 and path, and no credentials, query or fragment."
   }
 }
 
@@ -550,8 +553,8 @@ variable "feeds" {
   }
 
   validation {
-    condition     = alltrue([for name, feed in var.feeds : can(regex("^https://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*)?$", feed.provider_base_url))])
-    error_message = "feeds: each feed's provider_base_url must be an https:// URL with a host, an optional port and path, and no credentials, query or fragment."
+    condition     = alltrue([for name, feed in var.feeds : can(regex("^https://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*)?$", feed.provider_base_url)) && alltrue([for port in regexall("^https://[A-Za-z0-9.-]+:([0-9]+)", feed.provider_base_url) : tonumber(port[0]) >= 1 && tonumber(port[0]) <= 65535])])
+    error_message = "feeds: each feed's provider_base_url must be an https:// URL with a host, an optional port from 1 to 65535 and path, and no credentials, query or fragment."
   }
 
   validation {
@@ -605,11 +608,11 @@ variable "feeds" {
     condition = alltrue([for name, feed in var.feeds : alltrue([
       feed.poll_interval_seconds == null || try(feed.poll_interval_seconds >= 10 && feed.poll_interval_seconds <= 86400 && floor(feed.poll_interval_seconds) == feed.poll_interval_seconds, false),
       feed.max_polls == null || try(feed.max_polls >= 1 && feed.max_polls <= 1000 && floor(feed.max_polls) == feed.max_polls, false),
-      feed.large_file_threshold_bytes == null || try(feed.large_file_threshold_bytes >= 0 && floor(feed.large_file_threshold_bytes) == feed.large_file_threshold_bytes, false),
-      feed.stall_floor_bytes == null || try(feed.stall_floor_bytes >= 0 && floor(feed.stall_floor_bytes) == feed.stall_floor_bytes, false),
+      feed.large_file_threshold_bytes == null || try(feed.large_file_threshold_bytes >= 0 && feed.large_file_threshold_bytes <= 5497558138880 && floor(feed.large_file_threshold_bytes) == feed.large_file_threshold_bytes, false),
+      feed.stall_floor_bytes == null || try(feed.stall_floor_bytes >= 0 && feed.stall_floor_bytes <= 1099511627776 && floor(feed.stall_floor_bytes) == feed.stall_floor_bytes, false),
       feed.stall_window_seconds == null || try(feed.stall_window_seconds >= 5 && feed.stall_window_seconds <= 3600 && floor(feed.stall_window_seconds) == feed.stall_window_seconds, false),
     ])])
-    error_message = "feeds: a feed's poll_interval_seconds must be a whole number from 10 to 86400, max_polls from 1 to 1000, large_file_threshold_bytes and stall_floor_bytes whole numbers of at least 0, stall_window_seconds from 5 to 3600 (or null for the deployment's values)."
+    error_message = "feeds: a feed's poll_interval_seconds must be a whole number from 10 to 86400, max_polls from 1 to 1000, large_file_threshold_bytes from 0 to 5497558138880, stall_floor_bytes from 0 to 1099511627776, stall_window_seconds from 5 to 3600 (or null for the deployment's values)."
   }
 
   validation {

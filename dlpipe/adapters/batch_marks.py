@@ -14,6 +14,7 @@ from dlpipe.adapters.items import (
     batch_key,
     expression_names,
     serialize,
+    stored_error,
 )
 from dlpipe.domain.errors import BatchTransitionRefusedError
 from dlpipe.domain.model import Batch
@@ -53,14 +54,15 @@ class BatchMarks:
         )
 
     def record_handoff_problem(self, batch_id: str, problem: str | None) -> Batch:
-        """SET why the batch's hand-off was withheld (REMOVE with None: it went out since)."""
+        """SET why the batch's hand-off was withheld (REMOVE with None: it went out since),
+        stored as an ErrorMessage is: redacted, then cut."""
         # Race: none that matters (the latest run's word wins); the condition only refuses to
         # create an item for a batch gone meanwhile. Rule: may_record.
         # (`#id = :id` holds exactly when the item exists, and gives a REMOVE a value to pass.)
         values: dict[str, Any] = {":id": batch_id}
         update = "REMOVE #handoff_problem"
         if problem is not None:
-            update, values[":problem"] = "SET #handoff_problem = :problem", problem[:1000]
+            update, values[":problem"] = "SET #handoff_problem = :problem", stored_error(problem)
         return self._mark(batch_id, update, "#id = :id", values, "record hand-off problem")
 
     def claim_day_late(self, batch_id: str, event_id: str) -> Batch:

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from dlpipe.domain.messages import MalformedMessageError, decode_message
+from dlpipe.domain.redaction import redact
 from dlpipe.domain.routing import TimeBudget
 from dlpipe.log import get_logger
 from dlpipe.services.download.service import DownloadService, Outcome, ProcessResult
@@ -70,7 +71,9 @@ def dispatch(
     try:
         message = decode_message(body)
     except MalformedMessageError as exc:
-        log.warning("message.rejected", reason=str(exc), body_preview=body[:_PREVIEW_CHARS])
+        # Masked before the cut: a cut may leave less of a token than redaction recognises.
+        preview = redact(body)[:_PREVIEW_CHARS]
+        log.warning("message.rejected", reason=str(exc), body_preview=preview)
         return True
     try:
         result = service.process(

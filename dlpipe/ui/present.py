@@ -1,4 +1,5 @@
-"""What the templates call: times, error codes, status colours, links that keep the query."""
+"""What the templates call: times, error codes, status colours, links that keep the query;
+and `shown`, which every value they print passes (redacted, then escaped)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from markupsafe import Markup
 
 from dlpipe.domain.clock import ms_from_iso, time_for_people
 from dlpipe.domain.model import BatchStatus, FileJob, JobStatus
+from dlpipe.domain.redaction import redact
 from dlpipe.domain.statuses import (
     JOB_STATUSES_BY_PROGRESS,
     SUCCESSFUL_BATCH_STATUSES,
@@ -92,17 +94,19 @@ def sort_link(key: str, current: str, descending: bool) -> str:
 
 
 def shown(value: Any) -> Any:
-    """Every `{{ value }}` of every template, before HTML escaping: text with its invisible
-    characters (controls, bidi, zero-width, separators, fillers) written as escapes, the
-    CLI's one set (dlpipe/domain/text.py). Markup stays Markup: an escape adds no HTML."""
+    """Every `{{ value }}` of every template, before HTML escaping: text through the one
+    redaction (dlpipe/domain/redaction.py), then with its invisible characters (controls,
+    bidi, zero-width, separators, fillers) written as escapes, the CLI's one set
+    (dlpipe/domain/text.py). Markup (the page's own) stays Markup, its invisible characters
+    escaped: an escape adds no HTML."""
     if isinstance(value, Markup):
         return Markup(escape_invisible(str(value)))  # noqa: S704 - escapes are [\\xuU0-9a-f]
-    return escape_invisible(value) if isinstance(value, str) else value
+    return escape_invisible(redact(value)) if isinstance(value, str) else value
 
 
 def register(app: Flask) -> None:
     """Make the helpers and the statuses and their groups available to every template, and
-    pass every value a template shows through `shown`."""
+    pass every value a template shows through `shown` (the template finalizer)."""
     app.jinja_env.finalize = shown
     app.jinja_env.filters.update(
         iso=iso, short_time=short_time, error_code=error_code, error_detail=error_detail

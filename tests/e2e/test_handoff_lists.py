@@ -10,7 +10,7 @@ from collections.abc import Callable
 import pytest
 
 from dlpipe.adapters.aws import AwsClients
-from dlpipe.handoff import show_day
+from dlpipe.handoff import HandoffError, show_day, wait_for_day
 from tests.e2e.test_handoff_commands import Bucket, _dlpipe, bucket
 from tests.support import unique_day
 
@@ -141,3 +141,34 @@ def test_a_copy_manifest_for_a_day_without_files_is_named(
     assert _problems(clients, bucket, day) == (
         f"COPY manifest {copy} exists for a day without files",
     )
+
+
+def _edit_copy_manifest(clients: AwsClients, bucket: Bucket, copy: str) -> None:
+    doc = json.loads(clients.s3.get_object(Bucket=bucket.name, Key=copy)["Body"].read())
+    doc["entries"][0]["meta"]["content_length"] += 1
+    bucket.put(copy, json.dumps(doc).encode())
+
+
+@pytest.mark.parametrize("edited", ["file list", "COPY manifest"])
+def test_wait_verify_is_not_ready_for_a_day_whose_list_was_edited(
+    bucket: Bucket, clients: AwsClients, edited: str
+) -> None:
+    """A consumer that waits with --verify (the README's sensors) is never told "ready" for a
+    day whose JSON Lines file list or COPY manifest was edited: exit 1 in one line naming the
+    list, and wait_for_day(verify=True) raises; plain `wait` reads only pointer and manifest."""
+    day = unique_day()
+    key, _ = bucket.day(day, "completed")
+    listed, copy = _keys(day, key)
+    if edited == "file list":
+        bucket.put(listed, _jsonl(_drop_line(_lines(clients, bucket, listed))))
+    else:
+        _edit_copy_manifest(clients, bucket, copy)
+    assert _dlpipe(bucket, "wait", "--date", day).returncode == 0
+    run = _dlpipe(bucket, "wait", "--date", day, "--verify")
+    assert run.returncode == 1, run.stderr
+    assert run.stdout == ""
+    (line,) = run.stderr.splitlines()
+    assert "the completed day does not verify" in line, line
+    assert edited in line, line
+    with pytest.raises(HandoffError, match=edited):
+        wait_for_day("default", day, s3_client=clients.s3, bucket=bucket.name, verify=True)

@@ -5,7 +5,8 @@ Terraform evaluates its own validation conditions, copied from the `feeds` varia
 table of cases (one feed each) in a single apply, and renders each case's SSM parameter
 with feeds.tf's own expression; the code loads that parameter as the functions do
 (feed_from_parameter, the local-development switch off). Only what Terraform cannot know is
-allowed to differ, and is listed in TERRAFORM_CANNOT_KNOW.
+allowed to differ, and is listed in TERRAFORM_CANNOT_KNOW. The default feed's
+`provider_base_url` variable is held to a feed's URL rule the same way, in the same apply.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from typing import Any
 import pytest
 
 from dlpipe.adapters.feed_parameters import feed_from_parameter
+from dlpipe.config import check_provider_url
 from dlpipe.domain.feeds import FeedError
+from dlpipe.domain.url_settings import feed_url_problem
 from tests.infra.hcl import TERRAFORM_DIR
 from tests.infra.hcl_text import attribute, blocks, items
 from tests.infra.terraform_render import TERRAFORM
@@ -53,6 +56,11 @@ FIELD_CASES: dict[str, list[Any]] = {
         "https://api.example.com/a b",
         "ftp://api.example.com",
         "https://api.example.com\n",
+        "https://api.example.com:1/",
+        "https://api.example.com:65535/v1",
+        "https://api.example.com:0",
+        "https://api.example.com:65536/",
+        "https://api.example.com:99999",
     ],
     "schedule": [
         "cron(0 7 * * ? *)",
@@ -116,8 +124,8 @@ FIELD_CASES: dict[str, list[Any]] = {
     "deadline": ["09:30", "23:59", "00:00", "24:00", "9:30", "09:60", None],
     "poll_interval_seconds": [10, 86400, 60, 9, 86401, 10.5, None],
     "max_polls": [1, 1000, 0, 1001, 2.5],
-    "large_file_threshold_bytes": [0, 1, 10**12, -1, 0.5],
-    "stall_floor_bytes": [0, 65536, -1, 1.5, None],
+    "large_file_threshold_bytes": [0, 1, 10**12, 5497558138880, 5497558138881, -1, 0.5],
+    "stall_floor_bytes": [0, 65536, 1099511627776, 1099511627777, -1, 1.5, None],
     "stall_window_seconds": [5, 3600, 30, 4, 3601, 7.5, None],
     "max_share_percent": [1, 100, 50, 0, 101, 2.5, -1, None],
     "restatement_window_days": [0, 31, 3, 32, -1, 1.5, None],
@@ -131,6 +139,22 @@ FIELD_CASES: dict[str, list[Any]] = {
     ],
     "private_key_secret": [KEY, "dlpipe/vendor/key", "file:/k.pem"],
 }
+# terraform/variables.tf's `provider_base_url` (the default feed's; the Lambdas'
+# DLPIPE_PROVIDER_URL): what reaches tfvars, the state and the functions' environment.
+TOP_LEVEL_URL_CASES = [
+    "https://provider.example.com",
+    "https://provider.example.com:8443/v1/",
+    "https://provider.example.com:65535",
+    "https://user:pw@provider.example.com",
+    "https://token@provider.example.com/v1",
+    "https://provider.example.com/?apikey=1",
+    "https://provider.example.com/#top",
+    "https://provider.example.com:0",
+    "https://provider.example.com:65536",
+    "https://provider.example.com:99999/v1",
+    "http://provider.example.com",
+    "https://provider.example.com/a b",
+]
 NAME_CASES = ["vendor", "a", "a" * 31, "a" * 32, "Vendor", "vendor_a", "vendor.a", "-x", "default"]
 # Terraform has no time zone database: a well-formed unknown zone passes its validation, and
 # EventBridge Scheduler refuses the schedule at apply, before any parameter is read.
@@ -152,24 +176,31 @@ def _cases() -> dict[str, tuple[str, str, Any, dict[str, Any]]]:
 CASES = _cases()
 
 
-def _feeds_variable() -> str:
+def _variable(name: str) -> str:
     (block,) = [
         item
         for item in items((TERRAFORM_DIR / "variables.tf").read_text(encoding="utf-8"))
-        if item.kind == "variable" and item.labels == ("feeds",)
+        if item.kind == "variable" and item.labels == (name,)
     ]
     return block.text
 
 
-def _module() -> str:
-    """Terraform's type and conditions of `feeds` over every case; feeds.tf's parameter."""
-    variable = _feeds_variable()
-    feed_type = attribute(variable, "type")
+def _conditions(variable: str, name: str, over: str) -> list[str]:
+    """The variable's validation conditions, each on `over` in place of `var.<name>`."""
     conditions = [attribute(v.text, "condition") for v in blocks(variable, "validation")]
-    assert feed_type
     assert conditions
     assert all(conditions)
-    over_case = [re.sub(r"\bvar\.feeds\b", "feeds", str(c)) for c in conditions]
+    return [re.sub(rf"\bvar\.{name}\b", over, str(c)) for c in conditions]
+
+
+def _module() -> str:
+    """Terraform's type and conditions of `feeds` over every case; feeds.tf's parameter; the
+    conditions of `provider_base_url` over every top-level URL case."""
+    variable = _variable("feeds")
+    feed_type = attribute(variable, "type")
+    assert feed_type
+    over_case = _conditions(variable, "feeds", "feeds")
+    over_url = ",\n".join(_conditions(_variable("provider_base_url"), "provider_base_url", "url"))
     (parameter,) = [
         item
         for item in items((TERRAFORM_DIR / "feeds.tf").read_text(encoding="utf-8"))
@@ -194,6 +225,9 @@ def _module() -> str:
         f"{verdicts}\n] }}\n}}\n"
         f'output "parameters" {{\n  value = {{ for case_name, feeds in var.cases : case_name =>'
         f" {{ for name, feed in feeds : name => {value} }} }}\n}}\n"
+        f'variable "urls" {{\n  type = map(string)\n}}\n'
+        f'output "url_verdicts" {{\n  value = {{ for case_name, url in var.urls : case_name => [\n'
+        f"{over_url}\n] }}\n}}\n"
     )
 
 
@@ -202,7 +236,9 @@ def terraform(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     directory: Path = tmp_path_factory.mktemp("feed-rule")
     (directory / "main.tf").write_text(_module(), encoding="utf-8")
     cases = {key: feeds for key, (_, _, _, feeds) in CASES.items()}
-    (directory / "cases.tfvars.json").write_text(json.dumps({"cases": cases}), encoding="utf-8")
+    urls = {str(index): url for index, url in enumerate(TOP_LEVEL_URL_CASES)}
+    variables = json.dumps({"cases": cases, "urls": urls})
+    (directory / "cases.tfvars.json").write_text(variables, encoding="utf-8")
     run = [str(TERRAFORM), "-chdir=" + str(directory)]
     subprocess.run([*run, "init", "-input=false"], check=True, capture_output=True)
     applied = subprocess.run(
@@ -276,3 +312,22 @@ def test_the_parameter_keeps_a_trailing_slash_the_code_drops(terraform: dict[str
     assert json.loads(parameter)["destination_prefix"] == "vendor-b/daily/"
     feed = feed_from_parameter("vendor", "/dlpipe/feeds/vendor", parameter)
     assert feed.destination_prefix == "vendor-b/daily"
+
+
+@pytest.mark.parametrize("index", range(len(TOP_LEVEL_URL_CASES)))
+def test_the_default_feeds_url_variable_holds_to_a_feeds_url_rule(
+    terraform: dict[str, Any], index: int
+) -> None:
+    """`provider_base_url` passes Terraform's validations exactly when the code would take it
+    as a feed's URL; whatever passes, the functions' load (check_provider_url) takes too, so
+    a credential, a query or a port out of range never reaches the state or a function."""
+    url = TOP_LEVEL_URL_CASES[index]
+    terraform_accepts = all(terraform["url_verdicts"][str(index)])
+    assert terraform_accepts == (feed_url_problem(url, local=False) is None), url
+    if terraform_accepts:
+        assert check_provider_url(url, allow_http=False) == url
+
+
+def test_the_top_level_url_cases_have_both_verdicts(terraform: dict[str, Any]) -> None:
+    """The top-level cases include URLs Terraform accepts and URLs it refuses."""
+    assert {all(v) for v in terraform["url_verdicts"].values()} == {True, False}

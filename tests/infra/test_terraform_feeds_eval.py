@@ -201,6 +201,16 @@ BAD = [
         "provider_base_url",
         id="http",
     ),
+    pytest.param(
+        _with("vendor-a", "provider_base_url", "https://x.example.com:99999/v1"),
+        "provider_base_url",
+        id="port-past-65535",
+    ),
+    pytest.param(
+        _with("vendor-b", "provider_base_url", "https://x.example.com:0"),
+        "provider_base_url",
+        id="port-zero",
+    ),
     pytest.param(_with("vendor-a", "schedule", "0 7 * * *"), "schedule", id="schedule"),
     pytest.param(_with("vendor-a", "time_zone", "Europe London"), "time_zone", id="time-zone"),
     pytest.param(

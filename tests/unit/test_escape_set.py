@@ -1,17 +1,19 @@
 """One escape set for text bound for a person, by Unicode category (Cc, Cf, Zl, Zp, Cs, Co,
 Cn) and the fillers that draw as nothing, tested over every code point; the CLI's `visible`
-and every value a web page shows go through it."""
+and every value a web page shows go through it, the page's value redacted first."""
 
 from __future__ import annotations
 
 import sys
 import unicodedata
+from collections.abc import Iterator
 
 import pytest
 from flask import Flask, render_template_string
 from markupsafe import Markup
 
 from dlpipe.cli.safe_text import visible
+from dlpipe.domain.redaction import forget_secrets, register_secret
 from dlpipe.domain.text import ESCAPED_CATEGORIES, ESCAPED_FILLERS, escape_invisible
 from dlpipe.domain.url_policy import printable
 from dlpipe.ui.present import register
@@ -82,3 +84,27 @@ def test_the_web_view_escapes_what_the_cli_escapes(char: str) -> None:
 def test_markup_stays_markup_and_other_values_as_they_are() -> None:
     page = _page("{{ m }}|{{ n }}|{{ none }}", m=Markup("<i>a\u202eb</i>"), n=7, none=None)
     assert page == "<i>a\\u202eb</i>|7|None"
+
+
+TOKEN = "tok-CANARY-0123456789abcdefghij"
+
+
+@pytest.fixture
+def registered() -> Iterator[str]:
+    """TOKEN registered as the process's own secret, forgotten afterwards."""
+    forget_secrets()
+    register_secret(TOKEN)
+    yield TOKEN
+    forget_secrets()
+
+
+def test_every_value_a_page_prints_is_redacted_then_escaped(registered: str) -> None:
+    """A registered token, a `Bearer ...` and a signature are masked in a page's value; what
+    is left has its invisible characters escaped (the finalizer does both)."""
+    cause = (
+        f"echo {registered}\u202e; Authorization: Bearer sekret-abcdef ?X-Amz-Signature=deadbeef"
+    )
+    page = _page("<td>{{ cause }}</td>", cause=cause)
+    for secret in (registered[:12], registered[-12:], "sekret-abcdef", "deadbeef"):
+        assert secret not in page, page
+    assert "echo ***\\u202e" in page

@@ -4,6 +4,7 @@ name, "default" for the default feed, read from the batch or job (never an ID)."
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -21,6 +22,7 @@ from dlpipe.domain.model import (
     make_batch_id,
     make_file_id,
 )
+from dlpipe.domain.redaction import forget_secrets, register_secret
 from dlpipe.services.download.file_metrics import FileFinish, record_finished
 from dlpipe.services.orchestrator.flow import BatchFlowService
 from tests.fakes.provider import FakeLister, descriptor
@@ -29,6 +31,7 @@ from tests.support import ManualClock
 
 DAY = "2026-02-28"
 UUID = "00000000-0000-4000-8000-000000000001"
+TOKEN = "tok-CANARY-0123456789abcdefghij"
 
 
 @pytest.fixture
@@ -167,3 +170,34 @@ def test_a_finished_files_document_carries_its_jobs_feed(lines: list[str], feed:
     (directive,) = document["_aws"]["CloudWatchMetrics"]
     assert ["Feed", "Outcome"] in directive["Dimensions"]
     assert (document["Feed"], document["Outcome"]) == (feed, "completed")
+
+
+@pytest.fixture
+def registered() -> Iterator[str]:
+    """TOKEN registered as the process's own secret, forgotten afterwards."""
+    forget_secrets()
+    register_secret(TOKEN)
+    yield TOKEN
+    forget_secrets()
+
+
+def test_a_token_in_a_dimension_or_a_property_is_masked_in_the_document(
+    lines: list[str], registered: str
+) -> None:
+    """Dimension values and string properties are provider text (a feed, an entity, a cause):
+    emit masks a registered token and a `Bearer ...` in each; numbers stay as they are."""
+    metrics.emit(
+        {"BatchFailed": (1, metrics.COUNT)},
+        dimensions={"Feed": f"x{registered}"},
+        cause=f"echo {registered}; Bearer sekret-abcdef",
+        polls=3,
+    )
+    (line,) = lines
+    for leak in (registered[:12], registered[-12:], "sekret-abcdef"):
+        assert leak not in line, line
+    (document,) = _documents(lines)
+    assert (document["Feed"], document["cause"], document["polls"]) == (
+        "x***",
+        "echo ***; Bearer ***",
+        3,
+    )

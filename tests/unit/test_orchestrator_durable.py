@@ -7,7 +7,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,9 +25,11 @@ from structlog.testing import capture_logs
 
 from dlpipe.domain.events import InvalidEventError
 from dlpipe.domain.outage import OutageBackoff
+from dlpipe.domain.redaction import forget_secrets, register_secret
 from dlpipe.local.durable_runner import LocalRunError, run_durable_locally
 from dlpipe.services.orchestrator.durable import (
     PollingBudgetError,
+    _redacted,
     assert_polling_fits,
     build_durable_handler,
 )
@@ -45,6 +47,7 @@ from orchestrator import handler as handler_module
 
 EVENT = {"date": "2026-02-28"}
 OUTAGE_CAUSE = "GET /v1/files: HTTP 503"
+TOKEN = "tok-CANARY-0123456789abcdefghij"
 
 
 def crash() -> BaseException:
@@ -656,3 +659,44 @@ def test_a_restatement_check_that_fails_for_good_never_fails_the_runs_own_day() 
     failed = [e for e in logs if e["event"] == "batch.restatement_check_failed"]
     assert {e["date"] for e in failed} == {"2026-02-28"}  # once a replay of the body
     assert "listing broke" in failed[0]["cause"]
+
+
+@pytest.fixture
+def registered() -> Iterator[str]:
+    """TOKEN registered as the process's own secret, forgotten afterwards."""
+    forget_secrets()
+    register_secret(TOKEN)
+    yield TOKEN
+    forget_secrets()
+
+
+def test_the_handlers_output_is_masked_and_its_result_stays_json(registered: str) -> None:
+    """What the SDK hands back (its Result a JSON string) and a plain result are masked as
+    data: strings masked, keys and numbers kept, the Result still JSON."""
+    result = {"batch_id": f"batch-{registered}", "outcome": {"cause": f"Bearer {registered}"}}
+    masked = {"batch_id": "batch-***", "outcome": {"cause": "Bearer ***"}}
+    output = _redacted(lambda _e, _c: {"Status": "SUCCEEDED", "Result": json.dumps(result)})
+    sent = output({}, None)
+    assert sent["Status"] == "SUCCEEDED"
+    assert json.loads(sent["Result"]) == masked
+    assert _redacted(lambda _e, _c: result | {"polls": 2})({}, None) == masked | {"polls": 2}
+
+
+def test_an_exception_leaving_the_handler_is_masked_with_its_cause(registered: str) -> None:
+    """The error the SDK logs and records, and the Lambda's failed output, name no token: the
+    exception and the one it was raised from are masked in place."""
+
+    def refused() -> None:
+        raise OSError(f"refused Authorization: Bearer {registered}")
+
+    def failing(_event: object, _context: object) -> None:
+        try:
+            refused()
+        except OSError as exc:
+            raise RuntimeError(f"step failed: {registered}") from exc
+
+    with pytest.raises(RuntimeError) as raised:
+        _redacted(failing)({}, None)
+    assert str(raised.value) == "step failed: ***"
+    assert registered[:12] not in str(raised.value.__cause__)
+    assert "refused Authorization: ***" in str(raised.value.__cause__)

@@ -1,15 +1,20 @@
 """Every URL-bearing setting refuses a hostile value at load, in one line naming the
-setting, never showing a password the URL carried: the environment's AWS endpoints, queue
-URLs and provider URL, and a feed's provider_base_url and queue_url from the feeds file
-(local) and from an SSM parameter (AWS)."""
+setting, never showing a password the URL carried: the environment's AWS endpoints (one for
+each client dlpipe builds, by the name botocore reads), queue URLs and provider URL, and a
+feed's provider_base_url and queue_url from the feeds file (local) and from an SSM parameter
+(AWS)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from functools import cached_property
 from typing import Any
 
+import boto3
 import pytest
 
+from dlpipe.adapters.aws import AwsClients
 from dlpipe.config import SERVICE_ENDPOINT_ENV, ConfigError, Settings
 from dlpipe.domain.feeds import FeedError, feed_from_mapping
 
@@ -100,3 +105,36 @@ def test_the_port_is_named_as_a_range() -> None:
     with pytest.raises(FeedError) as refused:
         _feed_loader("provider_base_url", True)("http://127.0.0.1:99999/")
     assert "has a port that is not a number from 1 to 65535" in str(refused.value)
+
+
+# The services AwsClients builds a client of: its cached properties (`lambda_` is lambda).
+CLIENT_SERVICES = [
+    name.rstrip("_")
+    for name, value in vars(AwsClients).items()
+    if isinstance(value, cached_property)
+]
+
+
+@pytest.mark.parametrize("service", CLIENT_SERVICES)
+def test_each_clients_endpoint_variable_is_one_checked_at_load(
+    service: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """botocore reads AWS_ENDPOINT_URL_<SERVICE ID> itself when it builds a client: for each
+    client dlpipe builds, SERVICE_ENDPOINT_ENV names that very variable, so it is checked."""
+    for name in [n for n in os.environ if n.startswith("AWS_ENDPOINT_URL")]:
+        monkeypatch.delenv(name)
+    monkeypatch.delenv("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", raising=False)
+    assert service in SERVICE_ENDPOINT_ENV
+    monkeypatch.setenv(SERVICE_ENDPOINT_ENV[service], "http://127.0.0.1:4599")
+    client = boto3.Session(region_name="eu-west-1").client(service)
+    assert client.meta.endpoint_url == "http://127.0.0.1:4599"
+
+
+@pytest.mark.parametrize(
+    ("service", "name"),
+    [("ssm", "AWS_ENDPOINT_URL_SSM"), ("events", "AWS_ENDPOINT_URL_EVENTBRIDGE")],
+)
+def test_a_services_own_endpoint_wins_over_aws_endpoint_url(service: str, name: str) -> None:
+    """As botocore has it: the service's own variable first, then AWS_ENDPOINT_URL."""
+    env = {"AWS_ENDPOINT_URL": "http://127.0.0.1:5000", name: "http://127.0.0.1:4566"}
+    assert Settings.from_env(env).endpoint_for(service) == "http://127.0.0.1:4566"

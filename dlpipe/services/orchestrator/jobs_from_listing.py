@@ -70,7 +70,9 @@ def error_job(
         created_at=iso_from_ms(now_ms),
         status_updated_at_ms=now_ms,
         ttl_epoch_s=job_ttl_epoch_s(now_ms // 1000),
-        error_message=f"rejected_listing: {rejected.reason}"[:1000],
+        # Whole: the table write masks it, then cuts it (adapters/items.py's stored_error); a
+        # cut first could leave a piece of an echoed token too short to be recognised.
+        error_message=f"rejected_listing: {rejected.reason}",
         listing_index=listing_index,
         feed=feed,
     )

@@ -2,10 +2,12 @@
 
 The default feed publishes at the bucket's root, `{entity}/{date}/...`, so an entity equal to
 a named feed's first prefix segment (`vendor-b`) would put a stranger's file inside that feed's
-folder, and `_dlpipe` next to dlpipe's own manifests. Such an entry is refused like any other
-broken entry: an `error` job `rejected_listing: entity 'vendor-b' is reserved ...`, no request
-for its file. Named feeds publish under their own prefixes, which never overlap
-(dlpipe/domain/feeds.py), so only the default feed is guarded.
+folder, and `_dlpipe` next to dlpipe's own manifests. Letter case is ignored (`Vendor-B` too),
+as the prefix rule ignores it: a consumer copying the bucket to a case-insensitive disk would
+merge the two. Such an entry is refused like any other broken entry: an `error` job
+`rejected_listing: entity 'vendor-b' is reserved ...`, no request for its file. Named feeds
+publish under their own prefixes, which never overlap (dlpipe/domain/feeds.py), so only the
+default feed is guarded.
 """
 
 from __future__ import annotations
@@ -19,15 +21,17 @@ from dlpipe.services.orchestrator.fanout import Entry, FileLister, open_listing
 
 
 def reserved_roots(named_prefixes: list[str]) -> frozenset[str]:
-    """The root-level names the default feed may not publish under: dlpipe's own and the first
-    segment of every named feed's destination prefix."""
-    return frozenset({RESERVED_PREFIX, *(p.split("/", 1)[0] for p in named_prefixes if p)})
+    """The root-level names the default feed may not publish under, lower-cased: dlpipe's own
+    and the first segment of every named feed's destination prefix."""
+    firsts = (p.split("/", 1)[0] for p in named_prefixes if p)
+    return frozenset({RESERVED_PREFIX, *(first.lower() for first in firsts)})
 
 
 def guarded(entry: Entry, roots: frozenset[str]) -> Entry:
-    """`entry`, or its refusal when its entity is a reserved root."""
-    if isinstance(entry, FileDescriptor) and entry.entity in roots:
-        owner = "dlpipe's own keys" if entry.entity == RESERVED_PREFIX else "another feed's files"
+    """`entry`, or its refusal when its entity is a reserved root in any letter case."""
+    if isinstance(entry, FileDescriptor) and entry.entity.lower() in roots:
+        own = entry.entity.lower() == RESERVED_PREFIX
+        owner = "dlpipe's own keys" if own else "another feed's files"
         reason = (
             f"entity {entry.entity!r} is reserved: {entry.entity}/ holds {owner}, where a"
             " file of the default feed would be taken for theirs"
