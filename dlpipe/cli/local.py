@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 import signal
 import socket
@@ -17,6 +18,7 @@ from dlpipe.cli.ops.dates import resolve_day, wall_clock_ms
 from dlpipe.cli.ops.param_types import DAY
 from dlpipe.config import (
     ENV_FEEDS_PARAMETER_PATH,
+    ENV_LOG_LEVEL,
     ENV_PRIVATE_KEY_FILE,
     SERVICE_ENDPOINT_ENV,
     Settings,
@@ -168,6 +170,7 @@ def up(  # noqa: PLR0917 - click passes one argument per option
     from dlpipe.local.dynamodb_local import DynamoDBLocalError  # noqa: PLC0415
     from dlpipe.local.emulator import EmulatorError  # noqa: PLC0415
     from dlpipe.local.up import StubOptions, local_up  # noqa: PLC0415
+    from dlpipe.log import configure_logging  # noqa: PLC0415
 
     if feeds > 1 and not stub:
         raise click.UsageError("--feeds serves stub providers: it cannot go with --no-stub")
@@ -184,6 +187,9 @@ def up(  # noqa: PLR0917 - click passes one argument per option
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
+    # JSON lines on stderr until the stack's own log file takes them (local_up, with a stub),
+    # and again after it closed.
+    configure_logging(os.environ.get(ENV_LOG_LEVEL) or "INFO")
     try:
         with local_up(port, dynamodb_port, options) as running:
             console.print(provisioned_table(running.clients, running.provisioned))
@@ -213,6 +219,8 @@ def _print_exports(running: LocalUp, options: StubOptions | None) -> None:
             f"{options.date}; private key {running.environment[ENV_PRIVATE_KEY_FILE]} (0600)",
             highlight=False,
         )
+        # Once, whole (never wrapped): the stubs' JSON lines are there, not on this terminal.
+        console.print(f"stub provider logs: {running.stub_log}", highlight=False, soft_wrap=True)
         for name, url in list(running.stub_urls.items())[1:]:
             console.print(
                 f"feed {name}: stub provider at {url}; its settings, key and token files are in "

@@ -2,14 +2,33 @@
 
 from __future__ import annotations
 
+import math
 import signal
 from types import FrameType
+from typing import Any
 
 import click
 
-from dlpipe.config import ConfigError, Settings
+from dlpipe.config import INT_SETTINGS, ConfigError, Settings
 from dlpipe.domain.feeds import FeedError
 from dlpipe.log import configure_logging
+
+# Every numeric option has a minimum and a maximum (tests/unit/test_feed_ranges.py): a value
+# past them is one usage line, never a traceback from the time arithmetic it would reach.
+_DAY_S = 86_400
+# A file held past SQS's longest visibility timeout (the lease's maximum) is seen by another
+# worker anyway: no grace longer than that.
+_GRACE_MAX_S = INT_SETTINGS["lease_seconds"].maximum
+
+
+class _Seconds(click.FloatRange):
+    """A number of seconds within the range; nan too is refused (it compares with no bound)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        seconds = super().convert(value, param, ctx)
+        if math.isnan(seconds):
+            self.fail(f"{value} is not in the range {self.min}<=x<={self.max}.", param, ctx)
+        return seconds
 
 
 @click.command("worker")
@@ -37,21 +56,21 @@ from dlpipe.log import configure_logging
 )
 @click.option(
     "--exit-when-idle",
-    type=click.FloatRange(min=0),
+    type=_Seconds(0, _DAY_S),
     default=None,
     metavar="SECONDS",
     help="Exit once the queue has been empty this long (local runs, tests).",
 )
 @click.option(
     "--grace-seconds",
-    type=click.FloatRange(min=0),
+    type=_Seconds(0, _GRACE_MAX_S),
     default=20.0,
     show_default=True,
     help="On SIGTERM/SIGINT: time for each file in progress, or received by a long poll still open, to finish before it is released.",
 )
 @click.option(
     "--time-budget-seconds",
-    type=click.FloatRange(min=1),
+    type=_Seconds(1, _DAY_S),
     default=None,
     metavar="SECONDS",
     help="Per file: fail files that need longer at the minimum throughput (default: no limit).",

@@ -46,12 +46,20 @@ _SECRET_ARN = re.compile(
     r"arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:[A-Za-z0-9/_+=.@-]+"
 )
 _HOST_PATTERN = re.compile(r"(\*\.)?[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:([0-9]{1,5}|\*))?")
-# Whole numbers within these bounds (None: the deployment's value).
-POLL_INTERVAL_RANGE = (10, 86400)
-MAX_POLLS_RANGE = (1, 1000)
-STALL_WINDOW_RANGE = (5, 3600)
-MAX_SHARE_PERCENT_RANGE = (1, 100)
-RESTATEMENT_WINDOW_RANGE = (0, 31)
+# Every duration, count and size field of a feed: the whole numbers it loads, from..to (None:
+# the deployment's value). Each lies inside the range of the setting it overrides (config.py's
+# INT_SETTINGS, which the domain may not import); tests/unit/test_feed_ranges.py holds both,
+# and fails for a numeric Feed field missing here.
+FEED_INT_RANGES: Mapping[str, tuple[int, int]] = {
+    "poll_interval_seconds": (10, 86_400),
+    "max_polls": (1, 1000),
+    # S3's largest object is 5 TiB (DLPIPE_LARGE_FILE_THRESHOLD_BYTES's maximum).
+    "large_file_threshold_bytes": (0, 5 * 2**40),
+    "stall_floor_bytes": (0, 2**40),  # DLPIPE_STALL_FLOOR_BYTES's maximum
+    "stall_window_seconds": (5, 3600),
+    "max_share_percent": (1, 100),
+    "restatement_window_days": (0, 31),
+}
 FILE_SECRET_PREFIX = "file:"  # noqa: S105 (a scheme, not a secret)
 # One header value's worth of visible ASCII: a bearer token (RFC 6750's b64token and the opaque
 # tokens providers issue) has no space, line break or control character.
@@ -313,34 +321,30 @@ def _deadline(value: object, _: Feed, __: bool) -> str | None:
     return f"{value!a} is not a local time HH:MM"
 
 
-def _whole(minimum: int, maximum: int | None = None) -> Callable[[object, Feed, bool], str | None]:
+def _whole(minimum: int, maximum: int) -> Callable[[object, Feed, bool], str | None]:
     def check(value: object, _: Feed, __: bool) -> str | None:
-        if value is None or (
-            type(value) is int and value >= minimum and (maximum is None or value <= maximum)
-        ):
+        if value is None or (type(value) is int and minimum <= value <= maximum):
             return None
-        upper = f" and <= {maximum}" if maximum is not None else ""
-        return f"{value!a} is not a whole number >= {minimum}{upper}"
+        return f"{value!a} is not a whole number >= {minimum} and <= {maximum}"
 
     return check
 
 
-_CHECKS = (
-    ("name", _name),
-    ("schedule", _schedule),
-    ("time_zone", _time_zone),
-    ("provider_base_url", _provider_base_url),
-    ("token_secret", _secret),
-    ("private_key_secret", _secret),
-    ("destination_prefix", _prefix),
-    ("url_allowed_hosts", _hosts),
-    ("deadline", _deadline),
-    ("poll_interval_seconds", _whole(*POLL_INTERVAL_RANGE)),
-    ("max_polls", _whole(*MAX_POLLS_RANGE)),
-    ("large_file_threshold_bytes", _whole(0)),
-    ("stall_floor_bytes", _whole(0)),
-    ("stall_window_seconds", _whole(*STALL_WINDOW_RANGE)),
-    ("max_share_percent", _whole(*MAX_SHARE_PERCENT_RANGE)),
-    ("restatement_window_days", _whole(*RESTATEMENT_WINDOW_RANGE)),
-    ("queue_url", _queue_url),
+# Each field's check in Feed's order (the first bad one is named): its own, or its range's.
+_OWN_CHECKS: Mapping[str, Callable[[object, Feed, bool], str | None]] = {
+    "name": _name,
+    "schedule": _schedule,
+    "time_zone": _time_zone,
+    "provider_base_url": _provider_base_url,
+    "token_secret": _secret,
+    "private_key_secret": _secret,
+    "destination_prefix": _prefix,
+    "url_allowed_hosts": _hosts,
+    "deadline": _deadline,
+    "queue_url": _queue_url,
+}
+_CHECKS = tuple(
+    (name, _OWN_CHECKS.get(name) or _whole(*FEED_INT_RANGES[name]))
+    for name in FEED_FIELDS
+    if name in _OWN_CHECKS or name in FEED_INT_RANGES
 )

@@ -91,7 +91,8 @@ class Worker:
         label: str = "downloads",
     ) -> None:
         # `label` names the queue in the worker's logs: a pool's workers (the download queue's,
-        # the large-file queue's) each log worker.started, and two bare lines read as one twice.
+        # the large-file queue's) each log worker.started, worker.stopping, worker.stopped and
+        # worker.grace_expired, and two bare lines read as one event logged twice.
         self._service, self._options, self._label = service, options, label
         self._queue = queue if isinstance(queue, LaneInbox) else _OneQueue(queue)
         budget_s = options.time_budget_s
@@ -125,7 +126,7 @@ class Worker:
         while not self._stopping.wait(0.2):
             if self._idle_too_long():
                 self.request_stop("idle")
-        log.info("worker.stopping", reason=self._stop_reason)
+        log.info("worker.stopping", queue=self._label, reason=self._stop_reason)
         self._queue.close()
         receives_end = time.monotonic() + self._options.wait_seconds + _RECEIVE_SLACK_S
         self._extend_grace()
@@ -134,7 +135,7 @@ class Worker:
             thread.join(timeout=max(0.0, receives_end - time.monotonic()))
         self._queue.release_waiting()
         self._unclaimed.close()
-        log.info("worker.stopped")
+        log.info("worker.stopped", queue=self._label)
         return 0
 
     def _start_thread(self, number: int) -> threading.Thread:
@@ -171,7 +172,7 @@ class Worker:
             if release_end is not None and now >= max(release_end, receives_end):
                 return
             if processing and release_end is None and now >= grace_end:
-                log.info("worker.grace_expired", busy=processing)
+                log.info("worker.grace_expired", queue=self._label, busy=processing)
                 self._release()
                 release_end = now + _RELEASE_TIMEOUT_S
             time.sleep(0.05)

@@ -23,6 +23,7 @@ from dlpipe.config import (
     ENV_JOBS_TABLE,
     ENV_LARGE_QUEUE_URL,
     ENV_LEASE_SECONDS,
+    ENV_LOG_LEVEL,
     ENV_MAX_POLLS,
     ENV_POLL_INTERVAL_SECONDS,
     ENV_PRIVATE_KEY_FILE,
@@ -46,6 +47,7 @@ from dlpipe.local.stack_feeds import (
 )
 from dlpipe.local.stub.publish import default_day
 from dlpipe.local.stub.server import StubProvider
+from dlpipe.log import configure_logging, logging_config, restore_logging
 
 # A day on the local stack lasts minutes: checks every 5 s, and recovery scaled to fit the
 # polling window (build_flow refuses a window shorter than the recovery bound + one lease).
@@ -55,6 +57,9 @@ LOCAL_POLLING = {
     ENV_LEASE_SECONDS: "30",
     ENV_RESEND_AFTER_SECONDS: "30",
 }
+# In the stack's folder (StubOptions.key_dir): the JSON log lines of this process, the stub
+# providers' (started, published, each request at DEBUG, stopped), kept off local up's terminal.
+STUB_LOG = "stub.log"
 
 
 @dataclass(frozen=True)
@@ -87,6 +92,7 @@ class LocalUp:
     environment: dict[str, str]
     stub_url: str | None = None
     stub_urls: dict[str, str] = field(default_factory=dict)  # per feed
+    stub_log: Path | None = None  # where the stub providers log (STUB_LOG), with a stub
 
 
 def provisioned_environment(emulator: LocalAws, provisioned: Provisioned) -> dict[str, str]:
@@ -159,8 +165,11 @@ def local_up(
     """Start and provision the emulator and, unless `stub` is None, a stub provider that has
     published `stub.date`; stop all of it (children by PID) on exit."""
     with ExitStack() as stack:
+        stub_log = None
         if stub is not None:
             stack.enter_context(holding(stub.key_dir))
+            # Entered before the stubs start, so left after they stopped: their last line too.
+            stub_log = stack.enter_context(_logging_to(stub.key_dir / STUB_LOG))
         emulator = stack.enter_context(
             LocalAws(port=port, dynamodb_port=dynamodb_port, log_dir=log_dir)
         )
@@ -172,8 +181,28 @@ def local_up(
         if stub is not None:
             stub_urls = _serve_stubs(stack, clients, stub, env, emulator.endpoint_url, provisioned)
         yield LocalUp(
-            emulator, clients, provisioned, env, stub_urls.get(DEFAULT_FEED_NAME), stub_urls
+            emulator,
+            clients,
+            provisioned,
+            env,
+            stub_urls.get(DEFAULT_FEED_NAME),
+            stub_urls,
+            stub_log,
         )
+
+
+@contextmanager
+def _logging_to(path: Path) -> Iterator[Path]:
+    """This process's JSON log lines go to `path` (written afresh by each stack; opened only
+    once `holding` has the folder, so a second stack refused never touches the first's), at
+    DLPIPE_LOG_LEVEL; the logging configuration before is put back on exit."""
+    before = logging_config()
+    with path.open("w", encoding="utf-8") as stream:
+        configure_logging(os.environ.get(ENV_LOG_LEVEL) or "INFO", stream=stream)
+        try:
+            yield path
+        finally:
+            restore_logging(before)
 
 
 def _serve_stubs(  # noqa: PLR0917 (one private helper of local_up, called once)
