@@ -15,10 +15,11 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
-import boto3
 from botocore.auth import SIGV4_TIMESTAMP, S3SigV4QueryAuth
 from botocore.awsrequest import AWSRequest
 from botocore.config import Config
+
+from dlpipe.adapters.aws import new_session
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -62,7 +63,7 @@ class Presigner:
     """SigV4 presigned GET URLs for objects at the configured S3 endpoint."""
 
     def __init__(self, settings: Settings) -> None:
-        session = boto3.Session(region_name=settings.region)
+        session = new_session(settings.region)
         config = Config(signature_version="s3v4", s3={"addressing_style": "path"})
         self._s3: S3Client = session.client(
             "s3", endpoint_url=settings.endpoint_for("s3"), config=config
