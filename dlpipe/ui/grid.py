@@ -3,19 +3,15 @@ stacked), one query a day (PollingDateIndex returns every feed's batches of a da
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, timedelta
 
 from dlpipe.domain.model import Batch
 from dlpipe.services.ops.context import OpsContext
 from dlpipe.services.ops.feed_filter import feeds_shown, record_feed
-from dlpipe.services.ops.opening_date import latest_scheduled_date
-from dlpipe.services.ops.ports import OpsBatches
+from dlpipe.services.ops.opening_date import latest_scheduled_date, opening_date
 from dlpipe.services.ops.queries import day_batches
-
-# How far back the grid looks for a batch when the default window has none: a year of
-# PollingDateIndex queries at most, made only when the latest dates are empty.
-LOOKBACK_DAYS = 366
 
 
 @dataclass(frozen=True)
@@ -79,19 +75,27 @@ class Grid:
 
 
 def grid(ops: OpsContext, days: int, end: str | None = None, feed: str | None = None) -> Grid:
-    """The `days` dates up to `end`; without `end`, up to the latest date the shown feeds'
-    schedules ran for (each in its own time zone), or, when those dates have no batch at all,
-    up to the latest date that has one (LOOKBACK_DAYS). With `feed`, that feed's batches only."""
-    latest = latest_scheduled_date(ops.feeds, feed, ops.now_ms(), ops.settings.date_offset_days)
+    """The `days` dates up to `end`; without `end`, up to the date every screen without a date
+    opens on (services/ops/opening_date.py, with the grid's `days` as its window): the latest
+    date the shown feeds' schedules ran for (each in its own time zone), or, when those dates
+    have no batch at all, the latest date that has one. With `feed`, that feed's batches only.
+    Each date is read once (one PollingDateIndex query)."""
     table = ops.batches()
-    last = date.fromisoformat(end or latest)
-    shown = _window(table, last, days, feed)
-    moved = False
-    if end is None and not any(d.batches for d in shown):
-        start = last - timedelta(days=days)
-        found = latest_date_with_batches(table, start, LOOKBACK_DAYS, feed)
-        if found is not None:
-            last, shown, moved = found, _window(table, found, days, feed), True
+    read: dict[str, list[Batch]] = {}
+
+    def batches_of(day: str) -> list[Batch]:
+        if day not in read:
+            read[day] = day_batches(table, day, feed=feed)
+        return read[day]
+
+    if end is None:
+        opened = opening_date(ops, feed, days, batches_of)
+        latest, last, moved = opened.latest, date.fromisoformat(opened.date), opened.moved
+    else:
+        now_ms, offset = ops.now_ms(), ops.settings.date_offset_days
+        latest = latest_scheduled_date(ops.feeds, feed, now_ms, offset)
+        last, moved = date.fromisoformat(end), False
+    shown = _window(batches_of, last, days)
     later = (last + timedelta(days=min(days, (date.max - last).days))).isoformat()  # no overflow
     return Grid(
         days=shown,
@@ -105,20 +109,7 @@ def grid(ops: OpsContext, days: int, end: str | None = None, feed: str | None = 
     )
 
 
-def _window(table: OpsBatches, last: date, days: int, feed: str | None) -> list[GridDay]:
-    """The `days` dates up to `last`, oldest first: one PollingDateIndex query each."""
+def _window(batches_of: Callable[[str], list[Batch]], last: date, days: int) -> list[GridDay]:
+    """The `days` dates up to `last`, oldest first."""
     dates = [(last - timedelta(days=n)).isoformat() for n in range(days - 1, -1, -1)]
-    return [GridDay(d, day_batches(table, d, feed=feed)) for d in dates]
-
-
-def latest_date_with_batches(
-    table: OpsBatches, start: date, lookback_days: int, feed: str | None = None
-) -> date | None:
-    """The latest date on or before `start` with a batch, probing PollingDateIndex one date at a
-    time over at most `lookback_days` (the table is keyed by batch, so there is no "latest
-    batch" query without a Scan; each probe of an empty date reads nothing)."""
-    for n in range(lookback_days):
-        day = start - timedelta(days=n)
-        if day_batches(table, day.isoformat(), feed=feed):
-            return day
-    return None
+    return [GridDay(d, batches_of(d)) for d in dates]

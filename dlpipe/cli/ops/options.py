@@ -12,7 +12,7 @@ from dlpipe.cli.ops.param_types import DAY, DURATION, FEED
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME
 from dlpipe.services.ops.context import OpsContext
 from dlpipe.services.ops.feed_filter import FeedChoice
-from dlpipe.services.ops.opening_date import latest_scheduled_date
+from dlpipe.services.ops.opening_date import OPENING_WINDOW_DAYS, OpeningDate, opening_date
 
 FC = TypeVar("FC", bound=Callable[..., Any])
 
@@ -37,7 +37,12 @@ dry_run_option = click.option(
 
 def date_option(required: bool = False) -> Callable[[FC], FC]:
     """--date YYYY-MM-DD | today | yesterday."""
-    default = "" if required else " [default: the day the feeds' schedules ran for last]"
+    default = (
+        ""
+        if required
+        else " [default: the day the feeds' schedules ran for last, or when the"
+        f" {OPENING_WINDOW_DAYS} days up to it have no batch the latest date that has one]"
+    )
     return click.option(
         "--date",
         "day",
@@ -48,11 +53,21 @@ def date_option(required: bool = False) -> Callable[[FC], FC]:
 
 
 def polling_date(ops: OpsContext, day: str | None, feed: FeedChoice) -> str:
-    """The date `--date` names, or the one the schedule of `feed` (of any feed, for None)
-    ran for last, in its own time zone."""
+    """The date `--date` names, or the one every screen without a date opens on (the web
+    view's grid too): the day the schedule of `feed` (of any feed, for None) ran for last, in
+    its own time zone, unless no date of the grid's window up to it has a batch, then the
+    latest date that has one (services/ops/opening_date.py)."""
+    return opened_date(ops, day, feed)[0]
+
+
+def opened_date(
+    ops: OpsContext, day: str | None, feed: FeedChoice
+) -> tuple[str, OpeningDate | None]:
+    """polling_date, and without `--date` how it was chosen (None with one)."""
     if day is None:
-        return latest_scheduled_date(ops.feeds, feed, ops.now_ms(), ops.settings.date_offset_days)
-    return resolve_day(day, ops.now_ms())
+        opened = opening_date(ops, feed)
+        return opened.date, opened
+    return resolve_day(day, ops.now_ms()), None
 
 
 def feed_option(*, every_by_default: bool) -> Callable[[FC], FC]:

@@ -1,16 +1,18 @@
-"""The lines under a day's batch table that say why each batch ended as it did, and which
-batches are revisions of a restated day."""
+"""The lines under a day's batch table that say why each batch ended as it did, which
+batches are revisions of a restated day, and where a rerun's carried completed files sit."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
+from rich.console import RenderableType
 from rich.text import Text
 
-from dlpipe.cli.ops.render import stamp
+from dlpipe.cli.ops.render import CommandLine, stamp
 from dlpipe.cli.outcome_text import outcome_text
 from dlpipe.cli.safe_text import plain
+from dlpipe.domain.model import JobStatus
 from dlpipe.domain.statuses import TERMINAL_BATCH_STATUSES
 from dlpipe.services.ops.revisions import counts_text
 
@@ -35,6 +37,29 @@ def outcome_views(rows: Sequence[dict[str, Any]]) -> list[Text]:
             )
         lines += [plain(line) for line in revision_lines(row)]
     return lines
+
+
+def carried_views(rows: Sequence[dict[str, Any]]) -> list[RenderableType]:
+    """Per rerun whose completed count takes in files completed under earlier batches of the
+    date (a row's `carried`): how many, under which batch, and the command that lists them
+    there, so `completed 20` over a partition of one file reads as what it is."""
+    views: list[RenderableType] = []
+    for row in rows:
+        carried = row.get("carried")
+        if not carried:
+            continue
+        under = carried["under"]
+        where = f"batch {under[0]}" if len(under) == 1 else f"batches {', '.join(under)}"
+        views.append(
+            plain(
+                f"{row['batch_id']}: {carried['completed']} of its {row['completed_files']}"
+                f" completed files sit under earlier {where} of the date (they completed"
+                " there; a later run adopts only unfinished files); see them:"
+            )
+        )
+        listing = f"dlpipe jobs list --status {JobStatus.COMPLETED} --batch"
+        views += [CommandLine(f"{listing} {b}") for b in under]
+    return views
 
 
 def revision_lines(row: dict[str, Any]) -> list[str]:

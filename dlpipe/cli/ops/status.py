@@ -15,9 +15,9 @@ from dlpipe.cli.ops.options import (
     feed_option,
     json_option,
     older_than_option,
-    polling_date,
+    opened_date,
 )
-from dlpipe.cli.ops.outcome_view import outcome_views
+from dlpipe.cli.ops.outcome_view import carried_views, outcome_views
 from dlpipe.cli.ops.render import (
     CommandLine,
     batch_dict,
@@ -55,11 +55,14 @@ from dlpipe.services.ops.queries import (
 def status_command(
     ops: OpsContext, day: str | None, feed: FeedChoice, older_than_s: int, as_json: bool
 ) -> None:
-    """One screen: each feed's batches and counts of the date, stuck jobs, DLQ depth. Exit 0
-    when each feed's day completed (on time or not) or runs on time; 1, after the screen and
-    one line naming why, when the date has no batch, or a feed's day failed or timed out with
-    no run since completed or running, or is past its deadline and not complete."""
-    found = day_status(ops, polling_date(ops, day, feed), older_than_s, feed)
+    """One screen: each feed's batches and counts of the date, stuck jobs, DLQ depth. Without
+    --date, the date the web view's grid opens on. Exit 0 when each feed's day completed (on
+    time or not) or runs on time; 1, after the screen and one line naming why, when the date
+    has no batch, or a feed's day failed or timed out with no run since completed or running,
+    or is past its deadline and not complete, or (without --date) when no date of the grid's
+    window up to the latest scheduled date has a batch and the screen shows an older one."""
+    polling, opened = opened_date(ops, day, feed)
+    found = day_status(ops, polling, older_than_s, feed)
     now_ms = ops.now_ms()
     unhealthy = _unhealthy(ops, found)
     running = {day.feed: _running_errors(ops, day) for day in found.feeds}  # read once
@@ -67,13 +70,20 @@ def status_command(
         **_payload(ops, found, now_ms, running),
         **advice_payload(ops, found),
         "unhealthy": unhealthy,
+        # Without --date: the latest scheduled date, and whether the screen moved off it.
+        "opened": None if opened is None else opened.to_dict(),
     }
-    emit(payload, _views(ops, found, now_ms, running), as_json)
+    moved = None if opened is None else opened.moved_text()
+    head: list[RenderableType] = [] if moved is None else [plain(moved)]
+    emit(payload, [*head, *_views(ops, found, now_ms, running)], as_json)
     if not found.batches:
         # The same line and exit code as `batch show`.
         raise NoBatchForDateError(no_batch_message(found.polling_date, feed))
+    if moved is not None:
+        click.echo(error_line(moved), err=True)
     if unhealthy:
         click.echo(error_line(f"{found.polling_date}: {'; '.join(unhealthy)}"), err=True)
+    if moved is not None or unhealthy:
         raise click.exceptions.Exit(1)
 
 
@@ -114,11 +124,22 @@ def _unsuccessful(summary: BatchSummary) -> int:
 Running = dict[str, dict[str, dict[str, Any]]]  # feed -> running batch -> errors so far
 
 
+def _rows(found: DayStatus, summaries: list[BatchSummary]) -> list[dict[str, Any]]:
+    """batch_dict of each batch, with the completed files it counts that sit under an earlier
+    batch of the date (`carried`: null when none do)."""
+    rows = []
+    for s in summaries:
+        carried = found.carried.get(s.batch.batch_id)
+        row = batch_dict(s.batch, s.counts, found.revisions)
+        rows.append({**row, "carried": None if carried is None else carried.to_dict()})
+    return rows
+
+
 def _feed_dict(ops: OpsContext, found: DayStatus, day: FeedDay, running: Running) -> dict[str, Any]:
     fresh = day.freshness
     return {
         "feed": day.feed,
-        "batches": [batch_dict(s.batch, s.counts, found.revisions) for s in day.batches],
+        "batches": _rows(found, day.batches),
         # The day's revision, when its latest batch is one (null: not a restated day).
         "revision": None if day.revision is None else day.revision.to_dict(),
         "errors_so_far": running[day.feed],
@@ -132,7 +153,7 @@ def _payload(ops: OpsContext, found: DayStatus, now_ms: int, running: Running) -
     return {
         "date": found.polling_date,
         "feed": found.feed,
-        "batches": [batch_dict(s.batch, s.counts, found.revisions) for s in found.batches],
+        "batches": _rows(found, found.batches),
         "feeds": [_feed_dict(ops, found, d, running) for d in found.feeds],
         "stuck": {str(s.status): [job_dict(j, now_ms) for j in s.jobs] for s in found.stuck},
         "stuck_truncated": {str(s.status): s.truncated for s in found.stuck},
@@ -145,9 +166,10 @@ def _payload(ops: OpsContext, found: DayStatus, now_ms: int, running: Running) -
 def _feed_views(
     ops: OpsContext, found: DayStatus, day: FeedDay, running: Running
 ) -> list[RenderableType]:
-    rows = [batch_dict(s.batch, s.counts, found.revisions) for s in day.batches]
+    rows = _rows(found, day.batches)
     views: list[RenderableType] = [batches_view(feed_title(found.polling_date, day.feed), rows)]
     views += outcome_views(rows)
+    views += carried_views(rows)
     views += _running_error_views(running[day.feed])
     if day.freshness is not None:
         config = ops.feeds[day.feed]  # a freshness comes only from a configured deadline

@@ -56,6 +56,19 @@ class BatchSummary:
 
 
 @dataclass(frozen=True)
+class Carried:
+    """An ended rerun's completed files under earlier batches of its date and feed: counted
+    by it (summarize), never moved (a rerun adopts unfinished files only)."""
+
+    completed: int
+    under: tuple[str, ...]  # the date's earlier batches of its feed, oldest first
+
+    def to_dict(self) -> dict[str, Any]:
+        """Stable keys for `--json`."""
+        return {"completed": self.completed, "under": list(self.under)}
+
+
+@dataclass(frozen=True)
 class StuckJobs:
     """Jobs of one status unchanged since `cutoff_ms`; `truncated` when more exist."""
 
@@ -103,6 +116,7 @@ class DayStatus:
     queues: FeedQueues | None = None  # each feed's queue and available jobs (all dates)
     starving: Starving | None = None  # set when one feed's queue holds the threads (domain.waiting)
     revisions: DayRevisions = field(default_factory=DayRevisions)  # the day's revision batches
+    carried: dict[str, Carried] = field(default_factory=dict)  # by BatchID (carried_files)
 
 
 def stuck_jobs(
@@ -161,6 +175,33 @@ def stored_counts(batch: Batch) -> dict[str, int]:
     counts[FAILED_JOB_STATUSES[0]] = failed
     counts[ERROR_JOB_STATUSES[0]] = error
     return counts
+
+
+def carried_files(
+    jobs: OpsJobs, summaries: list[BatchSummary], revisions: DayRevisions
+) -> dict[str, Carried]:
+    """Per ended batch whose stored completed count is more than its partition holds (one
+    BatchIndex COUNT each, of a batch with an earlier one of its feed): how many more, and
+    the earlier batches they sit under. A batch a revision replaced is left out (its changed
+    files moved on to the revision)."""
+    found: dict[str, Carried] = {}
+    for n, summary in enumerate(summaries):
+        batch = summary.batch
+        # Earlier: before it (oldest first), or adopted by it whatever the start times say.
+        earlier = tuple(
+            s.batch.batch_id
+            for i, s in enumerate(summaries)
+            if record_feed(s.batch) == record_feed(batch)
+            and s.batch.batch_id not in (batch.batch_id, batch.adopted_by)
+            and (i < n or s.batch.adopted_by == batch.batch_id)
+        )
+        stored = batch.is_terminal and batch.completed_count is not None
+        if not earlier or not stored or not batch.completed or revisions.by(batch.batch_id):
+            continue
+        here = jobs.count_by_batch(batch.batch_id, JobStatus.COMPLETED)
+        if batch.completed > here:
+            found[batch.batch_id] = Carried(batch.completed - here, earlier)
+    return found
 
 
 def day_batches(
@@ -224,6 +265,7 @@ def day_status(
         feeds=feed_days(ops, polling_date, summaries, feed, revisions),
         feed=feed,
         revisions=revisions,
+        carried=carried_files(ops.jobs(), summaries, revisions),
     )
 
 
