@@ -82,10 +82,12 @@ def _payload(entries: list[DlqEntry], dry_run: bool | None) -> dict[str, object]
     return {"messages": rows} if dry_run is None else {"dry_run": dry_run, "messages": rows}
 
 
-# Kept longest first: the message and its file, what was done and why, then the rest.
+# Kept longest first: the file (what the operator acts on: `jobs show`, `jobs requeue`), what
+# was done and why, then the rest; the message id (SQS's, for no dlpipe command) goes first,
+# then a named feed's 62-65-character BatchID (the file id names its feed and date).
 _COLUMNS = (
-    Column("message id", "id"),
-    Column("file id", "id", drop=2),
+    Column("file id", "id"),
+    Column("message id", "id", drop=7),
     Column("batch", "id", drop=6),
     Column("receives", drop=4),
     Column("sent", "time", drop=5),
@@ -99,8 +101,8 @@ def _view(title: str, entries: list[DlqEntry]) -> FitTable:
     columns = _COLUMNS
     rows = [
         (
-            e.message.message_id,
             e.file_id,
+            e.message.message_id,
             e.message.job.batch_id if e.message.job else None,
             e.message.receive_count,
             stamp(e.message.sent_at_ms),

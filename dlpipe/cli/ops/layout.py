@@ -3,9 +3,11 @@
 Each column has a kind (`id` and `time` values never wrap and are never cut; `text` wraps in
 its column) and a drop priority: columns that do not fit are dropped, the highest `drop`
 first (then any dropped one that fits in the room a wider one left is put back), and a line
-under the table names them; `drop` 0 is never dropped. An empty table
-prints `<title>: none`; cells are plain text (dlpipe.cli.safe_text). The rules in full:
-docs/ARCHITECTURE.md, "Why operator tables never cut an identifier".
+under the table names them; `drop` 0 is never dropped. A record's fields (FieldList) are a
+row each, name then value; an `id` or `time` value too long to sit beside the names goes
+whole on a line of its own. An empty table prints `<title>: none`; cells are plain text
+(dlpipe.cli.safe_text). The rules in full: docs/ARCHITECTURE.md, "Why operator tables never
+cut an identifier".
 """
 
 from __future__ import annotations
@@ -18,12 +20,16 @@ from rich import box
 from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
+from rich.text import Text
 
 from dlpipe.cli.safe_text import plain, visible
 
 TEXT_MIN_WIDTH = 12
 TEXT_WORD_WIDTH = 24  # a text column keeps a word up to this long whole when it can
 _GAP = 2  # a column's right padding and the (blank) divider
+ALONE_INDENT = "  "  # a FieldList value on a line of its own, under its field's name
+
+Kind = Literal["id", "time", "text"]
 
 
 @dataclass(frozen=True)
@@ -31,7 +37,7 @@ class Column:
     """A table column: its heading, kind (`id`, `time`, `text`) and drop priority."""
 
     name: str
-    kind: Literal["id", "time", "text"] = "text"
+    kind: Kind = "text"
     drop: int = 0  # 0: never dropped; otherwise the highest goes first
 
 
@@ -119,3 +125,61 @@ class FitTable:
             if self._needed([*kept, index]) <= max_width:
                 kept = sorted([*kept, index])
         return kept
+
+
+class FieldList:
+    """One record, a field a row, laid out at render time for the console's width: the
+    field's name, then its value beside it, in the column after the longest name. A `text`
+    value wraps in that column; an `id` or `time` value is never wrapped or cut: one longer
+    than that column goes alone on the next line, under its name, indented by ALONE_INDENT
+    (a named feed's 62-65-character BatchID at 80 columns), and one longer than the terminal
+    runs past its edge."""
+
+    def __init__(
+        self,
+        title: str,
+        fields: Iterable[tuple[str, object, Kind]],
+        headings: tuple[str, str] = ("field", "value"),
+    ) -> None:
+        self.title = title
+        self.headings = headings
+        self.fields = [
+            (visible(name), "-" if value is None else visible(value), kind)
+            for name, value, kind in fields
+        ]
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        """The title, the headings and their rule, then each field's line(s)."""
+        if not self.fields:
+            yield plain(f"{self.title}: none")
+            return
+        yield plain(self.title, style="bold")
+        names = cell_len(max([self.headings[0], *(n for n, _, _ in self.fields)], key=cell_len))
+        indent = " " * (names + _GAP)
+        room = max(TEXT_MIN_WIDTH, options.max_width - len(indent))
+        widest = max(cell_len(v) for v in [self.headings[1], *(v for _, v, _ in self.fields)])
+        yield _line(_padded(self.headings[0], len(indent)) + self.headings[1], "bold")
+        yield _line("─" * (len(indent) + min(widest, room)))
+        for name, value, kind in self.fields:
+            if kind != "text" and cell_len(value) > room:
+                yield _line(name)
+                yield _line(ALONE_INDENT + value)
+                continue
+            pieces = [value] if kind != "text" else _wrapped(console, value, room)
+            for n, piece in enumerate(pieces):
+                yield _line((_padded(name, len(indent)) if n == 0 else indent) + piece)
+
+
+def _padded(name: str, width: int) -> str:
+    return name + " " * max(0, width - cell_len(name))
+
+
+def _wrapped(console: Console, value: str, width: int) -> list[str]:
+    """`value` wrapped at `width` as rich wraps a table's text column (a longer word folded)."""
+    return [line.plain for line in Text(value).wrap(console, width, overflow="fold")] or [""]
+
+
+def _line(text: str, style: str = "") -> Text:
+    """One line as written: never wrapped or cut by rich (a line longer than the terminal
+    runs past its edge, as FitTable's do), never read as markup."""
+    return Text(text, style=style, no_wrap=True, overflow="ignore", end="\n")

@@ -1,7 +1,8 @@
 """Output: tables for people, one JSON document (stable keys) for scripts; both on stdout.
 
 Tables fit the terminal (dlpipe.cli.ops.layout: IDs and timestamps never wrap, the least
-useful columns are dropped first) and show every time in the format for people
+useful columns are dropped first; one record's fields give an ID too long for the room
+beside the names a line of its own) and show every time in the format for people
 (`time_for_people`, `2026-02-28T04:00:00Z`, as the web view does); JSON keeps the format for
 storage (`iso_from_ms`, milliseconds). Every value is printed as plain text, never markup.
 """
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import click
 from rich.console import Console, RenderableType
 
-from dlpipe.cli.ops.layout import Column, FitTable
+from dlpipe.cli.ops.layout import Column, FieldList, FitTable
 from dlpipe.cli.safe_text import plain, visible
 from dlpipe.domain.clock import iso_from_ms, ms_from_iso, time_for_people
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME
@@ -161,13 +162,23 @@ _TIME_FIELDS = frozenset(
 )
 
 
-def job_view(job: FileJob, now_ms: int) -> FitTable:
-    """The whole record of one job, one field a row, secrets masked."""
-    rows = [
-        (name, stamp(value) if name in _TIME_FIELDS else value)
-        for name, value in sorted(job_dict(job, now_ms).items())
-    ]
-    return table(job.file_id, (Column("field", "id"), Column("value")), rows)
+# job_dict's fields written for a person to read, wrapped beside the names; every other value
+# (an ID, a key, a digest, an owner, a count) is one word, never broken: a named feed's
+# BatchID and ListedBy, or a SHA-256, longer than the room beside the names gets its own line.
+_TEXT_FIELDS = frozenset({"error_message"})
+
+
+def job_view(job: FileJob, now_ms: int) -> FieldList:
+    """The whole record of one job, one field a row, secrets masked, IDs whole (FieldList)."""
+    return FieldList(
+        job.file_id,
+        (
+            (name, stamp(value), "time")
+            if name in _TIME_FIELDS
+            else (name, value, "text" if name in _TEXT_FIELDS else "id")
+            for name, value in sorted(job_dict(job, now_ms).items())
+        ),
+    )
 
 
 def batch_dict(

@@ -18,7 +18,11 @@ _FEED_COLUMNS = (
     Column("in flight"),
     Column("oldest wait"),
     Column("slow", drop=1),
-    Column("queue", drop=2),
+    # A queue's name is one word to copy (`aws sqs ...`): never wrapped, left out rather than
+    # cut (`dlpipe-downloads-feed-{feed}` beside a shared queue's note, at 80 columns); the
+    # feeds it is shared with are text, beside it, and go first (put back if the name goes).
+    Column("queue", "id", drop=2),
+    Column("shared", drop=3),
 )
 
 
@@ -89,8 +93,8 @@ def waiting_lines(found: DayStatus) -> list[RenderableType]:
 
 
 def queues_view(queues: FeedQueues) -> FitTable:
-    """A row per feed: waiting, in flight, oldest wait, slow, and its queue (shared or own);
-    the shared large-file queue last."""
+    """A row per feed: waiting, in flight, oldest wait, slow, its queue's name and the feeds
+    it shares that queue with; the shared large-file queue last."""
     more = "≥" if queues.truncated else ""
     rows: list[list[object]] = []
     for row in queues.rows:
@@ -108,7 +112,8 @@ def queues_view(queues: FeedQueues) -> FitTable:
                 None if depth is None else depth.in_flight,
                 oldest,
                 f"{more}{row.slow}",
-                _queue_text(row),
+                "not configured" if row.queue_url is None else row.queue_url.rsplit("/", 1)[-1],
+                _shared_text(row),
             ]
         )
     if queues.large is not None:
@@ -119,20 +124,19 @@ def queues_view(queues: FeedQueues) -> FitTable:
                 queues.large.in_flight,
                 None,
                 None,
-                "shared by every feed",
+                None,
+                "by every feed",
             ]
         )
     return table("queues by feed", _FEED_COLUMNS, rows)
 
 
-def _queue_text(row: FeedQueue) -> str:
-    if row.queue_url is None:
-        return "not configured"
-    name = row.queue_url.rsplit("/", 1)[-1]
-    if not row.shared_with:
-        return name
+def _shared_text(row: FeedQueue) -> str | None:
+    """`with F, G` (and where its depth is shown) for a queue feeds share; None: its own."""
+    if row.queue_url is None or not row.shared_with:
+        return None
     where = "" if row.depth is not None else f"; its depth on {row.shared_with[0]}'s row"
-    return f"{name}, shared with {', '.join(row.shared_with)}{where}"
+    return f"with {', '.join(row.shared_with)}{where}"
 
 
 def _queue_line(work: WaitingWork | None) -> str:
