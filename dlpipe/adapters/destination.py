@@ -38,13 +38,15 @@ def already_published(s3: S3Client, bucket: str, key: str, job: FileJob) -> Veri
     except BotoCoreError as exc:
         log.warning("destination.head_failed", error_type=type(exc).__name__)
         return None
-    sha256 = head.get("Metadata", {}).get(SHA256_METADATA, "")
-    size = head["ContentLength"]
-    if sha256 != job.expected_sha256.lower():
-        return None
-    if job.expected_size is not None and size != job.expected_size:
-        return None
-    return Verified(size, sha256)
+    found = Verified(head["ContentLength"], head.get("Metadata", {}).get(SHA256_METADATA, ""))
+    return found if holds(found, job) else None
+
+
+def holds(found: Verified, job: FileJob) -> bool:
+    """An object (its size and SHA-256) is exactly the job's expected file."""
+    if not job.expected_sha256 or found.sha256 != job.expected_sha256.lower():
+        return False
+    return job.expected_size is None or found.byte_count == job.expected_size
 
 
 @dataclass(frozen=True)

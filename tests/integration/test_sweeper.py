@@ -253,7 +253,13 @@ def test_an_abandoned_revision_is_completed_with_the_version_it_replaced(
     assert job.previous_sha256 == sha
     _put(clients, provisioned, key, int(job.expected_size or 0), str(job.expected_sha256))
     clock.advance(LEASE_S + 1)
+    heads: list[str] = []
+    clients.s3.meta.events.register(
+        "before-parameter-build.s3.HeadObject", lambda params, **_: heads.append(params["Key"])
+    )
     assert restated.check_completion(revision, 1, False).status == "completed"
+    # One look at the object tells what it holds and which version it is.
+    assert heads == [key]
     done = jobs.require(file_id)
     assert (done.status, done.batch_id, done.sha256) == (
         JobStatus.COMPLETED,
