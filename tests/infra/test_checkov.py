@@ -10,6 +10,7 @@ import json
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -112,29 +113,37 @@ def _open_queue_to_everyone(directory: Path) -> None:
     )
 
 
-@pytest.mark.parametrize(
-    ("plant", "expected"),
-    [
-        pytest.param(
-            _drop_public_access_block,
-            ("CKV2_AWS_6", "aws_s3_bucket.destination"),
-            id="public-bucket",
-        ),
-        pytest.param(
-            _drop_queue_encryption, ("CKV_AWS_27", "aws_sqs_queue.downloads"), id="plain-queue"
-        ),
-        pytest.param(
-            _open_queue_to_everyone,
-            ("CKV_AWS_168", "aws_sqs_queue_policy.planted"),
-            id="public-queue",
-        ),
-    ],
-)
+# Each planted insecure change, in its own copy of terraform/, and the failed check it must
+# raise there.
+PLANTED: dict[str, tuple[Callable[[Path], None], tuple[str, str]]] = {
+    "public-bucket": (_drop_public_access_block, ("CKV2_AWS_6", "aws_s3_bucket.destination")),
+    "plain-queue": (_drop_queue_encryption, ("CKV_AWS_27", "aws_sqs_queue.downloads")),
+    "public-queue": (_open_queue_to_everyone, ("CKV_AWS_168", "aws_sqs_queue_policy.planted")),
+}
+
+
+@pytest.fixture(scope="module")
+def planted_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """One scan of a folder holding a copy of terraform/ per planted change (a copy each, so
+    each check's file path names the change that raised it): one checkov start, not three."""
+    root = tmp_path_factory.mktemp("planted")
+    for name, (plant, _) in PLANTED.items():
+        copy = root / name
+        ignore = shutil.ignore_patterns(".terraform*", "*.tfstate*")
+        shutil.copytree(TERRAFORM_DIR, copy, ignore=ignore)
+        plant(copy)
+    return run_checkov(root)
+
+
+@pytest.mark.parametrize("name", list(PLANTED))
 def test_checkov_fails_on_a_planted_insecure_change(
-    tmp_path: Path, plant: Any, expected: tuple[str, str]
+    planted_report: dict[str, Any], name: str
 ) -> None:
-    """The scan is not vacuous: a copy of terraform/ with one insecure change fails it."""
-    copy = tmp_path / "terraform"
-    shutil.copytree(TERRAFORM_DIR, copy, ignore=shutil.ignore_patterns(".terraform*", "*.tfstate*"))
-    plant(copy)
-    assert expected in failed_checks(run_checkov(copy))
+    """The scan is not vacuous: a copy of terraform/ with one insecure change fails it, in
+    that copy's files."""
+    _, expected = PLANTED[name]
+    failed = planted_report["results"].get("failed_checks", [])
+    found = {
+        (c["check_id"], c["resource"]) for c in failed if c["file_path"].startswith(f"/{name}/")
+    }
+    assert expected in found
