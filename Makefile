@@ -11,6 +11,13 @@ PYTEST_ARGS ?=
 # (2 workers kept 2 cores ~60 % busy). Measured side by side on 2 cores with other work beside
 # them (load average 4-9): 2 workers 944 s of pytest, 4 workers 824 s, both green; 6 slower.
 TEST_WORKERS ?= 4
+# How xdist hands out the tests: a whole test file at a time, in the order tests/conftest.py
+# sorts them (the long tiers first), to whichever worker is nearly idle. Its default sent each
+# worker a quarter of its share at once, in collection order: the first worker got 206
+# consecutive tests, nearly all of e2e (628 of the suite's 1,691 test-seconds), and the run
+# lasted as long as e2e alone (636 s of pytest). A file at a time keeps each module's fixtures
+# (the checkov scan, the Terraform evaluations, the browser) to one worker.
+TEST_DIST ?= --dist loadfile --no-loadscope-reorder
 UI_ARGS ?=
 # `make coverage`: the same suite measuring branch coverage of dlpipe and the handlers, with
 # their Python subprocesses (pyproject [tool.coverage]). `make test` leaves it out: measuring
@@ -51,7 +58,8 @@ screenshots: $(STAMP) $(DDB_LOCAL)
 ## TEST_WORKERS pytest-xdist workers (TEST_WORKERS=0: one process); then the IAM checker on
 ## the AWS calls every worker recorded (tests/iam/plugin.py).
 test: $(STAMP) $(DDB_LOCAL) .venv-checkov/.installed-stamp
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --iam-defer-check $(COVERAGE_ARGS) $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) $(TEST_DIST) --iam-defer-check $(COVERAGE_ARGS) \
+		$(PYTEST_ARGS)
 	$(BIN)/python -m pytest -p no:cacheprovider tests/iam/test_iam_coverage.py \
 		--iam-recording="$$(cat .dlpipe/iam/last-recording)"
 
