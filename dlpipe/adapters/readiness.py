@@ -1,18 +1,24 @@
 """The pre-run checks' probes (dlpipe/services/orchestrator/preflight.py) on AWS and the
 provider: one call each, its fault classified here, at the edge, in the domain's terms.
 
-A fault that may pass (aws_errors.is_transient: throttling, a 5xx, a timeout; but not a
-refused connection, which at start is a wrong endpoint or an emulator that is not running)
-is DependencyUnavailableError: the check waits it out. Anything else (a queue or table
-missing, access denied, an endpoint that is not a URL) is NotReadyError naming what is wrong,
-at once. botocore's NoCredentialsError and a ConfigError propagate as they are: the CLI
-names each in one line.
+A fault that may pass (aws_errors.is_transient: throttling, a 5xx, a timeout, a reset
+connection; but not a refused connection, which at start is a wrong endpoint or an emulator
+that is not running) is DependencyUnavailableError: the check waits it out. Within
+`outages_waited_by_caller` (`dlpipe run`'s start, dlpipe/cli/run_wait.py, which waits it out
+on the AWS outage budget and says so) it is NotReadyError at once instead, caused by the
+DependencyUnavailableError, so the checks' own short wait is not spent first. Anything else
+(a queue or table missing, access denied, an endpoint that is not a URL) is NotReadyError
+naming what is wrong, at once. botocore's NoCredentialsError and a ConfigError propagate as
+they are: the CLI names each in one line.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import NoReturn
 
 import requests
 from botocore.exceptions import (
@@ -30,8 +36,32 @@ from dlpipe.domain.errors import DependencyUnavailableError, NotReadyError
 _MISSING_QUEUE_CODES = ("AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist")
 
 
+# Set while the caller waits a passing fault out itself (outages_waited_by_caller).
+_CALLER_WAITS: ContextVar[bool] = ContextVar("dlpipe_probe_caller_waits", default=False)
+
+
 def _passing(exc: BaseException) -> bool:
     return is_transient(exc) and not isinstance(exc, EndpointConnectionError)
+
+
+@contextmanager
+def outages_waited_by_caller() -> Iterator[None]:
+    """While open (in this thread or task), an AwsProbe's passing fault is NotReadyError at
+    once, its cause the DependencyUnavailableError naming the service: for a caller that
+    waits the outage out on its own budget and says so, rather than the pre-run checks'
+    silent TRANSIENT_WAIT_S (dlpipe/services/orchestrator/preflight.py) first."""
+    token = _CALLER_WAITS.set(True)
+    try:
+        yield
+    finally:
+        _CALLER_WAITS.reset(token)
+
+
+def waited_at_start(exc: DependencyUnavailableError) -> bool:
+    """Whether a start waits `exc` out: not when it is a refused connection (nothing listens
+    at the endpoint: at start, a wrong endpoint or an emulator not running), which the probes
+    refuse at once too. A reset or timed-out connection, throttling or a 5xx may pass."""
+    return not isinstance(exc.__cause__, EndpointConnectionError)
 
 
 @dataclass(frozen=True)
@@ -64,19 +94,27 @@ class AwsProbe:
                 raise NotReadyError(f"{self.what} does not exist at {self.endpoint}") from exc
             cause = f"{code}: {error.get('Message')}"
             if _passing(exc):
-                raise DependencyUnavailableError(
+                self._unavailable(
+                    exc,
                     f"{self.service} at {self.endpoint} kept failing the check of {self.what}:"
                     f" {cause}",
-                    dependency=self.service,
-                ) from exc
+                )
             raise NotReadyError(
                 f"{self.service} at {self.endpoint} refused the check of {self.what}: {cause}"
             ) from exc
 
-    def _refuse(self, exc: BaseException, message: str) -> None:
+    def _refuse(self, exc: BaseException, message: str) -> NoReturn:
         if _passing(exc):
-            raise DependencyUnavailableError(message, dependency=self.service) from exc
+            self._unavailable(exc, message)
         raise NotReadyError(message) from exc
+
+    def _unavailable(self, exc: BaseException, message: str) -> NoReturn:
+        """DependencyUnavailableError, or NotReadyError caused by it for a caller that waits."""
+        if not _CALLER_WAITS.get():
+            raise DependencyUnavailableError(message, dependency=self.service) from exc
+        unavailable = DependencyUnavailableError(message, dependency=self.service)
+        unavailable.__cause__ = exc
+        raise NotReadyError(message) from unavailable
 
 
 @dataclass(frozen=True)

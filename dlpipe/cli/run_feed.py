@@ -5,11 +5,15 @@ the feed's own polling."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from dlpipe.bootstrap.feed_source import feed_source
 from dlpipe.config import Settings
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME, Feed
 from dlpipe.feed_settings import FeedSource, settings_for_feed
+
+if TYPE_CHECKING:
+    from dlpipe.adapters.aws import AwsClients
 
 
 class _Polled:
@@ -48,8 +52,11 @@ class RunFeed:
         return "" if self.name == DEFAULT_FEED_NAME else f", feed {self.name}"
 
 
-def run_feed(settings: Settings, name: str, poll_interval: int | None) -> RunFeed:
+def run_feed(
+    settings: Settings, name: str, poll_interval: int | None, clients: AwsClients | None = None
+) -> RunFeed:
     """Feed `name` of the feeds file or the SSM parameters (FeedError: an invalid feeds file),
-    polled every `poll_interval` seconds if given, else at its own interval."""
-    found = feed_source(settings)
+    polled every `poll_interval` seconds if given, else at its own interval; the parameters
+    read with `clients` if given."""
+    found = feed_source(settings, clients)
     return RunFeed(name, found if poll_interval is None else _Polled(found, poll_interval))

@@ -12,13 +12,14 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from dlpipe.adapters.aws import PROBE_CONFIG, AwsClients
 from dlpipe.bootstrap.ops import build_ops_context
 from dlpipe.bootstrap.orchestrator import build_flow, build_orchestrator_handler, check_ready
 from dlpipe.cli.outcome_text import result_line, run_exit_code
-from dlpipe.cli.run_feed import run_feed
+from dlpipe.cli.run_feed import RunFeed, run_feed
 from dlpipe.cli.run_progress import PollReporter, ReportingFlow
 from dlpipe.cli.run_summary import stored_figures
-from dlpipe.cli.run_wait import ready_within_outage
+from dlpipe.cli.run_wait import OutageBudgets, ready_within_outage
 from dlpipe.cli.safe_text import plain
 from dlpipe.config import Settings
 from dlpipe.local.durable_runner import run_durable_locally
@@ -31,6 +32,16 @@ def _idle_probe(settings: Settings) -> Callable[[], int | None]:
     return lambda: idle_seconds(ops, waiting_work(ops))
 
 
+def _run_feed(settings: Settings, name: str, poll_interval: int | None) -> RunFeed:
+    """The feed of the run (dlpipe/cli/run_feed.py: the feeds file, then the SSM parameters,
+    `--poll-interval` over the feed's own polling), its parameter read with the probes'
+    client (two attempts, 2 s to connect): SSM throttling or failing reaches the start's wait
+    within seconds, and that wait says so, not a minute of the client's own retries later. The
+    day's steps find the feed read (the source keeps it), so they never use this client."""
+    clients = AwsClients(settings, config=PROBE_CONFIG) if settings.feeds_parameter_path else None
+    return run_feed(settings, name, poll_interval, clients)
+
+
 def run_remote(  # noqa: PLR0917 - the command's options, passed on
     err: Console,
     day: str,
@@ -41,14 +52,21 @@ def run_remote(  # noqa: PLR0917 - the command's options, passed on
 ) -> int:
     """Run the feed's poller here against the configured endpoint; deployed downloaders do the
     files. A run that cannot start says why in one line (an unknown feed, check_ready) before
-    anything else; an unavailable provider is waited for first (dlpipe/cli/run_wait.py)."""
+    anything else; an outage of the provider, SSM, SQS or DynamoDB is waited for first
+    (dlpipe/cli/run_wait.py)."""
     settings = Settings.from_env()
     if poll_interval is not None:
         settings = replace(settings, poll_interval_seconds=poll_interval)
-    chosen = run_feed(settings, feed, poll_interval)
-    own = chosen.settings(settings)  # the feed's provider, token and polling; FeedError if unknown
-    # A provider outage at the day's start is waited out within the feed's outage budget.
-    ready_within_outage(lambda: check_ready(own, day), own.provider_outage_budget_seconds, err)
+    chosen = _run_feed(settings, feed, poll_interval)
+
+    def ready() -> Settings:
+        own = chosen.settings(settings)  # the feed's provider, token, polling; FeedError if unknown
+        check_ready(own, day)
+        return own
+
+    # An outage at the day's start, of SSM (the feed's lookup), of what the checks ask (DynamoDB,
+    # SQS, Secrets Manager, the provider), is waited out within the orchestrator's budget for it.
+    own = ready_within_outage(ready, OutageBudgets.of(settings), err)
     build_flow(own)  # the feed's settings' own checks (recovery bound), before any step
     err.print(f"logs and metrics: {log_path}", highlight=False)
     reporter = PollReporter(
