@@ -3,7 +3,9 @@
 `ProviderClient` (dlpipe/adapters/provider_client.py) takes the token as a string; the wiring
 reads it here, once per client, and again when the provider refuses it (`RefreshingSigner`).
 A missing or empty token is a one-line ConfigError naming where it was looked for; the token
-itself is never logged or put in an error.
+itself is never logged or put in an error. For the downloader, Secrets Manager unavailable
+(throttled, 5xx, timing out, not reachable) is DependencyUnavailableError, an outage the file
+waits out (adapters/reread.py:get_secret).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
 
-from dlpipe.adapters.reread import Rereadable
+from dlpipe.adapters.reread import Rereadable, get_secret
 from dlpipe.config import ENV_PROVIDER_TOKEN, ENV_PROVIDER_TOKEN_SECRET, ConfigError, Settings
 from dlpipe.domain.feeds import is_bearer_token
 from dlpipe.domain.provider_errors import ProviderAuthError
@@ -27,9 +29,12 @@ if TYPE_CHECKING:
     from dlpipe.domain.listing import FileDescriptor
 
 
-def token_from_settings(settings: Settings, clients: AwsClients) -> str:
+def token_from_settings(settings: Settings, clients: AwsClients, *, outage: bool = False) -> str:
     """The bearer token: from the local setting or a named feed's `file:PATH`, else from the
-    Secrets Manager secret."""
+    Secrets Manager secret. With `outage` (the downloader) Secrets Manager unavailable is
+    DependencyUnavailableError (reread.get_secret); without it (the orchestrator's checks and
+    flow) botocore's errors are left as they are, for the probe that classifies them
+    (adapters/readiness.py)."""
     if settings.provider_token:
         return _checked(settings.provider_token, ENV_PROVIDER_TOKEN)
     if settings.provider_token_file:
@@ -43,7 +48,10 @@ def token_from_settings(settings: Settings, clients: AwsClients) -> str:
             f"set {ENV_PROVIDER_TOKEN_SECRET} (on AWS) or {ENV_PROVIDER_TOKEN} (local)"
         )
     try:
-        secret = clients.secretsmanager.get_secret_value(SecretId=secret_id)
+        if outage:
+            secret = get_secret(clients.secretsmanager, secret_id)
+        else:
+            secret = clients.secretsmanager.get_secret_value(SecretId=secret_id)
     except ClientError as exc:
         if exc.response["Error"]["Code"] != "ResourceNotFoundException":
             raise

@@ -16,7 +16,7 @@ from dlpipe.adapters.decryption import KeyDecryption
 from dlpipe.adapters.destination import S3Destination
 from dlpipe.adapters.download_queue import EventQueues
 from dlpipe.adapters.jobs_table import JobsTable
-from dlpipe.adapters.keys import key_source_from_settings
+from dlpipe.adapters.keys import KeySource, key_source_from_settings
 from dlpipe.adapters.queue import JobQueue
 from dlpipe.adapters.reread import Rereadable
 from dlpipe.adapters.source import HttpSource
@@ -30,7 +30,7 @@ from dlpipe.domain.stall import StallFloor
 from dlpipe.domain.url_policy import UrlPolicy, default_allowed_hosts
 from dlpipe.feed_settings import FeedSource, settings_for_feed
 from dlpipe.log import configure_logging, get_logger
-from dlpipe.services.download.deps import ServiceDeps, no_pause
+from dlpipe.services.download.deps import ServiceDeps, key_at_hand, no_pause
 from dlpipe.services.download.service import DownloadService
 from dlpipe.services.download.transfer import TransferTuning
 
@@ -69,7 +69,8 @@ def provider_factory(settings: Settings, clients: AwsClients) -> Callable[[], Ur
             )
 
         token = Rereadable(
-            lambda: token_from_settings(settings, clients),
+            # Secrets Manager unavailable: an outage the file waits out (provider_token.py).
+            lambda: token_from_settings(settings, clients, outage=True),
             where=f"the provider token of feed {settings.feed!r}",
             same=str.__eq__,
             interval_s=settings.secret_reread_seconds,
@@ -114,11 +115,15 @@ def build_service(
     known = feeds or feed_source(settings, clients)
     settings = settings_for_feed(settings, known.feed(DEFAULT_FEED_NAME))
     bucket = settings.require("destination_bucket")
+    # Read now, so a missing or malformed key stops the start in one line; Secrets Manager
+    # unavailable does not: one warning, and the first files wait the outage out (keys.py).
+    key = private_key or key_source_from_settings(settings, clients, defer_outage=True)
     deps = ServiceDeps(
         jobs=jobs or JobsTable(clients.dynamodb, settings.jobs_table),
         destination=destination or S3Destination(clients.s3, bucket),
         source=source or HttpSource(),
-        decryption=KeyDecryption(private_key or key_source_from_settings(settings, clients)),
+        decryption=KeyDecryption(key),
+        key_ready=_key_ready(key),
         provider=provider or provider_factory(settings, clients),
         lease_seconds=settings.lease_seconds,
         url_policy=url_policy_from_settings(settings),
@@ -129,6 +134,15 @@ def build_service(
         destination_prefix=settings.destination_prefix,
     )
     return DownloadService(deps, FeedParts(settings, clients, deps, known))
+
+
+def _key_ready(key: RSAPrivateKey | KeySource) -> Callable[[], object]:
+    """What the service asks before a job (ServiceDeps.key_ready): the source's key, read
+    now if its first read met an outage; a key given as it is is always at hand."""
+    if not isinstance(key, Rereadable):
+        return key_at_hand
+    source: KeySource = key
+    return lambda: source.value
 
 
 class FeedParts:
@@ -154,10 +168,13 @@ class FeedParts:
     def _build(self, name: str) -> DownloadService:
         own = settings_for_feed(self._settings, self._feeds.feed(name))
         # The key comes from the feed's own source (adapters/keys.py caches by source): a
-        # job is only ever decrypted with the key of the feed its FileID names.
+        # job is only ever decrypted with the key of the feed its FileID names. Secrets
+        # Manager unavailable: DependencyUnavailableError, nothing kept, built again next job.
+        key = key_source_from_settings(own, self._clients)
         deps = replace(
             self._base,
-            decryption=KeyDecryption(key_source_from_settings(own, self._clients)),
+            decryption=KeyDecryption(key),
+            key_ready=_key_ready(key),
             provider=provider_factory(own, self._clients),
             url_policy=url_policy_from_settings(own),
             feed=own.feed,

@@ -1,4 +1,5 @@
-"""The worker's pause while its own dependency (SQS or DynamoDB) is down.
+"""The worker's pause while its own dependency (SQS, DynamoDB, or Secrets Manager with a
+feed's key or token) is down.
 
 Polling threads ask `wait_turn` before each receive. While the dependency is down only one
 thread at a time receives (the probe), and only once the pause is over: 1 s doubling to 30 s

@@ -19,6 +19,10 @@ def no_pause(point: str, file_id: str) -> None:
     """The production pause hook: nothing happens at a named point."""
 
 
+def key_at_hand() -> None:
+    """A key given as it is (tests, benchmarks): always at hand."""
+
+
 def default_owner_prefix() -> str:
     """host:pid, the stable part of every claim owner id this process writes."""
     return f"{socket.gethostname()}:{os.getpid()}"
@@ -48,3 +52,7 @@ class ServiceDeps:
     # destination prefix ("" for the default feed: the bucket's root).
     feed: str = DEFAULT_FEED_NAME
     destination_prefix: str = ""
+    # Called before this feed's job is looked at: DependencyUnavailableError while its key
+    # cannot be read yet (Secrets Manager down when the process started: adapters/keys.py),
+    # so the job is not claimed; a PermanentError when the key read is not one.
+    key_ready: Callable[[], object] = key_at_hand

@@ -72,7 +72,10 @@ class DownloadService:
         `receive_count` is the message's delivery count (None: no message, no later try).
 
         DynamoDB unavailable past the client's retries is an outcome, not an exception:
-        UNAVAILABLE, with no claim kept and a short backoff that grows while it lasts."""
+        UNAVAILABLE, with no claim kept and a short backoff that grows while it lasts. So is
+        Secrets Manager unavailable when the feed's key or token is to be read: before the
+        claim (the key: `key_ready`, a named feed's parts) or under it (a re-read, the token
+        for a fresh URL), which is then given back."""
         try:
             result = self._process_feed(file_id, on_heartbeat, budget, receive_count)
         except DependencyUnavailableError as exc:
@@ -111,6 +114,10 @@ class DownloadService:
         # NOT_FOUND, acknowledged like any missing job.
         feed = file_feed(file_id, default=DEFAULT_FEED_NAME)
         if feed == self.deps.feed:
+            try:
+                self.deps.key_ready()  # an outage: DependencyUnavailableError, see `process`
+            except PermanentError as exc:  # the key read at last is unusable: as for a feed's
+                return self._refuse(file_id, exc)
             return self._process(file_id, on_heartbeat, budget)
         try:
             if self._feeds is None:
