@@ -3,7 +3,13 @@ frozen) with its lanes on three feeds' queues each take the one message sent to 
 another worker receives every one of them again and completes their jobs, well before lease +
 margin (here 300 + 30 s), because an unclaimed message is hidden for the receive window only
 (dlpipe.entrypoints.receive_window). The killed worker and the frozen one run side by side, each
-on feeds and queues of its own with a successor of its own: both wait out the one 30 s window."""
+on feeds and queues of its own with a successor of its own: both wait out the one 30 s window.
+
+The heal is bounded from records, not the test's clock: each successor's `job.claimed` line is
+stamped at most HEAL_S (60 s) after the dead worker's last log line, which it wrote before the
+kill. HEAL_S is RELIABILITY.md's bound V + W (receive window 30 s + one 20 s long poll that SQS
+may still answer for the dead process) and 10 s for the successor's own 1 s polls, its claim and
+the dead worker's last line to its kill."""
 
 from __future__ import annotations
 
@@ -13,6 +19,7 @@ import time
 import uuid
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -37,6 +44,9 @@ LEASE_S = 300  # lease + margin, 330 s, is when an unclaimed message came back b
 # Stops a hung test; also far below lease + margin, so a worker that still hid its received
 # messages that long fails here rather than passing slowly.
 DEADLINE_S = 150
+# The heal bound, from the kill to each claim by another worker: RELIABILITY.md's V + W, the
+# receive window (RECEIVE_WINDOW_S, 30 s) plus one long poll (20 s), and a 10 s margin.
+HEAL_S = 60
 
 
 @dataclass
@@ -150,6 +160,16 @@ def test_the_messages_a_dead_worker_s_lanes_received_are_claimed_by_another_work
         # The second receive of each: the dead worker's was the first.
         assert {e["receive_count"] for e in claimed.values()} == {2}, (d.how, claimed)
         assert {e["file_id"] for e in claimed.values()} == set(d.sent), d.how
+        # Healed within HEAL_S of the kill: the dead worker's last line was written before it.
+        assert d.doomed is not None
+        last_line = max(_stamp(e) for e in d.doomed.events())
+        healed_s = {e["file_id"]: (_stamp(e) - last_line).total_seconds() for e in claimed.values()}
+        assert max(healed_s.values()) <= HEAL_S, (d.how, "s from the dead worker's end", healed_s)
+
+
+def _stamp(event: dict[str, object]) -> datetime:
+    """When a worker wrote a log line (its `timestamp`, ISO 8601 UTC)."""
+    return datetime.fromisoformat(str(event["timestamp"]))
 
 
 def _queue_one_job_per_feed(
