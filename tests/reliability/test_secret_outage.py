@@ -95,7 +95,7 @@ def test_workers_start_through_a_secrets_manager_outage_and_the_day_completes_af
     lease_s = 40
     rig = make_rig(visibility_s=lease_s + 10, max_receive=5)
     stub = stub_factory(tiny(unique_entity(), 8))
-    secret = f"rel-key-{uuid.uuid4().hex[:10]}"
+    secret = f"dlpipe-test-key-{uuid.uuid4().hex[:10]}"  # the IAM checker's stand-in name
     rig.clients.secretsmanager.create_secret(Name=secret, SecretString=rig.key_file.read_text())
     plan = outage()
     proxy = FaultProxy(rig.aws_env[ENV_ENDPOINT_URL], plan)
