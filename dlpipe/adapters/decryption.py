@@ -4,18 +4,37 @@ SHA-256 check. The key stays here; the service never sees a cryptography type.
 
 A wrapped key that does not unwrap (wrong_key) makes the key's source be read again
 (adapters/keys.py, bounded) and the unwrap tried once more with a key read since; the error
-that stays names the key that failed by its fingerprint, never the key."""
+that stays names the key that failed by its fingerprint, never the key.
+
+A wrong_key met while the source may not be read again yet (the interval since its last
+re-read not spent, and no re-read since this file's first refusal) is KeyRereadDueError: a
+wrong_key that says when to try again (`reread_after_s`, the interval's rest), so the service
+gives the file back rather than ending it `error` on a read that may predate a fix."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 
 from dlpipe.adapters.crypto import PlaintextVerifier, StreamDecryptor, open_decryptor
 from dlpipe.adapters.keys import KeySource, key_fingerprint
+from dlpipe.adapters.reread import RereadDue
 from dlpipe.domain.cipher_format import Cipher, UnknownCipher
 from dlpipe.domain.download_errors import WrongKeyError
+
+
+class KeyRereadDueError(WrongKeyError):
+    """A wrong_key not answered yet by a fresh read of the key: try again in `reread_after_s`
+    (whole seconds, at least 1), when the key's source is read again. Its code stays
+    `wrong_key`: anything that does not know to wait ends the file as before."""
+
+    code = "wrong_key"
+
+    def __init__(self, message: str, reread_after_s: int) -> None:
+        super().__init__(message)
+        self.reread_after_s = reread_after_s
 
 
 @dataclass(frozen=True)
@@ -37,7 +56,16 @@ class KeyDecryption:
         try:
             return open_decryptor(key, cipher, encrypted_key_b64, iv_b64)
         except WrongKeyError as exc:
-            newer = source.newer_than(key) if source is not None else None
+            try:
+                newer = (
+                    source.newer_than(key, refused=encrypted_key_b64)
+                    if source is not None
+                    else None
+                )
+            except RereadDue as due:
+                reread_after_s = max(1, math.ceil(due.in_s))
+                message = f"{_naming(exc, key)}; {due}"
+                raise KeyRereadDueError(message, reread_after_s) from exc
             if newer is None:
                 raise _naming(exc, key) from exc
         try:

@@ -7,6 +7,11 @@ the caller asks `newer_than(failed)`: the value another thread read since `faile
 else the source read again, at most once every `interval_s` (DLPIPE_SECRET_REREAD_SECONDS)
 so a day of files that fail alike costs one read a minute, not one per file.
 
+A refused use that names itself (`refused`, e.g. the file's wrapped key) is not told "still
+the same" on the strength of a read older than its own first refusal: the value may have been
+fixed since. Within the interval it gets RereadDue (retry after the interval's rest) instead,
+and when it comes back, any re-read made since (its own or another use's) answers it.
+
 Secrets Manager unavailable (throttled, 5xx, timing out, not reachable: `get_secret`) is a
 dependency outage, DependencyUnavailableError, never a verdict on the value: a re-read that
 meets one raises it (the file waits the outage out, as for DynamoDB) and does not count
@@ -18,7 +23,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Generic, TypeVar, cast
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -60,6 +65,18 @@ def _cause(exc: ClientError | BotoCoreError) -> str:
     return one_line(f"{type(exc).__name__}: {exc}", 200)
 
 
+class RereadDue(Exception):  # not an error: a refusal that is not answered yet
+    """A refused use whose value was last read before the refusal, within the interval: try
+    again in `in_s` seconds, when the source may be read again."""
+
+    def __init__(self, where: str, in_s: float) -> None:
+        super().__init__(f"{where} is read again in {in_s:.0f} s")
+        self.in_s = in_s
+
+
+_REFUSALS_KEPT = 10_000  # refused uses remembered at most (one interval's worth, at most)
+
+
 class Rereadable(Generic[T]):
     """`value`, read by `read`; `newer_than` reads again (bounded) after a refused use."""
 
@@ -84,6 +101,8 @@ class Rereadable(Generic[T]):
             self._value = read()  # the first read's errors are the caller's (one line, at startup)
             self._unread = False
         self._read_at: float | None = None  # when a refusal last made us read again
+        self._reads = 0  # re-reads made so far (succeeded): a refusal's "since" mark
+        self._refusals: dict[Hashable, int] = {}  # refused use -> `_reads` at its first refusal
 
     @property
     def value(self) -> T:
@@ -110,19 +129,25 @@ class Rereadable(Generic[T]):
         self._value, self._unread, self._failure = value, False, None
         log.info("secret.read", source=self._where, failed_reads=self._failed_reads)
 
-    def newer_than(self, failed: T) -> T | None:
+    def newer_than(self, failed: T, *, refused: Hashable | None = None) -> T | None:
         """A value other than `failed` to try once, or None: the source still holds `failed`,
         cannot be read now (logged, the value kept), or was read again less than
         `interval_s` ago. DependencyUnavailableError when an outage kept it from being read:
-        the interval is not spent, the next refusal reads again."""
+        the interval is not spent, the next refusal reads again.
+
+        With `refused` (the use's identity), None within the interval only when a re-read
+        made since that use's first refusal found `failed`; else RereadDue, with the
+        interval's rest."""
         with self._lock:
             if self._unread:
                 self._first_read(self._failed_reads)
             value = cast("T", self._value)
             if not self._same(value, failed):
+                self._forget(refused)
                 return value  # another thread has read it again since
             now = self._clock()
             if self._read_at is not None and now - self._read_at < self._interval_s:
+                self._unless_answered(refused, self._read_at + self._interval_s - now)
                 return None
             previous, self._read_at = self._read_at, now
             try:
@@ -132,10 +157,35 @@ class Rereadable(Generic[T]):
                 raise
             except Exception as exc:  # noqa: BLE001 - a failed re-read keeps the value it has
                 log.warning("secret.reread_failed", source=self._where, error=str(exc))
+                self._forget(refused)
                 return None
+            self._reads += 1
+            self._forget(refused)
+            # Older refusals than the last interval's have been answered (or went elsewhere).
+            self._refusals = {k: n for k, n in self._refusals.items() if n >= self._reads - 1}
             if self._same(fresh, failed):
                 log.info("secret.reread_unchanged", source=self._where)
                 return None
             log.info("secret.reread_changed", source=self._where)
             self._value = fresh
             return fresh
+
+    def _unless_answered(self, refused: Hashable | None, in_s: float) -> None:
+        """Within the interval (the lock held): RereadDue in `in_s`, unless no use is named or
+        a re-read since its first refusal answered it."""
+        if refused is None:
+            return
+        first = self._refusals.get(refused)
+        if first is not None and self._reads > first:
+            del self._refusals[refused]  # read again since it was first refused: the verdict
+            return
+        if first is None and len(self._refusals) >= _REFUSALS_KEPT:
+            return  # too many waiting to remember one more: the old verdict stands
+        if first is None:
+            self._refusals[refused] = self._reads
+        log.info("secret.reread_due", source=self._where, in_s=round(in_s, 3))
+        raise RereadDue(self._where, in_s)
+
+    def _forget(self, refused: Hashable | None) -> None:
+        if refused is not None:
+            self._refusals.pop(refused, None)

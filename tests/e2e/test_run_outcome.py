@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from dlpipe.config import ENV_SECRET_REREAD_SECONDS as ENV_SECRET_REREAD
 from dlpipe.domain.cipher_format import CIPHER_GCM
 from dlpipe.local.stub.crypto import generate_rsa_keypair
 from dlpipe.local.stub.publish import StubFileSpec
@@ -35,6 +36,9 @@ def test_a_wrong_key_day_ends_with_its_cause_and_a_rerun_first_batch_still_names
         settings = run_settings(provisioned, "2000")  # > the recovery bound (30 min) at 1 s a poll
         other_key = write_key(tmp_path, "other.pem", generate_rsa_keypair()[0])
         env = worker_env(aws_env, provisioned, q.url, other_key, stub=stub, **settings)
+        # The key is wrong for good: each refusal reads it again at once (no wait for the
+        # next allowed re-read, which test_key_fixed_within_bound.py covers).
+        env[ENV_SECRET_REREAD] = "0"
         worker = WorkerProcess(env, tmp_path / "w1.log")
         try:
             failed = run_dlpipe(env, tmp_path, "run", "--date", day, columns=None)

@@ -165,6 +165,20 @@ def slow(
     return ProcessResult(Outcome.SLOW, delay_s, size_bytes=job.expected_size)
 
 
+def key_reread_due(
+    deps: ServiceDeps, job: FileJob, run: FileRun, exc: PermanentError, delay_s: int
+) -> ProcessResult:
+    """Give a file refused wrong_key back until its feed's key is read again (`delay_s`, the
+    rest of DLPIPE_SECRET_REREAD_SECONDS since the last re-read): a fix made since that read
+    reaches it then, and a key still wrong ends it `error` on that fresh read. BUSY: like a
+    live claim's, its message comes back as a fresh copy delayed that long."""
+    released = release(deps, job, run.owner, reason=exc.error_message)
+    if released.outcome is not Outcome.RELEASED:
+        return released
+    log.warning("job.key_reread_due", error_code=exc.code, error=str(exc), retry_after_s=delay_s)
+    return ProcessResult(Outcome.BUSY, delay_s, size_bytes=job.expected_size)
+
+
 def release(
     deps: ServiceDeps,
     job: FileJob,

@@ -15,7 +15,9 @@ class Outcome(StrEnum):
 
     COMPLETED = "completed"
     ALREADY_DONE = "already_done"  # terminal before we came: a stale or duplicate message
-    BUSY = "busy"  # another worker holds a live lease: hide the message until it runs out
+    # Another worker holds a live lease: hide the message until it runs out. Also a wrong_key
+    # met before the key's next re-read: the job `available` again, back at that re-read.
+    BUSY = "busy"
     FAILED = "failed"  # transient faults outlasted the retries: job `failed`
     ERROR = "error"  # permanent fault: job `error`
     RELEASED = "released"  # shutdown: the job is `available` again, the message must return

@@ -204,7 +204,9 @@ class Decryption(Protocol):
     def open_decryptor(
         self, cipher: Cipher | UnknownCipher, encrypted_key_b64: str, iv_b64: str
     ) -> StreamDecryptor:
-        """A decryptor for one file; typed download errors for a bad key, IV or cipher."""
+        """A decryptor for one file; typed download errors for a bad key, IV or cipher. A
+        WrongKeyError with `reread_after_s` (int): the key may have been fixed since it was
+        last read, and is read again in that many seconds; the file is given back till then."""
         ...
 
     def verifier(self, expected_size: int | None, expected_sha256: str | None) -> PlaintextCheck:

@@ -21,6 +21,7 @@ from dlpipe.domain.download_errors import (
     ProviderSlowError,
     TooLargeForWorkerError,
     TransientError,
+    WrongKeyError,
 )
 from dlpipe.domain.errors import DependencyUnavailableError
 from dlpipe.domain.feeds import DEFAULT_FEED_NAME, FeedError
@@ -31,7 +32,15 @@ from dlpipe.domain.rules import ClaimDecision, claim_decision
 from dlpipe.domain.unknown_feed import LAST_DELIVERY, unknown_feed_delay_s
 from dlpipe.feed_settings import UnknownFeedError
 from dlpipe.log import get_logger
-from dlpipe.services.download.claim import claim, complete, finish, release, slow, while_claimed
+from dlpipe.services.download.claim import (
+    claim,
+    complete,
+    finish,
+    key_reread_due,
+    release,
+    slow,
+    while_claimed,
+)
 from dlpipe.services.download.deps import ServiceDeps
 from dlpipe.services.download.filerun import FileRun
 from dlpipe.services.download.lease import LeaseLost, ShutdownRequested
@@ -234,6 +243,10 @@ class DownloadService:
             settle = partial(slow, self.deps, job, run, exc, started)
             return while_claimed(self.deps, settle, on_heartbeat)
         except (PermanentError, TransientError) as exc:
+            reread_after_s = _key_reread_after_s(exc)
+            if reread_after_s is not None and isinstance(exc, PermanentError):
+                give_back = partial(key_reread_due, self.deps, job, run, exc, reread_after_s)
+                return while_claimed(self.deps, give_back, on_heartbeat)
             end = partial(
                 finish,
                 self.deps,
@@ -255,3 +268,12 @@ class DownloadService:
             log.exception("job.crashed")
             release(self.deps, job, run.owner, quiet=True)
             raise
+
+
+def _key_reread_after_s(exc: PermanentError | TransientError) -> int | None:
+    """For a wrong_key refused before the key could be read again (the Decryption port's
+    `reread_after_s`, adapters/decryption.py): in how many seconds it is read again."""
+    if not isinstance(exc, WrongKeyError):
+        return None
+    seconds = getattr(exc, "reread_after_s", None)
+    return seconds if isinstance(seconds, int) and seconds > 0 else None
