@@ -9,6 +9,7 @@ import re
 import shlex
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,12 +26,16 @@ pytest_plugins = ["tests.provider_fixtures", "tests.e2e.test_repair_kit"]  # sta
 ENTITIES = ("accounts", "positions")
 
 
-def test_a_key_restored_in_its_secret_completes_the_day_on_the_running_worker(
-    stack: kit.Stack, tmp_path: Path
-) -> None:
+def repair_after_the_key_is_fixed(
+    stack: kit.Stack, tmp_path: Path, entities: tuple[str, ...], reread_s: int
+) -> list[dict[str, Any]]:
+    """A named feed's day of `entities` run with a wrong key in its secret (every file ends
+    `error` wrong_key, naming that key), the secret given the right key, and the repair
+    `status` prints run as printed on the same worker (DLPIPE_SECRET_REREAD_SECONDS =
+    `reread_s`): the day completes. The worker's log events."""
     secrets = stack.clients.secretsmanager
     day, secret = unique_day(), f"e2e-key-{uuid.uuid4().hex[:10]}"
-    stub = stack.stub(ENTITIES)
+    stub = stack.stub(entities)
     wrong = generate_rsa_keypair()[0]
     secrets.create_secret(Name=secret, SecretString=wrong.decode())
     default_key = kit.write_key(tmp_path, "default.pem", stack.rsa_keypair[0])
@@ -45,14 +50,13 @@ def test_a_key_restored_in_its_secret_completes_the_day_on_the_running_worker(
                 feeds.read_text(),
             )
             feeds.write_text(text)
-            # Every refused key is read again (the bound, once a minute, is a unit test's).
-            env[ENV_SECRET_REREAD_SECONDS] = "0"
+            env[ENV_SECRET_REREAD_SECONDS] = str(reread_s)
             worker = WorkerProcess(env, tmp_path / "worker.log")
             try:
                 first = kit.run_dlpipe(env, tmp_path, "run", "--date", day, "--feed", kit.FEED)
                 assert first.returncode == 1, (first.stdout, first.stderr)
                 status = kit.run_dlpipe(env, tmp_path, "status", "--date", day, "--feed", kit.FEED)
-                assert f"wrong_key: {len(ENTITIES)}" in status.stdout, status.stdout
+                assert f"wrong_key: {len(entities)}" in status.stdout, status.stdout
 
                 secrets.put_secret_value(
                     SecretId=secret, SecretString=stack.rsa_keypair[0].decode()
@@ -69,7 +73,15 @@ def test_a_key_restored_in_its_secret_completes_the_day_on_the_running_worker(
     events = worker.events()
     failed = [e for e in events if e["event"] == "job.error"]
     named = f"(our key {key_fingerprint(load_private_key(wrong))})"
-    assert len(failed) == len(ENTITIES), failed
+    assert len(failed) == len(entities), failed
     assert all(e["error"].startswith("wrong_key: ") and named in e["error"] for e in failed)
-    assert [e["event"] for e in events].count("job.completed") == len(ENTITIES)
+    assert [e["event"] for e in events].count("job.completed") == len(entities)
+    return events
+
+
+def test_a_key_restored_in_its_secret_completes_the_day_on_the_running_worker(
+    stack: kit.Stack, tmp_path: Path
+) -> None:
+    # Every refused key is read again (the bound, once a minute, is a unit test's).
+    events = repair_after_the_key_is_fixed(stack, tmp_path, ENTITIES, reread_s=0)
     assert "secret.reread_changed" in [e["event"] for e in events]
